@@ -1,0 +1,1 @@
+//! The Mesos v1 wire protocol.
