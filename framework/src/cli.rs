@@ -1,6 +1,11 @@
 //! The `mesopod` command line: one binary, several subcommands.
+//!
+//! Each subcommand's flags and entry point live in their own module under
+//! [`crate::cmd`], so the parts of the binary change independently.
 
 use clap::{Parser, Subcommand};
+
+use crate::cmd;
 
 /// Kubernetes pods on Apache Mesos.
 #[derive(Debug, Parser)]
@@ -9,29 +14,20 @@ pub struct Cli {
     /// What to run; `scheduler` when omitted.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Scheduler flags, accepted without the `scheduler` word.
+    #[command(flatten)]
+    pub scheduler: cmd::scheduler::Args,
 }
 
 /// The subcommands of `mesopod`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The framework with its Kubernetes API shim (the default).
-    Scheduler,
+    Scheduler(cmd::scheduler::Args),
     /// The custom executor that a Mesos agent launches.
-    Executor,
+    Executor(cmd::executor::Args),
     /// A standalone local Mesos master with agents.
-    Localmesos,
+    Localmesos(cmd::localmesos::Args),
     /// The scale benchmark.
-    Bench,
-}
-
-impl Command {
-    /// The subcommand's name as typed on the command line.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Command::Scheduler => "scheduler",
-            Command::Executor => "executor",
-            Command::Localmesos => "localmesos",
-            Command::Bench => "bench",
-        }
-    }
+    Bench(cmd::bench::Args),
 }

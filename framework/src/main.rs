@@ -1,13 +1,16 @@
-//! The `mesopod` binary.
+//! The `mesopod` binary: parses the command line and hands over to a subcommand.
 
 use clap::Parser;
 use framework::cli::{Cli, Command};
+use framework::cmd;
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Scheduler);
-    anyhow::bail!(
-        "`mesopod {}` is not built yet: see the open issues",
-        command.name()
-    )
+    match cli.command {
+        None => cmd::scheduler::run(cli.scheduler),
+        Some(Command::Scheduler(args)) => cmd::scheduler::run(args),
+        Some(Command::Executor(args)) => cmd::executor::run(args),
+        Some(Command::Localmesos(args)) => cmd::localmesos::run(args),
+        Some(Command::Bench(args)) => cmd::bench::run(args),
+    }
 }

@@ -1,1 +1,19 @@
-//! The Mesos v1 wire protocol.
+//! The Mesos v1 wire protocol, and nothing of scheduling policy.
+//!
+//! # Contract
+//!
+//! - [`proto`]: every message of the v1 scheduler and executor APIs that
+//!   mesopod and localmesos use, with Apache Mesos' field numbers, proto2
+//!   `required`/`optional` respected, unknown fields skipped.
+//! - [`codec`]: the two encodings Mesos speaks, protobuf and Mesos' own JSON
+//!   mapping, chosen per connection from `Content-Type` / `Accept`.
+//!
+//! # Invariants
+//!
+//! - This crate knows nothing of pods, the registry or the API shim.
+//! - Bytes from the network never panic a decoder: every decoder returns a
+//!   typed error, and every length read from the wire is bounded before
+//!   anything is allocated for it.
+
+pub mod codec;
+pub mod proto;
