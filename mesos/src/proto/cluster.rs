@@ -179,6 +179,36 @@ pub struct Address {
     pub port: i32,
 }
 
+/// `URL`: 1 scheme req; 2 address req; 3 path; 5 fragment.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Url {
+    /// `http` or `https`.
+    #[prost(string, required, tag = "1")]
+    pub scheme: String,
+    /// Host and port.
+    #[prost(message, optional, tag = "2")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<Address>,
+    /// Path, e.g. `/slave(1)`.
+    #[prost(string, optional, tag = "3")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Fragment.
+    #[prost(string, optional, tag = "5")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fragment: Option<String>,
+}
+
+impl Url {
+    /// `scheme://host:port` of the address, preferring the IP.
+    pub fn base(&self) -> Option<String> {
+        let addr = self.address.as_ref()?;
+        let host = addr.ip.as_deref().or(addr.hostname.as_deref())?;
+        Some(format!("{}://{}:{}", self.scheme, host, addr.port))
+    }
+}
+
 /// `AgentInfo`: 1 hostname req; 8 port; 3 resources; 5 attributes; 6 id.
 #[derive(Clone, PartialEq, ::prost::Message, Serialize, Deserialize)]
 #[serde(default)]
@@ -235,6 +265,10 @@ pub struct Offer {
     #[prost(message, repeated, tag = "7")]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attributes: Vec<Attribute>,
+    /// How to reach the agent's own HTTP endpoints (sandbox files).
+    #[prost(message, optional, tag = "8")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<Url>,
     /// The role the offer is allocated to.
     #[prost(message, optional, tag = "10")]
     #[serde(skip_serializing_if = "Option::is_none")]
