@@ -1,6 +1,11 @@
 //! The mesopod framework: the scheduler that turns pending pods into Mesos tasks.
 //!
-//! Filled in by the framework issue; for now it holds the command line.
+//! Being filled in by the framework issue. What exists is pure and tested:
+//! the offer store, the pod queue and the reconciliation rounds.
 
+pub mod backoff;
 pub mod cli;
 pub mod cmd;
+pub mod offers;
+pub mod queue;
+pub mod reconcile;
