@@ -6,6 +6,9 @@
 pub mod backoff;
 pub mod cli;
 pub mod cmd;
+pub mod config;
+pub mod launch;
 pub mod offers;
+pub mod podstatus;
 pub mod queue;
 pub mod reconcile;

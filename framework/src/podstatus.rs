@@ -1,0 +1,291 @@
+//! From a Mesos task status to the pod status users see.
+//!
+//! # Contract
+//!
+//! `pod_status_for(update, current, now)` is a pure function. The executor
+//! reports the pod's own status as JSON in `TaskStatus.data`; when it is
+//! there and parses, its phase, conditions, container statuses and IPs are
+//! taken as they are. States the executor cannot report (the agent or the
+//! master decided: lost, unreachable, gone, dropped, invalid) are mapped
+//! here, with the Kubernetes reasons users search for (`NodeLost`).
+//! mesopod's own `PodScheduled` condition always survives the merge.
+
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use mesos::proto::json::WireEnum;
+use mesos::proto::{TaskState, TaskStatus, task_status::Reason};
+
+/// Kubernetes' reason for pods on a node that stopped answering.
+pub const REASON_NODE_LOST: &str = "NodeLost";
+
+/// The pod status after `update`, starting from `current`.
+pub fn pod_status_for(
+    update: &TaskStatus,
+    current: Option<&PodStatus>,
+    now: SystemTime,
+) -> PodStatus {
+    let state = TaskState::try_from(update.state).unwrap_or(TaskState::TaskUnknown);
+    let reason = update.reason.and_then(|r| Reason::try_from(r).ok());
+    let message = update.message.clone().filter(|m| !m.is_empty());
+    let mut status = current.cloned().unwrap_or_default();
+
+    if let Some(reported) = update
+        .data
+        .as_deref()
+        .and_then(|d| serde_json::from_slice::<PodStatus>(d).ok())
+    {
+        merge_reported(&mut status, reported);
+    }
+
+    match state {
+        TaskState::TaskStaging | TaskState::TaskStarting => {
+            if status.phase.is_none() {
+                status.phase = Some("Pending".into());
+            }
+        }
+        TaskState::TaskRunning => {
+            status.phase = Some("Running".into());
+            status.reason = None;
+            status.message = None;
+        }
+        TaskState::TaskKilling => {}
+        TaskState::TaskFinished => {
+            status.phase = Some("Succeeded".into());
+        }
+        TaskState::TaskFailed | TaskState::TaskKilled | TaskState::TaskError => {
+            status.phase = Some("Failed".into());
+            if status.reason.is_none() {
+                status.reason = Some(reason_word(state, reason));
+            }
+            if status.message.is_none() {
+                status.message = message
+                    .clone()
+                    .or_else(|| Some(format!("task {}", state.wire_name())));
+            }
+        }
+        TaskState::TaskDropped => {
+            status.phase = Some("Failed".into());
+            status.reason = Some("TaskDropped".into());
+            status.message =
+                Some(message.unwrap_or_else(|| "Mesos dropped the task before it started".into()));
+        }
+        TaskState::TaskLost | TaskState::TaskUnreachable => {
+            // The task may come back when the partition heals: Unknown, not Failed.
+            status.phase = Some("Unknown".into());
+            status.reason = Some(REASON_NODE_LOST.into());
+            status.message = Some(message.unwrap_or_else(|| {
+                format!(
+                    "the agent running this pod is unreachable ({})",
+                    state.wire_name()
+                )
+            }));
+            set_ready(&mut status, "False", REASON_NODE_LOST, now);
+        }
+        TaskState::TaskGone | TaskState::TaskGoneByOperator => {
+            status.phase = Some("Failed".into());
+            status.reason = Some(REASON_NODE_LOST.into());
+            status.message = Some(message.unwrap_or_else(|| {
+                format!("the agent running this pod is gone ({})", state.wire_name())
+            }));
+            set_ready(&mut status, "False", REASON_NODE_LOST, now);
+        }
+        TaskState::TaskUnknown => {
+            status.phase = Some("Unknown".into());
+            status.reason = Some("TaskUnknown".into());
+            status.message =
+                Some(message.unwrap_or_else(|| "Mesos does not know this pod's task".into()));
+        }
+    }
+    status
+}
+
+/// Takes the executor's view of the pod, keeping our PodScheduled condition.
+fn merge_reported(status: &mut PodStatus, reported: PodStatus) {
+    let scheduled = status
+        .conditions
+        .as_ref()
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled").cloned());
+    let mut conditions: Vec<PodCondition> = reported
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.type_ != "PodScheduled")
+        .collect();
+    if let Some(s) = scheduled {
+        conditions.insert(0, s);
+    }
+    status.conditions = Some(conditions);
+    if reported.phase.is_some() {
+        status.phase = reported.phase;
+    }
+    status.reason = reported.reason.or(status.reason.take());
+    status.message = reported.message.or(status.message.take());
+    for (dst, src) in [
+        (&mut status.container_statuses, reported.container_statuses),
+        (
+            &mut status.init_container_statuses,
+            reported.init_container_statuses,
+        ),
+    ] {
+        if src.is_some() {
+            *dst = src;
+        }
+    }
+    if reported.pod_ip.is_some() {
+        status.pod_ip = reported.pod_ip;
+        status.pod_ips = reported.pod_ips;
+    }
+    if reported.host_ip.is_some() {
+        status.host_ip = reported.host_ip;
+        status.host_ips = reported.host_ips;
+    }
+    if reported.start_time.is_some() {
+        status.start_time = reported.start_time;
+    }
+}
+
+fn set_ready(status: &mut PodStatus, value: &str, reason: &str, now: SystemTime) {
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let cond = PodCondition {
+        type_: "Ready".into(),
+        status: value.into(),
+        reason: Some(reason.into()),
+        last_transition_time: Some(Time(timestamp(now))),
+        ..Default::default()
+    };
+    match conditions.iter_mut().find(|c| c.type_ == "Ready") {
+        Some(existing) if existing.status == value => existing.reason = Some(reason.into()),
+        Some(existing) => *existing = cond,
+        None => conditions.push(cond),
+    }
+}
+
+/// A Kubernetes-style reason word for a failed task.
+fn reason_word(state: TaskState, reason: Option<Reason>) -> String {
+    match (state, reason) {
+        (_, Some(Reason::ReasonContainerLimitationMemory)) => "OOMKilled".into(),
+        (_, Some(Reason::ReasonTaskInvalid)) => "TaskInvalid".into(),
+        (_, Some(Reason::ReasonExecutorTerminated)) => "ExecutorTerminated".into(),
+        (TaskState::TaskKilled, _) => "Killed".into(),
+        (TaskState::TaskError, _) => "TaskError".into(),
+        _ => "Error".into(),
+    }
+}
+
+/// A k8s-openapi timestamp for a system time (seconds precision).
+pub fn timestamp(t: SystemTime) -> k8s_openapi::jiff::Timestamp {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use k8s_openapi::api::core::v1::ContainerStatus;
+    use mesos::proto::TaskId;
+
+    fn update(state: TaskState) -> TaskStatus {
+        TaskStatus {
+            task_id: Some(TaskId::new("t")),
+            state: state as i32,
+            ..Default::default()
+        }
+    }
+
+    fn scheduled() -> PodStatus {
+        PodStatus {
+            phase: Some("Pending".into()),
+            conditions: Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_executors_report_is_taken_and_pod_scheduled_survives() {
+        let reported = PodStatus {
+            phase: Some("Running".into()),
+            pod_ip: Some("127.0.0.1".into()),
+            host_ip: Some("127.0.0.1".into()),
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            container_statuses: Some(vec![ContainerStatus {
+                name: "main".into(),
+                ready: true,
+                restart_count: 0,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let mut u = update(TaskState::TaskRunning);
+        u.data = Some(serde_json::to_vec(&reported).unwrap());
+        let s = pod_status_for(&u, Some(&scheduled()), SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+        assert_eq!(s.pod_ip.as_deref(), Some("127.0.0.1"));
+        let types: Vec<_> = s
+            .conditions
+            .unwrap()
+            .iter()
+            .map(|c| c.type_.clone())
+            .collect();
+        assert_eq!(types, ["PodScheduled", "Ready"]);
+        assert_eq!(s.container_statuses.unwrap()[0].name, "main");
+    }
+
+    #[test]
+    fn lost_and_unreachable_pods_show_node_lost_and_may_come_back() {
+        for state in [TaskState::TaskLost, TaskState::TaskUnreachable] {
+            let s = pod_status_for(&update(state), Some(&scheduled()), SystemTime::UNIX_EPOCH);
+            assert_eq!(s.phase.as_deref(), Some("Unknown"), "{state}");
+            assert_eq!(s.reason.as_deref(), Some(REASON_NODE_LOST));
+            let ready = s
+                .conditions
+                .unwrap()
+                .into_iter()
+                .find(|c| c.type_ == "Ready")
+                .unwrap();
+            assert_eq!(ready.status, "False");
+        }
+        let s = pod_status_for(&update(TaskState::TaskGone), None, SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+        assert_eq!(s.reason.as_deref(), Some(REASON_NODE_LOST));
+    }
+
+    #[test]
+    fn terminal_states_map_to_succeeded_or_failed_with_a_reason() {
+        let s = pod_status_for(
+            &update(TaskState::TaskFinished),
+            Some(&scheduled()),
+            SystemTime::UNIX_EPOCH,
+        );
+        assert_eq!(s.phase.as_deref(), Some("Succeeded"));
+        let mut u = update(TaskState::TaskError);
+        u.reason = Some(Reason::ReasonTaskInvalid as i32);
+        u.message = Some("bad pod".into());
+        let s = pod_status_for(&u, None, SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+        assert_eq!(s.reason.as_deref(), Some("TaskInvalid"));
+        assert_eq!(s.message.as_deref(), Some("bad pod"));
+    }
+
+    #[test]
+    fn garbage_in_data_is_ignored_not_fatal() {
+        let mut u = update(TaskState::TaskRunning);
+        u.data = Some(b"\xff not json".to_vec());
+        let s = pod_status_for(&u, Some(&scheduled()), SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+    }
+}
