@@ -7,6 +7,11 @@
 //!   `required`/`optional` respected, unknown fields skipped.
 //! - [`codec`]: the two encodings Mesos speaks, protobuf and Mesos' own JSON
 //!   mapping, chosen per connection from `Content-Type` / `Accept`.
+//! - [`recordio`]: the framing of event streams, decoded incrementally
+//!   with a bound on every record.
+//! - [`resources`]: the `Resources` value type with Mesos' arithmetic
+//!   (fixed-point scalars, normalised ranges, sets, roles) and Mesos' text
+//!   syntax for `--resources` and `--attributes`.
 //!
 //! # Invariants
 //!
@@ -17,3 +22,5 @@
 
 pub mod codec;
 pub mod proto;
+pub mod recordio;
+pub mod resources;
