@@ -3,6 +3,7 @@
 //! Being filled in by the framework issue. What exists is pure and tested:
 //! the offer store, the pod queue and the reconciliation rounds.
 
+pub mod admission;
 pub mod backoff;
 pub mod cli;
 pub mod cmd;
