@@ -1,0 +1,111 @@
+//! One container as one process group on the host.
+//!
+//! Each container is started as the leader of a new process group, so a
+//! signal reaches the whole tree it starts (a shell and its children), and a
+//! group left behind after the leader exits can be cleaned up as one.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::process::{Child, Command};
+
+use crate::layout::LogStream;
+use crate::pod::ContainerPlan;
+
+/// `PATH` for containers when the executor itself has none: the usual
+/// Debian/Alpine default, so `command: [sh, -c, …]` finds the shell.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A started container process.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub(crate) child: Child,
+    /// Its pid, which is also its process group id.
+    pub(crate) pgid: u32,
+}
+
+/// Starts a container in `dir` (its own sandbox directory, created if
+/// missing), appending its output to `dir/stdout` and `dir/stderr`.
+///
+/// The environment is the container's own plus `PATH`, `HOME` (the
+/// container's directory) and `HOSTNAME` (the pod's name): the executor's
+/// own `MESOS_*` variables do not leak into pods.
+pub(crate) fn spawn(
+    plan: &ContainerPlan,
+    dir: &Path,
+    hostname: &str,
+    env: &[(String, String)],
+) -> io::Result<Started> {
+    std::fs::create_dir_all(dir)?;
+    let open = |stream: LogStream| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(stream.file_name()))
+    };
+    let stdout = open(LogStream::Stdout)?;
+    let stderr = open(LogStream::Stderr)?;
+    let Some((program, args)) = plan.argv.split_first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    };
+    let workdir: PathBuf = match &plan.working_dir {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => dir.join(w),
+        None => dir.to_path_buf(),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
+        )
+        .env("HOME", dir)
+        .env("HOSTNAME", hostname)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(&workdir)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    let child = cmd.spawn().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot start {program:?} in {}: {e}", workdir.display()),
+        )
+    })?;
+    let pgid = child
+        .id()
+        .ok_or_else(|| io::Error::other("the process exited before its pid was read"))?;
+    Ok(Started { child, pgid })
+}
+
+/// Sends `signal` to a container's process group; a group that is already
+/// gone is not an error.
+pub(crate) fn signal_group(pgid: u32, signal: Signal) {
+    let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    match kill_process_group(pid, signal) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::SRCH) => {}
+        Err(e) => tracing::warn!(pgid, ?signal, error = %e, "cannot signal process group"),
+    }
+}
+
+/// `SIGTERM`: asks a container to stop.
+pub(crate) const TERM: Signal = Signal::TERM;
+/// `SIGKILL`: stops it.
+pub(crate) const KILL: Signal = Signal::KILL;
+
+/// The exit code Kubernetes reports: the code, or 128 + the signal number.
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(128)
+}

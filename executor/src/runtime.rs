@@ -1,0 +1,219 @@
+//! The pod runtime: many pods, each supervised by its own task.
+//!
+//! The runtime knows nothing of Mesos' wire protocol: it takes pods and kill
+//! orders, and emits [`PodUpdate`]s on one channel. The executor loop turns
+//! those into Mesos status updates.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PodStatus;
+use mesos::proto::TaskId;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::backoff::Backoff;
+use crate::pod::PodPlan;
+use crate::supervisor::Supervisor;
+
+/// Where and how pods run.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// The sandbox: pods live in `<sandbox>/pods/…` (see [`crate::layout`]).
+    pub sandbox: PathBuf,
+    /// The agent's IP: processes share the host network, so it is also
+    /// every pod's IP.
+    pub host_ip: String,
+    /// The node name for pods that do not carry `spec.nodeName`.
+    pub node_name: String,
+    /// Crash-loop backoff ([`Backoff::CRASH_LOOP`] in production).
+    pub backoff: Backoff,
+}
+
+/// The task-level outcome an update stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodState {
+    /// Accepted; init containers or starts in progress (TASK_STARTING).
+    Starting,
+    /// Every container was started (TASK_RUNNING); later updates in this
+    /// state carry container exits, restarts and backoffs.
+    Running,
+    /// Every container exited 0 (TASK_FINISHED).
+    Finished,
+    /// A container failed for good, or the deadline ran out (TASK_FAILED).
+    Failed,
+    /// Stopped on request (TASK_KILLED).
+    Killed,
+    /// The pod could not be run at all (TASK_ERROR).
+    Error,
+}
+
+impl PodState {
+    /// Whether no update follows this one.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            PodState::Finished | PodState::Failed | PodState::Killed | PodState::Error
+        )
+    }
+}
+
+/// A change in one pod.
+#[derive(Debug, Clone)]
+pub struct PodUpdate {
+    /// The pod's Mesos task.
+    pub task_id: TaskId,
+    /// Its state.
+    pub state: PodState,
+    /// Why, for people (exit codes, errors).
+    pub message: Option<String>,
+    /// The deadline ran out (Mesos reason MAX_COMPLETION_TIME_REACHED).
+    pub deadline_exceeded: bool,
+    /// The pod's full status; `None` only for a pod that could not be decoded.
+    pub status: Option<PodStatus>,
+    /// The pod's directory (absolute): its container logs are below it.
+    pub pod_dir: Option<PathBuf>,
+}
+
+/// Why a kill order could not be given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The task id is already running.
+    #[error("task {0} is already running on this executor")]
+    Duplicate(String),
+}
+
+/// A kill order: the grace period is `grace` (the pod's own when `None`),
+/// never longer than `cap`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KillOrder {
+    pub(crate) grace: Option<Duration>,
+    pub(crate) cap: Duration,
+}
+
+struct Pod {
+    kill: mpsc::UnboundedSender<KillOrder>,
+    join: JoinHandle<()>,
+}
+
+/// The set of pods this executor runs.
+pub struct Runtime {
+    config: Arc<RuntimeConfig>,
+    updates: mpsc::UnboundedSender<PodUpdate>,
+    pods: HashMap<TaskId, Pod>,
+}
+
+impl Runtime {
+    /// A runtime and the receiving end of its updates.
+    pub fn new(config: RuntimeConfig) -> (Runtime, mpsc::UnboundedReceiver<PodUpdate>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let rt = Runtime {
+            config: Arc::new(config),
+            updates: tx,
+            pods: HashMap::new(),
+        };
+        (rt, rx)
+    }
+
+    /// Starts a pod. Its first update is [`PodState::Starting`].
+    pub fn launch(&mut self, task_id: TaskId, plan: PodPlan) -> Result<(), RuntimeError> {
+        self.reap();
+        if self.pods.contains_key(&task_id) {
+            return Err(RuntimeError::Duplicate(task_id.value));
+        }
+        let (kill_tx, kill_rx) = mpsc::unbounded_channel();
+        let sup = Supervisor::new(
+            task_id.clone(),
+            plan,
+            Arc::clone(&self.config),
+            self.updates.clone(),
+            kill_rx,
+        );
+        let join = tokio::spawn(sup.run());
+        self.pods.insert(
+            task_id,
+            Pod {
+                kill: kill_tx,
+                join,
+            },
+        );
+        Ok(())
+    }
+
+    /// Reports a pod that cannot be run: one [`PodState::Error`] update.
+    pub fn reject(&self, task_id: TaskId, message: String) {
+        let _ = self.updates.send(PodUpdate {
+            task_id,
+            state: PodState::Error,
+            message: Some(message),
+            deadline_exceeded: false,
+            status: None,
+            pod_dir: None,
+        });
+    }
+
+    /// Stops a pod: SIGTERM to every container, SIGKILL after `grace` (the
+    /// pod's own terminationGracePeriodSeconds when `None`), then
+    /// [`PodState::Killed`]. Returns false if the task is not running here.
+    pub fn kill(&mut self, task_id: &TaskId, grace: Option<Duration>) -> bool {
+        self.reap();
+        match self.pods.get(task_id) {
+            Some(pod) => pod
+                .kill
+                .send(KillOrder {
+                    grace,
+                    cap: Duration::MAX,
+                })
+                .is_ok(),
+            None => false,
+        }
+    }
+
+    /// Stops every pod, none waiting longer than `grace_cap`.
+    pub fn kill_all(&mut self, grace_cap: Duration) {
+        for pod in self.pods.values() {
+            let _ = pod.kill.send(KillOrder {
+                grace: None,
+                cap: grace_cap,
+            });
+        }
+    }
+
+    /// Whether a task is still supervised.
+    pub fn contains(&mut self, task_id: &TaskId) -> bool {
+        self.reap();
+        self.pods.contains_key(task_id)
+    }
+
+    /// How many pods are still supervised.
+    pub fn len(&mut self) -> usize {
+        self.reap();
+        self.pods.len()
+    }
+
+    /// Whether no pod is supervised.
+    pub fn is_empty(&mut self) -> bool {
+        self.len() == 0
+    }
+
+    /// Waits until every supervisor has ended (after [`Runtime::kill_all`]).
+    pub async fn wait_all(&mut self) {
+        for (_, pod) in self.pods.drain() {
+            let _ = pod.join.await;
+        }
+    }
+
+    fn reap(&mut self) {
+        self.pods.retain(|_, pod| !pod.join.is_finished());
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // A supervisor whose kill channel closes stops its containers at once,
+        // so dropping the runtime never leaves processes behind.
+        self.pods.clear();
+    }
+}

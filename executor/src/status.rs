@@ -1,0 +1,231 @@
+//! A pod's status in Kubernetes terms, as carried in `TaskStatus.data`.
+//!
+//! The runtime keeps one [`ContainerRecord`] per container and renders the
+//! whole [`PodStatus`] from them on every change, so what the scheduler sees
+//! is always a complete snapshot, never a diff.
+
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// Kubernetes' waiting reason while a crashed container waits to restart.
+pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+/// Terminated reason of a container that could not be started at all.
+pub const START_ERROR: &str = "StartError";
+/// Pod reason when `activeDeadlineSeconds` ran out.
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
+/// Where a container is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Life {
+    /// Not started yet, or waiting to restart.
+    Waiting {
+        reason: String,
+        message: Option<String>,
+    },
+    /// Running as process group `pgid`.
+    Running { pgid: u32, started_at: SystemTime },
+    /// Exited.
+    Terminated(Exit),
+}
+
+/// How a container run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Exit {
+    pub(crate) exit_code: i32,
+    pub(crate) reason: String,
+    pub(crate) message: Option<String>,
+    pub(crate) started_at: Option<SystemTime>,
+    pub(crate) finished_at: SystemTime,
+    pub(crate) pgid: Option<u32>,
+}
+
+impl Exit {
+    /// Kubernetes' reasons: `Completed` for 0, `Error` otherwise.
+    pub(crate) fn reason_for(code: i32) -> &'static str {
+        if code == 0 { "Completed" } else { "Error" }
+    }
+}
+
+/// One container's history.
+#[derive(Debug, Clone)]
+pub(crate) struct ContainerRecord {
+    pub(crate) name: String,
+    pub(crate) image: String,
+    pub(crate) restart_count: i32,
+    pub(crate) life: Life,
+    pub(crate) last: Option<Exit>,
+}
+
+impl ContainerRecord {
+    pub(crate) fn new(name: &str, image: &str) -> Self {
+        ContainerRecord {
+            name: name.to_owned(),
+            image: image.to_owned(),
+            restart_count: 0,
+            life: Life::Waiting {
+                reason: "PodInitializing".into(),
+                message: None,
+            },
+            last: None,
+        }
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        matches!(self.life, Life::Running { .. })
+    }
+
+    pub(crate) fn pgid(&self) -> Option<u32> {
+        match self.life {
+            Life::Running { pgid, .. } => Some(pgid),
+            _ => None,
+        }
+    }
+
+    fn render(&self) -> ContainerStatus {
+        let (state, started) = match &self.life {
+            Life::Waiting { reason, message } => (
+                ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some(reason.clone()),
+                        message: message.clone(),
+                    }),
+                    ..Default::default()
+                },
+                false,
+            ),
+            Life::Running { started_at, .. } => (
+                ContainerState {
+                    running: Some(ContainerStateRunning {
+                        started_at: time(*started_at),
+                    }),
+                    ..Default::default()
+                },
+                true,
+            ),
+            Life::Terminated(exit) => (terminated(exit), false),
+        };
+        let container_id = match &self.life {
+            Life::Running { pgid, .. } => Some(*pgid),
+            Life::Terminated(exit) => exit.pgid,
+            Life::Waiting { .. } => None,
+        }
+        .map(|pgid| format!("process://{pgid}"));
+        ContainerStatus {
+            name: self.name.clone(),
+            image: self.image.clone(),
+            // Nothing was pulled, so there is no image digest to report.
+            image_id: String::new(),
+            container_id,
+            ready: started,
+            started: Some(started),
+            restart_count: self.restart_count,
+            state: Some(state),
+            last_state: self.last.as_ref().map(terminated),
+            ..Default::default()
+        }
+    }
+}
+
+fn terminated(exit: &Exit) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: exit.exit_code,
+            reason: Some(exit.reason.clone()),
+            message: exit.message.clone(),
+            started_at: exit.started_at.and_then(time),
+            finished_at: time(exit.finished_at),
+            container_id: exit.pgid.map(|p| format!("process://{p}")),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A wall-clock time as Kubernetes serialises it; `None` before the epoch.
+pub(crate) fn time(t: SystemTime) -> Option<Time> {
+    let since = t.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+    let secs = i64::try_from(since.as_secs()).ok()?;
+    // Kubernetes times have whole seconds on the wire (RFC 3339, no fraction).
+    k8s_openapi::jiff::Timestamp::new(secs, 0).ok().map(Time)
+}
+
+/// Kubernetes' pod phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Accepted, init containers running or containers not started.
+    Pending,
+    /// At least one container runs or will be restarted.
+    Running,
+    /// Every container exited 0 and none restarts.
+    Succeeded,
+    /// Some container failed and none restarts, or the pod was stopped.
+    Failed,
+}
+
+impl Phase {
+    /// The phase as Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+        }
+    }
+}
+
+/// Everything a pod status is rendered from.
+pub(crate) struct Snapshot<'a> {
+    pub(crate) phase: Phase,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) message: Option<String>,
+    pub(crate) initialized: bool,
+    pub(crate) init: &'a [ContainerRecord],
+    pub(crate) main: &'a [ContainerRecord],
+    pub(crate) host_ip: &'a str,
+    pub(crate) start_time: SystemTime,
+    pub(crate) now: SystemTime,
+}
+
+impl Snapshot<'_> {
+    pub(crate) fn render(&self) -> PodStatus {
+        let ready =
+            self.phase == Phase::Running && self.main.iter().all(ContainerRecord::is_running);
+        let condition = |kind: &str, status: bool| PodCondition {
+            type_: kind.to_owned(),
+            status: if status { "True" } else { "False" }.to_owned(),
+            last_transition_time: time(self.now),
+            ..Default::default()
+        };
+        PodStatus {
+            phase: Some(self.phase.as_str().to_owned()),
+            reason: self.reason.map(str::to_owned),
+            message: self.message.clone(),
+            conditions: Some(vec![
+                condition("PodScheduled", true),
+                condition("Initialized", self.initialized),
+                condition("ContainersReady", ready),
+                condition("Ready", ready),
+            ]),
+            // Containers run as host processes: the pod's IP is the agent's.
+            host_ip: Some(self.host_ip.to_owned()),
+            host_ips: Some(vec![HostIP {
+                ip: self.host_ip.to_owned(),
+            }]),
+            pod_ip: Some(self.host_ip.to_owned()),
+            pod_ips: Some(vec![PodIP {
+                ip: self.host_ip.to_owned(),
+            }]),
+            start_time: time(self.start_time),
+            init_container_statuses: (!self.init.is_empty())
+                .then(|| self.init.iter().map(ContainerRecord::render).collect()),
+            container_statuses: Some(self.main.iter().map(ContainerRecord::render).collect()),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! One pod's supervisor: starts its containers, watches them, restarts them
+//! by policy, stops them on request, and reports every change.
+//!
+//! ```text
+//! Starting ──init 0..n exit 0──▶ start every container ──▶ Running
+//!    │ init fails, policy Never                 │ exits: restart by policy
+//!    ▼                                          ▼ (CrashLoopBackOff waits)
+//!  Failed                     all exited for good: Finished (all 0) / Failed
+//! any state ── kill order ──▶ SIGTERM groups ── grace ──▶ SIGKILL ──▶ Killed
+//! any state ── activeDeadlineSeconds ──▶ (same stop) ──▶ Failed, DeadlineExceeded
+//! ```
+//!
+//! The supervisor is the only writer of its pod's container records; every
+//! update it sends carries a full status rendered from them.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use mesos::proto::TaskId;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::layout;
+use crate::pod::{ContainerPlan, EnvSource, PodField, PodPlan, RestartPolicy};
+use crate::process::{self, KILL, TERM};
+use crate::runtime::{KillOrder, PodState, PodUpdate, RuntimeConfig};
+use crate::status::{
+    CRASH_LOOP_BACK_OFF, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, Phase, START_ERROR,
+    Snapshot,
+};
+
+/// A container slot: an init container or a regular one, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Init(usize),
+    Main(usize),
+}
+
+enum Event {
+    Exited(Which, u32, io::Result<ExitStatus>),
+    RestartDue(Which),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Killing {
+    grace: Duration,
+    sigkill_at: Instant,
+    sigkilled: bool,
+}
+
+pub(crate) struct Supervisor {
+    task_id: TaskId,
+    plan: PodPlan,
+    config: Arc<RuntimeConfig>,
+    updates: mpsc::UnboundedSender<PodUpdate>,
+    kills: mpsc::UnboundedReceiver<KillOrder>,
+    kills_open: bool,
+    pod_dir: PathBuf,
+    node_name: String,
+    start_time: SystemTime,
+    init: Vec<ContainerRecord>,
+    main: Vec<ContainerRecord>,
+    /// Backoff attempts, parallel to `init` and `main`.
+    init_attempts: Vec<u32>,
+    main_attempts: Vec<u32>,
+    /// Index of the init container running now; `init.len()` once all are done.
+    next_init: usize,
+    init_failed: bool,
+    running_reported: bool,
+    killing: Option<Killing>,
+    deadline_exceeded: bool,
+    events: FuturesUnordered<BoxFuture<'static, Event>>,
+}
+
+impl Supervisor {
+    pub(crate) fn new(
+        task_id: TaskId,
+        plan: PodPlan,
+        config: Arc<RuntimeConfig>,
+        updates: mpsc::UnboundedSender<PodUpdate>,
+        kills: mpsc::UnboundedReceiver<KillOrder>,
+    ) -> Self {
+        let key = &plan.key;
+        let pod_dir = config
+            .sandbox
+            .join(layout::pod_dir(&key.namespace, &key.name, &key.uid));
+        let node_name = plan
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| config.node_name.clone());
+        let record = |c: &ContainerPlan| ContainerRecord::new(&c.name, &c.image);
+        Supervisor {
+            init: plan.init_containers.iter().map(record).collect(),
+            main: plan.containers.iter().map(record).collect(),
+            init_attempts: vec![0; plan.init_containers.len()],
+            main_attempts: vec![0; plan.containers.len()],
+            task_id,
+            plan,
+            config,
+            updates,
+            kills,
+            kills_open: true,
+            pod_dir,
+            node_name,
+            start_time: SystemTime::now(),
+            next_init: 0,
+            init_failed: false,
+            running_reported: false,
+            killing: None,
+            deadline_exceeded: false,
+            events: FuturesUnordered::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self) {
+        self.report(PodState::Starting, None);
+        if let Err(e) = std::fs::create_dir_all(&self.pod_dir) {
+            let msg = format!(
+                "cannot create the pod directory {}: {e}",
+                self.pod_dir.display()
+            );
+            self.report(PodState::Failed, Some(msg));
+            return;
+        }
+        let deadline = self.plan.active_deadline.map(|d| Instant::now() + d);
+        self.advance();
+        while !self.is_over() {
+            let sigkill_at = self.killing.filter(|k| !k.sigkilled).map(|k| k.sigkill_at);
+            let deadline_armed = deadline.is_some() && self.killing.is_none();
+            tokio::select! {
+                order = self.kills.recv(), if self.kills_open => match order {
+                    Some(order) => self.begin_kill(order),
+                    None => {
+                        // The runtime is gone: nobody will hear about a grace period.
+                        self.kills_open = false;
+                        self.begin_kill(KillOrder { grace: Some(Duration::ZERO), cap: Duration::ZERO });
+                    }
+                },
+                Some(event) = self.events.next() => self.handle(event),
+                () = sleep_until(deadline), if deadline_armed => {
+                    self.deadline_exceeded = true;
+                    self.begin_kill(KillOrder { grace: None, cap: Duration::MAX });
+                }
+                () = sleep_until(sigkill_at), if sigkill_at.is_some() => self.sigkill_all(),
+                else => break,
+            }
+        }
+        self.report_final();
+    }
+
+    fn is_over(&self) -> bool {
+        if self.killing.is_some() {
+            return !self.all().any(ContainerRecord::is_running);
+        }
+        self.init_failed
+            || (self.next_init >= self.init.len()
+                && self
+                    .main
+                    .iter()
+                    .all(|c| matches!(c.life, Life::Terminated(_))))
+    }
+
+    fn all(&self) -> impl Iterator<Item = &ContainerRecord> {
+        self.init.iter().chain(self.main.iter())
+    }
+
+    /// Starts the next init container, or every container once init is done.
+    fn advance(&mut self) {
+        if self.next_init < self.init.len() {
+            self.start(Which::Init(self.next_init));
+            return;
+        }
+        for j in 0..self.main.len() {
+            self.start(Which::Main(j));
+        }
+        if !self.is_over() {
+            self.running_reported = true;
+            self.report(PodState::Running, None);
+        }
+    }
+
+    fn plan_of(&self, which: Which) -> &ContainerPlan {
+        match which {
+            Which::Init(i) => &self.plan.init_containers[i],
+            Which::Main(j) => &self.plan.containers[j],
+        }
+    }
+
+    fn record(&mut self, which: Which) -> &mut ContainerRecord {
+        match which {
+            Which::Init(i) => &mut self.init[i],
+            Which::Main(j) => &mut self.main[j],
+        }
+    }
+
+    fn attempts(&mut self, which: Which) -> &mut u32 {
+        match which {
+            Which::Init(i) => &mut self.init_attempts[i],
+            Which::Main(j) => &mut self.main_attempts[j],
+        }
+    }
+
+    fn start(&mut self, which: Which) {
+        let plan = self.plan_of(which).clone();
+        let key = &self.plan.key;
+        let dir = self.config.sandbox.join(layout::container_dir(
+            &key.namespace,
+            &key.name,
+            &key.uid,
+            &plan.name,
+        ));
+        let env = self.resolve_env(&plan);
+        match process::spawn(&plan, &dir, &key.name, &env) {
+            Ok(started) => {
+                let pgid = started.pgid;
+                let mut child = started.child;
+                self.record(which).life = Life::Running {
+                    pgid,
+                    started_at: SystemTime::now(),
+                };
+                self.events.push(Box::pin(async move {
+                    let status = child.wait().await;
+                    Event::Exited(which, pgid, status)
+                }));
+                tracing::info!(task = %self.task_id, container = %plan.name, pgid, "container started");
+            }
+            Err(e) => {
+                let message = format!(
+                    "{e} (image {:?} is recorded, not pulled: without a container runtime the \
+                     command runs on the agent's host)",
+                    plan.image
+                );
+                tracing::warn!(task = %self.task_id, container = %plan.name, %message, "container did not start");
+                let exit = Exit {
+                    exit_code: 128,
+                    reason: START_ERROR.into(),
+                    message: Some(message),
+                    started_at: None,
+                    finished_at: SystemTime::now(),
+                    pgid: None,
+                };
+                self.exited(which, exit);
+            }
+        }
+    }
+
+    fn resolve_env(&self, plan: &ContainerPlan) -> Vec<(String, String)> {
+        let pod = &self.plan.pod;
+        plan.env
+            .iter()
+            .map(|(name, source)| {
+                let value = match source {
+                    EnvSource::Value(v) => v.clone(),
+                    EnvSource::Field(field) => match field {
+                        PodField::Name => self.plan.key.name.clone(),
+                        PodField::Namespace => self.plan.key.namespace.clone(),
+                        PodField::Uid => pod.metadata.uid.clone().unwrap_or_default(),
+                        PodField::PodIp | PodField::HostIp => self.config.host_ip.clone(),
+                        PodField::NodeName => self.node_name.clone(),
+                        PodField::ServiceAccountName => pod
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.service_account_name.clone())
+                            .unwrap_or_else(|| "default".into()),
+                    },
+                };
+                (name.clone(), value)
+            })
+            .collect()
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Exited(which, pgid, status) => {
+                // Whatever the leader left behind in its group goes with it.
+                process::signal_group(pgid, KILL);
+                let started_at = match self.record(which).life {
+                    Life::Running { started_at, .. } => Some(started_at),
+                    _ => None,
+                };
+                let (exit_code, message) = match status {
+                    Ok(status) => (process::exit_code(status), None),
+                    Err(e) => (128, Some(format!("cannot wait for the process: {e}"))),
+                };
+                let exit = Exit {
+                    exit_code,
+                    reason: Exit::reason_for(exit_code).into(),
+                    message,
+                    started_at,
+                    finished_at: SystemTime::now(),
+                    pgid: Some(pgid),
+                };
+                tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, exit_code, "container exited");
+                self.exited(which, exit);
+            }
+            Event::RestartDue(which) => {
+                if self.killing.is_some() {
+                    return;
+                }
+                self.record(which).restart_count += 1;
+                self.start(which);
+                self.report_progress();
+            }
+        }
+    }
+
+    /// A container ended (or never started): restart it, move on, or give up.
+    fn exited(&mut self, which: Which, exit: Exit) {
+        let code = exit.exit_code;
+        self.record(which).life = Life::Terminated(exit);
+        if self.killing.is_some() {
+            return;
+        }
+        let policy = self.plan.restart_policy;
+        match which {
+            Which::Init(i) if code == 0 => {
+                self.next_init = i + 1;
+                self.advance();
+            }
+            Which::Init(_) if policy == RestartPolicy::Never => self.init_failed = true,
+            Which::Init(_) => {
+                self.schedule_restart(which);
+                self.report_progress();
+            }
+            Which::Main(_) => {
+                if policy.restarts(code) {
+                    self.schedule_restart(which);
+                }
+                if self.running_reported && !self.is_over() {
+                    self.report(PodState::Running, None);
+                }
+            }
+        }
+    }
+
+    fn schedule_restart(&mut self, which: Which) {
+        let backoff = self.config.backoff;
+        let pod_name = self.plan.key.name.clone();
+        let record = self.record(which);
+        let Life::Terminated(exit) = record.life.clone() else {
+            return;
+        };
+        let name = record.name.clone();
+        let ran_for = exit
+            .started_at
+            .and_then(|s| exit.finished_at.duration_since(s).ok())
+            .unwrap_or_default();
+        let attempts = self.attempts(which);
+        if ran_for >= backoff.reset_after() {
+            *attempts = 0;
+        }
+        let delay = backoff.delay(*attempts);
+        *attempts = attempts.saturating_add(1);
+        let record = self.record(which);
+        record.last = Some(exit);
+        record.life = Life::Waiting {
+            reason: CRASH_LOOP_BACK_OFF.into(),
+            message: Some(format!(
+                "back-off {delay:?} restarting failed container={name} pod={pod_name}"
+            )),
+        };
+        self.events.push(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Event::RestartDue(which)
+        }));
+    }
+
+    fn begin_kill(&mut self, order: KillOrder) {
+        if self.killing.is_some() {
+            return;
+        }
+        let grace = order
+            .grace
+            .unwrap_or(self.plan.termination_grace)
+            .min(order.cap);
+        for record in self.init.iter_mut().chain(self.main.iter_mut()) {
+            if let Some(pgid) = record.pgid() {
+                process::signal_group(pgid, TERM);
+            } else if let (Life::Waiting { .. }, Some(last)) = (&record.life, &record.last) {
+                // A restart that will not happen: show how the last run ended.
+                record.life = Life::Terminated(last.clone());
+            }
+        }
+        let sigkill_at = Instant::now()
+            .checked_add(grace)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+        self.killing = Some(Killing {
+            grace,
+            sigkill_at,
+            sigkilled: false,
+        });
+        tracing::info!(task = %self.task_id, ?grace, "stopping pod");
+        if grace.is_zero() {
+            self.sigkill_all();
+        }
+    }
+
+    fn sigkill_all(&mut self) {
+        for pgid in self.all().filter_map(ContainerRecord::pgid) {
+            process::signal_group(pgid, KILL);
+        }
+        if let Some(k) = &mut self.killing {
+            k.sigkilled = true;
+        }
+    }
+
+    /// An update for a restart or a backoff, in the pod's current task state.
+    fn report_progress(&mut self) {
+        let state = if self.running_reported {
+            PodState::Running
+        } else {
+            PodState::Starting
+        };
+        self.report(state, None);
+    }
+
+    fn report_final(&mut self) {
+        let exits: Vec<(String, i32, bool)> = self
+            .all()
+            .filter_map(|c| match &c.life {
+                Life::Terminated(e) => Some((c.name.clone(), e.exit_code, e.reason == START_ERROR)),
+                _ => None,
+            })
+            .collect();
+        let codes = exits
+            .iter()
+            .map(|(n, c, _)| format!("{n}={c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let not_pulled = if exits.iter().any(|(_, _, start_error)| *start_error) {
+            " (images are recorded, not pulled: commands run on the agent's host)"
+        } else {
+            ""
+        };
+        let (state, message) = if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
+            let how = if k.sigkilled {
+                "SIGKILL after the grace period"
+            } else {
+                "SIGTERM"
+            };
+            (
+                PodState::Killed,
+                format!(
+                    "pod killed: stopped by {how} (grace period {:?}); exit codes: {codes}",
+                    k.grace
+                ),
+            )
+        } else if self.deadline_exceeded {
+            (
+                PodState::Failed,
+                format!(
+                    "{DEADLINE_EXCEEDED}: pod was active longer than activeDeadlineSeconds ({:?}); exit codes: {codes}",
+                    self.plan.active_deadline.unwrap_or_default()
+                ),
+            )
+        } else if self.init_failed {
+            (
+                PodState::Failed,
+                format!("init container failed; exit codes: {codes}{not_pulled}"),
+            )
+        } else if self
+            .main
+            .iter()
+            .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
+        {
+            (
+                PodState::Finished,
+                format!("all containers exited 0; exit codes: {codes}"),
+            )
+        } else {
+            (
+                PodState::Failed,
+                format!("containers failed; exit codes: {codes}{not_pulled}"),
+            )
+        };
+        self.report(state, Some(message));
+    }
+
+    fn phase(&self, state: PodState) -> Phase {
+        match state {
+            PodState::Starting => Phase::Pending,
+            PodState::Running => Phase::Running,
+            PodState::Finished => Phase::Succeeded,
+            PodState::Failed | PodState::Error => Phase::Failed,
+            PodState::Killed => {
+                if self
+                    .main
+                    .iter()
+                    .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
+                {
+                    Phase::Succeeded
+                } else {
+                    Phase::Failed
+                }
+            }
+        }
+    }
+
+    fn report(&mut self, state: PodState, message: Option<String>) {
+        let reason = self.deadline_exceeded.then_some(DEADLINE_EXCEEDED);
+        let status = Snapshot {
+            phase: self.phase(state),
+            reason,
+            message: if state.is_terminal() {
+                message.clone()
+            } else {
+                None
+            },
+            initialized: self.next_init >= self.init.len(),
+            init: &self.init,
+            main: &self.main,
+            host_ip: &self.config.host_ip,
+            start_time: self.start_time,
+            now: SystemTime::now(),
+        }
+        .render();
+        let update = PodUpdate {
+            task_id: self.task_id.clone(),
+            state,
+            message,
+            deadline_exceeded: self.deadline_exceeded,
+            status: Some(status),
+            pod_dir: Some(self.pod_dir.clone()),
+        };
+        // A closed channel means the executor is going away; the kill path
+        // still stops every container.
+        let _ = self.updates.send(update);
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,588 @@
+//! The pod runtime with real processes (`/bin/sh` scripts), no agent.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use executor::backoff::Backoff;
+use executor::layout::{LogStream, log_file};
+use executor::{PodPlan, PodState, PodUpdate, Runtime, RuntimeConfig};
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use mesos::proto::TaskId;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Bounds every wait on a process in these tests; generous for a loaded CI box.
+const WAIT: Duration = Duration::from_secs(20);
+
+fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
+    Runtime::new(RuntimeConfig {
+        sandbox: sandbox.to_path_buf(),
+        host_ip: "127.0.0.1".into(),
+        node_name: "agent-host".into(),
+        backoff: Backoff {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+        },
+    })
+}
+
+fn pod(name: &str, restart: &str, containers: Value) -> PodPlan {
+    pod_with(
+        name,
+        json!({"restartPolicy": restart, "containers": containers}),
+    )
+}
+
+fn pod_with(name: &str, spec: Value) -> PodPlan {
+    let pod = json!({
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
+        "spec": spec,
+    });
+    PodPlan::from_task_data(Some(&serde_json::to_vec(&pod).unwrap())).unwrap()
+}
+
+fn sh(name: &str, script: &str) -> Value {
+    json!({"name": name, "image": "busybox:1.36", "command": ["/bin/sh", "-c", script]})
+}
+
+async fn next(rx: &mut UnboundedReceiver<PodUpdate>) -> PodUpdate {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("an update in time")
+        .expect("runtime alive")
+}
+
+/// Every update up to and including the terminal one.
+async fn until_terminal(rx: &mut UnboundedReceiver<PodUpdate>) -> Vec<PodUpdate> {
+    let mut all = Vec::new();
+    loop {
+        let u = next(rx).await;
+        let done = u.state.is_terminal();
+        all.push(u);
+        if done {
+            return all;
+        }
+    }
+}
+
+/// Waits for the first update matching `pred`.
+async fn until(
+    rx: &mut UnboundedReceiver<PodUpdate>,
+    pred: impl Fn(&PodUpdate) -> bool,
+) -> PodUpdate {
+    loop {
+        let u = next(rx).await;
+        assert!(
+            !u.state.is_terminal() || pred(&u),
+            "ended before the condition: {u:?}"
+        );
+        if pred(&u) {
+            return u;
+        }
+    }
+}
+
+fn status(u: &PodUpdate) -> &PodStatus {
+    u.status.as_ref().unwrap()
+}
+
+fn container<'a>(s: &'a PodStatus, name: &str) -> &'a ContainerStatus {
+    s.container_statuses
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap()
+}
+
+fn read_log(sandbox: &Path, pod: &str, container: &str, stream: LogStream) -> String {
+    std::fs::read_to_string(sandbox.join(log_file(
+        "ns",
+        pod,
+        &format!("uid-{pod}"),
+        container,
+        stream,
+    )))
+    .unwrap_or_default()
+}
+
+async fn wait_for_file(path: &Path) {
+    tokio::time::timeout(WAIT, async {
+        while !path.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("file appears in time");
+}
+
+#[tokio::test]
+async fn a_pod_runs_reports_starting_running_finished_and_keeps_its_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "hello",
+        "Never",
+        json!([{
+            "name": "main", "image": "busybox:1.36",
+            "command": ["/bin/sh", "-c"],
+            "args": ["echo out $GREETING $POD $NS $IP $NODE; echo err >&2; pwd"],
+            "env": [
+                {"name": "GREETING", "value": "hi"},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+            ],
+            "workingDir": "/tmp"
+        }]),
+    );
+    rt.launch(TaskId::new("t-hello"), plan).unwrap();
+    let updates = until_terminal(&mut rx).await;
+    let states: Vec<PodState> = updates.iter().map(|u| u.state).collect();
+    assert_eq!(states.first(), Some(&PodState::Starting));
+    assert_eq!(states.last(), Some(&PodState::Finished), "{updates:?}");
+    let last = updates.last().unwrap();
+    let s = status(last);
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"));
+    assert_eq!(s.pod_ip.as_deref(), Some("127.0.0.1"));
+    assert_eq!(s.host_ip.as_deref(), Some("127.0.0.1"));
+    let term = container(s, "main")
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .as_ref()
+        .unwrap();
+    assert_eq!(term.exit_code, 0);
+    assert_eq!(term.reason.as_deref(), Some("Completed"));
+    assert!(term.started_at.is_some() && term.finished_at.is_some());
+    assert_eq!(container(s, "main").image, "busybox:1.36");
+    assert_eq!(
+        read_log(dir.path(), "hello", "main", LogStream::Stdout),
+        "out hi hello ns 127.0.0.1 agent-host\n/tmp\n"
+    );
+    assert_eq!(
+        read_log(dir.path(), "hello", "main", LogStream::Stderr),
+        "err\n"
+    );
+    assert_eq!(
+        last.pod_dir.as_deref(),
+        Some(dir.path().join("pods/ns_hello_uid-hello").as_path())
+    );
+}
+
+#[tokio::test]
+async fn running_is_reported_once_every_container_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "two",
+        "Never",
+        json!([sh("a", "sleep 30"), sh("b", "sleep 30")]),
+    );
+    rt.launch(TaskId::new("t-two"), plan).unwrap();
+    let running = until(&mut rx, |u| u.state == PodState::Running).await;
+    let s = status(&running);
+    assert_eq!(s.phase.as_deref(), Some("Running"));
+    for name in ["a", "b"] {
+        let c = container(s, name);
+        assert!(
+            c.state
+                .as_ref()
+                .unwrap()
+                .running
+                .as_ref()
+                .unwrap()
+                .started_at
+                .is_some()
+        );
+        assert!(c.ready);
+    }
+    let ready = s
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(ready.status, "True");
+    assert!(rt.kill(&TaskId::new("t-two"), Some(Duration::ZERO)));
+    assert_eq!(
+        until_terminal(&mut rx).await.last().unwrap().state,
+        PodState::Killed
+    );
+}
+
+#[tokio::test]
+async fn a_failing_container_fails_the_pod_with_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "bad",
+        "Never",
+        json!([sh("ok", "exit 0"), sh("broken", "exit 3")]),
+    );
+    rt.launch(TaskId::new("t-bad"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Failed);
+    let msg = last.message.clone().unwrap();
+    assert!(msg.contains("broken=3") && msg.contains("ok=0"), "{msg}");
+    let s = status(&last);
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    let term = container(s, "broken")
+        .state
+        .as_ref()
+        .unwrap()
+        .terminated
+        .clone()
+        .unwrap();
+    assert_eq!(term.exit_code, 3);
+    assert_eq!(term.reason.as_deref(), Some("Error"));
+}
+
+#[tokio::test]
+async fn a_missing_program_is_a_start_error_that_names_the_unpulled_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "nope",
+        "Never",
+        json!([{"name": "c", "image": "example/app:2", "command": ["/definitely/not/here"]}]),
+    );
+    rt.launch(TaskId::new("t-nope"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Failed);
+    let term = container(status(&last), "c")
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(term.reason.as_deref(), Some("StartError"));
+    let msg = term.message.unwrap();
+    assert!(
+        msg.contains("example/app:2") && msg.contains("not pulled"),
+        "{msg}"
+    );
+    assert!(last.message.unwrap().contains("not pulled"));
+}
+
+#[tokio::test]
+async fn kill_sends_sigterm_to_the_group_and_waits_for_the_trap() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("saw-term");
+    let (mut rt, mut rx) = runtime(dir.path());
+    // The trap needs a moment (sleep 0.3) so a missing grace period would show.
+    let script = format!(
+        "trap 'sleep 0.3; echo term > {}; exit 0' TERM; echo ready; while true; do sleep 0.05; done",
+        marker.display()
+    );
+    let plan = pod_with(
+        "graceful",
+        json!({"terminationGracePeriodSeconds": 10, "containers": [sh("c", &script)]}),
+    );
+    rt.launch(TaskId::new("t-graceful"), plan).unwrap();
+    until(&mut rx, |u| u.state == PodState::Running).await;
+    wait_for_file(&dir.path().join("pods/ns_graceful_uid-graceful/c/stdout")).await;
+    tokio::time::timeout(WAIT, async {
+        while read_log(dir.path(), "graceful", "c", LogStream::Stdout).is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(rt.kill(&TaskId::new("t-graceful"), None));
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Killed);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "term\n");
+    assert!(last.message.unwrap().contains("SIGTERM"));
+}
+
+#[tokio::test]
+async fn kill_escalates_to_sigkill_after_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "stubborn",
+        "Always",
+        json!([sh(
+            "c",
+            "trap '' TERM; echo up; while true; do sleep 0.05; done"
+        )]),
+    );
+    rt.launch(TaskId::new("t-stubborn"), plan).unwrap();
+    until(&mut rx, |u| u.state == PodState::Running).await;
+    tokio::time::timeout(WAIT, async {
+        while read_log(dir.path(), "stubborn", "c", LogStream::Stdout).is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    assert!(rt.kill(&TaskId::new("t-stubborn"), Some(Duration::from_millis(300))));
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(last.state, PodState::Killed);
+    assert!(last.message.clone().unwrap().contains("SIGKILL"));
+    let term = container(status(&last), "c")
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(term.exit_code, 128 + 9);
+}
+
+#[tokio::test]
+async fn always_restarts_with_crash_loop_backoff_and_counts_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod("loop", "Always", json!([sh("c", "echo run; exit 0")]));
+    rt.launch(TaskId::new("t-loop"), plan).unwrap();
+    let backoff = until(&mut rx, |u| {
+        let c = container(status(u), "c");
+        c.state
+            .as_ref()
+            .unwrap()
+            .waiting
+            .as_ref()
+            .and_then(|w| w.reason.as_deref())
+            == Some("CrashLoopBackOff")
+            && c.restart_count >= 2
+    })
+    .await;
+    assert_eq!(backoff.state, PodState::Running);
+    let c = container(status(&backoff), "c");
+    assert_eq!(
+        c.last_state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code,
+        0
+    );
+    assert!(
+        read_log(dir.path(), "loop", "c", LogStream::Stdout)
+            .matches("run")
+            .count()
+            >= 3
+    );
+    assert!(rt.kill(&TaskId::new("t-loop"), Some(Duration::ZERO)));
+    assert_eq!(
+        until_terminal(&mut rx).await.pop().unwrap().state,
+        PodState::Killed
+    );
+}
+
+#[tokio::test]
+async fn on_failure_restarts_until_success_then_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let (mut rt, mut rx) = runtime(dir.path());
+    // Fails twice, then succeeds.
+    let script = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ge 3 ]",
+        c = counter.display()
+    );
+    let plan = pod("flaky", "OnFailure", json!([sh("c", &script)]));
+    rt.launch(TaskId::new("t-flaky"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Finished, "{:?}", last.message);
+    assert_eq!(container(status(&last), "c").restart_count, 2);
+}
+
+#[tokio::test]
+async fn never_does_not_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod("once", "Never", json!([sh("c", "echo run; exit 1")]));
+    rt.launch(TaskId::new("t-once"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Failed);
+    assert_eq!(container(status(&last), "c").restart_count, 0);
+    assert_eq!(
+        read_log(dir.path(), "once", "c", LogStream::Stdout),
+        "run\n"
+    );
+}
+
+#[tokio::test]
+async fn init_containers_run_first_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let order = dir.path().join("order");
+    let (mut rt, mut rx) = runtime(dir.path());
+    let o = order.display();
+    let plan = pod_with(
+        "init",
+        json!({
+            "restartPolicy": "Never",
+            "initContainers": [sh("first", &format!("echo first >> {o}")), sh("second", &format!("echo second >> {o}"))],
+            "containers": [sh("main", &format!("echo main >> {o}"))]
+        }),
+    );
+    rt.launch(TaskId::new("t-init"), plan).unwrap();
+    let updates = until_terminal(&mut rx).await;
+    let last = updates.last().unwrap();
+    assert_eq!(last.state, PodState::Finished);
+    assert_eq!(
+        std::fs::read_to_string(&order).unwrap(),
+        "first\nsecond\nmain\n"
+    );
+    let inits = status(last).init_container_statuses.clone().unwrap();
+    assert_eq!(inits.len(), 2);
+    assert!(inits.iter().all(|c| {
+        c.state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code
+            == 0
+    }));
+    // While init containers ran, the pod was Pending and not Initialized.
+    let first = &updates[0];
+    assert_eq!(status(first).phase.as_deref(), Some("Pending"));
+}
+
+#[tokio::test]
+async fn a_failed_init_container_stops_the_pod_under_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("main-ran");
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod_with(
+        "initfail",
+        json!({
+            "restartPolicy": "Never",
+            "initContainers": [sh("setup", "exit 7")],
+            "containers": [sh("main", &format!("touch {}", marker.display()))]
+        }),
+    );
+    rt.launch(TaskId::new("t-initfail"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Failed);
+    assert!(last.message.unwrap().contains("setup=7"));
+    assert!(
+        !marker.exists(),
+        "the main container must not run after a failed init"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_init_container_is_retried_under_on_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("count");
+    let (mut rt, mut rx) = runtime(dir.path());
+    let script = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ge 2 ]",
+        c = counter.display()
+    );
+    let plan = pod_with(
+        "initretry",
+        json!({"restartPolicy": "OnFailure", "initContainers": [sh("setup", &script)], "containers": [sh("main", "exit 0")]}),
+    );
+    rt.launch(TaskId::new("t-initretry"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Finished);
+    assert_eq!(
+        status(&last).init_container_statuses.as_ref().unwrap()[0].restart_count,
+        1
+    );
+}
+
+#[tokio::test]
+async fn active_deadline_stops_the_pod_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod_with(
+        "late",
+        json!({"activeDeadlineSeconds": 1, "terminationGracePeriodSeconds": 0, "containers": [sh("c", "sleep 30")]}),
+    );
+    rt.launch(TaskId::new("t-late"), plan).unwrap();
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Failed);
+    assert!(last.deadline_exceeded);
+    assert_eq!(status(&last).reason.as_deref(), Some("DeadlineExceeded"));
+}
+
+#[tokio::test]
+async fn kill_all_stops_every_pod_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    for name in ["p1", "p2"] {
+        // A background child in the same group must go too.
+        let plan = pod(
+            name,
+            "Always",
+            json!([sh("c", "sleep 30 & echo $! > pid; wait")]),
+        );
+        rt.launch(TaskId::new(format!("t-{name}")), plan).unwrap();
+    }
+    let mut running = 0;
+    while running < 2 {
+        if next(&mut rx).await.state == PodState::Running {
+            running += 1;
+        }
+    }
+    let pidfile = dir.path().join("pods/ns_p1_uid-p1/c/pid");
+    wait_for_file(&pidfile).await;
+    let bg: i32 = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Ok(n) = std::fs::read_to_string(&pidfile)
+                .unwrap_or_default()
+                .trim()
+                .parse()
+            {
+                return n;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    rt.kill_all(Duration::from_millis(200));
+    rt.wait_all().await;
+    let mut killed = 0;
+    while let Ok(u) = rx.try_recv() {
+        if u.state == PodState::Killed {
+            killed += 1;
+        }
+    }
+    assert_eq!(killed, 2);
+    assert!(
+        !Path::new(&format!("/proc/{bg}")).exists() || is_zombie(bg),
+        "background child {bg} survived"
+    );
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.split_whitespace().nth(2) == Some("Z"))
+        .unwrap_or(true)
+}
+
+#[tokio::test]
+async fn a_duplicate_task_id_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    rt.launch(
+        TaskId::new("t-dup"),
+        pod("dup", "Never", json!([sh("c", "sleep 30")])),
+    )
+    .unwrap();
+    assert!(
+        rt.launch(
+            TaskId::new("t-dup"),
+            pod("dup", "Never", json!([sh("c", "sleep 30")]))
+        )
+        .is_err()
+    );
+    until(&mut rx, |u| u.state == PodState::Running).await;
+    rt.kill_all(Duration::ZERO);
+    rt.wait_all().await;
+}
