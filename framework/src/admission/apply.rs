@@ -52,6 +52,7 @@ pub fn apply_changes(pod: &Pod, changes: &Changes) -> Pod {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::admission::Toleration;
     use k8s_openapi::api::core::v1::PodSpec;

@@ -124,6 +124,7 @@ impl Request {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 

@@ -107,6 +107,7 @@ impl Hook for WebhookHook {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
