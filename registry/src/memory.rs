@@ -1,0 +1,222 @@
+//! The in-memory [`Registry`], on two concurrent maps.
+//!
+//! `tasks` holds every task by id; `live` maps each pod to its live task and
+//! is the dedup guard. Locks are always taken `live` before `tasks`, never
+//! the other way round, so no two operations can wait on each other: paths
+//! that start in `tasks` (status updates, unregister, gc) drop that lock
+//! before they touch `live`. In the window between, `live` may still name a
+//! task that has just finished; readers and `register` check the task's
+//! state rather than trust the index, and the late cleanup removes the
+//! index entry only if it still names that same task.
+
+use std::time::SystemTime;
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use mesos::proto::{TaskId, TaskStatus};
+
+use crate::machine::{self, Applied, StatusOutcome, Transition};
+use crate::registry::{RegisterError, Registry, UpdateError};
+use crate::retention::{self, Retention};
+use crate::task::{PodKey, PodTask};
+
+/// A [`Registry`] in memory, safe to share between threads.
+#[derive(Debug, Default)]
+pub struct InMemoryRegistry {
+    tasks: DashMap<TaskId, PodTask>,
+    live: DashMap<PodKey, TaskId>,
+    retention: Retention,
+}
+
+impl InMemoryRegistry {
+    /// An empty registry with the default [`Retention`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty registry that keeps finished tasks within `retention`.
+    pub fn with_retention(retention: Retention) -> Self {
+        InMemoryRegistry {
+            retention,
+            ..Self::default()
+        }
+    }
+
+    /// The retention bounds in force.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// Inserts into `tasks` unless the id is taken. Called with the pod's
+    /// `live` entry held (or for a finished task, with nothing held).
+    fn insert_task(&self, task: &PodTask) -> Result<(), RegisterError> {
+        match self.tasks.entry(task.id.clone()) {
+            Entry::Occupied(_) => Err(RegisterError::DuplicateTaskId(task.id.clone())),
+            Entry::Vacant(slot) => {
+                slot.insert(task.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// Drops the pod's index entry if it still names task `id`.
+    fn unindex(&self, key: &PodKey, id: &TaskId) {
+        self.live.remove_if(key, |_, live_id| live_id == id);
+    }
+
+    fn is_live(&self, id: &TaskId) -> bool {
+        self.tasks.get(id).is_some_and(|t| t.is_live())
+    }
+}
+
+impl Registry for InMemoryRegistry {
+    fn register(&self, task: PodTask) -> Result<PodTask, RegisterError> {
+        if !task.is_live() {
+            // A finished task (e.g. recovered from a finished pod) claims no pod.
+            self.insert_task(&task)?;
+            return Ok(task);
+        }
+        let key = task.pod_key();
+        match self.live.entry(key) {
+            Entry::Occupied(mut claim) => {
+                let existing = claim.get().clone();
+                if existing != task.id && self.is_live(&existing) {
+                    return Err(RegisterError::AlreadyLive {
+                        pod: claim.key().clone(),
+                        existing,
+                    });
+                }
+                if existing == task.id {
+                    return Err(RegisterError::DuplicateTaskId(existing));
+                }
+                // The index still names a task that finished or left: take over.
+                self.insert_task(&task)?;
+                claim.insert(task.id.clone());
+            }
+            Entry::Vacant(claim) => {
+                self.insert_task(&task)?;
+                claim.insert(task.id.clone());
+            }
+        }
+        tracing::debug!(task = %task.id, pod = %task.pod_key(), "task registered");
+        Ok(task)
+    }
+
+    fn unregister(&self, id: &TaskId) -> Option<PodTask> {
+        let (_, task) = self.tasks.remove(id)?;
+        self.unindex(&task.pod_key(), id);
+        tracing::debug!(task = %id, "task unregistered");
+        Some(task)
+    }
+
+    fn update(&self, task: PodTask) -> Result<PodTask, UpdateError> {
+        let mut stored = self
+            .tasks
+            .get_mut(&task.id)
+            .ok_or_else(|| UpdateError::NotFound(task.id.clone()))?;
+        let registered = stored.pod_key();
+        let given = task.pod_key();
+        if registered != given {
+            return Err(UpdateError::PodMismatch {
+                id: task.id,
+                registered: Box::new(registered),
+                given: Box::new(given),
+            });
+        }
+        stored.pod = task.pod;
+        stored.roles = task.roles;
+        stored.spec = task.spec;
+        stored.offer_id = task.offer_id;
+        stored.flags = stored.flags.union(task.flags);
+        stored.updated = stored.updated.max(task.updated);
+        Ok(stored.clone())
+    }
+
+    fn get(&self, id: &TaskId) -> Option<PodTask> {
+        self.tasks.get(id).map(|t| t.clone())
+    }
+
+    fn for_pod(&self, pod: &PodKey) -> Option<PodTask> {
+        let id = self.live.get(pod)?.clone();
+        self.get(&id).filter(PodTask::is_live)
+    }
+
+    fn list(&self, filter: &dyn Fn(&PodTask) -> bool) -> Vec<PodTask> {
+        self.tasks
+            .iter()
+            .filter(|t| filter(t.value()))
+            .map(|t| t.value().clone())
+            .collect()
+    }
+
+    fn update_status(&self, status: &TaskStatus, now: SystemTime) -> StatusOutcome {
+        let checked = match machine::check(status) {
+            Ok(c) => c,
+            Err(invalid) => {
+                tracing::warn!(error = %invalid, "status update ignored");
+                return StatusOutcome::Invalid(invalid);
+            }
+        };
+        let Some(mut stored) = self.tasks.get_mut(checked.task_id) else {
+            tracing::debug!(task = %checked.task_id, state = %checked.state, "status for unknown task");
+            return StatusOutcome::UnknownTask {
+                task_id: checked.task_id.clone(),
+                observed: checked.state,
+            };
+        };
+        let applied = machine::apply(&mut stored, &checked, now);
+        let task = stored.clone();
+        // Release `tasks` before touching `live` (lock order: live, tasks).
+        drop(stored);
+        match applied {
+            Applied::Moved { previous, current } => {
+                if previous.is_live() && !current.is_live() {
+                    self.unindex(&task.pod_key(), &task.id);
+                }
+                if previous != current {
+                    tracing::debug!(task = %task.id, %previous, %current, mesos = %checked.state, "task state changed");
+                }
+                StatusOutcome::Applied(Transition {
+                    previous,
+                    current,
+                    task,
+                })
+            }
+            Applied::Duplicate => StatusOutcome::Duplicate { task },
+            Applied::Stale(why) => {
+                tracing::debug!(task = %task.id, ?why, "stale status update ignored");
+                StatusOutcome::Stale { task, why }
+            }
+            Applied::Absorbed => StatusOutcome::Absorbed {
+                task,
+                observed: checked.state,
+            },
+        }
+    }
+
+    fn gc(&self, now: SystemTime) -> Vec<PodTask> {
+        let finished: Vec<(TaskId, SystemTime)> = self
+            .tasks
+            .iter()
+            .filter(|t| !t.is_live())
+            .map(|t| (t.id.clone(), t.finished_at().unwrap_or(t.updated)))
+            .collect();
+        let mut removed = Vec::new();
+        for id in retention::select(&self.retention, finished, now) {
+            // Finished is absorbing, so the check only guards against a
+            // concurrent unregister having replaced nothing else.
+            if let Some((_, task)) = self.tasks.remove_if(&id, |_, t| !t.is_live()) {
+                self.unindex(&task.pod_key(), &id);
+                removed.push(task);
+            }
+        }
+        if !removed.is_empty() {
+            tracing::debug!(count = removed.len(), "finished tasks collected");
+        }
+        removed
+    }
+
+    fn len(&self) -> usize {
+        self.tasks.len()
+    }
+}
