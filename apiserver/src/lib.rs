@@ -1,3 +1,80 @@
-//! The Kubernetes API shim: pods, nodes, events and namespaces, served to `kubectl`.
+//! The Kubernetes API shim: pods, nodes, events and namespaces, served to `kubectl` and
+//! to the framework in-process.
 //!
-//! Filled in by the API shim issue; nothing here pretends to work yet.
+//! # Contract
+//!
+//! - **Two faces, one path.** [`router`] serves the Kubernetes REST API (core `v1`:
+//!   pods with `status` and `log` subresources, nodes, events, namespaces; discovery,
+//!   `/version`, OpenAPI v3) and [`Api`] offers the same operations typed, in-process.
+//!   Every HTTP write decodes its body and then calls the same [`Api`] method the
+//!   framework calls, so validation, defaulting and the store are shared.
+//! - **The store** ([`store::Store`]) holds every object under one global
+//!   resourceVersion, commits transactions atomically and durably in batches (group
+//!   commit), and fans its change stream out to watches. [`store::RedbStore`] (a redb file
+//!   in a data directory) is the default; [`store::MemoryStore`] serves tests.
+//! - **Deleting a pod** that no node holds removes it at once. A bound pod gets
+//!   `deletionTimestamp` and stays until the framework calls [`Api::finalize_pod`] (its
+//!   task is terminal) or its grace period runs out by the injected [`Clock`]
+//!   ([`Api::expire_deletions`], swept by [`serve`]); either removes it with a DELETED
+//!   event.
+//! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
+//!   pod and container.
+//! - The shim implements Kubernetes **1.33** ([`discovery::KUBERNETES_VERSION`]) and
+//!   reports it on `/version`.
+//!
+//! # Invariants
+//!
+//! - Every error is a [`ApiError`] whose `Status` code and reason are fixed in one place
+//!   (`error.rs`), and a failed request changes nothing: validation happens before the
+//!   store, and store transactions are all-or-nothing.
+//! - No panic on input from the network, the store or a caller: bytes are decoded into
+//!   typed errors (bodies over [`decode::MAX_BODY_BYTES`] are 413, malformed JSON/YAML 400).
+//! - A write is visible (get, list, watch) only once durable; watchers see changes in
+//!   resourceVersion order with no gaps, or a 410 Expired telling them to relist.
+//! - Time comes from the injected [`Clock`] (AGE columns, event times, grace periods).
+//!
+//! # Architecture invariant
+//!
+//! This crate **knows nothing of Mesos**: no tasks, offers, agents or frameworks. Nodes,
+//! bindings, annotations and log bytes are written by its embedder through [`Api`] and
+//! [`LogSource`]; what they mean is the embedder's business.
+//!
+//! # Using it
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! let api = apiserver::Api::open("/var/lib/mesopod", Arc::new(apiserver::NoLogs)).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let pending = api.list_pods(None, "", "spec.nodeName=")?;
+//! let mut changes = api.watch_pods(None, pending.resource_version)?;
+//! tokio::spawn(apiserver::serve(listener, api.clone()));
+//! # Ok(()) }
+//! ```
+
+mod api;
+pub mod clock;
+pub mod decode;
+pub mod discovery;
+mod error;
+mod http;
+pub mod logs;
+mod openapi;
+pub mod patch;
+mod protobuf;
+mod quantity;
+pub mod resource;
+pub mod selectors;
+pub mod store;
+pub mod table;
+pub mod validation;
+
+pub use api::SYSTEM_NAMESPACES;
+pub use api::{
+    Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
+    WriteOptions, k8s_time, system_time,
+};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{ApiError, Cause, CauseKind};
+pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown};
+pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

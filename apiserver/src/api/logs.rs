@@ -1,0 +1,78 @@
+//! Reading a pod's log: the API resolves pod and container, the log source does the rest.
+
+use super::Api;
+use crate::error::ApiError;
+use crate::logs::{LogRequest, LogStream};
+
+/// What `kubectl logs` can ask for.
+#[derive(Debug, Clone, Default)]
+pub struct LogOptions {
+    /// `-c`; may be omitted when the pod has one container.
+    pub container: Option<String>,
+    /// `-f`.
+    pub follow: bool,
+    /// `--tail`.
+    pub tail_lines: Option<i64>,
+    /// `--limit-bytes`.
+    pub limit_bytes: Option<i64>,
+    /// `-p`.
+    pub previous: bool,
+}
+
+impl Api {
+    /// Opens the log of one container of a pod: 404 for a missing pod, 400 when the
+    /// container is missing or ambiguous (as Kubernetes words it), otherwise whatever the
+    /// log source answers.
+    pub async fn pod_logs(
+        &self,
+        namespace: &str,
+        name: &str,
+        opts: LogOptions,
+    ) -> Result<LogStream, ApiError> {
+        let pod = self.get_pod(namespace, name)?;
+        let names: Vec<String> = pod
+            .spec
+            .iter()
+            .flat_map(|s| {
+                s.init_containers
+                    .iter()
+                    .flatten()
+                    .chain(s.containers.iter())
+            })
+            .map(|c| c.name.clone())
+            .collect();
+        let main: Vec<&String> = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.containers.iter())
+            .map(|c| &c.name)
+            .collect();
+        let container = match opts.container {
+            Some(c) if names.contains(&c) => c,
+            Some(c) => {
+                return Err(ApiError::BadRequest(format!(
+                    "container {c} is not valid for pod {name}"
+                )));
+            }
+            None if main.len() == 1 => main[0].clone(),
+            None => {
+                let list: Vec<&str> = main.iter().map(|s| s.as_str()).collect();
+                return Err(ApiError::BadRequest(format!(
+                    "a container name must be specified for pod {name}, choose one of: [{}]",
+                    list.join(" ")
+                )));
+            }
+        };
+        let req = LogRequest {
+            pod,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            container,
+            follow: opts.follow,
+            tail_lines: opts.tail_lines,
+            limit_bytes: opts.limit_bytes,
+            previous: opts.previous,
+        };
+        Ok(self.log_source().logs(req).await?)
+    }
+}

@@ -1,0 +1,148 @@
+//! The typed in-process API: the one path every write takes, from HTTP handlers and from
+//! the framework alike, so both share validation, defaulting and the store.
+
+mod events;
+mod logs;
+mod namespaces;
+mod nodes;
+mod objects;
+mod pods;
+mod watch;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::clock::{Clock, SystemClock};
+use crate::decode::FieldValidation;
+use crate::error::ApiError;
+use crate::logs::{LogSource, NoLogs};
+use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
+
+pub use logs::LogOptions;
+pub use namespaces::SYSTEM_NAMESPACES;
+pub use objects::{k8s_time, system_time};
+pub use pods::{Binding, Finalized};
+pub use watch::{EventKind, ObjectEvent, ObjectStream};
+
+/// A list answer: the items and the resourceVersion to watch from.
+#[derive(Debug, Clone)]
+pub struct ObjectList<T> {
+    /// The items, in key order (namespace, then name).
+    pub items: Vec<T>,
+    /// The store's resourceVersion at the read.
+    pub resource_version: u64,
+}
+
+/// Options of a write that arrives over HTTP (the typed API uses the defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer, store nothing.
+    pub dry_run: bool,
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    logs: Arc<dyn LogSource>,
+}
+
+/// The handle to the API: cheap to clone, `Send + Sync`.
+#[derive(Clone)]
+pub struct Api {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api")
+            .field("resource_version", &self.resource_version())
+            .finish()
+    }
+}
+
+impl Api {
+    /// An API over `store`, reading time from `clock` and logs from `logs`. Creates the
+    /// namespaces that always exist (`default`, `kube-system`) if they are missing.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        logs: Arc<dyn LogSource>,
+    ) -> Result<Self, ApiError> {
+        let api = Self {
+            inner: Arc::new(Inner { store, clock, logs }),
+        };
+        api.ensure_system_namespaces().await?;
+        Ok(api)
+    }
+
+    /// The default setup: the durable store in `data_dir`, the system clock, `logs`.
+    pub async fn open(
+        data_dir: impl AsRef<Path>,
+        logs: Arc<dyn LogSource>,
+    ) -> Result<Self, ApiError> {
+        let store = RedbStore::open(data_dir).map_err(ApiError::from_store)?;
+        Self::start(Arc::new(store), Arc::new(SystemClock), logs).await
+    }
+
+    /// An in-memory API with the system clock and no log source, for tests.
+    pub async fn in_memory() -> Result<Self, ApiError> {
+        let store = MemoryStore::new().map_err(ApiError::from_store)?;
+        Self::start(Arc::new(store), Arc::new(SystemClock), Arc::new(NoLogs)).await
+    }
+
+    /// Now, by the injected clock.
+    pub fn now(&self) -> SystemTime {
+        self.inner.clock.now()
+    }
+
+    /// The store's current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.inner.store.resource_version()
+    }
+
+    /// Stores `value` under `key` in the side key-value space (durable like objects, no
+    /// resourceVersion, no watch). For a client's own small state.
+    pub async fn put_meta(&self, key: &str, value: Vec<u8>) -> Result<(), ApiError> {
+        self.commit(vec![WriteOp::PutMeta {
+            key: key.to_string(),
+            value,
+        }])
+        .await
+        .map(|_| ())
+    }
+
+    /// Reads a value written by [`Api::put_meta`].
+    pub fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
+        self.inner.store.get_meta(key)
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub(crate) fn log_source(&self) -> &Arc<dyn LogSource> {
+        &self.inner.logs
+    }
+
+    pub(crate) async fn commit(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, ApiError> {
+        self.inner
+            .store
+            .commit(ops)
+            .await
+            .map_err(ApiError::from_store)
+    }
+
+    pub(crate) fn get_value(&self, key: &str) -> Option<Arc<Value>> {
+        self.inner.store.get(key)
+    }
+}
+
+/// How often a write whose precondition lost a race with another writer is retried with a
+/// fresh read before giving up with 409. Races here are between in-process writers on one
+/// object, so a handful of rounds is plenty.
+const RETRIES: usize = 8;

@@ -1,0 +1,88 @@
+//! Nodes: users read, list and watch them; only the framework writes them, through here.
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::objects::{stamp_new, to_value};
+use super::pods::first_object;
+use super::{Api, ObjectList, ObjectStream, RETRIES};
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::store::{Precondition, WriteOp};
+use crate::validation::{Causes, check_metadata, check_subdomain_name};
+
+const NODES: Resource = Resource::Nodes;
+
+impl Api {
+    /// Creates or replaces the node named in `node.metadata.name`, keeping its uid and
+    /// creation time across updates. An unchanged node is not rewritten.
+    pub async fn upsert_node(&self, node: Node) -> Result<Node, ApiError> {
+        let mut causes = Causes::default();
+        check_metadata(&mut causes, &node.metadata, check_subdomain_name);
+        let name = node.metadata.name.clone().unwrap_or_default();
+        causes.into_result("Node", &name)?;
+        for _ in 0..RETRIES {
+            let mut new = node.clone();
+            let existing = self.get_typed::<Node>(NODES, "", &name).ok();
+            let precondition = match &existing {
+                Some((old, rv)) => {
+                    new.metadata.uid.clone_from(&old.metadata.uid);
+                    new.metadata
+                        .creation_timestamp
+                        .clone_from(&old.metadata.creation_timestamp);
+                    new.metadata
+                        .resource_version
+                        .clone_from(&old.metadata.resource_version);
+                    new.metadata.namespace = None;
+                    if new == *old {
+                        return Ok(new);
+                    }
+                    Precondition::ResourceVersion(*rv)
+                }
+                None => {
+                    new.metadata.namespace = None;
+                    stamp_new(&mut new.metadata, self.now());
+                    Precondition::Absent
+                }
+            };
+            let op = WriteOp::Put {
+                key: NODES.key("", &name),
+                object: to_value(&new)?,
+                precondition,
+            };
+            match self.commit(vec![op]).await {
+                Err(ApiError::Conflict { .. } | ApiError::AlreadyExists { .. }) => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("nodes", &name))
+    }
+
+    /// Removes a node; 404 if there is none.
+    pub async fn delete_node(&self, name: &str) -> Result<(), ApiError> {
+        self.commit(vec![WriteOp::Delete {
+            key: NODES.key("", name),
+            precondition: Precondition::None,
+        }])
+        .await
+        .map(|_| ())
+    }
+
+    /// The node `name`; 404 if missing.
+    pub fn get_node(&self, name: &str) -> Result<Node, ApiError> {
+        self.get_typed(NODES, "", name).map(|(n, _)| n)
+    }
+
+    /// Nodes matching the selectors (empty selects all).
+    pub fn list_nodes(
+        &self,
+        label_selector: &str,
+        field_selector: &str,
+    ) -> Result<ObjectList<Node>, ApiError> {
+        self.list_typed(NODES, None, label_selector, field_selector)
+    }
+
+    /// Node changes after `from`.
+    pub fn watch_nodes(&self, from: u64) -> Result<ObjectStream<Node>, ApiError> {
+        self.watch_typed(NODES, None, from)
+    }
+}

@@ -1,0 +1,669 @@
+//! Pods: create, update, patch, status, binding, graceful deletion and its end.
+//!
+//! Deletion: a pod no node holds (no `spec.nodeName`, or already Succeeded/Failed, or a
+//! zero grace period) leaves the store at once. A bound pod instead gets
+//! `deletionTimestamp` (= now + grace) and stays until [`Api::finalize_pod`] (the
+//! framework saw its task end) or [`Api::expire_deletions`] (the grace period ran out by
+//! the injected clock) removes it with a DELETED event.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use serde_json::Value;
+
+use super::objects::{
+    bind_namespace, check_name, k8s_time, meta_rv, stamp_new, system_time, to_value, typed,
+};
+use super::{Api, ObjectList, ObjectStream, RETRIES, WriteOptions};
+use crate::decode::{FieldValidation, decode_typed};
+use crate::error::{ApiError, CauseKind};
+use crate::patch::{self, PatchType};
+use crate::resource::Resource;
+use crate::store::{Precondition, WriteOp, object_rv};
+use crate::validation::{
+    Causes, check_subdomain_name, is_qualified_name, validate_pod, validate_pod_update,
+};
+
+const PODS: Resource = Resource::Pods;
+
+/// Kubernetes' default `terminationGracePeriodSeconds`.
+const DEFAULT_GRACE_SECONDS: i64 = 30;
+
+/// What the framework writes when it places a pod on a node.
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    /// The node (a Mesos agent's hostname, to the framework; just a name here).
+    pub node_name: String,
+    /// Annotations merged into the pod's (e.g. recovery data).
+    pub annotations: BTreeMap<String, String>,
+    /// A condition set on the pod, replacing one of the same type; `None` sets
+    /// `PodScheduled=True`.
+    pub condition: Option<PodCondition>,
+}
+
+/// What [`Api::finalize_pod`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finalized {
+    /// The terminating pod left the store (watchers got DELETED).
+    Removed,
+    /// The pod exists but nobody asked to delete it; nothing changed.
+    NotTerminating,
+    /// No such pod (or another pod of that name, by uid); nothing changed.
+    Gone,
+}
+
+/// Fills in what Kubernetes defaults on pods, so stored pods look as kubectl expects.
+fn default_pod(pod: &mut Pod) {
+    let Some(spec) = pod.spec.as_mut() else {
+        return;
+    };
+    spec.restart_policy.get_or_insert_with(|| "Always".into());
+    spec.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
+    spec.scheduler_name
+        .get_or_insert_with(|| "default-scheduler".into());
+    spec.termination_grace_period_seconds
+        .get_or_insert(DEFAULT_GRACE_SECONDS);
+    for c in spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+    {
+        if c.image_pull_policy.is_none() {
+            let image = c.image.as_deref().unwrap_or("");
+            let tag = image.rsplit('/').next().unwrap_or("");
+            let latest = !tag.contains(':') || tag.ends_with(":latest");
+            c.image_pull_policy = Some(
+                if latest && !image.contains('@') {
+                    "Always"
+                } else {
+                    "IfNotPresent"
+                }
+                .into(),
+            );
+        }
+        c.termination_message_path
+            .get_or_insert_with(|| "/dev/termination-log".into());
+        c.termination_message_policy
+            .get_or_insert_with(|| "File".into());
+        for p in c.ports.iter_mut().flatten() {
+            p.protocol.get_or_insert_with(|| "TCP".into());
+        }
+    }
+}
+
+/// The pod's QoS class, as Kubernetes derives it from requests and limits.
+fn qos_class(pod: &Pod) -> String {
+    let Some(spec) = &pod.spec else {
+        return "BestEffort".into();
+    };
+    let (mut any, mut guaranteed) = (false, true);
+    for c in &spec.containers {
+        let r = c.resources.clone().unwrap_or_default();
+        let limits = r.limits.unwrap_or_default();
+        let requests = r.requests.unwrap_or_default();
+        any |= !limits.is_empty() || !requests.is_empty();
+        for res in ["cpu", "memory"] {
+            match limits.get(res) {
+                None => guaranteed = false,
+                Some(l) => {
+                    if requests.get(res).is_some_and(|q| q != l) {
+                        guaranteed = false;
+                    }
+                }
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort".into(),
+        (true, true) => "Guaranteed".into(),
+        (true, false) => "Burstable".into(),
+    }
+}
+
+fn conflict(name: &str, detail: impl Into<String>) -> ApiError {
+    ApiError::Conflict {
+        resource: "pods".into(),
+        name: name.into(),
+        detail: detail.into(),
+    }
+}
+
+fn is_conflict(e: &ApiError) -> bool {
+    matches!(e, ApiError::Conflict { .. })
+}
+
+fn pod_key(ns: &str, name: &str) -> String {
+    PODS.key(ns, name)
+}
+
+impl Api {
+    /// Creates a pod in `namespace` (409 if the name is taken, 404 if the namespace does
+    /// not exist, 422 if invalid). The status is reset to `Pending`.
+    pub async fn create_pod(&self, namespace: &str, pod: Pod) -> Result<Pod, ApiError> {
+        self.create_pod_with(namespace, pod, WriteOptions::default())
+            .await
+    }
+
+    pub(crate) async fn create_pod_with(
+        &self,
+        ns: &str,
+        mut pod: Pod,
+        opts: WriteOptions,
+    ) -> Result<Pod, ApiError> {
+        bind_namespace(&mut pod.metadata, ns)?;
+        stamp_new(&mut pod.metadata, self.now());
+        default_pod(&mut pod);
+        pod.status = Some(PodStatus {
+            phase: Some("Pending".into()),
+            qos_class: Some(qos_class(&pod)),
+            ..Default::default()
+        });
+        validate_pod(&pod)?;
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let ns_key = Resource::Namespaces.key("", ns);
+        if opts.dry_run {
+            if self.get_value(&ns_key).is_none() {
+                return Err(ApiError::NotFound {
+                    resource: "namespaces".into(),
+                    name: ns.into(),
+                });
+            }
+            if self.get_value(&pod_key(ns, &name)).is_some() {
+                return Err(ApiError::AlreadyExists {
+                    resource: "pods".into(),
+                    name,
+                });
+            }
+            return Ok(pod);
+        }
+        let changes = self
+            .commit(vec![
+                WriteOp::Check {
+                    key: ns_key,
+                    precondition: Precondition::Present,
+                },
+                WriteOp::Put {
+                    key: pod_key(ns, &name),
+                    object: to_value(&pod)?,
+                    precondition: Precondition::Absent,
+                },
+            ])
+            .await?;
+        first_object(&changes)
+    }
+
+    /// The pod `namespace/name`; 404 if missing.
+    pub fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod, ApiError> {
+        self.get_typed(PODS, namespace, name).map(|(p, _)| p)
+    }
+
+    /// Pods in `namespace` (or all namespaces) matching the selectors (Kubernetes syntax;
+    /// empty selects all). Fields: `metadata.name`, `metadata.namespace`, `spec.nodeName`,
+    /// `status.phase` and a few more, as Kubernetes allows.
+    pub fn list_pods(
+        &self,
+        namespace: Option<&str>,
+        label_selector: &str,
+        field_selector: &str,
+    ) -> Result<ObjectList<Pod>, ApiError> {
+        self.list_typed(PODS, namespace, label_selector, field_selector)
+    }
+
+    /// Replaces the pod (PUT). With `metadata.resourceVersion` set, 409 unless it is the
+    /// stored one; without, unconditional. Status changes are ignored (use
+    /// [`Api::update_pod_status`]); spec changes are limited as in Kubernetes.
+    pub async fn replace_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        pod: Pod,
+    ) -> Result<Pod, ApiError> {
+        self.replace_pod_with(namespace, name, pod, WriteOptions::default())
+            .await
+    }
+
+    pub(crate) async fn replace_pod_with(
+        &self,
+        ns: &str,
+        name: &str,
+        mut pod: Pod,
+        opts: WriteOptions,
+    ) -> Result<Pod, ApiError> {
+        check_name(&mut pod.metadata, name)?;
+        bind_namespace(&mut pod.metadata, ns)?;
+        let explicit = meta_rv(&pod.metadata)?;
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Pod>(PODS, ns, name)?;
+            if explicit.is_some_and(|rv| rv != old_rv) {
+                return Err(ApiError::stale("pods", name));
+            }
+            match self
+                .update_from(ns, name, &old, old_rv, pod.clone(), opts)
+                .await
+            {
+                Err(e) if is_conflict(&e) && explicit.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Patches the pod. `resourceVersion` in the patch's metadata is a precondition;
+    /// otherwise a lost race is retried on a fresh read. A server-side apply of a missing
+    /// pod creates it.
+    pub async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+    ) -> Result<Pod, ApiError> {
+        let opts = WriteOptions {
+            field_validation: FieldValidation::Strict,
+            ..Default::default()
+        };
+        self.patch_pod_with(namespace, name, ty, patch, opts)
+            .await
+            .map(|(p, _)| p)
+    }
+
+    /// As [`Api::patch_pod`], returning unknown-field warnings too.
+    pub(crate) async fn patch_pod_with(
+        &self,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+        opts: WriteOptions,
+    ) -> Result<(Pod, Vec<String>), ApiError> {
+        let explicit = match patch
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+        {
+            Some(s) => Some(
+                s.parse::<u64>()
+                    .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
+            ),
+            None => None,
+        };
+        for _ in 0..RETRIES {
+            let live = match self.get_raw(PODS, ns, name) {
+                Ok(v) => v,
+                Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
+                    let (mut pod, warnings) = decode_typed::<Pod>(patch, opts.field_validation)?;
+                    check_name(&mut pod.metadata, name)?;
+                    return Ok((self.create_pod_with(ns, pod, opts).await?, warnings));
+                }
+                Err(e) => return Err(e),
+            };
+            let live_rv = object_rv(&live).unwrap_or(0);
+            if explicit.is_some_and(|rv| rv != live_rv) {
+                return Err(ApiError::stale("pods", name));
+            }
+            let patched = patch::apply(ty, &live, patch, "Pod", name)?;
+            let (new, warnings) = decode_typed::<Pod>(&patched, opts.field_validation)?;
+            let mut new = new;
+            check_name(&mut new.metadata, name)?;
+            bind_namespace(&mut new.metadata, ns)?;
+            let old: Pod = typed(&live)?;
+            match self.update_from(ns, name, &old, live_rv, new, opts).await {
+                Err(e) if is_conflict(&e) && explicit.is_none() => continue,
+                other => return other.map(|p| (p, warnings)),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Writes `new` over `old` (stored at `old_rv`) keeping what updates may not change.
+    async fn update_from(
+        &self,
+        ns: &str,
+        name: &str,
+        old: &Pod,
+        old_rv: u64,
+        mut new: Pod,
+        opts: WriteOptions,
+    ) -> Result<Pod, ApiError> {
+        new.metadata.uid.clone_from(&old.metadata.uid);
+        new.metadata
+            .creation_timestamp
+            .clone_from(&old.metadata.creation_timestamp);
+        new.metadata
+            .deletion_timestamp
+            .clone_from(&old.metadata.deletion_timestamp);
+        new.metadata.deletion_grace_period_seconds = old.metadata.deletion_grace_period_seconds;
+        new.metadata
+            .resource_version
+            .clone_from(&old.metadata.resource_version);
+        new.metadata
+            .managed_fields
+            .clone_from(&old.metadata.managed_fields);
+        new.status.clone_from(&old.status);
+        default_pod(&mut new);
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref()) {
+            if new_spec.node_name.as_deref().is_none_or(str::is_empty) {
+                new_spec.node_name.clone_from(&old_spec.node_name);
+            }
+        }
+        validate_pod(&new)?;
+        validate_pod_update(old, &new)?;
+        if new == *old || opts.dry_run {
+            return Ok(new);
+        }
+        let changes = self
+            .commit(vec![WriteOp::Put {
+                key: pod_key(ns, name),
+                object: to_value(&new)?,
+                precondition: Precondition::ResourceVersion(old_rv),
+            }])
+            .await?;
+        first_object(&changes)
+    }
+
+    /// Replaces the pod's status (the status subresource): metadata and spec stay as
+    /// stored. Unconditional (a lost race is retried on a fresh read).
+    pub async fn update_pod_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: PodStatus,
+    ) -> Result<Pod, ApiError> {
+        self.write_status(namespace, name, None, false, |_| Ok(status.clone()))
+            .await
+    }
+
+    /// The status write behind PUT/PATCH `pods/NAME/status` and [`Api::update_pod_status`]:
+    /// `make` computes the new status from the stored pod.
+    pub(crate) async fn write_status(
+        &self,
+        ns: &str,
+        name: &str,
+        expected: Option<u64>,
+        dry_run: bool,
+        make: impl Fn(&Pod) -> Result<PodStatus, ApiError>,
+    ) -> Result<Pod, ApiError> {
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Pod>(PODS, ns, name)?;
+            if expected.is_some_and(|rv| rv != old_rv) {
+                return Err(ApiError::stale("pods", name));
+            }
+            let status = make(&old)?;
+            let mut causes = Causes::default();
+            if let Some(phase) = status.phase.as_deref() {
+                const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+                if !PHASES.contains(&phase) {
+                    causes.unsupported("status.phase", phase, &PHASES);
+                }
+            }
+            causes.into_result("Pod", name)?;
+            let mut new = old.clone();
+            new.status = Some(status);
+            if new == old || dry_run {
+                return Ok(new);
+            }
+            let result = self
+                .commit(vec![WriteOp::Put {
+                    key: pod_key(ns, name),
+                    object: to_value(&new)?,
+                    precondition: Precondition::ResourceVersion(old_rv),
+                }])
+                .await;
+            match result {
+                Err(e) if is_conflict(&e) && expected.is_none() => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Binds the pod to `binding.node_name`, merging the annotations and setting the
+    /// condition in one write. Idempotent for the same node; 409 if the pod is bound to
+    /// another node or is being deleted.
+    pub async fn bind_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        binding: &Binding,
+    ) -> Result<Pod, ApiError> {
+        let mut causes = Causes::default();
+        check_subdomain_name(&mut causes, "target.name", &binding.node_name);
+        for k in binding.annotations.keys() {
+            if !is_qualified_name(k) {
+                causes.push(
+                    CauseKind::Invalid,
+                    "metadata.annotations",
+                    format!("Invalid value: \"{k}\": not a qualified name"),
+                );
+            }
+        }
+        causes.into_result("Binding", name)?;
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
+            if old.metadata.deletion_timestamp.is_some() {
+                return Err(conflict(
+                    name,
+                    "pod is being deleted, cannot be assigned to a host",
+                ));
+            }
+            let mut new = old.clone();
+            let spec = new.spec.get_or_insert_with(Default::default);
+            match spec.node_name.as_deref() {
+                Some(n) if !n.is_empty() && n != binding.node_name => {
+                    return Err(conflict(
+                        name,
+                        format!("pod {name} is already assigned to node \"{n}\""),
+                    ));
+                }
+                _ => spec.node_name = Some(binding.node_name.clone()),
+            }
+            let annotations = new
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            annotations.extend(binding.annotations.clone());
+            let condition = binding.condition.clone().unwrap_or_else(|| PodCondition {
+                type_: "PodScheduled".into(),
+                status: "True".into(),
+                last_transition_time: Some(k8s_time(self.now())),
+                ..Default::default()
+            });
+            let status = new.status.get_or_insert_with(Default::default);
+            let conditions = status.conditions.get_or_insert_with(Vec::new);
+            match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
+                Some(c) => *c = condition,
+                None => conditions.push(condition),
+            }
+            if new == old {
+                return Ok(old);
+            }
+            let result = self
+                .commit(vec![WriteOp::Put {
+                    key: pod_key(namespace, name),
+                    object: to_value(&new)?,
+                    precondition: Precondition::ResourceVersion(old_rv),
+                }])
+                .await;
+            match result {
+                Err(e) if is_conflict(&e) => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Deletes the pod (see the module doc for when it leaves at once). Returns the pod as
+    /// deleted or as marked. Honors `gracePeriodSeconds`, uid/resourceVersion
+    /// preconditions and `dryRun`.
+    pub async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Pod, ApiError> {
+        let dry_run = opts
+            .dry_run
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|x| x == "All"));
+        let pre = opts.preconditions.clone().unwrap_or_default();
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
+            if let Some(uid) = pre.uid.as_deref() {
+                if old.metadata.uid.as_deref() != Some(uid) {
+                    return Err(conflict(
+                        name,
+                        format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            old.metadata.uid.as_deref().unwrap_or("")
+                        ),
+                    ));
+                }
+            }
+            if let Some(rv) = pre.resource_version.as_deref() {
+                if rv != old_rv.to_string() {
+                    return Err(conflict(
+                        name,
+                        format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
+                        ),
+                    ));
+                }
+            }
+            let spec = old.spec.clone().unwrap_or_default();
+            let grace = opts
+                .grace_period_seconds
+                .or(spec.termination_grace_period_seconds)
+                .unwrap_or(DEFAULT_GRACE_SECONDS)
+                .max(0);
+            let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+            let phase = old
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("");
+            let terminal = matches!(phase, "Succeeded" | "Failed");
+            let precondition = Precondition::ResourceVersion(old_rv);
+            let key = pod_key(namespace, name);
+            let result = if !bound || terminal || grace == 0 {
+                if dry_run {
+                    return Ok(old);
+                }
+                self.commit(vec![WriteOp::Delete { key, precondition }])
+                    .await
+            } else {
+                let deadline = self.now() + Duration::from_secs(grace as u64);
+                let current = old.metadata.deletion_timestamp.as_ref().map(system_time);
+                if current.is_some_and(|c| c <= deadline) {
+                    return Ok(old);
+                }
+                let mut new = old.clone();
+                new.metadata.deletion_timestamp = Some(k8s_time(deadline));
+                new.metadata.deletion_grace_period_seconds = Some(grace);
+                if dry_run {
+                    return Ok(new);
+                }
+                self.commit(vec![WriteOp::Put {
+                    key,
+                    object: to_value(&new)?,
+                    precondition,
+                }])
+                .await
+            };
+            match result {
+                Err(e) if is_conflict(&e) => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// The framework's confirmation that the pod's task is terminal: a pod being deleted
+    /// leaves the store (DELETED event). `uid`, if given, must match, so a pod recreated
+    /// under the same name is never removed by mistake.
+    pub async fn finalize_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<Finalized, ApiError> {
+        for _ in 0..RETRIES {
+            let Ok((pod, rv)) = self.get_typed::<Pod>(PODS, namespace, name) else {
+                return Ok(Finalized::Gone);
+            };
+            if uid.is_some_and(|u| pod.metadata.uid.as_deref() != Some(u)) {
+                return Ok(Finalized::Gone);
+            }
+            if pod.metadata.deletion_timestamp.is_none() {
+                return Ok(Finalized::NotTerminating);
+            }
+            let op = WriteOp::Delete {
+                key: pod_key(namespace, name),
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                Ok(_) => return Ok(Finalized::Removed),
+                Err(ApiError::NotFound { .. }) => return Ok(Finalized::Gone),
+                Err(e) if is_conflict(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Removes every terminating pod whose grace period has run out by `now`; returns how
+    /// many left. A pod changed meanwhile is left for the next sweep.
+    pub async fn expire_deletions(&self, now: SystemTime) -> Result<usize, ApiError> {
+        let (items, _) = self.store().list(&PODS.prefix(None));
+        let mut removed = 0;
+        for v in items {
+            let due = v
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .and_then(crate::clock::parse_time)
+                .is_some_and(|t| t <= now);
+            if !due {
+                continue;
+            }
+            let (Some(ns), Some(name), Some(rv)) = (
+                v.pointer("/metadata/namespace").and_then(Value::as_str),
+                v.pointer("/metadata/name").and_then(Value::as_str),
+                object_rv(&v),
+            ) else {
+                continue;
+            };
+            let op = WriteOp::Delete {
+                key: pod_key(ns, name),
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                Ok(_) => removed += 1,
+                Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Pod changes after `from` (a list's resourceVersion), in order; in `namespace` or
+    /// all. Ends with an [`ApiError::Expired`] item if `from` is too old or the watcher
+    /// falls behind: relist then.
+    pub fn watch_pods(
+        &self,
+        namespace: Option<&str>,
+        from: u64,
+    ) -> Result<ObjectStream<Pod>, ApiError> {
+        self.watch_typed(PODS, namespace, from)
+    }
+}
+
+/// The object of the first change, typed.
+pub(crate) fn first_object<T: serde::de::DeserializeOwned>(
+    changes: &[std::sync::Arc<crate::store::Change>],
+) -> Result<T, ApiError> {
+    changes
+        .iter()
+        .find(|c| c.key.contains('/'))
+        .map(|c| typed(&c.object))
+        .unwrap_or_else(|| Err(ApiError::Internal("the store reported no change".into())))
+}

@@ -1,0 +1,168 @@
+//! Turning request bytes into objects: JSON or YAML by Content-Type, typed decoding, and
+//! the unknown-field check behind `fieldValidation`.
+//!
+//! These are the entry points for untrusted bytes; they never panic and every failure is
+//! a 400 (a body too large is refused before decoding, see [`MAX_BODY_BYTES`]).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// The largest request body accepted: Kubernetes' own limit (3 MiB), since objects
+/// larger than that cannot be stored by a real cluster either.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How to treat fields the schema does not know (the `fieldValidation` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Refuse with 400.
+    Strict,
+    /// Accept, and report them as warnings (Kubernetes' default).
+    #[default]
+    Warn,
+    /// Accept silently.
+    Ignore,
+}
+
+impl FieldValidation {
+    /// Parses the query parameter; empty means the default.
+    pub fn parse(s: Option<&str>) -> Result<Self, ApiError> {
+        match s.unwrap_or("") {
+            "" | "Warn" => Ok(Self::Warn),
+            "Strict" => Ok(Self::Strict),
+            "Ignore" => Ok(Self::Ignore),
+            other => Err(ApiError::BadRequest(format!(
+                "fieldValidation parameter unsupported: {other}, must be one of Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// Whether a Content-Type names YAML.
+pub fn is_yaml(content_type: &str) -> bool {
+    let ct = content_type.split(';').next().unwrap_or("").trim();
+    ct.ends_with("yaml")
+}
+
+/// Parses a body as JSON, or YAML when the Content-Type says so, into one JSON object.
+pub fn parse_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let value: Value = if is_yaml(content_type) {
+        serde_yaml_ng::from_slice(bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
+    } else {
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding JSON: {e}")))?
+    };
+    Ok(value)
+}
+
+/// Parses a body that must be a JSON object.
+pub fn parse_object(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let value = parse_body(bytes, content_type)?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(ApiError::BadRequest(
+            "the body must be a JSON object".into(),
+        ))
+    }
+}
+
+/// Decodes `value` as `T` and lists the fields of `value` that `T` does not know (paths
+/// like `spec.containers[0].foo`). Strict validation refuses them here.
+pub fn decode_typed<T: DeserializeOwned + Serialize>(
+    value: &Value,
+    validation: FieldValidation,
+) -> Result<(T, Vec<String>), ApiError> {
+    let typed: T = serde_json::from_value(value.clone())
+        .map_err(|e| ApiError::BadRequest(format!("error decoding object: {e}")))?;
+    let unknown = if validation == FieldValidation::Ignore {
+        Vec::new()
+    } else {
+        let round = serde_json::to_value(&typed).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let mut unknown = Vec::new();
+        unknown_fields(value, &round, "", &mut unknown);
+        unknown
+    };
+    if validation == FieldValidation::Strict && !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(ApiError::BadRequest(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
+    Ok((typed, unknown))
+}
+
+/// Fields present (and not null) in `original` but missing from the typed round trip.
+fn unknown_fields(original: &Value, round: &Value, path: &str, out: &mut Vec<String>) {
+    match (original, round) {
+        (Value::Object(o), Value::Object(r)) => {
+            for (k, v) in o {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match r.get(k) {
+                    None if !v.is_null() => out.push(p),
+                    None => {}
+                    Some(rv) => unknown_fields(v, rv, &p, out),
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(r)) => {
+            for (i, (ov, rv)) in o.iter().zip(r).enumerate() {
+                unknown_fields(ov, rv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    #[test]
+    fn strict_validation_names_the_unknown_field_path() {
+        let v = json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "i", "bogus": 1}], "nope": true}});
+        let err = decode_typed::<Pod>(&v, FieldValidation::Strict).unwrap_err();
+        assert_eq!(err.code_and_reason(), (400, "BadRequest"));
+        let msg = err.to_string();
+        assert!(msg.contains("spec.containers[0].bogus"), "{msg}");
+        assert!(msg.contains("spec.nope"), "{msg}");
+        let (_, unknown) = decode_typed::<Pod>(&v, FieldValidation::Warn).unwrap();
+        assert_eq!(unknown.len(), 2);
+    }
+
+    #[test]
+    fn known_fields_and_nulls_are_not_unknown() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "creationTimestamp": null, "labels": {}},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}], "resources": {"limits": {"cpu": "1"}}}]}});
+        let (_, unknown) = decode_typed::<Pod>(&v, FieldValidation::Strict).unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+    }
+
+    #[test]
+    fn yaml_and_json_bodies_parse_and_garbage_is_400() {
+        assert!(parse_object(b"a: 1\nb: [x]\n", "application/yaml").is_ok());
+        assert!(parse_object(br#"{"a":1}"#, "application/json").is_ok());
+        for bad in [&b"{"[..], b"[1]", b"\xff\xfe", b"a: [", b"null"] {
+            let ct = if bad == b"a: [" {
+                "application/yaml"
+            } else {
+                "application/json"
+            };
+            assert_eq!(parse_object(bad, ct).unwrap_err().code_and_reason().0, 400);
+        }
+    }
+}

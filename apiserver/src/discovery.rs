@@ -1,0 +1,95 @@
+//! Legacy discovery (`/api`, `/apis`, `/api/v1`) and `/version`.
+//!
+//! kubectl asks for aggregated discovery first; answering legacy JSON (with a plain
+//! `application/json` Content-Type) makes it fall back, which keeps this module small.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::http::respond::json;
+
+/// The Kubernetes version the shim implements. `/usr/bin/kubectl` picks the kubectl
+/// binary by this minor version, and k8s-openapi is built for it (feature `v1_33`).
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
+
+/// `GET /version`.
+pub(crate) async fn version() -> Response {
+    let (major, minor) = KUBERNETES_VERSION;
+    json(
+        StatusCode::OK,
+        &json!({
+            "major": major,
+            "minor": minor,
+            "gitVersion": format!("v{major}.{minor}.0"),
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2025-04-23T00:00:00Z",
+            "goVersion": "go1.24.0",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }),
+    )
+}
+
+/// `GET /api`.
+pub(crate) async fn api_versions(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": host}],
+        }),
+    )
+}
+
+/// `GET /apis`: no groups beyond the core group.
+pub(crate) async fn api_groups() -> Response {
+    json(
+        StatusCode::OK,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+    )
+}
+
+/// `GET /api/v1`.
+pub(crate) async fn core_v1() -> Response {
+    let r = |name: &str,
+             singular: &str,
+             namespaced: bool,
+             kind: &str,
+             verbs: &[&str],
+             short: &[&str]| {
+        let mut v = json!({"name": name, "singularName": singular, "namespaced": namespaced, "kind": kind, "verbs": verbs});
+        if !short.is_empty() {
+            v["shortNames"] = json!(short);
+        }
+        v
+    };
+    let all = [
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    let mut pods = r("pods", "pod", true, "Pod", &all, &["po"]);
+    pods["categories"] = json!(["all"]);
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": "v1",
+            "resources": [
+                pods,
+                r("pods/log", "", true, "Pod", &["get"], &[]),
+                r("pods/status", "", true, "Pod", &["get", "patch", "update"], &[]),
+                r("nodes", "node", false, "Node", &["get", "list", "watch"], &["no"]),
+                r("nodes/status", "", false, "Node", &["get"], &[]),
+                r("events", "event", true, "Event", &["create", "delete", "get", "list", "watch"], &["ev"]),
+                r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "watch"], &["ns"]),
+            ],
+        }),
+    )
+}

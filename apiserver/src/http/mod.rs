@@ -1,0 +1,190 @@
+//! The HTTP face of the API: routes, and a server with the deletion sweep.
+
+mod extract;
+mod logs;
+mod objects;
+mod others;
+mod pods;
+pub(crate) mod respond;
+mod watch;
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::api::Api;
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::{discovery, openapi};
+use extract::{ApiPath, Params};
+
+/// How often [`serve`] removes pods whose deletion grace period ran out. Grace periods are
+/// whole seconds, so checking every second keeps `kubectl delete` waits close to them.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+async fn list_ns(
+    api: State<Api>,
+    resource: Resource,
+    ApiPath(ns): ApiPath<String>,
+    params: Params,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    objects::list(api.0, resource, Some(ns), params, headers).await
+}
+
+fn get_ns(
+    api: &Api,
+    resource: Resource,
+    ns: &str,
+    name: &str,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    objects::get(api, resource, ns, name, params, headers)
+}
+
+/// All routes of the shim, with `api` as their state. The framework may merge its own
+/// routes onto this router (e.g. debug pages) and serve them on the same listener.
+pub fn router(api: Api) -> Router {
+    use Resource::{Events, Namespaces, Nodes, Pods};
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/api", get(discovery::api_versions))
+        .route("/apis", get(discovery::api_groups))
+        .route("/api/v1", get(discovery::core_v1))
+        .route("/openapi/v3", get(openapi::index))
+        .route("/openapi/v3/api/v1", get(openapi::core_v1))
+        .route(
+            "/api/v1/pods",
+            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
+                objects::list(api, Pods, None, p, h)
+            }),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}/pods",
+            get(|a: State<Api>, ns, p, h| list_ns(a, Pods, ns, p, h)).post(pods::create),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}/pods/{name}",
+            get(
+                |State(api): State<Api>,
+                 ApiPath((ns, name)): ApiPath<(String, String)>,
+                 p: Params,
+                 h: HeaderMap| async move { get_ns(&api, Pods, &ns, &name, &p, &h) },
+            )
+            .put(pods::replace)
+            .patch(pods::patch)
+            .delete(pods::delete),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}/pods/{name}/status",
+            get(pods::get_status)
+                .put(pods::replace_status)
+                .patch(pods::patch_status),
+        )
+        .route("/api/v1/namespaces/{ns}/pods/{name}/log", get(logs::get))
+        .route(
+            "/api/v1/nodes",
+            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
+                objects::list(api, Nodes, None, p, h)
+            }),
+        )
+        .route(
+            "/api/v1/nodes/{name}",
+            get(
+                |State(api): State<Api>,
+                 ApiPath(name): ApiPath<String>,
+                 p: Params,
+                 h: HeaderMap| async move { get_ns(&api, Nodes, "", &name, &p, &h) },
+            ),
+        )
+        .route(
+            "/api/v1/nodes/{name}/status",
+            get(
+                |State(api): State<Api>,
+                 ApiPath(name): ApiPath<String>,
+                 p: Params,
+                 h: HeaderMap| async move { get_ns(&api, Nodes, "", &name, &p, &h) },
+            ),
+        )
+        .route(
+            "/api/v1/events",
+            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
+                objects::list(api, Events, None, p, h)
+            }),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}/events",
+            get(|a: State<Api>, ns, p, h| list_ns(a, Events, ns, p, h)).post(others::create_event),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}/events/{name}",
+            get(
+                |State(api): State<Api>,
+                 ApiPath((ns, name)): ApiPath<(String, String)>,
+                 p: Params,
+                 h: HeaderMap| async move { get_ns(&api, Events, &ns, &name, &p, &h) },
+            )
+            .delete(others::delete_event),
+        )
+        .route(
+            "/api/v1/namespaces",
+            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
+                objects::list(api, Namespaces, None, p, h)
+            })
+            .post(others::create_namespace),
+        )
+        .route(
+            "/api/v1/namespaces/{ns}",
+            get(
+                |State(api): State<Api>,
+                 ApiPath(name): ApiPath<String>,
+                 p: Params,
+                 h: HeaderMap| async move {
+                    get_ns(&api, Namespaces, "", &name, &p, &h)
+                },
+            )
+            .delete(others::delete_namespace),
+        )
+        .fallback(respond::no_route)
+        .method_not_allowed_fallback(respond::method_not_allowed)
+        .with_state(api)
+}
+
+/// Serves [`router`] on `listener` until `shutdown` resolves (then finishes open
+/// requests), running the deletion sweep ([`Api::expire_deletions`] every
+/// [`SWEEP_EVERY`], by the API's clock) alongside.
+pub async fn serve_with_shutdown(
+    listener: TcpListener,
+    api: Api,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let sweeper = tokio::spawn(sweep(api.clone()));
+    let result = axum::serve(listener, router(api))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    sweeper.abort();
+    let _ = sweeper.await;
+    result
+}
+
+/// Serves [`router`] on `listener` forever (see [`serve_with_shutdown`]).
+pub async fn serve(listener: TcpListener, api: Api) -> std::io::Result<()> {
+    serve_with_shutdown(listener, api, std::future::pending()).await
+}
+
+async fn sweep(api: Api) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tick.tick().await;
+        if let Err(e) = api.expire_deletions(api.now()).await {
+            tracing::warn!(error = %e, "deletion sweep failed");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Reads every resource shares: list (or watch) and get.
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::extract::{Params, negotiate};
+use super::{respond, watch};
+use crate::api::Api;
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::selectors::Selectors;
+use crate::table::Include;
+
+/// `GET` on a collection: a list, or a watch with `watch=true`.
+pub(crate) async fn list(
+    api: Api,
+    resource: Resource,
+    ns: Option<String>,
+    params: Params,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let sel = Selectors::parse(
+        params.get("labelSelector").unwrap_or(""),
+        params.get("fieldSelector").unwrap_or(""),
+        resource,
+    )?;
+    if params.flag("watch") {
+        return watch::respond(api, resource, ns, &params, &headers, sel);
+    }
+    // `limit` is honoured by answering everything at once without `continue`, which
+    // Kubernetes allows (a server may return fewer or more, and no continue token).
+    let (items, rv) = api.list_raw(resource, ns.as_deref(), &sel);
+    Ok(respond::list(
+        &api,
+        resource,
+        &items,
+        rv,
+        negotiate(&headers),
+        Include::parse(params.get("includeObject")),
+    ))
+}
+
+/// `GET` on one object.
+pub(crate) fn get(
+    api: &Api,
+    resource: Resource,
+    ns: &str,
+    name: &str,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let obj = api.get_raw(resource, ns, name)?;
+    Ok(respond::object(
+        api,
+        resource,
+        &obj,
+        negotiate(headers),
+        Include::parse(params.get("includeObject")),
+    ))
+}

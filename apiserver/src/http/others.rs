@@ -1,0 +1,64 @@
+//! Writes on events and namespaces over HTTP (nodes are read-only here).
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use k8s_openapi::api::core::v1::{Event, Namespace};
+
+use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
+use super::respond::{json, json_with_warnings};
+use crate::api::Api;
+use crate::decode::{decode_typed, parse_object};
+use crate::error::ApiError;
+
+/// `POST /api/v1/namespaces/NS/events`.
+pub(crate) async fn create_event(
+    State(api): State<Api>,
+    ApiPath(ns): ApiPath<String>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let opts = params.write_options()?;
+    let ct = object_content_type(&headers)?.to_string();
+    let value = parse_object(&read_body(&headers, body).await?, &ct)?;
+    let (event, warnings) = decode_typed::<Event>(&value, opts.field_validation)?;
+    let event = api.create_event_with(&ns, event, opts).await?;
+    Ok(json_with_warnings(StatusCode::CREATED, &event, &warnings))
+}
+
+/// `DELETE /api/v1/namespaces/NS/events/NAME`.
+pub(crate) async fn delete_event(
+    State(api): State<Api>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::OK, &api.delete_event(&ns, &name).await?))
+}
+
+/// `POST /api/v1/namespaces`.
+pub(crate) async fn create_namespace(
+    State(api): State<Api>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let opts = params.write_options()?;
+    let value = if content_type(&headers).starts_with(crate::protobuf::PROTOBUF) {
+        crate::protobuf::decode_metadata_only(&read_body(&headers, body).await?, "Namespace")?
+    } else {
+        let ct = object_content_type(&headers)?.to_string();
+        parse_object(&read_body(&headers, body).await?, &ct)?
+    };
+    let (ns, warnings) = decode_typed::<Namespace>(&value, opts.field_validation)?;
+    let ns = api.create_namespace_with(ns, opts).await?;
+    Ok(json_with_warnings(StatusCode::CREATED, &ns, &warnings))
+}
+
+/// `DELETE /api/v1/namespaces/NAME` (empty namespaces only).
+pub(crate) async fn delete_namespace(
+    State(api): State<Api>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::OK, &api.delete_namespace(&name).await?))
+}

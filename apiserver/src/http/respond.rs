@@ -1,0 +1,107 @@
+//! Building responses: JSON objects and lists in the negotiated format, with warnings.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::extract::Format;
+use crate::api::Api;
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::table::{self, Include};
+
+/// A JSON response with `Warning` headers for unknown fields (kubectl prints them).
+pub(crate) fn json_with_warnings(
+    code: StatusCode,
+    body: &impl Serialize,
+    warnings: &[String],
+) -> Response {
+    let mut resp = (code, axum::Json(body)).into_response();
+    for w in warnings {
+        let text = format!("299 - \"unknown field \\\"{}\\\"\"", w.replace('"', "'"));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+/// A JSON response.
+pub(crate) fn json(code: StatusCode, body: &impl Serialize) -> Response {
+    (code, axum::Json(body)).into_response()
+}
+
+/// One object in the negotiated format.
+pub(crate) fn object(
+    api: &Api,
+    resource: Resource,
+    obj: &Value,
+    format: Format,
+    include: Include,
+) -> Response {
+    match format {
+        Format::Object => json(StatusCode::OK, obj),
+        Format::Metadata => json(StatusCode::OK, &table::partial_metadata(obj)),
+        Format::Table => {
+            let t = table::table(
+                resource,
+                &[Arc::new(obj.clone())],
+                None,
+                api.now(),
+                include,
+                true,
+            );
+            json(StatusCode::OK, &t)
+        }
+    }
+}
+
+/// A list in the negotiated format.
+pub(crate) fn list(
+    api: &Api,
+    resource: Resource,
+    items: &[Arc<Value>],
+    rv: u64,
+    format: Format,
+    include: Include,
+) -> Response {
+    match format {
+        Format::Table => json(
+            StatusCode::OK,
+            &table::table(resource, items, Some(rv), api.now(), include, true),
+        ),
+        Format::Metadata => json(
+            StatusCode::OK,
+            &json!({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": rv.to_string()},
+                "items": items.iter().map(|o| table::partial_metadata(o)).collect::<Vec<_>>(),
+            }),
+        ),
+        Format::Object => json(
+            StatusCode::OK,
+            &json!({
+                "kind": resource.list_kind(),
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": rv.to_string()},
+                "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
+            }),
+        ),
+    }
+}
+
+/// The answer to paths the shim does not serve.
+pub(crate) async fn no_route() -> ApiError {
+    ApiError::NoRoute
+}
+
+/// The answer to verbs a path does not support.
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed(
+        "the server does not allow this method on the requested resource".into(),
+    )
+}

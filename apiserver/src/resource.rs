@@ -1,0 +1,104 @@
+//! The resources the shim serves and what differs between them: names, keys, scope and
+//! the fields a field selector may name.
+
+/// A served resource of the core `v1` group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// `pods`, namespaced.
+    Pods,
+    /// `nodes`, cluster-scoped; written only through [`crate::Api`].
+    Nodes,
+    /// `events`, namespaced.
+    Events,
+    /// `namespaces`, cluster-scoped.
+    Namespaces,
+}
+
+impl Resource {
+    /// The plural name used in URLs and `Status.details.kind`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Pods => "pods",
+            Self::Nodes => "nodes",
+            Self::Events => "events",
+            Self::Namespaces => "namespaces",
+        }
+    }
+
+    /// The object kind.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::Pods => "Pod",
+            Self::Nodes => "Node",
+            Self::Events => "Event",
+            Self::Namespaces => "Namespace",
+        }
+    }
+
+    /// The list kind.
+    pub fn list_kind(self) -> &'static str {
+        match self {
+            Self::Pods => "PodList",
+            Self::Nodes => "NodeList",
+            Self::Events => "EventList",
+            Self::Namespaces => "NamespaceList",
+        }
+    }
+
+    /// Whether objects live in a namespace.
+    pub fn namespaced(self) -> bool {
+        matches!(self, Self::Pods | Self::Events)
+    }
+
+    /// The store key of one object (`ns` is ignored for cluster-scoped resources).
+    pub(crate) fn key(self, ns: &str, name: &str) -> String {
+        if self.namespaced() {
+            format!("{}/{ns}/{name}", self.plural())
+        } else {
+            format!("{}/{name}", self.plural())
+        }
+    }
+
+    /// The store key prefix of all objects, or of one namespace's.
+    pub(crate) fn prefix(self, ns: Option<&str>) -> String {
+        match ns {
+            Some(ns) if self.namespaced() => format!("{}/{ns}/", self.plural()),
+            _ => format!("{}/", self.plural()),
+        }
+    }
+
+    /// Whether a field selector may name `field` on this resource (as Kubernetes allows).
+    pub(crate) fn selectable_field(self, field: &str) -> bool {
+        let common = matches!(field, "metadata.name" | "metadata.namespace");
+        common
+            || match self {
+                Self::Pods => matches!(
+                    field,
+                    "spec.nodeName"
+                        | "spec.restartPolicy"
+                        | "spec.schedulerName"
+                        | "spec.serviceAccountName"
+                        | "spec.hostNetwork"
+                        | "status.phase"
+                        | "status.podIP"
+                        | "status.nominatedNodeName"
+                ),
+                Self::Nodes => field == "spec.unschedulable",
+                Self::Events => {
+                    field.starts_with("involvedObject.")
+                        && matches!(
+                            &field["involvedObject.".len()..],
+                            "kind"
+                                | "namespace"
+                                | "name"
+                                | "uid"
+                                | "apiVersion"
+                                | "resourceVersion"
+                                | "fieldPath"
+                        )
+                        || matches!(field, "reason" | "reportingComponent" | "source" | "type")
+                }
+                Self::Namespaces => field == "status.phase",
+            }
+    }
+}

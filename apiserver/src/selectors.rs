@@ -1,0 +1,264 @@
+//! Label and field selectors, parsed as Kubernetes parses them and matched against JSON
+//! objects.
+
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::validation::{is_label_value, is_qualified_name};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Op {
+    Eq(String),
+    NotEq(String),
+    In(Vec<String>),
+    NotIn(Vec<String>),
+    Exists,
+    NotExists,
+    Gt(i64),
+    Lt(i64),
+}
+
+/// A parsed label selector: all requirements must hold. Empty selects everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector(Vec<(String, Op)>);
+
+/// A parsed field selector: all terms must hold. Empty selects everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector(Vec<(String, bool, String)>);
+
+/// Splits on commas outside parentheses.
+fn terms(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn bad(msg: String) -> ApiError {
+    ApiError::BadRequest(msg)
+}
+
+impl LabelSelector {
+    /// Parses `a=b,c!=d,e in (f,g),h notin (i),j,!k,l>3`.
+    pub fn parse(s: &str) -> Result<Self, ApiError> {
+        let mut reqs = Vec::new();
+        for term in terms(s) {
+            reqs.push(parse_requirement(term)?);
+        }
+        Ok(Self(reqs))
+    }
+
+    /// Whether `labels` (a JSON object of strings, or absent) satisfy every requirement.
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        self.0.iter().all(|(key, op)| {
+            let value = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+            match op {
+                Op::Eq(v) => value == Some(v.as_str()),
+                Op::NotEq(v) => value != Some(v.as_str()),
+                Op::In(vs) => value.is_some_and(|x| vs.iter().any(|v| v == x)),
+                Op::NotIn(vs) => !value.is_some_and(|x| vs.iter().any(|v| v == x)),
+                Op::Exists => value.is_some(),
+                Op::NotExists => value.is_none(),
+                Op::Gt(n) => value
+                    .and_then(|x| x.parse::<i64>().ok())
+                    .is_some_and(|x| x > *n),
+                Op::Lt(n) => value
+                    .and_then(|x| x.parse::<i64>().ok())
+                    .is_some_and(|x| x < *n),
+            }
+        })
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn parse_requirement(term: &str) -> Result<(String, Op), ApiError> {
+    let invalid = || {
+        bad(format!(
+            "unable to parse requirement: found '{term}', expected: valid label selector"
+        ))
+    };
+    if let Some(key) = term.strip_prefix('!') {
+        let key = key.trim();
+        check_key(key)?;
+        return Ok((key.to_string(), Op::NotExists));
+    }
+    let key_end = term
+        .find(|c: char| c.is_whitespace() || matches!(c, '=' | '!' | '<' | '>' | '('))
+        .unwrap_or(term.len());
+    let key = &term[..key_end];
+    check_key(key)?;
+    let rest = term[key_end..].trim_start();
+    let (op, value) = if rest.is_empty() {
+        return Ok((key.to_string(), Op::Exists));
+    } else if let Some(v) = rest.strip_prefix("==") {
+        ("=", v)
+    } else if let Some(v) = rest.strip_prefix("!=") {
+        ("!=", v)
+    } else if let Some(v) = rest.strip_prefix('=') {
+        ("=", v)
+    } else if let Some(v) = rest.strip_prefix('>') {
+        (">", v)
+    } else if let Some(v) = rest.strip_prefix('<') {
+        ("<", v)
+    } else if let Some(v) = rest.strip_prefix("notin") {
+        ("notin", v)
+    } else if let Some(v) = rest.strip_prefix("in") {
+        ("in", v)
+    } else {
+        return Err(invalid());
+    };
+    let value = value.trim();
+    let op = match op {
+        "=" | "!=" => {
+            check_value(value)?;
+            if op == "=" {
+                Op::Eq(value.into())
+            } else {
+                Op::NotEq(value.into())
+            }
+        }
+        ">" | "<" => {
+            let n = value.parse::<i64>().map_err(|_| invalid())?;
+            if op == ">" { Op::Gt(n) } else { Op::Lt(n) }
+        }
+        _ => {
+            let inner = value
+                .strip_prefix('(')
+                .and_then(|v| v.strip_suffix(')'))
+                .ok_or_else(invalid)?;
+            let mut values = Vec::new();
+            for v in inner.split(',').map(str::trim) {
+                check_value(v)?;
+                values.push(v.to_string());
+            }
+            if op == "in" {
+                Op::In(values)
+            } else {
+                Op::NotIn(values)
+            }
+        }
+    };
+    Ok((key.to_string(), op))
+}
+
+fn check_key(key: &str) -> Result<(), ApiError> {
+    if is_qualified_name(key) {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "unable to parse requirement: invalid label key \"{key}\""
+        )))
+    }
+}
+
+fn check_value(value: &str) -> Result<(), ApiError> {
+    if is_label_value(value) {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "unable to parse requirement: invalid label value: \"{value}\""
+        )))
+    }
+}
+
+impl FieldSelector {
+    /// Parses `f=v,g!=w` (also `==`), refusing fields `resource` cannot select on.
+    pub fn parse(s: &str, resource: Resource) -> Result<Self, ApiError> {
+        let mut out = Vec::new();
+        for term in terms(s) {
+            let (field, eq, value) = if let Some((f, v)) = term.split_once("!=") {
+                (f, false, v)
+            } else if let Some((f, v)) = term.split_once("==") {
+                (f, true, v)
+            } else if let Some((f, v)) = term.split_once('=') {
+                (f, true, v)
+            } else {
+                return Err(bad(format!(
+                    "invalid selector: '{term}'; can't understand '{term}'"
+                )));
+            };
+            let field = field.trim();
+            if !resource.selectable_field(field) {
+                return Err(bad(format!("field label not supported: {field}")));
+            }
+            out.push((field.to_string(), eq, value.trim().to_string()));
+        }
+        Ok(Self(out))
+    }
+
+    /// Whether `object` satisfies every term (a missing field reads as the empty string).
+    pub fn matches(&self, object: &Value) -> bool {
+        self.0
+            .iter()
+            .all(|(field, eq, want)| (field_value(object, field) == *want) == *eq)
+    }
+}
+
+/// The value of a selectable field as a string, as Kubernetes' field sets render it.
+pub(crate) fn field_value(object: &Value, field: &str) -> String {
+    let path = if field == "source" {
+        "source.component"
+    } else {
+        field
+    };
+    let mut cur = object;
+    for part in path.split('.') {
+        match cur.get(part) {
+            Some(v) => cur = v,
+            None => return String::new(),
+        }
+    }
+    match cur {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A label and a field selector together.
+#[derive(Debug, Clone, Default)]
+pub struct Selectors {
+    /// Labels.
+    pub labels: LabelSelector,
+    /// Fields.
+    pub fields: FieldSelector,
+}
+
+impl Selectors {
+    /// Parses both (empty strings select everything).
+    pub fn parse(label: &str, field: &str, resource: Resource) -> Result<Self, ApiError> {
+        Ok(Self {
+            labels: LabelSelector::parse(label)?,
+            fields: FieldSelector::parse(field, resource)?,
+        })
+    }
+
+    /// Whether the object is selected.
+    pub fn matches(&self, object: &Value) -> bool {
+        self.labels.matches(
+            object
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object),
+        ) && self.fields.matches(object)
+    }
+}

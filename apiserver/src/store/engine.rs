@@ -1,0 +1,428 @@
+//! The engine both stores share: in-memory state, the committer thread (group commit),
+//! the bounded change history and the live fan-out.
+//!
+//! Writers hand transactions to one committer thread. It drains whatever is queued (up to
+//! [`MAX_BATCH`] transactions), checks each transaction's preconditions against the state
+//! plus the batch so far, hands the whole batch to the [`Persist`] backend as one durable
+//! write, and only then makes it visible and answers the writers. One fsync therefore
+//! covers every write that arrived while the previous one ran: durability costs latency,
+//! not throughput.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::watcher::Watcher;
+use super::{Change, ChangeKind, Precondition, StoreError, StoreFuture, WriteOp, object_rv};
+
+/// Most transactions committed together. Large enough that a burst of writers shares one
+/// fsync; small enough that one batch's latency stays in milliseconds.
+const MAX_BATCH: usize = 1024;
+
+/// Changes kept for watches that start from an older resourceVersion. A client's gap
+/// between a list and its watch is short; anything older is answered 410 Expired and the
+/// client relists, which is cheap at this scale.
+pub(crate) const HISTORY: usize = 10_000;
+
+/// Live changes a watcher may fall behind before it is cut off with Expired (it then
+/// relists) instead of the store buffering without bound.
+const FANOUT_CAPACITY: usize = 8192;
+
+/// What a durable backend does with a committed batch.
+pub(crate) trait Persist: Send + 'static {
+    /// Writes the batch atomically: `objects` in order (`None` removes), `meta` values,
+    /// and the new global resourceVersion. Returns only once durable.
+    fn write(
+        &mut self,
+        objects: &[(String, Option<Arc<Value>>)],
+        meta: &[(String, Vec<u8>)],
+        rv: u64,
+    ) -> Result<(), StoreError>;
+}
+
+/// What a backend hands the engine at start.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    pub(crate) objects: BTreeMap<String, Arc<Value>>,
+    pub(crate) meta: HashMap<String, Vec<u8>>,
+    pub(crate) rv: u64,
+}
+
+struct State {
+    objects: BTreeMap<String, Arc<Value>>,
+    meta: HashMap<String, Vec<u8>>,
+    rv: u64,
+}
+
+struct Hub {
+    history: VecDeque<Arc<Change>>,
+    /// A watch may start from any resourceVersion >= horizon: every change after it is
+    /// still in `history`.
+    horizon: u64,
+    tx: broadcast::Sender<Arc<Change>>,
+}
+
+struct Shared {
+    state: RwLock<State>,
+    hub: Mutex<Hub>,
+}
+
+type Reply = oneshot::Sender<Result<Vec<Arc<Change>>, StoreError>>;
+
+struct Request {
+    ops: Vec<WriteOp>,
+    reply: Reply,
+}
+
+/// The shared engine; dropping it stops the committer thread after the queued batches.
+pub(crate) struct Engine {
+    shared: Arc<Shared>,
+    tx: Option<mpsc::UnboundedSender<Request>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    pub(crate) fn start<P: Persist>(loaded: Loaded, persist: P) -> Result<Self, StoreError> {
+        let (fan_tx, _) = broadcast::channel(FANOUT_CAPACITY);
+        let shared = Arc::new(Shared {
+            hub: Mutex::new(Hub {
+                history: VecDeque::new(),
+                horizon: loaded.rv,
+                tx: fan_tx,
+            }),
+            state: RwLock::new(State {
+                objects: loaded.objects,
+                meta: loaded.meta,
+                rv: loaded.rv,
+            }),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let worker = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("apiserver-store".into())
+            .spawn(move || committer(&worker, rx, persist))
+            .map_err(|e| StoreError::Storage(format!("cannot start committer: {e}")))?;
+        Ok(Self {
+            shared,
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn commit(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<Arc<Change>>> {
+        Box::pin(async move {
+            if ops.is_empty() {
+                return Ok(Vec::new());
+            }
+            let (reply, rx) = oneshot::channel();
+            let tx = self.tx.as_ref().ok_or(StoreError::Closed)?;
+            tx.send(Request { ops, reply })
+                .map_err(|_| StoreError::Closed)?;
+            rx.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<Arc<Value>> {
+        read(&self.shared.state).objects.get(key).cloned()
+    }
+
+    pub(crate) fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
+        let state = read(&self.shared.state);
+        let items = state
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| Arc::clone(v))
+            .collect();
+        (items, state.rv)
+    }
+
+    pub(crate) fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
+        let hub = lock(&self.shared.hub);
+        if from < hub.horizon {
+            return Err(StoreError::Expired {
+                requested: from,
+                oldest: hub.horizon,
+            });
+        }
+        let replay = hub
+            .history
+            .iter()
+            .filter(|c| c.rv > from && c.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        Ok(Watcher::new(
+            prefix.to_string(),
+            replay,
+            hub.tx.subscribe(),
+            from,
+        ))
+    }
+
+    pub(crate) fn resource_version(&self) -> u64 {
+        read(&self.shared.state).rv
+    }
+
+    pub(crate) fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
+        read(&self.shared.state).meta.get(key).cloned()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Closing the queue ends the committer after the batches already queued, so a
+        // reopened store on the same directory finds the file released.
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn read(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+    state
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn lock(hub: &Mutex<Hub>) -> std::sync::MutexGuard<'_, Hub> {
+    hub.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The batch being built: object writes in order, their latest value per key, meta writes.
+#[derive(Default)]
+struct Batch {
+    latest: HashMap<String, Option<Arc<Value>>>,
+    writes: Vec<(String, Option<Arc<Value>>)>,
+    meta: Vec<(String, Vec<u8>)>,
+    rv: u64,
+}
+
+fn committer<P: Persist>(
+    shared: &Shared,
+    mut rx: mpsc::UnboundedReceiver<Request>,
+    mut persist: P,
+) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut requests = vec![first];
+        while requests.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(r) => requests.push(r),
+                Err(_) => break,
+            }
+        }
+        let mut batch = Batch::default();
+        let mut accepted: Vec<(Reply, Vec<Arc<Change>>)> = Vec::with_capacity(requests.len());
+        {
+            let state = read(&shared.state);
+            batch.rv = state.rv;
+            for req in requests {
+                match plan(&state, &mut batch, req.ops) {
+                    Ok(changes) => accepted.push((req.reply, changes)),
+                    Err(e) => {
+                        let _ = req.reply.send(Err(e));
+                    }
+                }
+            }
+        }
+        if accepted.is_empty() {
+            continue;
+        }
+        if let Err(e) = persist.write(&batch.writes, &batch.meta, batch.rv) {
+            tracing::error!(error = %e, "store batch not committed");
+            for (reply, _) in accepted {
+                let _ = reply.send(Err(e.clone()));
+            }
+            continue;
+        }
+        publish(shared, batch, &accepted);
+        for (reply, changes) in accepted {
+            let _ = reply.send(Ok(changes));
+        }
+    }
+}
+
+/// Checks and stages one transaction; on any failure the batch is left as it was.
+fn plan(
+    state: &State,
+    batch: &mut Batch,
+    ops: Vec<WriteOp>,
+) -> Result<Vec<Arc<Change>>, StoreError> {
+    let mut local: HashMap<String, Option<Arc<Value>>> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut meta = Vec::new();
+    let mut changes = Vec::new();
+    let mut rv = batch.rv;
+    for op in ops {
+        match op {
+            WriteOp::PutMeta { key, value } => meta.push((key, value)),
+            WriteOp::Check { key, precondition } => {
+                let current = current(state, batch, &local, &key);
+                check(&key, current.as_deref(), precondition)?;
+            }
+            WriteOp::CheckEmpty { prefix } => {
+                if any_under(state, batch, &local, &prefix) {
+                    return Err(StoreError::NotEmpty(prefix));
+                }
+            }
+            WriteOp::Put {
+                key,
+                mut object,
+                precondition,
+            } => {
+                let current = current(state, batch, &local, &key);
+                check(&key, current.as_deref(), precondition)?;
+                rv += 1;
+                stamp(&key, &mut object, rv)?;
+                let object = Arc::new(object);
+                let kind = if current.is_some() {
+                    ChangeKind::Modified
+                } else {
+                    ChangeKind::Added
+                };
+                changes.push(Arc::new(Change {
+                    rv,
+                    kind,
+                    key: key.clone(),
+                    object: Arc::clone(&object),
+                    previous: current,
+                }));
+                local.insert(key.clone(), Some(object));
+                order.push(key);
+            }
+            WriteOp::Delete { key, precondition } => {
+                let current = current(state, batch, &local, &key);
+                let Some(previous) = current else {
+                    return Err(StoreError::NotFound(key));
+                };
+                check(&key, Some(&previous), precondition)?;
+                rv += 1;
+                let mut last = (*previous).clone();
+                stamp(&key, &mut last, rv)?;
+                changes.push(Arc::new(Change {
+                    rv,
+                    kind: ChangeKind::Deleted,
+                    key: key.clone(),
+                    object: Arc::new(last),
+                    previous: Some(previous),
+                }));
+                local.insert(key.clone(), None);
+                order.push(key);
+            }
+        }
+    }
+    for key in order {
+        let value = local.get(&key).cloned().flatten();
+        batch.latest.insert(key.clone(), value.clone());
+        batch.writes.push((key, value));
+    }
+    batch.meta.extend(meta);
+    batch.rv = rv;
+    Ok(changes)
+}
+
+fn current(
+    state: &State,
+    batch: &Batch,
+    local: &HashMap<String, Option<Arc<Value>>>,
+    key: &str,
+) -> Option<Arc<Value>> {
+    if let Some(v) = local.get(key) {
+        return v.clone();
+    }
+    if let Some(v) = batch.latest.get(key) {
+        return v.clone();
+    }
+    state.objects.get(key).cloned()
+}
+
+fn any_under(
+    state: &State,
+    batch: &Batch,
+    local: &HashMap<String, Option<Arc<Value>>>,
+    prefix: &str,
+) -> bool {
+    let staged = local.keys().chain(batch.latest.keys());
+    let stored = state
+        .objects
+        .range(prefix.to_string()..)
+        .map(|(k, _)| k)
+        .take_while(|k| k.starts_with(prefix));
+    staged
+        .filter(|k| k.starts_with(prefix))
+        .chain(stored)
+        .any(|k| current(state, batch, local, k).is_some())
+}
+
+fn check(key: &str, current: Option<&Value>, pre: Precondition) -> Result<(), StoreError> {
+    match (pre, current) {
+        (Precondition::None, _) => Ok(()),
+        (Precondition::Absent, None) => Ok(()),
+        (Precondition::Absent, Some(_)) => Err(StoreError::AlreadyExists(key.to_string())),
+        (Precondition::Present | Precondition::ResourceVersion(_), None) => {
+            Err(StoreError::NotFound(key.to_string()))
+        }
+        (Precondition::Present, Some(_)) => Ok(()),
+        (Precondition::ResourceVersion(expected), Some(obj)) => {
+            let actual = object_rv(obj).unwrap_or(0);
+            if actual == expected {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict {
+                    key: key.to_string(),
+                    expected,
+                    actual,
+                })
+            }
+        }
+    }
+}
+
+fn stamp(key: &str, object: &mut Value, rv: u64) -> Result<(), StoreError> {
+    let meta = object
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| StoreError::Malformed(key.to_string()))?;
+    meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    Ok(())
+}
+
+fn publish(shared: &Shared, batch: Batch, accepted: &[(Reply, Vec<Arc<Change>>)]) {
+    // Hub first, then state: a watch subscribing under the hub lock sees either all of
+    // this batch in history or all of it live, never half.
+    let mut hub = lock(&shared.hub);
+    {
+        let mut state = shared
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, value) in batch.writes {
+            match value {
+                Some(v) => {
+                    state.objects.insert(key, v);
+                }
+                None => {
+                    state.objects.remove(&key);
+                }
+            }
+        }
+        for (key, value) in batch.meta {
+            state.meta.insert(key, value);
+        }
+        state.rv = batch.rv;
+    }
+    for change in accepted.iter().flat_map(|(_, changes)| changes) {
+        if hub.history.len() == HISTORY {
+            if let Some(evicted) = hub.history.pop_front() {
+                hub.horizon = evicted.rv;
+            }
+        }
+        hub.history.push_back(Arc::clone(change));
+        // No receiver is not an error: nobody is watching.
+        let _ = hub.tx.send(Arc::clone(change));
+    }
+}

@@ -1,0 +1,60 @@
+//! The in-memory store, for tests: the shared engine with nothing behind it.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::engine::{Engine, Loaded, Persist};
+use super::{Change, Store, StoreError, StoreFuture, Watcher, WriteOp};
+
+struct Nothing;
+
+impl Persist for Nothing {
+    fn write(
+        &mut self,
+        _objects: &[(String, Option<Arc<Value>>)],
+        _meta: &[(String, Vec<u8>)],
+        _rv: u64,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// A store that keeps everything in memory and forgets it when dropped. Same semantics
+/// as [`super::RedbStore`] otherwise (group commit, history, watch).
+pub struct MemoryStore(Engine);
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Result<Self, StoreError> {
+        Ok(Self(Engine::start(Loaded::default(), Nothing)?))
+    }
+}
+
+macro_rules! delegate_store {
+    ($t:ty) => {
+        impl Store for $t {
+            fn commit(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<Arc<Change>>> {
+                self.0.commit(ops)
+            }
+            fn get(&self, key: &str) -> Option<Arc<Value>> {
+                self.0.get(key)
+            }
+            fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
+                self.0.list(prefix)
+            }
+            fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
+                self.0.watch(prefix, from)
+            }
+            fn resource_version(&self) -> u64 {
+                self.0.resource_version()
+            }
+            fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
+                self.0.get_meta(key)
+            }
+        }
+    };
+}
+pub(crate) use delegate_store;
+
+delegate_store!(MemoryStore);

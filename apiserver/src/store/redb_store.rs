@@ -1,0 +1,127 @@
+//! The durable store: the shared engine over a redb database in a data directory.
+//!
+//! Layout: table `objects` (key → object JSON), table `meta` (key → bytes), table
+//! `system` (`rv` → the global resourceVersion, kept apart from the objects because a
+//! deletion advances it without leaving an object behind).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+
+use super::engine::{Engine, Loaded, Persist};
+use super::memory::delegate_store;
+use super::{Change, Store, StoreError, StoreFuture, Watcher, WriteOp};
+
+const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const SYSTEM: TableDefinition<&str, u64> = TableDefinition::new("system");
+const RV_KEY: &str = "rv";
+
+/// The file inside the data directory.
+pub const DB_FILE: &str = "apiserver.redb";
+
+fn storage(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Storage(e.to_string())
+}
+
+struct Redb(Database);
+
+impl Persist for Redb {
+    fn write(
+        &mut self,
+        objects: &[(String, Option<Arc<Value>>)],
+        meta: &[(String, Vec<u8>)],
+        rv: u64,
+    ) -> Result<(), StoreError> {
+        let txn = self.0.begin_write().map_err(storage)?;
+        {
+            let mut table = txn.open_table(OBJECTS).map_err(storage)?;
+            for (key, value) in objects {
+                match value {
+                    Some(v) => {
+                        let bytes = serde_json::to_vec(v.as_ref()).map_err(storage)?;
+                        table
+                            .insert(key.as_str(), bytes.as_slice())
+                            .map_err(storage)?;
+                    }
+                    None => {
+                        table.remove(key.as_str()).map_err(storage)?;
+                    }
+                }
+            }
+            let mut table = txn.open_table(META).map_err(storage)?;
+            for (key, value) in meta {
+                table
+                    .insert(key.as_str(), value.as_slice())
+                    .map_err(storage)?;
+            }
+            let mut table = txn.open_table(SYSTEM).map_err(storage)?;
+            table.insert(RV_KEY, rv).map_err(storage)?;
+        }
+        // Default durability is Immediate: commit returns once the batch is on disk.
+        txn.commit().map_err(storage)
+    }
+}
+
+/// A durable store in a data directory (created if missing). Everything is loaded into
+/// memory at open; writes go to disk in group-committed batches before they are visible.
+pub struct RedbStore(Engine);
+
+impl RedbStore {
+    /// Opens (or creates) the store in `dir`. Fails if another store holds it open or a
+    /// stored object cannot be read back: it never drops what it cannot read.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(storage)?;
+        let db = Database::create(dir.join(DB_FILE)).map_err(storage)?;
+        let loaded = load(&db)?;
+        Ok(Self(Engine::start(loaded, Redb(db))?))
+    }
+}
+
+fn load(db: &Database) -> Result<Loaded, StoreError> {
+    // Creating the tables first lets a fresh directory read like an empty store.
+    let txn = db.begin_write().map_err(storage)?;
+    txn.open_table(OBJECTS).map_err(storage)?;
+    txn.open_table(META).map_err(storage)?;
+    txn.open_table(SYSTEM).map_err(storage)?;
+    txn.commit().map_err(storage)?;
+
+    let mut loaded = Loaded::default();
+    let txn = db.begin_read().map_err(storage)?;
+    for entry in txn
+        .open_table(OBJECTS)
+        .map_err(storage)?
+        .iter()
+        .map_err(storage)?
+    {
+        let (k, v) = entry.map_err(storage)?;
+        let value: Value = serde_json::from_slice(v.value())
+            .map_err(|e| StoreError::Storage(format!("object {}: {e}", k.value())))?;
+        loaded
+            .objects
+            .insert(k.value().to_string(), Arc::new(value));
+    }
+    for entry in txn
+        .open_table(META)
+        .map_err(storage)?
+        .iter()
+        .map_err(storage)?
+    {
+        let (k, v) = entry.map_err(storage)?;
+        loaded
+            .meta
+            .insert(k.value().to_string(), v.value().to_vec());
+    }
+    let system = txn.open_table(SYSTEM).map_err(storage)?;
+    loaded.rv = system
+        .get(RV_KEY)
+        .map_err(storage)?
+        .map(|v| v.value())
+        .unwrap_or(0);
+    Ok(loaded)
+}
+
+delegate_store!(RedbStore);
