@@ -9,6 +9,9 @@
 //!   mapping, chosen per connection from `Content-Type` / `Accept`.
 //! - [`recordio`]: the framing of event streams, decoded incrementally
 //!   with a bound on every record.
+//! - [`client`]: HTTP clients for the scheduler API (SUBSCRIBE to one of
+//!   several masters, following 307s to the leader; calls with the stream
+//!   id) and the executor API. They never retry or resubscribe by themselves.
 //! - [`resources`]: the `Resources` value type with Mesos' arithmetic
 //!   (fixed-point scalars, normalised ranges, sets, roles) and Mesos' text
 //!   syntax for `--resources` and `--attributes`.
@@ -20,6 +23,7 @@
 //!   typed error, and every length read from the wire is bounded before
 //!   anything is allocated for it.
 
+pub mod client;
 pub mod codec;
 pub mod proto;
 pub mod recordio;
