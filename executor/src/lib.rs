@@ -34,6 +34,7 @@ pub mod agent;
 pub mod backoff;
 pub mod duration;
 pub mod env;
+pub mod executor;
 pub mod layout;
 pub mod pod;
 pub mod reliable;
@@ -44,5 +45,6 @@ mod process;
 mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
+pub use executor::{Executor, ExecutorError, Exit, Options};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

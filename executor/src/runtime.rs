@@ -117,6 +117,16 @@ impl Runtime {
         (rt, rx)
     }
 
+    /// The node name for pods launched from now on that carry no
+    /// `spec.nodeName` (the agent's hostname, known once subscribed).
+    pub fn set_node_name(&mut self, node_name: &str) {
+        if self.config.node_name != node_name {
+            let mut config = (*self.config).clone();
+            config.node_name = node_name.to_owned();
+            self.config = Arc::new(config);
+        }
+    }
+
     /// Starts a pod. Its first update is [`PodState::Starting`].
     pub fn launch(&mut self, task_id: TaskId, plan: PodPlan) -> Result<(), RuntimeError> {
         self.reap();

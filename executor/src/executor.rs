@@ -1,0 +1,423 @@
+//! The v1 executor API loop: subscribe, take the agent's events, report the
+//! runtime's updates reliably, and survive (or not) a dropped connection.
+//!
+//! ```text
+//! connect ─SUBSCRIBE(unacked tasks+updates)─▶ session ─stream ends─▶ checkpoint?
+//!    ▲                                          │ SHUTDOWN            │ yes: backoff, retry
+//!    └───────────── until recovery_timeout ─────┼─────────────────────┘ no: stop pods, exit
+//!                                               ▼
+//!                     stop every pod (within the shutdown grace), report, exit
+//! ```
+//!
+//! # Guarantees
+//!
+//! - Every update gets a fresh v4 uuid, is kept in [`Unacknowledged`] before
+//!   it is sent, and leaves only on ACKNOWLEDGED; updates produced while
+//!   disconnected go out in the next SUBSCRIBE instead of as calls.
+//! - Every way out of [`Executor::run`] stops every container first.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use mesos::proto::executor::{Call, Event, call, event};
+use mesos::proto::task_status::{Reason, Source};
+use mesos::proto::{AgentId, Label, Labels, TaskId, TaskInfo, TaskState, TaskStatus};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::agent::{Agent, AgentError, EventStream};
+use crate::backoff::Backoff;
+use crate::env::ExecutorEnv;
+use crate::pod::PodPlan;
+use crate::reliable::Unacknowledged;
+use crate::runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};
+
+/// `TaskStatus.labels` key holding the pod's directory (absolute) in the
+/// sandbox: the shim joins `<container>/stdout` to it for `/files/read`.
+pub const POD_DIR_LABEL: &str = "mesopod.io/pod-dir";
+
+/// Mesos' default `--executor_registration_timeout`: an executor that has not
+/// subscribed by then is killed by the agent, so trying longer is pointless.
+pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// First wait between subscription attempts; doubled up to
+/// `MESOS_SUBSCRIPTION_BACKOFF_MAX`. Short, because an agent restart is
+/// usually over in well under a second on loopback.
+const SUBSCRIBE_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
+
+/// How an executor run ended, when it ended in an orderly way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The agent said SHUTDOWN; every pod was stopped and reported.
+    Shutdown,
+}
+
+/// Why the executor stopped without a SHUTDOWN.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecutorError {
+    /// The first SUBSCRIBE never succeeded.
+    #[error("could not subscribe to the agent within {timeout:?}: {last}")]
+    NeverSubscribed {
+        /// How long we tried.
+        timeout: Duration,
+        /// The last error.
+        last: String,
+    },
+    /// The connection dropped and the framework does not checkpoint.
+    #[error("the agent connection dropped and checkpointing is off: {0}")]
+    Disconnected(String),
+    /// The connection dropped and could not be re-established in time.
+    #[error("could not re-subscribe within the recovery timeout ({timeout:?}): {last}")]
+    RecoveryTimeout {
+        /// `MESOS_RECOVERY_TIMEOUT`.
+        timeout: Duration,
+        /// The last error.
+        last: String,
+    },
+}
+
+/// Tunables of the loop that are not in the agent's environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Crash-loop backoff for containers.
+    pub restart_backoff: Backoff,
+    /// How long to wait for the first subscription.
+    pub registration_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            restart_backoff: Backoff::CRASH_LOOP,
+            registration_timeout: REGISTRATION_TIMEOUT,
+        }
+    }
+}
+
+enum SessionEnd {
+    Shutdown,
+    Dropped(String),
+}
+
+/// The executor: one per agent, many pods.
+pub struct Executor<A: Agent> {
+    env: ExecutorEnv,
+    agent: A,
+    options: Options,
+    runtime: Runtime,
+    updates: mpsc::UnboundedReceiver<PodUpdate>,
+    unacked: Unacknowledged,
+    /// Each launched task's own kill grace period (`TaskInfo.kill_policy`).
+    kill_policies: HashMap<TaskId, Duration>,
+    agent_id: Option<AgentId>,
+}
+
+impl<A: Agent> Executor<A> {
+    /// An executor for the agent described by `env`.
+    pub fn new(env: ExecutorEnv, agent: A, options: Options) -> Self {
+        let host_ip = env
+            .agent_ip()
+            .map(|ip| ip.to_string())
+            .unwrap_or_else(|| "127.0.0.1".into());
+        let (runtime, updates) = Runtime::new(RuntimeConfig {
+            sandbox: env.sandbox.clone(),
+            host_ip,
+            node_name: String::new(),
+            backoff: options.restart_backoff,
+        });
+        Executor {
+            env,
+            agent,
+            options,
+            runtime,
+            updates,
+            unacked: Unacknowledged::default(),
+            kill_policies: HashMap::new(),
+            agent_id: None,
+        }
+    }
+
+    /// Runs until SHUTDOWN (`Ok`) or until the agent is gone for good.
+    pub async fn run(mut self) -> Result<Exit, ExecutorError> {
+        let result = self.run_inner().await;
+        // Whatever happened, no container outlives the executor.
+        self.runtime.kill_all(Duration::ZERO);
+        self.runtime.wait_all().await;
+        result
+    }
+
+    async fn run_inner(&mut self) -> Result<Exit, ExecutorError> {
+        let retry = Backoff {
+            initial: SUBSCRIBE_BACKOFF_INITIAL.min(self.env.subscription_backoff_max),
+            max: self.env.subscription_backoff_max,
+        };
+        let mut ever_subscribed = false;
+        let mut lost_at = Instant::now();
+        let mut attempt = 0u32;
+        loop {
+            self.drain_updates();
+            let call = self.subscribe_call();
+            let last = match self.agent.subscribe(call).await {
+                Ok(stream) => {
+                    tracing::info!(
+                        unacked_updates = self.unacked.pending_updates(),
+                        "subscribed to the agent"
+                    );
+                    ever_subscribed = true;
+                    attempt = 0;
+                    match self.session(stream).await {
+                        SessionEnd::Shutdown => return Ok(Exit::Shutdown),
+                        SessionEnd::Dropped(why) => {
+                            if !self.env.checkpoint {
+                                return Err(ExecutorError::Disconnected(why));
+                            }
+                            tracing::warn!(%why, "agent connection dropped; reconnecting");
+                            lost_at = Instant::now();
+                            why
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "subscribe failed");
+                    e.to_string()
+                }
+            };
+            let limit = if ever_subscribed {
+                self.env.recovery_timeout
+            } else {
+                self.options.registration_timeout
+            };
+            if lost_at.elapsed() >= limit {
+                return Err(if ever_subscribed {
+                    ExecutorError::RecoveryTimeout {
+                        timeout: limit,
+                        last,
+                    }
+                } else {
+                    ExecutorError::NeverSubscribed {
+                        timeout: limit,
+                        last,
+                    }
+                });
+            }
+            tokio::time::sleep(retry.delay(attempt)).await;
+            attempt = attempt.saturating_add(1);
+        }
+    }
+
+    fn subscribe_call(&self) -> Call {
+        Call {
+            executor_id: Some(self.env.executor_id.clone()),
+            framework_id: Some(self.env.framework_id.clone()),
+            r#type: Some(call::Type::Subscribe as i32),
+            subscribe: Some(self.unacked.subscribe()),
+            ..Default::default()
+        }
+    }
+
+    /// Moves updates produced while disconnected into the unacknowledged set:
+    /// they travel in the next SUBSCRIBE.
+    fn drain_updates(&mut self) {
+        while let Ok(update) = self.updates.try_recv() {
+            let update = self.status_update(update);
+            self.unacked.add_update(update);
+        }
+    }
+
+    async fn session(&mut self, mut stream: EventStream) -> SessionEnd {
+        let mut shutdown_by: Option<Instant> = None;
+        loop {
+            if let Some(by) = shutdown_by
+                && self.runtime.is_empty()
+                && self.updates.is_empty()
+                && (self.unacked.is_empty() || Instant::now() >= by)
+            {
+                return SessionEnd::Shutdown;
+            }
+            tokio::select! {
+                event = stream.next() => match event {
+                    None => return SessionEnd::Dropped("the event stream ended".into()),
+                    Some(Err(e)) => return SessionEnd::Dropped(e.to_string()),
+                    Some(Ok(event)) => {
+                        if self.handle(event).await && shutdown_by.is_none() {
+                            let grace = self.env.shutdown_grace_period;
+                            // Leave a quarter of the agent's grace period for
+                            // the terminal updates to reach it.
+                            self.runtime.kill_all(grace.mul_f64(0.75));
+                            shutdown_by = Some(Instant::now() + grace.mul_f64(0.9));
+                        }
+                    }
+                },
+                Some(update) = self.updates.recv() => self.send(update).await,
+                () = sleep_until(shutdown_by) , if shutdown_by.is_some() => {
+                    if Instant::now() >= shutdown_by.unwrap_or_else(Instant::now) {
+                        return SessionEnd::Shutdown;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one event; returns true on SHUTDOWN.
+    async fn handle(&mut self, event: Event) -> bool {
+        match event.kind() {
+            Some(event::Type::Subscribed) => {
+                if let Some(sub) = event.subscribed {
+                    self.agent_id = sub.agent_info.as_ref().and_then(|a| a.id.clone());
+                    if let Some(agent) = &sub.agent_info {
+                        self.runtime.set_node_name(&agent.hostname);
+                    }
+                }
+            }
+            Some(event::Type::Launch) => match event.launch.and_then(|l| l.task) {
+                Some(task) => self.launch(task),
+                None => tracing::warn!("LAUNCH without a task"),
+            },
+            Some(event::Type::LaunchGroup) => {
+                let tasks = event
+                    .launch_group
+                    .and_then(|g| g.task_group)
+                    .map(|g| g.tasks);
+                for task in tasks.unwrap_or_default() {
+                    self.launch(task);
+                }
+            }
+            Some(event::Type::Kill) => {
+                if let Some(kill) = event.kill {
+                    self.kill(kill);
+                }
+            }
+            Some(event::Type::Acknowledged) => {
+                if let Some(ack) = event.acknowledged {
+                    self.unacked.acknowledge(ack.task_id.as_ref(), &ack.uuid);
+                }
+            }
+            Some(event::Type::Shutdown) => {
+                tracing::info!("SHUTDOWN: stopping every pod");
+                return true;
+            }
+            Some(event::Type::Message) => tracing::info!("MESSAGE from the scheduler (ignored)"),
+            Some(event::Type::Error) => {
+                let message = event.error.map(|e| e.message).unwrap_or_default();
+                tracing::error!(%message, "ERROR event from the agent");
+            }
+            Some(event::Type::Heartbeat) | Some(event::Type::Unknown) | None => {}
+        }
+        false
+    }
+
+    fn launch(&mut self, task: TaskInfo) {
+        let Some(task_id) = task.task_id.clone() else {
+            tracing::warn!("LAUNCH of a task without an id");
+            return;
+        };
+        self.unacked.add_task(task.clone());
+        if let Some(grace) = task.kill_policy.and_then(|k| k.grace_period) {
+            self.kill_policies
+                .insert(task_id.clone(), grace.to_duration());
+        }
+        match PodPlan::from_task_data(task.data.as_deref()) {
+            Ok(plan) => {
+                if let Err(e) = self.runtime.launch(task_id, plan) {
+                    tracing::warn!(error = %e, "duplicate LAUNCH ignored");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(task = %task_id, error = %e, "refusing pod");
+                self.runtime.reject(task_id, e.to_string());
+            }
+        }
+    }
+
+    fn kill(&mut self, kill: event::Kill) {
+        let Some(task_id) = kill.task_id else {
+            return;
+        };
+        let grace = kill
+            .kill_policy
+            .and_then(|k| k.grace_period)
+            .map(|g| g.to_duration())
+            .or_else(|| self.kill_policies.get(&task_id).copied());
+        if !self.runtime.kill(&task_id, grace) {
+            tracing::info!(task = %task_id, "KILL for a task that is not running here");
+        }
+    }
+
+    fn status_update(&mut self, update: PodUpdate) -> call::Update {
+        let state = match update.state {
+            PodState::Starting => TaskState::TaskStarting,
+            PodState::Running => TaskState::TaskRunning,
+            PodState::Finished => TaskState::TaskFinished,
+            PodState::Failed => TaskState::TaskFailed,
+            PodState::Killed => TaskState::TaskKilled,
+            PodState::Error => TaskState::TaskError,
+        };
+        let reason = match update.state {
+            PodState::Error => Some(Reason::ReasonTaskInvalid),
+            _ if update.deadline_exceeded => Some(Reason::ReasonMaxCompletionTimeReached),
+            _ => None,
+        };
+        if update.state.is_terminal() {
+            self.kill_policies.remove(&update.task_id);
+        }
+        let labels = update.pod_dir.as_ref().map(|dir| Labels {
+            labels: vec![Label {
+                key: POD_DIR_LABEL.into(),
+                value: Some(dir.display().to_string()),
+            }],
+        });
+        let timestamp = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .ok();
+        call::Update {
+            status: Some(TaskStatus {
+                task_id: Some(update.task_id),
+                state: state as i32,
+                message: update.message,
+                source: Some(Source::SourceExecutor as i32),
+                reason: reason.map(|r| r as i32),
+                data: update
+                    .status
+                    .as_ref()
+                    .and_then(|s| serde_json::to_vec(s).ok()),
+                agent_id: self.agent_id.clone(),
+                executor_id: Some(self.env.executor_id.clone()),
+                timestamp,
+                uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+                labels,
+                ..Default::default()
+            }),
+        }
+    }
+
+    async fn send(&mut self, update: PodUpdate) {
+        let update = self.status_update(update);
+        // Kept before it is sent: if the call or the connection fails, the
+        // next SUBSCRIBE carries it.
+        self.unacked.add_update(update.clone());
+        let call = Call {
+            executor_id: Some(self.env.executor_id.clone()),
+            framework_id: Some(self.env.framework_id.clone()),
+            r#type: Some(call::Type::Update as i32),
+            update: Some(update),
+            ..Default::default()
+        };
+        if let Err(e) = self.agent.call(call).await {
+            match e {
+                AgentError::Unreachable(_) => {
+                    tracing::warn!(error = %e, "update not delivered; kept for the next SUBSCRIBE")
+                }
+                AgentError::Refused(_) => tracing::error!(error = %e, "agent refused an update"),
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
