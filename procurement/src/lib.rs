@@ -1,3 +1,72 @@
-//! The procurement pipeline: matches one pod task to what is left of one Mesos offer.
+//! The procurement pipeline: matches one pod task to what is left of one
+//! Mesos offer, all or nothing, with typed reasons when it cannot.
 //!
-//! Filled in by the procurement issue; nothing here pretends to work yet.
+//! # Contract
+//! - **Pure.** No I/O, no clock, no randomness, no async: the same task and
+//!   offer give the same result, so the framework can replay and test it.
+//! - **All or nothing.** A [`Procurement`] either procures everything it is
+//!   responsible for or leaves the [`ProcureState`] (and, through
+//!   [`AllOrNothing`], the task) exactly as it was, returning a typed
+//!   [`ProcureError`] naming the procurement and, for resources, the amount
+//!   asked and available.
+//! - **Exact accounting.** Everything procured plus everything left equals
+//!   the offer; nothing is taken twice; no port goes to two pods.
+//! - **Deterministic choice.** [`best_fit`] scores every offer that fits and
+//!   breaks ties by hostname then offer id, never by arrival or hash order.
+//!
+//! # What it must not know
+//! How offers arrive, expire or are accepted, how tasks are launched or
+//! stored, and anything of the Kubernetes API beyond the pod object: the
+//! framework owns those. This crate never builds a `TaskInfo`.
+//!
+//! # Use
+//! ```no_run
+//! # fn demo(offers: &[mesos::proto::Offer], task: &mut registry::PodTask) -> Result<(), Box<dyn std::error::Error>> {
+//! use procurement::{OfferView, PipelineConfig, Placer, Scoring, default_pipeline};
+//! let placer = Placer::new(default_pipeline(&PipelineConfig::default())?, Scoring::default());
+//! let views: Vec<OfferView> = offers.iter().filter_map(|o| OfferView::new(o).ok()).collect();
+//! match placer.best_fit(task, &views) {
+//!     Ok(p) => println!("{} on {}", p.offer_id, p.spec.hostname),
+//!     Err(why) => println!("{why}"), // 0/N agents available: 3 insufficient cpus, ...
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Performance
+//! A pod's demand is parsed once ([`PodDemand`], memoised in the state and
+//! shared by [`best_fit`] across offers); an offer is parsed once
+//! ([`OfferView`]); an attempt then works on integers and a small log, and
+//! a checkpoint is free. Mesos resources are written out only for results.
+
+mod demand;
+mod failure;
+mod node;
+mod offer;
+mod pipeline;
+mod pool;
+mod procure;
+mod quantity;
+mod score;
+mod state;
+
+pub use demand::{
+    GPU_RESOURCE, PORT_MAPPING_ANNOTATION, PodDemand, PortStrategy, ROLES_ANNOTATION,
+};
+pub use failure::{AggregateFailure, Owner, ProcureError, Stage};
+pub use node::{
+    AGENT_ID_LABEL, HOSTNAME_LABEL, NodeView, OfferError, TAINT_ATTRIBUTE_PREFIX, Taint,
+    TaintEffect, attribute_text,
+};
+pub use offer::OfferView;
+pub use pipeline::{
+    AllOrNothing, BoxedProcurement, ConfigError, FnProcurement, PipelineConfig, Procurement,
+    default_pipeline, procurement_fn,
+};
+pub use pool::{ResourceKind, reservation_role};
+pub use procure::{
+    EXECUTOR_ID_PREFIX, ExecutorProcurement, NodeProcurement, PodResourcesProcurement,
+    PortsProcurement, ResourceDefaults, RolesProcurement, executor_id_for,
+};
+pub use quantity::QuantityError;
+pub use score::{Placement, Placer, Scoring, Strategy, best_fit};
+pub use state::{Checkpoint, ProcureState};

@@ -1,0 +1,600 @@
+//! `ProcureState`: the spec procured so far and what is left of one offer.
+//!
+//! # How it stays exact and cheap
+//! The offer is parsed once into a shared, immutable pool. The state keeps
+//! only what changes: the scalar amounts left per offered resource, and an
+//! append-only log of everything taken. A [`Checkpoint`] is the log's length
+//! plus a few shared pointers, so taking one costs nothing; rolling back
+//! pops the log and gives each amount back, in integer millis, so the state
+//! is restored bit for bit. Specs and what is left are written out as Mesos
+//! resources only when asked for.
+//!
+//! # Several pods on one offer
+//! [`ProcureState::place`] starts a new pod, runs a pipeline and returns the
+//! pod's spec; the next call takes from what the earlier pods left. A port
+//! taken by one pod is never given to another, and the executor is procured
+//! by the first pod only.
+
+use std::sync::Arc;
+
+use mesos::proto::{AgentId, ExecutorInfo, Offer, OfferId, Resource, value};
+use registry::{PodTask, PortMapping, Spec};
+
+use crate::demand::PodDemand;
+use crate::failure::{Owner, ProcureError};
+use crate::node::{NodeView, OfferError};
+use crate::pipeline::Procurement;
+use crate::pool::{OfferPool, ResourceKind, ports_to_ranges, subtract_ports};
+use crate::quantity::{f64_to_millis, millis_to_f64};
+
+/// One thing taken from the offer, or one port mapping made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Take {
+    Scalar {
+        entry: u16,
+        millis: i64,
+        owner: Owner,
+    },
+    Port {
+        entry: u16,
+        port: u16,
+        owner: Owner,
+    },
+    /// The demand's host-port want `want` is served by `host_port`.
+    Map {
+        want: u16,
+        host_port: u16,
+    },
+}
+
+/// The executor of the pod being procured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum PodExecutor {
+    /// None attached (yet).
+    #[default]
+    None,
+    /// The executor some pod of this state procured: its info plus the
+    /// executor-owned takes of the log.
+    Procured,
+    /// An executor already running on the agent.
+    Running(Arc<ExecutorInfo>),
+}
+
+/// A point [`ProcureState::rollback`] can return to.
+#[derive(Debug, Clone)]
+#[must_use = "a checkpoint does nothing unless rolled back to"]
+pub struct Checkpoint {
+    log_len: usize,
+    pod_start: usize,
+    roles: Option<Arc<[String]>>,
+    pod_executor: PodExecutor,
+    procured_executor: Option<Arc<ExecutorInfo>>,
+}
+
+/// The procurement pipeline's state over one offer.
+#[derive(Debug, Clone)]
+pub struct ProcureState {
+    pool: Arc<OfferPool>,
+    /// Per offered resource, the scalar millis left.
+    left: Vec<i64>,
+    log: Vec<Take>,
+    /// Where the current pod's takes start in `log`.
+    pod_start: usize,
+    /// The current pod's roles, in the order resources are taken.
+    roles: Option<Arc<[String]>>,
+    pod_executor: PodExecutor,
+    /// The executor this state procured (for its first pod), if any.
+    procured_executor: Option<Arc<ExecutorInfo>>,
+    /// Memo of the current pod's demand; not part of the logical state.
+    demand: Option<Arc<PodDemand>>,
+}
+
+impl ProcureState {
+    /// A state holding an empty spec and a copy of the offer's resources.
+    ///
+    /// # Errors
+    /// [`OfferError`] when the offer has no id or no agent id.
+    pub fn new(offer: &Offer) -> Result<Self, OfferError> {
+        Ok(Self::from_pool(Arc::new(OfferPool::from_offer(offer)?)))
+    }
+
+    pub(crate) fn from_pool(pool: Arc<OfferPool>) -> Self {
+        let left = pool.entries.iter().map(|e| e.scalar).collect();
+        ProcureState {
+            pool,
+            left,
+            log: Vec::with_capacity(8),
+            pod_start: 0,
+            roles: None,
+            pod_executor: PodExecutor::None,
+            procured_executor: None,
+            demand: None,
+        }
+    }
+
+    /// The offer this state takes from.
+    pub fn offer_id(&self) -> &OfferId {
+        &self.pool.offer_id
+    }
+
+    /// The agent that made the offer.
+    pub fn agent_id(&self) -> &AgentId {
+        &self.pool.agent_id
+    }
+
+    /// Starts procuring for another pod, keeping what earlier pods took.
+    pub fn begin_pod(&mut self) {
+        self.pod_start = self.log.len();
+        self.roles = None;
+        self.pod_executor = PodExecutor::None;
+    }
+
+    /// Marks the current state so it can be restored exactly.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            log_len: self.log.len(),
+            pod_start: self.pod_start,
+            roles: self.roles.clone(),
+            pod_executor: self.pod_executor.clone(),
+            procured_executor: self.procured_executor.clone(),
+        }
+    }
+
+    /// Restores the state to `cp`, giving back everything taken since.
+    /// A checkpoint older than an earlier rollback target is honoured as far
+    /// as the log still reaches.
+    pub fn rollback(&mut self, cp: Checkpoint) {
+        while self.log.len() > cp.log_len {
+            if let Some(Take::Scalar { entry, millis, .. }) = self.log.pop()
+                && let Some(l) = self.left.get_mut(usize::from(entry))
+            {
+                *l += millis;
+            }
+        }
+        self.pod_start = cp.pod_start;
+        self.roles = cp.roles;
+        self.pod_executor = cp.pod_executor;
+        self.procured_executor = cp.procured_executor;
+    }
+
+    /// Runs `pipeline` for one more pod on what is left and returns its spec.
+    /// On failure the state and the task are as they were before the call.
+    ///
+    /// # Errors
+    /// The pipeline's first failure.
+    pub fn place<P: Procurement + ?Sized>(
+        &mut self,
+        pipeline: &P,
+        task: &mut PodTask,
+        node: &NodeView,
+    ) -> Result<Spec, ProcureError> {
+        let cp = self.checkpoint();
+        let before = task.clone();
+        self.begin_pod();
+        match pipeline.procure(task, node, self) {
+            Ok(()) => Ok(self.spec()),
+            Err(e) => {
+                self.rollback(cp);
+                *task = before;
+                Err(e)
+            }
+        }
+    }
+
+    /// The demand of `task`'s pod, worked out on first use and then reused
+    /// for as long as the task carries the same pod object.
+    pub fn demand_for(&mut self, task: &PodTask) -> Arc<PodDemand> {
+        match &self.demand {
+            Some(d) if d.is_for(&task.pod) => d.clone(),
+            _ => {
+                let d = Arc::new(PodDemand::new(task.pod.clone()));
+                self.demand = Some(d.clone());
+                d
+            }
+        }
+    }
+
+    /// Supplies a demand worked out beforehand (one per pod, shared by every
+    /// offer's state), so no attempt parses the pod again.
+    pub fn seed_demand(&mut self, demand: Arc<PodDemand>) {
+        self.demand = Some(demand);
+    }
+
+    /// The current pod's roles, if the roles procurement has chosen them.
+    pub fn pod_roles(&self) -> Option<&Arc<[String]>> {
+        self.roles.as_ref()
+    }
+
+    /// Sets the current pod's roles: resources are taken in this order.
+    pub fn set_pod_roles(&mut self, roles: Arc<[String]>) {
+        self.roles = Some(roles);
+    }
+
+    /// The current pod's roles, else the task's.
+    pub(crate) fn roles_for(&self, task: &PodTask) -> Arc<[String]> {
+        self.roles.clone().unwrap_or_else(|| task.roles.clone())
+    }
+
+    /// How much of `kind` is left in `roles`.
+    pub fn available(&self, kind: ResourceKind, roles: &[String]) -> f64 {
+        millis_to_f64(self.available_millis(kind, roles))
+    }
+
+    pub(crate) fn available_millis(&self, kind: ResourceKind, roles: &[String]) -> i64 {
+        let mut sum = 0;
+        self.for_each_entry(kind, roles, |i| {
+            sum += self.left[i];
+            true
+        });
+        sum
+    }
+
+    /// Calls `f` with each usable entry of `kind` in `roles`, in role order
+    /// then offer order, until `f` returns false. Repeated roles count once.
+    fn for_each_entry(
+        &self,
+        kind: ResourceKind,
+        roles: &[String],
+        mut f: impl FnMut(usize) -> bool,
+    ) {
+        for (n, role) in roles.iter().enumerate() {
+            if roles[..n].contains(role) {
+                continue;
+            }
+            let Some(ri) = self.pool.role_index(role) else {
+                continue;
+            };
+            for (i, e) in self.pool.entries.iter().enumerate() {
+                if e.kind == Some(kind) && e.role == ri && !f(i) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes `amount` of scalar `kind` from `roles`, in role order; all of it
+    /// or nothing.
+    ///
+    /// # Errors
+    /// [`ProcureError::Insufficient`] with what was asked and what is left.
+    pub fn take_scalar(
+        &mut self,
+        kind: ResourceKind,
+        amount: f64,
+        roles: &[String],
+        owner: Owner,
+    ) -> Result<(), ProcureError> {
+        let millis = if amount > 0.0 {
+            f64_to_millis(amount).max(1)
+        } else {
+            0
+        };
+        self.take_millis(kind, millis, roles, owner)
+    }
+
+    pub(crate) fn take_millis(
+        &mut self,
+        kind: ResourceKind,
+        need: i64,
+        roles: &[String],
+        owner: Owner,
+    ) -> Result<(), ProcureError> {
+        if need <= 0 || kind == ResourceKind::Ports {
+            return Ok(());
+        }
+        let available = self.available_millis(kind, roles);
+        if available < need {
+            return Err(ProcureError::Insufficient {
+                resource: kind,
+                owner,
+                asked: millis_to_f64(need),
+                available: millis_to_f64(available),
+            });
+        }
+        let mut entries = [0usize; 16];
+        let mut n = 0;
+        let mut overflow = Vec::new();
+        self.for_each_entry(kind, roles, |i| {
+            if n < entries.len() {
+                entries[n] = i;
+                n += 1;
+            } else {
+                overflow.push(i);
+            }
+            true
+        });
+        let mut rest = need;
+        for &i in entries[..n].iter().chain(overflow.iter()) {
+            let t = self.left[i].min(rest);
+            if t > 0 {
+                self.left[i] -= t;
+                self.log.push(Take::Scalar {
+                    entry: entry_id(i),
+                    millis: t,
+                    owner,
+                });
+                rest -= t;
+            }
+            if rest == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any pod of this state already took `port`.
+    pub fn port_taken(&self, port: u16) -> bool {
+        self.log
+            .iter()
+            .any(|t| matches!(t, Take::Port { port: p, .. } if *p == port))
+    }
+
+    /// The offered entry holding `port` in `roles`, taken or not.
+    pub(crate) fn port_entry(&self, port: u16, roles: &[String]) -> Option<usize> {
+        let mut found = None;
+        let p = u64::from(port);
+        self.for_each_entry(ResourceKind::Ports, roles, |i| {
+            if self.pool.entries[i]
+                .ranges
+                .iter()
+                .any(|&(b, e)| b <= p && p <= e)
+            {
+                found = Some(i);
+                return false;
+            }
+            true
+        });
+        found
+    }
+
+    /// Takes `port` from entry `entry` (found with `port_entry`, not taken).
+    pub(crate) fn take_port(&mut self, entry: usize, port: u16, owner: Owner) {
+        self.log.push(Take::Port {
+            entry: entry_id(entry),
+            port,
+            owner,
+        });
+    }
+
+    /// The lowest free offered port in `roles`, in role order.
+    pub(crate) fn free_port(&self, roles: &[String]) -> Option<(usize, u16)> {
+        let mut found = None;
+        self.for_each_entry(ResourceKind::Ports, roles, |i| {
+            for &(b, e) in &self.pool.entries[i].ranges {
+                let mut p = b;
+                while p <= e {
+                    let Ok(port) = u16::try_from(p) else {
+                        return false;
+                    };
+                    if !self.port_taken(port) {
+                        found = Some((i, port));
+                        return false;
+                    }
+                    p += 1;
+                }
+            }
+            true
+        });
+        found
+    }
+
+    /// How many offered ports in `roles` are still free.
+    pub(crate) fn free_port_count(&self, roles: &[String]) -> usize {
+        let mut taken: Vec<u64> = self
+            .log
+            .iter()
+            .filter_map(|t| match t {
+                Take::Port { port, .. } => Some(u64::from(*port)),
+                _ => None,
+            })
+            .collect();
+        taken.sort_unstable();
+        let mut n = 0u64;
+        self.for_each_entry(ResourceKind::Ports, roles, |i| {
+            for (b, e) in subtract_ports(&self.pool.entries[i].ranges, &taken) {
+                n += e - b + 1;
+            }
+            true
+        });
+        usize::try_from(n).unwrap_or(usize::MAX)
+    }
+
+    /// Records that the demand's host-port want `want` is served by `host_port`.
+    pub(crate) fn map_port(&mut self, want: usize, host_port: u16) {
+        self.log.push(Take::Map {
+            want: u16::try_from(want).unwrap_or(u16::MAX),
+            host_port,
+        });
+    }
+
+    pub(crate) fn set_pod_executor(&mut self, e: PodExecutor) {
+        self.pod_executor = e;
+    }
+
+    pub(crate) fn procured_executor(&self) -> Option<&Arc<ExecutorInfo>> {
+        self.procured_executor.as_ref()
+    }
+
+    pub(crate) fn set_procured_executor(&mut self, info: Arc<ExecutorInfo>) {
+        self.procured_executor = Some(info);
+    }
+
+    /// Millis of `kind` taken for the current pod (its task and, if this pod
+    /// procured it, its executor).
+    pub(crate) fn pod_taken_millis(&self, kind: ResourceKind) -> i64 {
+        self.log[self.pod_start..]
+            .iter()
+            .map(|t| match t {
+                Take::Scalar { entry, millis, .. }
+                    if self.pool.entries[usize::from(*entry)].kind == Some(kind) =>
+                {
+                    *millis
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The usable amount of `kind` the offer held, over all roles.
+    pub(crate) fn offered_millis(&self, kind: ResourceKind) -> i64 {
+        if kind == ResourceKind::Ports {
+            return 0;
+        }
+        self.pool.offered[kind.index()]
+    }
+
+    /// The spec procured so far for the current pod.
+    pub fn spec(&self) -> Spec {
+        let pod_log = &self.log[self.pod_start..];
+        let resources = self.resources_of(pod_log, Owner::Pod);
+        let port_mappings = match &self.demand {
+            Some(d) => match &d.ports {
+                Ok(ports) => pod_log
+                    .iter()
+                    .filter_map(|t| match t {
+                        Take::Map { want, host_port } => {
+                            ports.wants.get(usize::from(*want)).map(|w| PortMapping {
+                                container: w.container.clone(),
+                                container_port: w.container_port,
+                                host_port: *host_port,
+                                protocol: w.protocol.clone(),
+                                name: w.name.clone(),
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        let mut executor = match &self.pod_executor {
+            PodExecutor::None => None,
+            PodExecutor::Running(info) => Some((**info).clone()),
+            PodExecutor::Procured => self.procured_executor.as_ref().map(|info| {
+                let mut e = (**info).clone();
+                e.resources = self.resources_of(&self.log, Owner::Executor);
+                e
+            }),
+        };
+        if let Some(e) = &mut executor
+            && e.framework_id.is_none()
+        {
+            e.framework_id = self.pool.framework_id.clone();
+        }
+        Spec {
+            agent_id: self.pool.agent_id.clone(),
+            hostname: self.pool.hostname.clone(),
+            resources,
+            port_mappings,
+            executor,
+        }
+    }
+
+    /// What is left of the offer, as Mesos resources (zeroed ones dropped).
+    pub fn remaining(&self) -> Vec<Resource> {
+        let mut out = Vec::with_capacity(self.pool.templates.len());
+        for (i, (tpl, e)) in self
+            .pool
+            .templates
+            .iter()
+            .zip(&self.pool.entries)
+            .enumerate()
+        {
+            match e.kind {
+                None => out.push(tpl.clone()),
+                Some(ResourceKind::Ports) => {
+                    let mut taken: Vec<u64> = self
+                        .log
+                        .iter()
+                        .filter_map(|t| match t {
+                            Take::Port { entry, port, .. } if usize::from(*entry) == i => {
+                                Some(u64::from(*port))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    taken.sort_unstable();
+                    let ranges = subtract_ports(&e.ranges, &taken);
+                    if !ranges.is_empty() {
+                        out.push(with_ranges(tpl, &ranges));
+                    }
+                }
+                Some(_) => {
+                    if self.left[i] > 0 {
+                        out.push(with_scalar(tpl, self.left[i]));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The spec procured so far for the current pod, and what is left of the offer.
+    pub fn result(&self) -> (Spec, Vec<Resource>) {
+        (self.spec(), self.remaining())
+    }
+
+    /// Every resource taken by every pod of this state (task and executor).
+    pub fn procured(&self) -> Vec<Resource> {
+        let mut v = self.resources_of(&self.log, Owner::Pod);
+        v.extend(self.resources_of(&self.log, Owner::Executor));
+        v
+    }
+
+    fn resources_of(&self, log: &[Take], owner: Owner) -> Vec<Resource> {
+        let mut out = Vec::new();
+        for (i, tpl) in self.pool.templates.iter().enumerate() {
+            let mut millis = 0;
+            let mut ports = Vec::new();
+            for t in log {
+                match *t {
+                    Take::Scalar {
+                        entry,
+                        millis: m,
+                        owner: o,
+                    } if usize::from(entry) == i && o == owner => millis += m,
+                    Take::Port {
+                        entry,
+                        port,
+                        owner: o,
+                    } if usize::from(entry) == i && o == owner => ports.push(u64::from(port)),
+                    _ => {}
+                }
+            }
+            if millis > 0 {
+                out.push(with_scalar(tpl, millis));
+            }
+            if !ports.is_empty() {
+                out.push(with_ranges(tpl, &ports_to_ranges(&mut ports)));
+            }
+        }
+        out
+    }
+}
+
+fn entry_id(i: usize) -> u16 {
+    // An offer with more than 65535 resources does not exist; saturate rather than wrap.
+    u16::try_from(i).unwrap_or(u16::MAX)
+}
+
+fn with_scalar(tpl: &Resource, millis: i64) -> Resource {
+    let mut r = tpl.clone();
+    r.r#type = value::Type::Scalar as i32;
+    r.scalar = Some(value::Scalar {
+        value: millis_to_f64(millis),
+    });
+    r
+}
+
+fn with_ranges(tpl: &Resource, ranges: &[(u64, u64)]) -> Resource {
+    let mut r = tpl.clone();
+    r.r#type = value::Type::Ranges as i32;
+    r.ranges = Some(value::Ranges {
+        range: ranges
+            .iter()
+            .map(|&(begin, end)| value::Range { begin, end })
+            .collect(),
+    });
+    r
+}
