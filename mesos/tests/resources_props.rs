@@ -113,3 +113,55 @@ proptest! {
         prop_assert_eq!(&a + &b, &b + &a);
     }
 }
+
+/// Flag-syntax items with odd characters in every position.
+fn flag_text() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        "[0-9]{1,4}(\\.[0-9]{0,4})?",
+        prop::collection::vec((0u64..99, 0u64..99), 0..3).prop_map(|rs| {
+            let parts: Vec<String> = rs.iter().map(|(b, e)| format!("{b}-{e}")).collect();
+            format!("[{}]", parts.join(","))
+        }),
+        "\\{[a-z}{ ]{0,3}(,[a-z}]{0,3})*\\}",
+        "[a-z0-9.\\-]{0,4}",
+    ];
+    let item = ("[a-z() ]{0,5}", prop::option::of("[a-z/*()\\- ]{0,4}"), value).prop_map(
+        |(name, role, value)| match role {
+            Some(role) => format!("{name}({role}):{value}"),
+            None => format!("{name}:{value}"),
+        },
+    );
+    prop::collection::vec(item, 0..5).prop_map(|items| items.join(";"))
+}
+
+proptest! {
+    #[test]
+    fn structured_flag_text_parses_or_errors_and_round_trips(text in flag_text()) {
+        if let Ok(res) = Resources::parse(&text) {
+            prop_assert_eq!(Resources::parse(&res.to_string()).unwrap(), res);
+        }
+        if let Ok(attrs) = resources::parse_attributes(&text) {
+            let again: Vec<String> = attrs
+                .iter()
+                .map(|a| format!("{}:{}", a.name, resources::attribute_text(a)))
+                .collect();
+            let reparsed = resources::parse_attributes(&again.join(";")).unwrap();
+            prop_assert_eq!(reparsed.len(), attrs.len());
+        }
+    }
+
+    #[test]
+    fn any_flag_text_parses_or_errors_and_its_text_form_parses_back(
+        text in "[a-z0-9 :;()\\[\\]{}\\-,.*/]{0,40}",
+    ) {
+        if let Ok(res) = Resources::parse(&text) {
+            prop_assert_eq!(Resources::parse(&res.to_string()).unwrap(), res);
+        }
+        if let Ok(attrs) = resources::parse_attributes(&text) {
+            for a in &attrs {
+                prop_assert!(!a.name.is_empty());
+                let _ = resources::attribute_text(a);
+            }
+        }
+    }
+}
