@@ -22,6 +22,10 @@
 //! - Bytes from the network never panic a decoder: every decoder returns a
 //!   typed error, and every length read from the wire is bounded before
 //!   anything is allocated for it.
+//! - Only [`client`] does I/O (HTTP, on the caller's tokio runtime); the
+//!   rest is pure data and arithmetic, usable from any thread.
+//! - A [`resources::Resources`] is always normalised: no empty items, ranges
+//!   sorted and coalesced, scalars on the 0.001 grid.
 
 pub mod client;
 pub mod codec;

@@ -56,7 +56,7 @@ struct Key {
     identity: Vec<u8>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 struct Entry {
     /// The resource as it goes back on the wire; its value fields always
     /// mirror `qty`.
@@ -65,9 +65,16 @@ struct Entry {
 }
 
 /// A normalised bag of resources. See the [module docs](self) for the rules.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Resources {
     entries: BTreeMap<Key, Entry>,
+}
+
+/// The wire resources, so that test failures read like offers.
+impl fmt::Debug for Resources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 impl PartialEq for Resources {
