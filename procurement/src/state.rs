@@ -56,8 +56,11 @@ pub(crate) enum PodExecutor {
     /// The executor some pod of this state procured: its info plus the
     /// executor-owned takes of the log.
     Procured,
-    /// An executor already running on the agent.
+    /// An executor already running on the agent, attached exactly as given.
     Running(Arc<ExecutorInfo>),
+    /// An executor already running on the agent whose launch info is not
+    /// known: the configured info, with the offer's framework id.
+    Configured(Arc<ExecutorInfo>),
 }
 
 /// A point [`ProcureState::rollback`] can return to.
@@ -468,20 +471,22 @@ impl ProcureState {
             },
             None => Vec::new(),
         };
-        let mut executor = match &self.pod_executor {
+        let with_framework = |mut e: ExecutorInfo| {
+            if e.framework_id.is_none() {
+                e.framework_id = self.pool.framework_id.clone();
+            }
+            e
+        };
+        let executor = match &self.pod_executor {
             PodExecutor::None => None,
             PodExecutor::Running(info) => Some((**info).clone()),
+            PodExecutor::Configured(info) => Some(with_framework((**info).clone())),
             PodExecutor::Procured => self.procured_executor.as_ref().map(|info| {
                 let mut e = (**info).clone();
                 e.resources = self.resources_of(&self.log, Owner::Executor);
-                e
+                with_framework(e)
             }),
         };
-        if let Some(e) = &mut executor
-            && e.framework_id.is_none()
-        {
-            e.framework_id = self.pool.framework_id.clone();
-        }
         Spec {
             agent_id: self.pool.agent_id.clone(),
             hostname: self.pool.hostname.clone(),

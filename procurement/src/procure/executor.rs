@@ -26,14 +26,20 @@ pub fn executor_id_for(prototype: &ExecutorInfo) -> ExecutorId {
     let mut p = prototype.clone();
     p.executor_id = None;
     p.framework_id = None;
-    let bytes = p.encode_to_vec();
-    // FNV-1a, 64 bit: offset basis and prime from the FNV specification.
+    ExecutorId::new(format!(
+        "{EXECUTOR_ID_PREFIX}{:016x}",
+        fnv1a64(&p.encode_to_vec())
+    ))
+}
+
+/// FNV-1a, 64 bit: offset basis and prime from the FNV specification.
+fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
+    for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    ExecutorId::new(format!("{EXECUTOR_ID_PREFIX}{h:016x}"))
+    h
 }
 
 /// Attaches the executor to the pod, and procures its own resources when
@@ -127,11 +133,12 @@ impl Procurement for ExecutorProcurement {
                 Ok(())
             }
             [one] if *one == self.id => {
-                let info = match node.running_executor() {
-                    Some(info) if info.executor_id.as_ref() == Some(&self.id) => info.clone(),
-                    _ => self.info.clone(),
-                };
-                state.set_pod_executor(PodExecutor::Running(info));
+                state.set_pod_executor(match node.running_executor() {
+                    Some(info) if info.executor_id.as_ref() == Some(&self.id) => {
+                        PodExecutor::Running(info.clone())
+                    }
+                    _ => PodExecutor::Configured(self.info.clone()),
+                });
                 Ok(())
             }
             [one] => Err(ProcureError::ExecutorMismatch {
@@ -142,5 +149,15 @@ impl Procurement for ExecutorProcurement {
                 running: many.iter().map(|e| e.value.clone()).collect(),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fnv1a64_matches_the_published_test_vectors() {
+        assert_eq!(super::fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(super::fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(super::fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
     }
 }
