@@ -1,0 +1,174 @@
+//! Properties of the default pipeline over random offers and pods:
+//! failure changes nothing; procured + remaining == offered; nothing is
+//! procured twice or beyond the offer; host ports never overlap.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use mesos::proto::{ExecutorInfo, Offer, Resource};
+use procurement::{
+    OfferView, PipelineConfig, PortStrategy, ResourceDefaults, default_pipeline, executor_id_for,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const ROLES: [Option<&str>; 3] = [None, Some("prod"), Some("other")];
+
+fn config() -> PipelineConfig {
+    PipelineConfig {
+        framework_roles: vec!["prod".into(), "*".into()],
+        default_pod_roles: vec!["*".into()],
+        default_port_strategy: PortStrategy::Fixed,
+        resources: ResourceDefaults::default(),
+        executor: ExecutorInfo {
+            resources: vec![scalar("cpus", 0.1, None), scalar("mem", 32.0, None)],
+            ..Default::default()
+        },
+    }
+}
+
+fn arb_offer() -> impl Strategy<Value = (Offer, bool)> {
+    let scalar_res = (0usize..4, 0usize..3, 1u32..4000).prop_map(|(k, role, v)| {
+        let name = ["cpus", "mem", "disk", "gpus"][k];
+        let amount = match name {
+            "cpus" => f64::from(v) / 500.0,
+            "gpus" => f64::from(v % 3 + 1),
+            _ => f64::from(v),
+        };
+        scalar(name, amount, ROLES[role])
+    });
+    let port_res = (0usize..3, 31000u64..31030, 0u64..6)
+        .prop_map(|(role, b, len)| ports(&[(b, b + len)], ROLES[role]));
+    // A base of unreserved cpus and mem so that a good share of pods fit.
+    let base = (250u32..8000, 64u32..4000).prop_map(|(c, m)| {
+        vec![
+            scalar("cpus", f64::from(c) / 1000.0, None),
+            scalar("mem", f64::from(m), None),
+        ]
+    });
+    (
+        base,
+        prop::collection::vec(scalar_res, 0..6),
+        prop::collection::vec(port_res, 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(mut rs, extra, ps, ours)| {
+            rs.extend(extra);
+            rs.extend(ps);
+            (offer("h1", rs, vec![text_attr("rack", "r1")]), ours)
+        })
+}
+
+fn arb_pod() -> impl Strategy<Value = registry::PodTask> {
+    let port = (
+        1u16..100,
+        prop_oneof![2 => Just(0u16), 1 => 31000u16..31036],
+        prop_oneof![Just("TCP"), Just("UDP")],
+    );
+    let gpus = prop_oneof![6 => Just(0u32), 1 => 1u32..3];
+    let c = (
+        0u32..1500,
+        0u32..600,
+        gpus,
+        prop::collection::vec(port, 0..3),
+    );
+    (
+        prop::collection::vec(c, 1..3),
+        prop_oneof![1 => Just(None), 2 => Just(Some("wildcard")), 1 => Just(Some("fixed"))],
+        prop_oneof![4 => Just(None), 2 => Just(Some("prod")), 2 => Just(Some("*,prod")), 1 => Just(Some("")), 1 => Just(Some("other"))],
+    )
+        .prop_map(|(cs, strategy, roles)| {
+            let containers: Vec<Value> = cs
+                .iter()
+                .enumerate()
+                .map(|(i, (cpu, mem, gpu, ps))| {
+                    let mut req = json!({"cpu": format!("{cpu}m"), "memory": format!("{mem}Mi")});
+                    if *gpu > 0 {
+                        req["nvidia.com/gpu"] = json!(gpu.to_string());
+                    }
+                    let ports: Vec<Value> = ps
+                        .iter()
+                        .map(|(cp, hp, proto)| json!({"containerPort": cp, "hostPort": hp, "protocol": proto}))
+                        .collect();
+                    container(&format!("c{i}"), req, Value::Null, json!(ports))
+                })
+                .collect();
+            let mut ann = serde_json::Map::new();
+            if let Some(s) = strategy {
+                ann.insert("mesopod.io/port-mapping".into(), json!(s));
+            }
+            if let Some(r) = roles {
+                ann.insert("mesopod.io/roles".into(), json!(r));
+            }
+            task(json!({"containers": containers}), Value::Object(ann))
+        })
+}
+
+/// Per (name, role): offered amount >= procured amount; ports subset.
+fn within(procured: &[Resource], offered: &[Resource]) -> bool {
+    let (p, o) = (canon(procured), canon(offered));
+    p.iter().all(|(k, (m, ports))| {
+        o.get(k).is_some_and(|(om, oports)| {
+            m <= om && ports.iter().all(|x| oports.binary_search(x).is_ok())
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn placing_pods_one_after_another_keeps_the_books_exact(
+        (offer, ours) in arb_offer(),
+        pods in prop::collection::vec(arb_pod(), 1..6),
+    ) {
+        let cfg = config();
+        let offer = if ours { with_executors(offer, &[&executor_id_for(&cfg.executor).value]) } else { offer };
+        let pl = default_pipeline(&cfg).unwrap();
+        let view = OfferView::new(&offer).unwrap();
+        let mut state = view.state();
+        let mut specs = Vec::new();
+        for mut t in pods {
+            let task_before = t.clone();
+            let result_before = state.result();
+            let procured_before = state.procured();
+            match state.place(&pl, &mut t, view.node()) {
+                Err(_) => {
+                    // On failure, the offer and the task are unchanged.
+                    prop_assert_eq!(&t, &task_before);
+                    prop_assert_eq!(state.remaining(), result_before.1);
+                    prop_assert_eq!(state.procured(), procured_before);
+                }
+                Ok(spec) => specs.push(spec),
+            }
+            // Procured + remaining == the offer, exactly.
+            let mut all = state.procured();
+            all.extend(state.remaining());
+            prop_assert_eq!(canon(&all), canon(&offer.resources));
+            prop_assert!(within(&state.procured(), &offer.resources));
+        }
+        // Nothing procured twice: the pods' own resources plus the executor's
+        // (counted once) are exactly what the state procured.
+        let mut summed: Vec<Resource> = specs.iter().flat_map(|s| s.resources.iter().cloned()).collect();
+        if let Some(e) = specs.iter().find_map(|s| s.executor.as_ref()).filter(|_| !ours) {
+            summed.extend(e.resources.iter().cloned());
+        }
+        prop_assert_eq!(canon(&summed), canon(&state.procured()));
+        // Host ports never overlap between pods, nor within a pod for one protocol.
+        let mut owner: BTreeMap<u16, usize> = BTreeMap::new();
+        for (i, s) in specs.iter().enumerate() {
+            let mut seen = BTreeSet::new();
+            for m in &s.port_mappings {
+                prop_assert!(seen.insert((m.host_port, m.protocol.clone())), "port {} twice in one pod", m.host_port);
+                let o = *owner.entry(m.host_port).or_insert(i);
+                prop_assert_eq!(o, i, "port {} given to two pods", m.host_port);
+            }
+            let mapped: BTreeSet<u64> = s.port_mappings.iter().map(|m| u64::from(m.host_port)).collect();
+            let taken: BTreeSet<u64> = canon(&s.resources).values().flat_map(|v| v.1.iter().copied()).collect();
+            prop_assert_eq!(mapped, taken, "the ports taken are exactly the ports mapped");
+        }
+    }
+}
