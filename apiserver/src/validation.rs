@@ -151,7 +151,7 @@ fn check_labels(causes: &mut Causes, field: &str, labels: Option<&BTreeMap<Strin
             causes.invalid(field, k, QUALIFIED_NAME_MSG);
         }
         if !is_label_value(v) {
-            causes.invalid(format!("{field}"), v, LABEL_VALUE_MSG);
+            causes.invalid(field.to_string(), v, LABEL_VALUE_MSG);
         }
     }
 }
@@ -240,10 +240,10 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
             );
         }
     }
-    if let Some(p) = spec.restart_policy.as_deref() {
-        if !matches!(p, "Always" | "OnFailure" | "Never") {
-            causes.unsupported("spec.restartPolicy", p, &["Always", "OnFailure", "Never"]);
-        }
+    if let Some(p) = spec.restart_policy.as_deref()
+        && !matches!(p, "Always" | "OnFailure" | "Never")
+    {
+        causes.unsupported("spec.restartPolicy", p, &["Always", "OnFailure", "Never"]);
     }
     if let Some(p) = spec.dns_policy.as_deref() {
         const DNS: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
@@ -251,48 +251,48 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
             causes.unsupported("spec.dnsPolicy", p, &DNS);
         }
     }
-    if let Some(g) = spec.termination_grace_period_seconds {
-        if g < 0 {
-            causes.invalid(
-                "spec.terminationGracePeriodSeconds",
-                &g.to_string(),
-                "must be greater than or equal to 0",
-            );
-        }
+    if let Some(g) = spec.termination_grace_period_seconds
+        && g < 0
+    {
+        causes.invalid(
+            "spec.terminationGracePeriodSeconds",
+            &g.to_string(),
+            "must be greater than or equal to 0",
+        );
     }
-    if let Some(d) = spec.active_deadline_seconds {
-        if d < 1 {
-            causes.invalid(
-                "spec.activeDeadlineSeconds",
-                &d.to_string(),
-                "must be between 1 and 2147483647, inclusive",
-            );
-        }
+    if let Some(d) = spec.active_deadline_seconds
+        && d < 1
+    {
+        causes.invalid(
+            "spec.activeDeadlineSeconds",
+            &d.to_string(),
+            "must be between 1 and 2147483647, inclusive",
+        );
     }
     check_labels(causes, "spec.nodeSelector", spec.node_selector.as_ref());
-    if let Some(node) = spec.node_name.as_deref() {
-        if !node.is_empty() {
-            check_subdomain_name(causes, "spec.nodeName", node);
-        }
+    if let Some(node) = spec.node_name.as_deref()
+        && !node.is_empty()
+    {
+        check_subdomain_name(causes, "spec.nodeName", node);
     }
     for (i, t) in spec.tolerations.iter().flatten().enumerate() {
-        if let Some(op) = t.operator.as_deref() {
-            if !matches!(op, "Exists" | "Equal") {
-                causes.unsupported(
-                    format!("spec.tolerations[{i}].operator"),
-                    op,
-                    &["Equal", "Exists"],
-                );
-            }
+        if let Some(op) = t.operator.as_deref()
+            && !matches!(op, "Exists" | "Equal")
+        {
+            causes.unsupported(
+                format!("spec.tolerations[{i}].operator"),
+                op,
+                &["Equal", "Exists"],
+            );
         }
-        if let Some(e) = t.effect.as_deref() {
-            if !matches!(e, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-                causes.unsupported(
-                    format!("spec.tolerations[{i}].effect"),
-                    e,
-                    &["NoSchedule", "PreferNoSchedule", "NoExecute"],
-                );
-            }
+        if let Some(e) = t.effect.as_deref()
+            && !matches!(e, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute")
+        {
+            causes.unsupported(
+                format!("spec.tolerations[{i}].effect"),
+                e,
+                &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+            );
         }
     }
 }
@@ -306,14 +306,14 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
     if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
         causes.required(format!("{path}.image"));
     }
-    if let Some(p) = c.image_pull_policy.as_deref() {
-        if !matches!(p, "Always" | "IfNotPresent" | "Never") {
-            causes.unsupported(
-                format!("{path}.imagePullPolicy"),
-                p,
-                &["Always", "IfNotPresent", "Never"],
-            );
-        }
+    if let Some(p) = c.image_pull_policy.as_deref()
+        && !matches!(p, "Always" | "IfNotPresent" | "Never")
+    {
+        causes.unsupported(
+            format!("{path}.imagePullPolicy"),
+            p,
+            &["Always", "IfNotPresent", "Never"],
+        );
     }
     for (i, port) in c.ports.iter().flatten().enumerate() {
         let field = format!("{path}.ports[{i}]");
@@ -324,19 +324,19 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
                 "must be between 1 and 65535, inclusive",
             );
         }
-        if let Some(h) = port.host_port {
-            if !(0..=65535).contains(&h) {
-                causes.invalid(
-                    format!("{field}.hostPort"),
-                    &h.to_string(),
-                    "must be between 1 and 65535, inclusive",
-                );
-            }
+        if let Some(h) = port.host_port
+            && !(0..=65535).contains(&h)
+        {
+            causes.invalid(
+                format!("{field}.hostPort"),
+                &h.to_string(),
+                "must be between 1 and 65535, inclusive",
+            );
         }
-        if let Some(p) = port.protocol.as_deref() {
-            if !matches!(p, "TCP" | "UDP" | "SCTP") {
-                causes.unsupported(format!("{field}.protocol"), p, &["SCTP", "TCP", "UDP"]);
-            }
+        if let Some(p) = port.protocol.as_deref()
+            && !matches!(p, "TCP" | "UDP" | "SCTP")
+        {
+            causes.unsupported(format!("{field}.protocol"), p, &["SCTP", "TCP", "UDP"]);
         }
     }
     for (i, e) in c.env.iter().flatten().enumerate() {
@@ -388,26 +388,26 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
             if *which != "requests" {
                 continue;
             }
-            if let Some(limit) = parsed.get(&("limits", name)) {
-                if request > limit {
-                    let raw = r
-                        .requests
-                        .as_ref()
-                        .and_then(|m| m.get(*name))
-                        .map(|q| q.0.clone())
-                        .unwrap_or_default();
-                    let lim = r
-                        .limits
-                        .as_ref()
-                        .and_then(|m| m.get(*name))
-                        .map(|q| q.0.clone())
-                        .unwrap_or_default();
-                    causes.invalid(
-                        format!("{path}.resources.requests"),
-                        &raw,
-                        &format!("must be less than or equal to {name} limit of {lim}"),
-                    );
-                }
+            if let Some(limit) = parsed.get(&("limits", name))
+                && request > limit
+            {
+                let raw = r
+                    .requests
+                    .as_ref()
+                    .and_then(|m| m.get(*name))
+                    .map(|q| q.0.clone())
+                    .unwrap_or_default();
+                let lim = r
+                    .limits
+                    .as_ref()
+                    .and_then(|m| m.get(*name))
+                    .map(|q| q.0.clone())
+                    .unwrap_or_default();
+                causes.invalid(
+                    format!("{path}.resources.requests"),
+                    &raw,
+                    &format!("must be less than or equal to {name} limit of {lim}"),
+                );
             }
         }
     }

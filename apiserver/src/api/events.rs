@@ -42,19 +42,20 @@ impl Api {
         }
         let mut causes = Causes::default();
         check_metadata(&mut causes, &event.metadata, check_subdomain_name);
-        if let Some(t) = event.type_.as_deref() {
-            if !matches!(t, "Normal" | "Warning") {
-                causes.unsupported("type", t, &["Normal", "Warning"]);
-            }
+        if let Some(t) = event.type_.as_deref()
+            && !matches!(t, "Normal" | "Warning")
+        {
+            causes.unsupported("type", t, &["Normal", "Warning"]);
         }
-        if let Some(io_ns) = event.involved_object.namespace.as_deref() {
-            if !io_ns.is_empty() && io_ns != ns {
-                causes.invalid(
-                    "involvedObject.namespace",
-                    io_ns,
-                    "does not match event.namespace",
-                );
-            }
+        if let Some(io_ns) = event.involved_object.namespace.as_deref()
+            && !io_ns.is_empty()
+            && io_ns != ns
+        {
+            causes.invalid(
+                "involvedObject.namespace",
+                io_ns,
+                "does not match event.namespace",
+            );
         }
         let name = event.metadata.name.clone().unwrap_or_default();
         causes.into_result("Event", &name)?;

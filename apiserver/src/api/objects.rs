@@ -64,17 +64,17 @@ const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// Resolves `generateName`, then stamps what a new object gets: uid, creation time; and
 /// clears what a client may not set on create.
 pub(crate) fn stamp_new(meta: &mut ObjectMeta, now: SystemTime) {
-    if meta.name.as_deref().is_none_or(str::is_empty) {
-        if let Some(prefix) = meta.generate_name.as_deref().filter(|p| !p.is_empty()) {
-            let random = uuid::Uuid::new_v4();
-            let suffix: String = random
-                .as_bytes()
-                .iter()
-                .take(5)
-                .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
-                .collect();
-            meta.name = Some(format!("{prefix}{suffix}"));
-        }
+    if meta.name.as_deref().is_none_or(str::is_empty)
+        && let Some(prefix) = meta.generate_name.as_deref().filter(|p| !p.is_empty())
+    {
+        let random = uuid::Uuid::new_v4();
+        let suffix: String = random
+            .as_bytes()
+            .iter()
+            .take(5)
+            .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
+            .collect();
+        meta.name = Some(format!("{prefix}{suffix}"));
     }
     meta.uid = Some(uuid::Uuid::new_v4().to_string());
     meta.creation_timestamp = Some(k8s_time(now));

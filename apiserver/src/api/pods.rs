@@ -342,10 +342,10 @@ impl Api {
             .clone_from(&old.metadata.managed_fields);
         new.status.clone_from(&old.status);
         default_pod(&mut new);
-        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref()) {
-            if new_spec.node_name.as_deref().is_none_or(str::is_empty) {
-                new_spec.node_name.clone_from(&old_spec.node_name);
-            }
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
+            && new_spec.node_name.as_deref().is_none_or(str::is_empty)
+        {
+            new_spec.node_name.clone_from(&old_spec.node_name);
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
@@ -509,26 +509,26 @@ impl Api {
         let pre = opts.preconditions.clone().unwrap_or_default();
         for _ in 0..RETRIES {
             let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
-            if let Some(uid) = pre.uid.as_deref() {
-                if old.metadata.uid.as_deref() != Some(uid) {
-                    return Err(conflict(
-                        name,
-                        format!(
-                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            old.metadata.uid.as_deref().unwrap_or("")
-                        ),
-                    ));
-                }
+            if let Some(uid) = pre.uid.as_deref()
+                && old.metadata.uid.as_deref() != Some(uid)
+            {
+                return Err(conflict(
+                    name,
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        old.metadata.uid.as_deref().unwrap_or("")
+                    ),
+                ));
             }
-            if let Some(rv) = pre.resource_version.as_deref() {
-                if rv != old_rv.to_string() {
-                    return Err(conflict(
-                        name,
-                        format!(
-                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
-                        ),
-                    ));
-                }
+            if let Some(rv) = pre.resource_version.as_deref()
+                && rv != old_rv.to_string()
+            {
+                return Err(conflict(
+                    name,
+                    format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
+                    ),
+                ));
             }
             let spec = old.spec.clone().unwrap_or_default();
             let grace = opts

@@ -142,10 +142,8 @@ pub(crate) fn respond(
                 return;
             }
         }
-        if streaming_list && bookmarks {
-            if tx.send(enc.bookmark(from, true)).await.is_err() {
-                return;
-            }
+        if streaming_list && bookmarks && tx.send(enc.bookmark(from, true)).await.is_err() {
+            return;
         }
         let mut last = from;
         let deadline = tokio::time::Instant::now() + timeout;

@@ -232,7 +232,7 @@ fn merge_keyed(
 
 /// Puts the elements named in `order` first, in that order; the others keep their
 /// relative order after them.
-fn reorder(list: &mut Vec<Value>, order: &[Value], key: Option<&str>) {
+fn reorder(list: &mut [Value], order: &[Value], key: Option<&str>) {
     let id = |v: &Value| -> Value {
         match key {
             Some(k) => v.get(k).cloned().unwrap_or(Value::Null),

@@ -59,6 +59,7 @@ struct State {
 
 struct Hub {
     history: VecDeque<Arc<Change>>,
+    capacity: usize,
     /// A watch may start from any resourceVersion >= horizon: every change after it is
     /// still in `history`.
     horizon: u64,
@@ -85,11 +86,16 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    pub(crate) fn start<P: Persist>(loaded: Loaded, persist: P) -> Result<Self, StoreError> {
+    pub(crate) fn start<P: Persist>(
+        loaded: Loaded,
+        persist: P,
+        history: usize,
+    ) -> Result<Self, StoreError> {
         let (fan_tx, _) = broadcast::channel(FANOUT_CAPACITY);
         let shared = Arc::new(Shared {
             hub: Mutex::new(Hub {
                 history: VecDeque::new(),
+                capacity: history.max(1),
                 horizon: loaded.rv,
                 tx: fan_tx,
             }),
@@ -416,10 +422,10 @@ fn publish(shared: &Shared, batch: Batch, accepted: &[(Reply, Vec<Arc<Change>>)]
         state.rv = batch.rv;
     }
     for change in accepted.iter().flat_map(|(_, changes)| changes) {
-        if hub.history.len() == HISTORY {
-            if let Some(evicted) = hub.history.pop_front() {
-                hub.horizon = evicted.rv;
-            }
+        if hub.history.len() >= hub.capacity
+            && let Some(evicted) = hub.history.pop_front()
+        {
+            hub.horizon = evicted.rv;
         }
         hub.history.push_back(Arc::clone(change));
         // No receiver is not an error: nobody is watching.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::engine::{Engine, Loaded, Persist};
+use super::engine::{Engine, HISTORY, Loaded, Persist};
 use super::{Change, Store, StoreError, StoreFuture, Watcher, WriteOp};
 
 struct Nothing;
@@ -27,7 +27,13 @@ pub struct MemoryStore(Engine);
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Result<Self, StoreError> {
-        Ok(Self(Engine::start(Loaded::default(), Nothing)?))
+        Self::with_history(HISTORY)
+    }
+
+    /// An empty store keeping only the last `history` changes for watches that start
+    /// in the past (tests use a small one to reach 410 Expired quickly).
+    pub fn with_history(history: usize) -> Result<Self, StoreError> {
+        Ok(Self(Engine::start(Loaded::default(), Nothing, history)?))
     }
 }
 

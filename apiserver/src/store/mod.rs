@@ -188,3 +188,6 @@ pub fn object_rv(object: &Value) -> Option<u64> {
         .and_then(Value::as_str)
         .and_then(|s| s.parse().ok())
 }
+
+#[cfg(test)]
+mod tests;

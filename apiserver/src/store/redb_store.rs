@@ -10,7 +10,7 @@ use std::sync::Arc;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 
-use super::engine::{Engine, Loaded, Persist};
+use super::engine::{Engine, HISTORY, Loaded, Persist};
 use super::memory::delegate_store;
 use super::{Change, Store, StoreError, StoreFuture, Watcher, WriteOp};
 
@@ -77,7 +77,7 @@ impl RedbStore {
         std::fs::create_dir_all(dir).map_err(storage)?;
         let db = Database::create(dir.join(DB_FILE)).map_err(storage)?;
         let loaded = load(&db)?;
-        Ok(Self(Engine::start(loaded, Redb(db))?))
+        Ok(Self(Engine::start(loaded, Redb(db), HISTORY)?))
     }
 }
 

@@ -82,6 +82,13 @@ impl Server {
         let api = Api::start(Arc::new(store), Arc::new(SystemClock), Arc::new(TestLogs))
             .await
             .unwrap();
+        let mut s = Self::serve(api).await;
+        s.dir = dir.to_path_buf();
+        s
+    }
+
+    /// A server for an API built by the test.
+    pub async fn serve(api: Api) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel();
@@ -95,7 +102,7 @@ impl Server {
         Server {
             api,
             url,
-            dir: dir.to_path_buf(),
+            dir: PathBuf::new(),
             shutdown: Some(tx),
             task: Some(task),
             _tmp: None,

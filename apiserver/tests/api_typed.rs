@@ -1,0 +1,297 @@
+//! The in-process API the framework uses: binding, status, graceful deletion by the
+//! injected clock, finalization, nodes, events, typed watches, meta values.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use apiserver::store::MemoryStore;
+use apiserver::{Api, ApiError, Binding, Clock, EventKind, Finalized, ManualClock, NoLogs};
+use common::*;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+
+async fn api_with_clock() -> (Api, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+    ));
+    let api = Api::start(
+        Arc::new(MemoryStore::new().unwrap()),
+        clock.clone(),
+        Arc::new(NoLogs),
+    )
+    .await
+    .unwrap();
+    (api, clock)
+}
+
+fn pod(name: &str) -> Pod {
+    serde_yaml_ng::from_str(&pod_yaml(name, "nginx", "app: web")).unwrap()
+}
+
+fn bind_to(node: &str) -> Binding {
+    Binding {
+        node_name: node.into(),
+        annotations: BTreeMap::from([("mesopod.io/task-id".to_string(), "t-1".to_string())]),
+        condition: None,
+    }
+}
+
+#[tokio::test]
+async fn binding_sets_node_annotations_and_condition_at_once_and_refuses_another_node() {
+    let (api, _) = api_with_clock().await;
+    api.create_pod("default", pod("b")).await.unwrap();
+    let bound = api
+        .bind_pod("default", "b", &bind_to("agent-1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        bound.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("agent-1")
+    );
+    assert_eq!(
+        bound.metadata.annotations.as_ref().unwrap()["mesopod.io/task-id"],
+        "t-1"
+    );
+    let cond = &bound.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+    assert_eq!(
+        (cond.type_.as_str(), cond.status.as_str()),
+        ("PodScheduled", "True")
+    );
+
+    let again = api
+        .bind_pod("default", "b", &bind_to("agent-1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, bound.metadata.resource_version,
+        "rebinding to the same node is a no-op"
+    );
+    let err = api
+        .bind_pod("default", "b", &bind_to("agent-2"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ApiError::Conflict { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("already assigned to node \"agent-1\"")
+    );
+
+    let unbound = api
+        .list_pods(Some("default"), "", "spec.nodeName=")
+        .unwrap();
+    assert!(unbound.items.is_empty());
+    let on_node = api
+        .list_pods(
+            None,
+            "app=web",
+            "spec.nodeName=agent-1,status.phase!=Succeeded",
+        )
+        .unwrap();
+    assert_eq!(on_node.items.len(), 1);
+}
+
+#[tokio::test]
+async fn status_updates_keep_spec_and_user_updates_keep_status() {
+    let (api, _) = api_with_clock().await;
+    api.create_pod("default", pod("s")).await.unwrap();
+    let status = PodStatus {
+        phase: Some("Running".into()),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let p = api
+        .update_pod_status("default", "s", status.clone())
+        .await
+        .unwrap();
+    assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Running"));
+    let bad = PodStatus {
+        phase: Some("Exploded".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        api.update_pod_status("default", "s", bad).await,
+        Err(ApiError::Invalid { .. })
+    ));
+
+    let mut user = api.get_pod("default", "s").unwrap();
+    user.status = Some(PodStatus {
+        phase: Some("Failed".into()),
+        ..Default::default()
+    });
+    user.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
+    let p = api.replace_pod("default", "s", user.clone()).await.unwrap();
+    assert_eq!(
+        p.status.unwrap().phase.as_deref(),
+        Some("Running"),
+        "the main resource ignores status"
+    );
+    let stale = api.replace_pod("default", "s", user).await.unwrap_err();
+    assert!(
+        matches!(stale, ApiError::Conflict { .. }),
+        "a stale resourceVersion is refused: {stale}"
+    );
+}
+
+#[tokio::test]
+async fn a_bound_pod_waits_for_finalize_or_its_grace_period_by_the_injected_clock() {
+    let (api, clock) = api_with_clock().await;
+    for name in ["f", "g", "u"] {
+        api.create_pod("default", pod(name)).await.unwrap();
+    }
+    api.bind_pod("default", "f", &bind_to("n")).await.unwrap();
+    api.bind_pod("default", "g", &bind_to("n")).await.unwrap();
+    let rv = api.resource_version();
+    let mut watch = api.watch_pods(Some("default"), rv).unwrap();
+
+    let unbound = api
+        .delete_pod("default", "u", &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert!(unbound.metadata.deletion_timestamp.is_none());
+    assert!(
+        api.get_pod("default", "u").is_err(),
+        "an unbound pod goes at once"
+    );
+
+    let marked = api
+        .delete_pod("default", "f", &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(30));
+    assert!(
+        api.get_pod("default", "f")
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    let short = DeleteOptions {
+        grace_period_seconds: Some(5),
+        ..Default::default()
+    };
+    api.delete_pod("default", "g", &short).await.unwrap();
+
+    let other_uid = api
+        .finalize_pod("default", "f", Some("not-its-uid"))
+        .await
+        .unwrap();
+    assert_eq!(other_uid, Finalized::Gone, "a uid mismatch removes nothing");
+    assert_eq!(
+        api.finalize_pod("default", "f", marked.metadata.uid.as_deref())
+            .await
+            .unwrap(),
+        Finalized::Removed
+    );
+    assert_eq!(
+        api.finalize_pod("default", "f", None).await.unwrap(),
+        Finalized::Gone
+    );
+
+    assert_eq!(
+        api.expire_deletions(clock.now()).await.unwrap(),
+        0,
+        "grace not over yet"
+    );
+    clock.advance(Duration::from_secs(6));
+    assert_eq!(api.expire_deletions(clock.now()).await.unwrap(), 1);
+    assert!(api.get_pod("default", "g").is_err());
+
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let ev = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push((ev.kind, ev.object.metadata.name.unwrap()));
+    }
+    let expected = [
+        (EventKind::Deleted, "u"),
+        (EventKind::Modified, "f"),
+        (EventKind::Modified, "g"),
+        (EventKind::Deleted, "f"),
+        (EventKind::Deleted, "g"),
+    ];
+    assert_eq!(seen, expected.map(|(k, n)| (k, n.to_string())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_delete_returns_once_the_grace_period_runs_out_on_the_servers_clock() {
+    let (api, clock) = api_with_clock().await;
+    let server = Server::serve(api.clone()).await;
+    api.create_pod("default", pod("slow")).await.unwrap();
+    api.bind_pod("default", "slow", &bind_to("n"))
+        .await
+        .unwrap();
+    let mut cmd = command(
+        KUBECTL,
+        &server.url,
+        &["delete", "pod", "slow", "--grace-period=10"],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || api
+            .get_pod("default", "slow")
+            .is_ok_and(|p| p.metadata.deletion_timestamp.is_some()))
+        .await
+    );
+    clock.advance(Duration::from_secs(11));
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ok(&out).trim(), "pod \"slow\" deleted");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn nodes_keep_their_identity_across_upserts_and_meta_values_persist() {
+    let (api, _) = api_with_clock().await;
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some("agent-1".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let first = api.upsert_node(node.clone()).await.unwrap();
+    let mut changed = node.clone();
+    changed.metadata.labels = Some(BTreeMap::from([("zone".to_string(), "a".to_string())]));
+    let second = api.upsert_node(changed).await.unwrap();
+    assert_eq!(first.metadata.uid, second.metadata.uid);
+    assert_ne!(
+        first.metadata.resource_version,
+        second.metadata.resource_version
+    );
+    assert_eq!(api.list_nodes("zone=a", "").unwrap().items.len(), 1);
+    let bad = Node {
+        metadata: ObjectMeta {
+            name: Some("Bad Name".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        api.upsert_node(bad).await,
+        Err(ApiError::Invalid { .. })
+    ));
+    api.delete_node("agent-1").await.unwrap();
+    assert!(matches!(
+        api.delete_node("agent-1").await,
+        Err(ApiError::NotFound { .. })
+    ));
+
+    api.put_meta("framework-id", b"abc".to_vec()).await.unwrap();
+    assert_eq!(api.get_meta("framework-id").as_deref(), Some(&b"abc"[..]));
+}

@@ -1,0 +1,120 @@
+//! kube-rs, the Rust Kubernetes client, against the shim: it sends no Accept on GETs,
+//! leaves empty query parameters and sends `{}` as a DELETE body.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_creates_lists_patches_watches_and_deletes() {
+    let server = Server::start().await;
+    let config = kube::Config::new(server.url.parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+
+    let pod: Pod =
+        serde_yaml_ng::from_str(&pod_yaml("kube-rs", "nginx:1", "made-by: kube-rs")).unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+    let dup = pods.create(&PostParams::default(), &pod).await.unwrap_err();
+    assert!(
+        matches!(&dup, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists"),
+        "{dup:?}"
+    );
+
+    let list = pods
+        .list(&ListParams::default().labels("made-by=kube-rs"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    let rv = list.metadata.resource_version.clone().unwrap();
+
+    let mut stream = pods
+        .watch(&WatchParams::default().timeout(20), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let patch = serde_json::json!({"metadata": {"labels": {"patched": "yes"}}});
+    pods.patch("kube-rs", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    match event {
+        WatchEvent::Modified(p) => assert_eq!(p.metadata.labels.unwrap()["patched"], "yes"),
+        other => panic!("expected MODIFIED, got {other:?}"),
+    }
+
+    let applied: Pod =
+        serde_yaml_ng::from_str(&pod_yaml("kube-rs-ssa", "redis", "made-by: kube-rs")).unwrap();
+    let ssa = pods
+        .patch(
+            "kube-rs-ssa",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ssa.metadata.name.as_deref(), Some("kube-rs-ssa"));
+
+    let event = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(event, WatchEvent::Added(ref p) if p.metadata.name.as_deref() == Some("kube-rs-ssa")),
+        "{event:?}"
+    );
+
+    pods.delete("kube-rs", &DeleteParams::default())
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(event, WatchEvent::Deleted(ref p) if p.metadata.name.as_deref() == Some("kube-rs")),
+        "{event:?}"
+    );
+    let missing = pods.get("kube-rs").await.unwrap_err();
+    assert!(
+        matches!(&missing, kube::Error::Api(s) if s.code == 404),
+        "{missing:?}"
+    );
+
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    assert!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let namespaces: kube::Api<Namespace> = kube::Api::all(client);
+    let names: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert_eq!(names, ["default", "kube-system"]);
+    drop(stream);
+    server.stop().await;
+}
