@@ -200,7 +200,7 @@ fn ties_go_to_the_lowest_hostname_whatever_the_offer_order() {
 
 #[test]
 fn best_fit_explains_kubernetes_style_when_nothing_fits_and_leaves_the_task_alone() {
-    let mut offers = vec![
+    let mut offers = [
         sized_offer("c1", 0.5, 4000.0),
         sized_offer("c2", 0.5, 4000.0),
         sized_offer("c3", 0.5, 4000.0),
