@@ -1,3 +1,264 @@
-//! A local Mesos master with agents, faithful to the v1 HTTP APIs.
+//! A local Mesos master with agents, faithful to the v1 scheduler and
+//! executor HTTP APIs, for development, mesopod's embedded default, and
+//! tests.
 //!
-//! Filled in by the localmesos issue; nothing here pretends to work yet.
+//! # Contract
+//!
+//! Whatever a scheduler sees through `/api/v1/scheduler` is what Apache
+//! Mesos (1.11) would show it: status codes, event order, offers,
+//! reliable status updates, reconciliation answers, failover. A
+//! third-party scheduler library runs against it unchanged. Custom
+//! executors are real child processes that subscribe to their agent's
+//! `/api/v1/executor` with the `MESOS_*` environment of a real agent.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), localmesos::Error> {
+//! use localmesos::{AgentConfig, Config, LocalMesos};
+//! let mut config = Config::default();
+//! for i in 0..3 {
+//!     config.agents.push(AgentConfig::from_flags("cpus:4;mem:8192;ports:[31000-32000]", "rack:r{i}", i)?);
+//! }
+//! let cluster = LocalMesos::start(config).await?;
+//! println!("{}", cluster.master_url()); // http://127.0.0.1:PORT
+//! let state = cluster.state();
+//! assert_eq!(state.agents.len(), 3);
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! # Endpoints
+//!
+//! Master (on [`Config::listen`]): `POST /api/v1/scheduler`, `GET /version`,
+//! `GET /state` (operator JSON: agents with total/used/offered resources,
+//! frameworks, tasks, offers) and the fault routes under `/admin/` (see
+//! `http::admin`). Each real agent (on `127.0.0.1:0`): `POST
+//! /api/v1/executor`, `GET /files/read`, `GET /files/browse`.
+//!
+//! # Invariants
+//!
+//! - Bad input gets Mesos' status code and changes nothing; nothing from
+//!   the network panics.
+//! - Every task update an agent or executor produces goes through one state
+//!   machine (`master::tasks`): terminal tasks take no more updates, and
+//!   reliable updates reach the scheduler in order, one at a time.
+//! - An agent's used + offered resources never exceed its total.
+//! - Only loopback is bound; child processes lead their own process groups
+//!   and are killed on shutdown.
+//!
+//! # What it must not know
+//!
+//! Nothing of pods, Kubernetes or the mesopod framework: it speaks Mesos
+//! only, through `mesos`' types, codecs and resource arithmetic.
+//!
+//! # Caveats
+//!
+//! RESERVE/UNRESERVE/CREATE/DESTROY operations are not applied (logged and
+//! their resources left unused); `CommandInfo.uris` are not fetched; the
+//! DEFAULT executor of a LAUNCH_GROUP is stood in for by running each
+//! task's command directly.
+
+mod agent;
+mod config;
+mod error;
+mod faults;
+mod http;
+mod master;
+mod snapshot;
+mod validation;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use config::{
+    AgentConfig, Config, DEFAULT_ALLOCATION_INTERVAL, DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT,
+    DEFAULT_EXECUTOR_SHUTDOWN_GRACE, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_STATUS_UPDATE_RETRY_MAX,
+    DEFAULT_STATUS_UPDATE_RETRY_MIN, DEFAULT_TASK_KILL_GRACE, Timing,
+};
+pub use error::Error;
+pub use faults::{RestartOptions, UpdateFault};
+pub use mesos::proto::{AgentId, ExecutorId, FrameworkId};
+pub use snapshot::{
+    AgentSnapshot, ClusterState, ExecutorSnapshot, FrameworkSnapshot, TaskSnapshot,
+};
+
+use master::{Shared, State};
+
+/// A running local cluster. Dropping it without [`LocalMesos::shutdown`]
+/// stops its tasks too, but without waiting.
+pub struct LocalMesos {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    url: String,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    _work_dir: Option<tempfile::TempDir>,
+}
+
+impl LocalMesos {
+    /// Binds the master, registers the configured agents (binding each real
+    /// agent's endpoint), and starts the allocator. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// A bind or work-directory failure.
+    pub async fn start(config: Config) -> Result<LocalMesos, Error> {
+        let (work_dir, temp) = match &config.work_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                (dir.clone(), None)
+            }
+            None => {
+                let t = tempfile::Builder::new().prefix("localmesos-").tempdir()?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
+        let listener = tokio::net::TcpListener::bind(config.listen).await?;
+        let addr = listener.local_addr()?;
+        let shared = Shared::new(
+            State::new(),
+            config.timing.clone(),
+            addr,
+            work_dir,
+            tokio::runtime::Handle::current(),
+        );
+        for agent in config.agents {
+            agent::add(&shared, agent).await?;
+        }
+        let router = http::router(shared.clone());
+        let server = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "master HTTP server stopped");
+            }
+        });
+        let allocator = tokio::spawn(master::allocator::run(shared.clone()));
+        tracing::info!(%addr, "localmesos master started");
+        Ok(LocalMesos {
+            shared,
+            addr,
+            url: format!("http://{addr}"),
+            tasks: vec![server, allocator],
+            _work_dir: temp,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn master_url(&self) -> &str {
+        &self.url
+    }
+
+    /// The master's socket address.
+    pub fn master_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where sandboxes live.
+    pub fn work_dir(&self) -> &Path {
+        &self.shared.work_dir
+    }
+
+    /// A consistent copy of the whole cluster.
+    pub fn state(&self) -> ClusterState {
+        snapshot::take(&self.shared.lock())
+    }
+
+    /// The operator JSON `/state` serves.
+    pub fn state_json(&self) -> serde_json::Value {
+        http::operator::state_json(&self.shared, &self.shared.lock())
+    }
+
+    /// Registers one more agent.
+    ///
+    /// # Errors
+    /// A bind failure for a real agent's endpoint.
+    pub async fn add_agent(&self, config: AgentConfig) -> Result<AgentId, Error> {
+        agent::add(&self.shared, config).await
+    }
+
+    /// Partitions an agent: TASK_UNREACHABLE (TASK_LOST without
+    /// PARTITION_AWARE) for its tasks, its offers rescinded.
+    ///
+    /// # Errors
+    /// Unknown agent, or one that is not active.
+    pub fn partition_agent(&self, agent_id: &str) -> Result<(), Error> {
+        faults::partition(&self.shared, agent_id)
+    }
+
+    /// Heals a partition: the agent re-registers and is offered again.
+    ///
+    /// # Errors
+    /// Unknown agent, or one that is not partitioned.
+    pub fn heal_agent(&self, agent_id: &str) -> Result<(), Error> {
+        faults::heal(&self.shared, agent_id)
+    }
+
+    /// Removes an agent for good: TASK_GONE_BY_OPERATOR (TASK_LOST without
+    /// PARTITION_AWARE), its processes killed.
+    ///
+    /// # Errors
+    /// Unknown agent, or one already removed.
+    pub fn remove_agent(&self, agent_id: &str) -> Result<(), Error> {
+        faults::remove(&self.shared, agent_id)
+    }
+
+    /// Restarts the master: every stream drops, calls get 503 while it
+    /// recovers, state is kept or lost (see [`RestartOptions`]).
+    pub fn restart_master(&self, options: RestartOptions) {
+        master::subscribe::restart(&self.shared, options);
+    }
+
+    /// Kills an executor's process (SIGKILL); its tasks fail as when an
+    /// executor dies.
+    ///
+    /// # Errors
+    /// Unknown agent or executor.
+    pub fn kill_executor(
+        &self,
+        agent_id: &str,
+        framework_id: &str,
+        executor_id: &str,
+    ) -> Result<(), Error> {
+        faults::kill_executor(&self.shared, agent_id, framework_id, executor_id)
+    }
+
+    /// Sets faults on the next reliable status updates sent to schedulers.
+    pub fn set_update_fault(&self, fault: UpdateFault) {
+        self.shared.lock().update_fault = fault;
+    }
+
+    /// Stops serving, kills every child process, and waits for the server
+    /// tasks to end.
+    pub async fn shutdown(mut self) {
+        self.stop();
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+
+    fn stop(&mut self) {
+        let mut st = self.shared.lock();
+        st.epoch += 1;
+        for agent in st.agents.values_mut() {
+            if let Some(server) = agent.server.take() {
+                server.abort();
+            }
+            for ex in agent.executors.values() {
+                if let Some(p) = ex.process {
+                    p.kill();
+                }
+            }
+            agent.executors.clear();
+        }
+        for fw in st.frameworks.values_mut() {
+            fw.conn = None;
+        }
+        drop(st);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for LocalMesos {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,10 +1,162 @@
-//! `mesopod localmesos`.
+//! `mesopod localmesos`: a standalone local Mesos master with agents, on
+//! loopback, until SIGTERM (or Ctrl-C). Prints one line, the master URL.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use localmesos::{AgentConfig, Config, LocalMesos, Timing};
 
 /// Flags of `mesopod localmesos`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Where the master listens; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:5050")]
+    pub listen: Option<SocketAddr>,
+    /// How many agents to start.
+    #[arg(long, default_value_t = 3)]
+    pub agents: usize,
+    /// Each agent's resources, in Mesos' `--resources` syntax; `{i}` is the
+    /// agent's index. `cpus(role):n` reserves statically to a role.
+    #[arg(long, default_value = "cpus:4;mem:8192;disk:20480;ports:[31000-32000]")]
+    pub resources: String,
+    /// Each agent's attributes, in Mesos' `--attributes` syntax (`rack:r{i}`).
+    #[arg(long, default_value = "")]
+    pub attributes: String,
+    /// Agent hostnames; `{i}` is the agent's index.
+    #[arg(long, default_value = "agent-{i}")]
+    pub hostname: String,
+    /// Between allocation rounds (`1s`, `500ms`).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub allocation_interval: Option<Duration>,
+    /// Between HEARTBEAT events.
+    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    pub heartbeat_interval: Option<Duration>,
+    /// Rescind offers not used within this time (default: never).
+    #[arg(long, value_parser = parse_duration)]
+    pub offer_timeout: Option<Duration>,
+    /// Simulate tasks: no process runs, tasks go RUNNING at once.
+    #[arg(long)]
+    pub simulate: bool,
+    /// With `--simulate`, tasks finish after this long (default: never).
+    #[arg(long, value_parser = parse_duration)]
+    pub task_duration: Option<Duration>,
+    /// Where sandboxes go (default: a temporary directory).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+}
+
+/// Parses `<n><unit>` with Mesos' units (ns, us, ms, s/secs, m/mins, h/hrs, days).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("'{text}' has no unit (e.g. 1s, 500ms)"))?;
+    let (num, unit) = text.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration"))?;
+    let secs = match unit {
+        "ns" => n / 1e9,
+        "us" => n / 1e6,
+        "ms" => n / 1e3,
+        "s" | "secs" => n,
+        "m" | "mins" => n * 60.0,
+        "h" | "hrs" => n * 3600.0,
+        "d" | "days" => n * 86_400.0,
+        _ => return Err(format!("unknown unit '{unit}' in '{text}'")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("'{text}': {e}"))
+}
+
+fn config(args: &Args) -> anyhow::Result<Config> {
+    let mut timing = Timing::default();
+    if let Some(d) = args.allocation_interval {
+        timing.allocation_interval = d;
+    }
+    if let Some(d) = args.heartbeat_interval {
+        timing.heartbeat_interval = d;
+    }
+    timing.offer_timeout = args.offer_timeout;
+    let mut agents = Vec::with_capacity(args.agents);
+    for i in 0..args.agents {
+        let mut agent = AgentConfig::from_flags(&args.resources, &args.attributes, i)
+            .with_context(|| format!("agent {i}"))?
+            .with_hostname(args.hostname.replace("{i}", &i.to_string()));
+        if args.simulate {
+            agent = agent.simulated(args.task_duration);
+        }
+        agents.push(agent);
+    }
+    Ok(Config {
+        listen: args
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 5050))),
+        agents,
+        timing,
+        work_dir: args.work_dir.clone(),
+    })
+}
 
 /// Runs `mesopod localmesos`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`mesopod localmesos` is not built yet: see the open issues")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = config(&args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(async move {
+        let cluster = LocalMesos::start(config)
+            .await
+            .context("starting localmesos")?;
+        println!("{}", cluster.master_url());
+        wait_for_termination().await?;
+        cluster.shutdown().await;
+        Ok(())
+    })
+}
+
+async fn wait_for_termination() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        _ = term.recv() => {}
+        r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_use_mesos_units() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2mins"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5parsecs").is_err());
+    }
+
+    #[test]
+    fn agents_get_indexed_hostnames_and_attributes() {
+        let args = Args {
+            agents: 2,
+            resources: "cpus:1;mem:64".into(),
+            attributes: "rack:r{i}".into(),
+            hostname: "agent-{i}".into(),
+            simulate: true,
+            ..Args::default()
+        };
+        let c = config(&args).unwrap_or_default();
+        assert_eq!(c.agents.len(), 2);
+        assert_eq!(c.agents[1].hostname.as_deref(), Some("agent-1"));
+        assert_eq!(
+            mesos::resources::attribute_text(&c.agents[1].attributes[0]),
+            "r1"
+        );
+        assert!(c.agents[0].simulated);
+    }
 }

@@ -1,0 +1,28 @@
+//! The master's HTTP layer: routing, the scheduler API, the event streams,
+//! operator endpoints and the admin (fault) routes. Handlers decode and
+//! check HTTP-level rules, then call into `master`; they hold no state.
+
+pub(crate) mod admin;
+pub(crate) mod operator;
+pub(crate) mod scheduler;
+pub(crate) mod stream;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{any, get};
+
+use crate::master::Shared;
+
+/// Every route of the master.
+pub(crate) fn router(cx: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/api/v1/scheduler", any(scheduler::scheduler))
+        .route("/version", get(operator::version))
+        .route("/state", get(operator::state))
+        .route("/state.json", get(operator::state))
+        .route("/master/state", get(operator::state))
+        .route("/master/state.json", get(operator::state))
+        .merge(admin::router())
+        .with_state(cx)
+}

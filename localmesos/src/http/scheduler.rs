@@ -1,0 +1,173 @@
+//! `POST /api/v1/scheduler`, with the status codes of Mesos' master, in the
+//! order Mesos checks them:
+//!
+//! 1. not POST → 405 (with `Allow: POST`);
+//! 2. recovering → 503;
+//! 3. no `Content-Type` → 400, another type → 415;
+//! 4. undecodable or invalid call → 400;
+//! 5. SUBSCRIBE: `Accept` allows neither encoding → 406; a `Mesos-Stream-Id`
+//!    header → 400; otherwise 200 and the event stream;
+//! 6. other calls: unknown framework → 400, not subscribed → 403, missing
+//!    or wrong `Mesos-Stream-Id` → 400; applied → 202.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use mesos::codec::{Codec, MediaTypeError};
+use mesos::proto::scheduler::{Call, Event, call::Type, event};
+
+use super::stream::{OnDrop, event_body};
+use crate::master::Shared;
+use crate::master::calls::{self, Outcome};
+use crate::master::subscribe::{self, Subscribed};
+use crate::validation;
+
+/// The header carrying a subscription's id.
+pub(crate) const STREAM_ID: &str = "Mesos-Stream-Id";
+
+fn text(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, msg.into()).into_response()
+}
+
+pub(crate) async fn scheduler(
+    AxState(cx): AxState<Arc<Shared>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if method != Method::POST {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "POST")],
+            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+        )
+            .into_response();
+    }
+    if cx.lock().recovering {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Master has not finished recovery",
+        );
+    }
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let codec = match Codec::from_content_type(ct) {
+        Ok(c) => c,
+        Err(e @ MediaTypeError::Missing) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.to_string()),
+    };
+    let call: Call = match codec.decode(&body) {
+        Ok(c) => c,
+        Err(e) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("Failed to parse body into Call protobuf: {e}"),
+            );
+        }
+    };
+    let kind = match validation::scheduler_call(&call) {
+        Ok(k) => k,
+        Err(e) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("Failed to validate scheduler::Call: {e}"),
+            );
+        }
+    };
+    let stream_id = headers.get(STREAM_ID).and_then(|v| v.to_str().ok());
+    if kind == Type::Subscribe {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        let out = match Codec::from_accept(accept) {
+            Ok(c) => c,
+            Err(e) => return text(StatusCode::NOT_ACCEPTABLE, e.to_string()),
+        };
+        if stream_id.is_some() {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "Subscribe calls should not include the 'Mesos-Stream-Id' header",
+            );
+        }
+        return subscribe_response(&cx, out, call);
+    }
+    let fw_id = call.framework_id.clone().unwrap_or_default().value;
+    let mut st = cx.lock();
+    let Some(fw) = st.frameworks.get(&fw_id) else {
+        return text(StatusCode::BAD_REQUEST, "Framework cannot be found");
+    };
+    let Some(conn) = &fw.conn else {
+        return text(StatusCode::FORBIDDEN, "Framework is not subscribed");
+    };
+    let Some(given) = stream_id else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "All non-subscribe calls should include the 'Mesos-Stream-Id' header",
+        );
+    };
+    if given != conn.stream_id {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The stream ID '{given}' included in this request didn't match the stream ID currently associated with framework ID {fw_id}"
+            ),
+        );
+    }
+    match calls::dispatch(&cx, &mut st, &fw_id, kind, call) {
+        Outcome::Accepted => StatusCode::ACCEPTED.into_response(),
+        Outcome::Ok => StatusCode::OK.into_response(),
+        Outcome::NotImplemented => text(
+            StatusCode::NOT_IMPLEMENTED,
+            "Call not implemented by localmesos",
+        ),
+    }
+}
+
+fn subscribe_response(cx: &Arc<Shared>, codec: Codec, call: Call) -> Response {
+    let sub = call.subscribe.unwrap_or_default();
+    let outcome = {
+        let mut st = cx.lock();
+        subscribe::subscribe(cx, &mut st, sub)
+    };
+    let heartbeat = Event {
+        r#type: Some(event::Type::Heartbeat as i32),
+        ..Default::default()
+    };
+    let (rx, stream_id, guard) = match outcome {
+        Subscribed::Removed(rx) => (rx, None, OnDrop::new(|| {})),
+        Subscribed::Stream {
+            stream_id,
+            rx,
+            framework_id,
+            generation,
+        } => {
+            let weak = Arc::downgrade(cx);
+            let guard = OnDrop::new(move || {
+                if let Some(cx) = weak.upgrade() {
+                    let mut st = cx.lock();
+                    subscribe::stream_closed(&cx, &mut st, &framework_id, generation);
+                }
+            });
+            (rx, Some(stream_id), guard)
+        }
+    };
+    let hb = stream_id
+        .is_some()
+        .then(|| (cx.timing.heartbeat_interval, heartbeat));
+    let body = event_body(rx, codec, hb, guard);
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::OK;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(codec.content_type()),
+    );
+    if let Some(id) = stream_id
+        && let Ok(v) = HeaderValue::from_str(&id)
+    {
+        h.insert(STREAM_ID, v);
+    }
+    resp
+}

@@ -1,0 +1,350 @@
+//! The task state machine and reliable status updates.
+//!
+//! ```text
+//!   STAGING ──▶ STARTING ──▶ RUNNING ──▶ KILLING ──▶ FINISHED | FAILED | KILLED
+//!      │            │           │           │        ERROR | DROPPED | GONE…
+//!      └────────────┴───────────┴───────────┴──▶ (any terminal state)
+//!   any live state ──▶ UNREACHABLE ──▶ (back to that state on heal)
+//! ```
+//!
+//! A terminal task takes no further update: all other transitions are
+//! refused and the update is dropped, as Mesos' status update manager does.
+//!
+//! # Reliable delivery
+//!
+//! Updates that carry a uuid (from executors and agents) queue per task.
+//! Only the head is in flight; it is resent with doubling backoff
+//! (`status_update_retry_min` up to `_max`) until the scheduler
+//! acknowledges its uuid, then the next goes out. Master-generated updates
+//! (reconciliation, invalid offers, partitions) carry no uuid and are sent
+//! once, outside the queue.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use mesos::proto::task_status::{Reason, Source};
+use mesos::proto::{AgentId, ExecutorId, TaskInfo, TaskState, TaskStatus, TimeInfo};
+use mesos::resources::Resources;
+
+use super::{Framework, MAX_COMPLETED, Shared, State, now_secs};
+
+/// A task the master tracks.
+pub(crate) struct Task {
+    pub(crate) info: TaskInfo,
+    pub(crate) agent_id: AgentId,
+    /// The executor running it (for command tasks, an internal one named
+    /// after the task, as Mesos' command executor is).
+    pub(crate) executor_id: ExecutorId,
+    /// Whether the framework gave an executor (custom) or a command.
+    pub(crate) custom_executor: bool,
+    /// Unallocated form.
+    pub(crate) resources: Resources,
+    pub(crate) role: String,
+    pub(crate) state: TaskState,
+    /// The state before a partition, restored on heal.
+    pub(crate) before_partition: Option<TaskState>,
+    pub(crate) unreachable_time: Option<TimeInfo>,
+    pub(crate) statuses: Vec<(TaskState, f64)>,
+    pub(crate) last_status: Option<TaskStatus>,
+    /// Reliable updates not yet acknowledged; the head is in flight.
+    pub(crate) pending: VecDeque<TaskStatus>,
+    pub(crate) backoff: Duration,
+    pub(crate) kill_requested: bool,
+}
+
+impl Task {
+    pub(crate) fn id(&self) -> &str {
+        self.info.task_id.as_ref().map_or("", |t| t.value.as_str())
+    }
+}
+
+/// Whether a task in `from` may move to `to`.
+pub(crate) fn transition_allowed(from: TaskState, to: TaskState) -> bool {
+    use TaskState::*;
+    match (from, to) {
+        (f, _) if f.is_terminal() => false,
+        // LOST is final for the framework; only terminal cleanup follows.
+        (TaskLost, t) => t.is_terminal(),
+        (_, TaskStaging) => false,
+        _ => true,
+    }
+}
+
+/// The status the agent (or an executor) reports; `uuid` set means reliable.
+pub(crate) fn agent_status(
+    task: &Task,
+    state: TaskState,
+    source: Source,
+    reason: Option<Reason>,
+    message: impl Into<String>,
+) -> TaskStatus {
+    TaskStatus {
+        task_id: task.info.task_id.clone(),
+        state: state as i32,
+        message: Some(message.into()),
+        source: Some(source as i32),
+        reason: reason.map(|r| r as i32),
+        agent_id: Some(task.agent_id.clone()),
+        executor_id: task.custom_executor.then(|| task.executor_id.clone()),
+        timestamp: Some(now_secs()),
+        uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
+        ..Default::default()
+    }
+}
+
+/// A master-generated status: no uuid, never retried.
+pub(crate) fn master_status(
+    task_id: &mesos::proto::TaskId,
+    agent_id: Option<&AgentId>,
+    state: TaskState,
+    reason: Reason,
+    message: impl Into<String>,
+) -> TaskStatus {
+    TaskStatus {
+        task_id: Some(task_id.clone()),
+        state: state as i32,
+        message: Some(message.into()),
+        source: Some(Source::SourceMaster as i32),
+        reason: Some(reason as i32),
+        agent_id: agent_id.cloned(),
+        timestamp: Some(now_secs()),
+        ..Default::default()
+    }
+}
+
+/// Takes a status update from an agent or executor: moves the task, frees
+/// its resources when terminal, and queues the update for reliable delivery.
+/// Returns false when the update was refused (unknown task, or a move the
+/// state machine forbids).
+pub(crate) fn status_update(
+    cx: &Shared,
+    st: &mut State,
+    framework_id: &str,
+    status: TaskStatus,
+) -> bool {
+    let Some(task_id) = status.task_id.as_ref().map(|t| t.value.clone()) else {
+        return false;
+    };
+    let Ok(next) = TaskState::try_from(status.state) else {
+        return false;
+    };
+    let Some(fw) = st.frameworks.get_mut(framework_id) else {
+        return false;
+    };
+    let Some(task) = fw.tasks.get_mut(&task_id) else {
+        return false;
+    };
+    // A retransmission of an update we already hold is not a new transition.
+    if status.uuid.is_some() && task.pending.iter().any(|p| p.uuid == status.uuid) {
+        return true;
+    }
+    if !transition_allowed(task.state, next) {
+        tracing::debug!(task = task_id, from = %task.state, to = %next, "update refused");
+        return false;
+    }
+    let was_terminal = task.state.is_terminal();
+    task.state = next;
+    task.statuses
+        .push((next, status.timestamp.unwrap_or_else(now_secs)));
+    task.last_status = Some(status.clone());
+    let agent_id = task.agent_id.value.clone();
+    let executor_id = task.executor_id.value.clone();
+    let resources = task.resources.clone();
+    let reliable = status.uuid.is_some();
+    if reliable {
+        task.pending.push_back(status.clone());
+    }
+    let first_in_queue = task.pending.len() == 1;
+    if next.is_terminal() && !was_terminal {
+        if let Some(agent) = st.agents.get_mut(&agent_id) {
+            agent.used -= &resources;
+            if let Some(ex) = agent
+                .executors
+                .get_mut(&(framework_id.to_owned(), executor_id))
+            {
+                ex.tasks.remove(&task_id);
+            }
+        }
+        cx.allocate_now.notify_one();
+    }
+    if reliable {
+        if first_in_queue {
+            forward_head(cx, st, framework_id, &task_id);
+        }
+    } else if let Some(fw) = st.frameworks.get(framework_id) {
+        fw.send_update(status);
+        complete_if_done(st, framework_id, &task_id);
+    }
+    true
+}
+
+/// Sends the head of a task's queue (fault injection applies here) and
+/// arms its retry.
+pub(crate) fn forward_head(cx: &Shared, st: &mut State, framework_id: &str, task_id: &str) {
+    let epoch = st.epoch;
+    let fault = st.update_fault.take_one();
+    let Some(fw) = st.frameworks.get_mut(framework_id) else {
+        return;
+    };
+    let Some(task) = fw.tasks.get_mut(task_id) else {
+        return;
+    };
+    let Some(head) = task.pending.front().cloned() else {
+        return;
+    };
+    if task.backoff.is_zero() {
+        task.backoff = cx.timing.status_update_retry_min;
+    }
+    let backoff = task.backoff;
+    deliver(cx, fw, head.clone(), fault);
+    let (fw_id, t_id) = (framework_id.to_owned(), task_id.to_owned());
+    cx.after(backoff, move |cx, st| {
+        if st.epoch != epoch {
+            return;
+        }
+        let Some(task) = st
+            .frameworks
+            .get_mut(&fw_id)
+            .and_then(|f| f.tasks.get_mut(&t_id))
+        else {
+            return;
+        };
+        if task.pending.front().map(|p| &p.uuid) != Some(&head.uuid) {
+            return;
+        }
+        task.backoff = (task.backoff * 2).min(cx.timing.status_update_retry_max);
+        forward_head(cx, st, &fw_id, &t_id);
+    });
+}
+
+/// Sends one update, unless a fault says otherwise.
+fn deliver(cx: &Shared, fw: &Framework, status: TaskStatus, fault: crate::faults::Action) {
+    use crate::faults::Action;
+    match fault {
+        Action::Deliver => {
+            fw.send_update(status);
+        }
+        Action::Drop => tracing::info!(framework = %fw.id, "fault: status update dropped"),
+        Action::Duplicate => {
+            fw.send_update(status.clone());
+            fw.send_update(status);
+        }
+        Action::Delay(d) => {
+            let fw_id = fw.id.value.clone();
+            cx.after(d, move |_, st| {
+                if let Some(fw) = st.frameworks.get(&fw_id) {
+                    fw.send_update(status);
+                }
+            });
+        }
+    }
+}
+
+/// The scheduler acknowledged `uuid` for a task: pop it, send the next.
+pub(crate) fn acknowledge(
+    cx: &Shared,
+    st: &mut State,
+    framework_id: &str,
+    task_id: &str,
+    uuid: &[u8],
+) {
+    let Some(task) = st
+        .frameworks
+        .get_mut(framework_id)
+        .and_then(|f| f.tasks.get_mut(task_id))
+    else {
+        return;
+    };
+    if task.pending.front().and_then(|p| p.uuid.as_deref()) != Some(uuid) {
+        tracing::debug!(
+            task = task_id,
+            "acknowledgement for an update not in flight, ignored"
+        );
+        return;
+    }
+    task.pending.pop_front();
+    task.backoff = Duration::ZERO;
+    if task.pending.is_empty() {
+        complete_if_done(st, framework_id, task_id);
+    } else {
+        forward_head(cx, st, framework_id, task_id);
+    }
+}
+
+/// Moves a terminal task whose updates are all acknowledged to the
+/// completed list.
+pub(crate) fn complete_if_done(st: &mut State, framework_id: &str, task_id: &str) {
+    let Some(fw) = st.frameworks.get_mut(framework_id) else {
+        return;
+    };
+    let done = fw
+        .tasks
+        .get(task_id)
+        .is_some_and(|t| t.state.is_terminal() && t.pending.is_empty());
+    if done && let Some(task) = fw.tasks.remove(task_id) {
+        fw.completed.push_back(task);
+        while fw.completed.len() > MAX_COMPLETED {
+            fw.completed.pop_front();
+        }
+    }
+}
+
+/// Resends the in-flight head of every task of a framework (after it
+/// re-subscribed, so it does not wait for the next retry).
+pub(crate) fn resend_in_flight(st: &State, framework_id: &str) {
+    let ids: Vec<String> = st
+        .frameworks
+        .get(framework_id)
+        .map(|f| {
+            f.tasks
+                .iter()
+                .filter(|(_, t)| !t.pending.is_empty())
+                .map(|(id, _)| id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    for id in ids {
+        if let Some(fw) = st.frameworks.get(framework_id)
+            && let Some(head) = fw.tasks.get(&id).and_then(|t| t.pending.front())
+        {
+            fw.send_update(head.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_states_take_no_further_update() {
+        assert!(!transition_allowed(
+            TaskState::TaskFinished,
+            TaskState::TaskRunning
+        ));
+        assert!(!transition_allowed(
+            TaskState::TaskKilled,
+            TaskState::TaskFailed
+        ));
+        assert!(transition_allowed(
+            TaskState::TaskStaging,
+            TaskState::TaskRunning
+        ));
+        assert!(transition_allowed(
+            TaskState::TaskRunning,
+            TaskState::TaskFinished
+        ));
+        assert!(transition_allowed(
+            TaskState::TaskUnreachable,
+            TaskState::TaskRunning
+        ));
+        assert!(!transition_allowed(
+            TaskState::TaskRunning,
+            TaskState::TaskStaging
+        ));
+        assert!(!transition_allowed(
+            TaskState::TaskLost,
+            TaskState::TaskRunning
+        ));
+    }
+}
