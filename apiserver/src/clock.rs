@@ -135,7 +135,12 @@ pub fn human_duration(d: Duration) -> String {
 
 /// The AGE of something stamped `at` (wire time), as of `now`; `<unknown>` if unparseable.
 pub fn age(at: Option<&str>, now: SystemTime) -> String {
-    match at.and_then(parse_time) {
+    since(at.and_then(parse_time), now)
+}
+
+/// The time since `at` as an AGE column shows it; `<unknown>` without a time.
+pub fn since(at: Option<SystemTime>, now: SystemTime) -> String {
+    match at {
         Some(t) => human_duration(now.duration_since(t).unwrap_or_default()),
         None => "<unknown>".into(),
     }

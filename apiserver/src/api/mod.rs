@@ -6,6 +6,8 @@ mod logs;
 mod namespaces;
 mod nodes;
 mod objects;
+mod pod_deletion;
+mod pod_status;
 mod pods;
 mod watch;
 

@@ -1,35 +1,24 @@
-//! Pods: create, update, patch, status, binding, graceful deletion and its end.
-//!
-//! Deletion: a pod no node holds (no `spec.nodeName`, or already Succeeded/Failed, or a
-//! zero grace period) leaves the store at once. A bound pod instead gets
-//! `deletionTimestamp` (= now + grace) and stays until [`Api::finalize_pod`] (the
-//! framework saw its task end) or [`Api::expire_deletions`] (the grace period ran out by
-//! the injected clock) removes it with a DELETED event.
+//! Pods: create, read, replace, patch and watch. The framework's own writes live beside
+//! this file: status and binding in `pod_status.rs`, deletion in `pod_deletion.rs`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::Value;
 
-use super::objects::{
-    bind_namespace, check_name, k8s_time, meta_rv, stamp_new, system_time, to_value, typed,
-};
+use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::{Api, ObjectList, ObjectStream, RETRIES, WriteOptions};
 use crate::decode::{FieldValidation, decode_typed};
-use crate::error::{ApiError, CauseKind};
+use crate::error::ApiError;
 use crate::patch::{self, PatchType};
 use crate::resource::Resource;
 use crate::store::{Precondition, WriteOp, object_rv};
-use crate::validation::{
-    Causes, check_subdomain_name, is_qualified_name, validate_pod, validate_pod_update,
-};
+use crate::validation::{validate_pod, validate_pod_update};
 
-const PODS: Resource = Resource::Pods;
+pub(crate) const PODS: Resource = Resource::Pods;
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.
-const DEFAULT_GRACE_SECONDS: i64 = 30;
+pub(crate) const DEFAULT_GRACE_SECONDS: i64 = 30;
 
 /// What the framework writes when it places a pod on a node.
 #[derive(Debug, Clone, Default)]
@@ -122,7 +111,7 @@ fn qos_class(pod: &Pod) -> String {
     }
 }
 
-fn conflict(name: &str, detail: impl Into<String>) -> ApiError {
+pub(crate) fn conflict(name: &str, detail: impl Into<String>) -> ApiError {
     ApiError::Conflict {
         resource: "pods".into(),
         name: name.into(),
@@ -130,11 +119,11 @@ fn conflict(name: &str, detail: impl Into<String>) -> ApiError {
     }
 }
 
-fn is_conflict(e: &ApiError) -> bool {
+pub(crate) fn is_conflict(e: &ApiError) -> bool {
     matches!(e, ApiError::Conflict { .. })
 }
 
-fn pod_key(ns: &str, name: &str) -> String {
+pub(crate) fn pod_key(ns: &str, name: &str) -> String {
     PODS.key(ns, name)
 }
 
@@ -360,289 +349,6 @@ impl Api {
             }])
             .await?;
         first_object(&changes)
-    }
-
-    /// Replaces the pod's status (the status subresource): metadata and spec stay as
-    /// stored. Unconditional (a lost race is retried on a fresh read).
-    pub async fn update_pod_status(
-        &self,
-        namespace: &str,
-        name: &str,
-        status: PodStatus,
-    ) -> Result<Pod, ApiError> {
-        self.write_status(namespace, name, None, false, |_| Ok(status.clone()))
-            .await
-    }
-
-    /// The status write behind PUT/PATCH `pods/NAME/status` and [`Api::update_pod_status`]:
-    /// `make` computes the new status from the stored pod.
-    pub(crate) async fn write_status(
-        &self,
-        ns: &str,
-        name: &str,
-        expected: Option<u64>,
-        dry_run: bool,
-        make: impl Fn(&Pod) -> Result<PodStatus, ApiError>,
-    ) -> Result<Pod, ApiError> {
-        for _ in 0..RETRIES {
-            let (old, old_rv) = self.get_typed::<Pod>(PODS, ns, name)?;
-            if expected.is_some_and(|rv| rv != old_rv) {
-                return Err(ApiError::stale("pods", name));
-            }
-            let status = make(&old)?;
-            let mut causes = Causes::default();
-            if let Some(phase) = status.phase.as_deref() {
-                const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
-                if !PHASES.contains(&phase) {
-                    causes.unsupported("status.phase", phase, &PHASES);
-                }
-            }
-            causes.into_result("Pod", name)?;
-            let mut new = old.clone();
-            new.status = Some(status);
-            if new == old || dry_run {
-                return Ok(new);
-            }
-            let result = self
-                .commit(vec![WriteOp::Put {
-                    key: pod_key(ns, name),
-                    object: to_value(&new)?,
-                    precondition: Precondition::ResourceVersion(old_rv),
-                }])
-                .await;
-            match result {
-                Err(e) if is_conflict(&e) && expected.is_none() => continue,
-                other => return first_object(&other?),
-            }
-        }
-        Err(ApiError::stale("pods", name))
-    }
-
-    /// Binds the pod to `binding.node_name`, merging the annotations and setting the
-    /// condition in one write. Idempotent for the same node; 409 if the pod is bound to
-    /// another node or is being deleted.
-    pub async fn bind_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        binding: &Binding,
-    ) -> Result<Pod, ApiError> {
-        let mut causes = Causes::default();
-        check_subdomain_name(&mut causes, "target.name", &binding.node_name);
-        for k in binding.annotations.keys() {
-            if !is_qualified_name(k) {
-                causes.push(
-                    CauseKind::Invalid,
-                    "metadata.annotations",
-                    format!("Invalid value: \"{k}\": not a qualified name"),
-                );
-            }
-        }
-        causes.into_result("Binding", name)?;
-        for _ in 0..RETRIES {
-            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
-            if old.metadata.deletion_timestamp.is_some() {
-                return Err(conflict(
-                    name,
-                    "pod is being deleted, cannot be assigned to a host",
-                ));
-            }
-            let mut new = old.clone();
-            let spec = new.spec.get_or_insert_with(Default::default);
-            match spec.node_name.as_deref() {
-                Some(n) if !n.is_empty() && n != binding.node_name => {
-                    return Err(conflict(
-                        name,
-                        format!("pod {name} is already assigned to node \"{n}\""),
-                    ));
-                }
-                _ => spec.node_name = Some(binding.node_name.clone()),
-            }
-            let annotations = new
-                .metadata
-                .annotations
-                .get_or_insert_with(Default::default);
-            annotations.extend(binding.annotations.clone());
-            let condition = binding.condition.clone().unwrap_or_else(|| PodCondition {
-                type_: "PodScheduled".into(),
-                status: "True".into(),
-                last_transition_time: Some(k8s_time(self.now())),
-                ..Default::default()
-            });
-            let status = new.status.get_or_insert_with(Default::default);
-            let conditions = status.conditions.get_or_insert_with(Vec::new);
-            match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
-                Some(c) => *c = condition,
-                None => conditions.push(condition),
-            }
-            if new == old {
-                return Ok(old);
-            }
-            let result = self
-                .commit(vec![WriteOp::Put {
-                    key: pod_key(namespace, name),
-                    object: to_value(&new)?,
-                    precondition: Precondition::ResourceVersion(old_rv),
-                }])
-                .await;
-            match result {
-                Err(e) if is_conflict(&e) => continue,
-                other => return first_object(&other?),
-            }
-        }
-        Err(ApiError::stale("pods", name))
-    }
-
-    /// Deletes the pod (see the module doc for when it leaves at once). Returns the pod as
-    /// deleted or as marked. Honors `gracePeriodSeconds`, uid/resourceVersion
-    /// preconditions and `dryRun`.
-    pub async fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<Pod, ApiError> {
-        let dry_run = opts
-            .dry_run
-            .as_ref()
-            .is_some_and(|d| d.iter().any(|x| x == "All"));
-        let pre = opts.preconditions.clone().unwrap_or_default();
-        for _ in 0..RETRIES {
-            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
-            if let Some(uid) = pre.uid.as_deref()
-                && old.metadata.uid.as_deref() != Some(uid)
-            {
-                return Err(conflict(
-                    name,
-                    format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        old.metadata.uid.as_deref().unwrap_or("")
-                    ),
-                ));
-            }
-            if let Some(rv) = pre.resource_version.as_deref()
-                && rv != old_rv.to_string()
-            {
-                return Err(conflict(
-                    name,
-                    format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
-                    ),
-                ));
-            }
-            let spec = old.spec.clone().unwrap_or_default();
-            let grace = opts
-                .grace_period_seconds
-                .or(spec.termination_grace_period_seconds)
-                .unwrap_or(DEFAULT_GRACE_SECONDS)
-                .max(0);
-            let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
-            let phase = old
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.as_deref())
-                .unwrap_or("");
-            let terminal = matches!(phase, "Succeeded" | "Failed");
-            let precondition = Precondition::ResourceVersion(old_rv);
-            let key = pod_key(namespace, name);
-            let result = if !bound || terminal || grace == 0 {
-                if dry_run {
-                    return Ok(old);
-                }
-                self.commit(vec![WriteOp::Delete { key, precondition }])
-                    .await
-            } else {
-                let deadline = self.now() + Duration::from_secs(grace as u64);
-                let current = old.metadata.deletion_timestamp.as_ref().map(system_time);
-                if current.is_some_and(|c| c <= deadline) {
-                    return Ok(old);
-                }
-                let mut new = old.clone();
-                new.metadata.deletion_timestamp = Some(k8s_time(deadline));
-                new.metadata.deletion_grace_period_seconds = Some(grace);
-                if dry_run {
-                    return Ok(new);
-                }
-                self.commit(vec![WriteOp::Put {
-                    key,
-                    object: to_value(&new)?,
-                    precondition,
-                }])
-                .await
-            };
-            match result {
-                Err(e) if is_conflict(&e) => continue,
-                other => return first_object(&other?),
-            }
-        }
-        Err(ApiError::stale("pods", name))
-    }
-
-    /// The framework's confirmation that the pod's task is terminal: a pod being deleted
-    /// leaves the store (DELETED event). `uid`, if given, must match, so a pod recreated
-    /// under the same name is never removed by mistake.
-    pub async fn finalize_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-    ) -> Result<Finalized, ApiError> {
-        for _ in 0..RETRIES {
-            let Ok((pod, rv)) = self.get_typed::<Pod>(PODS, namespace, name) else {
-                return Ok(Finalized::Gone);
-            };
-            if uid.is_some_and(|u| pod.metadata.uid.as_deref() != Some(u)) {
-                return Ok(Finalized::Gone);
-            }
-            if pod.metadata.deletion_timestamp.is_none() {
-                return Ok(Finalized::NotTerminating);
-            }
-            let op = WriteOp::Delete {
-                key: pod_key(namespace, name),
-                precondition: Precondition::ResourceVersion(rv),
-            };
-            match self.commit(vec![op]).await {
-                Ok(_) => return Ok(Finalized::Removed),
-                Err(ApiError::NotFound { .. }) => return Ok(Finalized::Gone),
-                Err(e) if is_conflict(&e) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ApiError::stale("pods", name))
-    }
-
-    /// Removes every terminating pod whose grace period has run out by `now`; returns how
-    /// many left. A pod changed meanwhile is left for the next sweep.
-    pub async fn expire_deletions(&self, now: SystemTime) -> Result<usize, ApiError> {
-        let (items, _) = self.store().list(&PODS.prefix(None));
-        let mut removed = 0;
-        for v in items {
-            let due = v
-                .pointer("/metadata/deletionTimestamp")
-                .and_then(Value::as_str)
-                .and_then(crate::clock::parse_time)
-                .is_some_and(|t| t <= now);
-            if !due {
-                continue;
-            }
-            let (Some(ns), Some(name), Some(rv)) = (
-                v.pointer("/metadata/namespace").and_then(Value::as_str),
-                v.pointer("/metadata/name").and_then(Value::as_str),
-                object_rv(&v),
-            ) else {
-                continue;
-            };
-            let op = WriteOp::Delete {
-                key: pod_key(ns, name),
-                precondition: Precondition::ResourceVersion(rv),
-            };
-            match self.commit(vec![op]).await {
-                Ok(_) => removed += 1,
-                Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(removed)
     }
 
     /// Pod changes after `from` (a list's resourceVersion), in order; in `namespace` or

@@ -1,0 +1,175 @@
+//! Deleting pods.
+//!
+//! A pod no node holds (no `spec.nodeName`, or already Succeeded/Failed, or a zero grace
+//! period) leaves the store at once. A bound pod instead gets `deletionTimestamp`
+//! (= now + grace) and stays until [`Api::finalize_pod`] (the framework saw its task end)
+//! or [`Api::expire_deletions`] (the grace period ran out by the injected clock) removes
+//! it with a DELETED event.
+
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use serde_json::Value;
+
+use super::objects::{k8s_time, system_time, to_value};
+use super::pods::{
+    DEFAULT_GRACE_SECONDS, Finalized, PODS, conflict, first_object, is_conflict, pod_key,
+};
+use super::{Api, RETRIES};
+use crate::error::ApiError;
+use crate::store::{Precondition, WriteOp, object_rv};
+
+impl Api {
+    /// Deletes the pod (see the module doc for when it leaves at once). Returns the pod as
+    /// deleted or as marked. Honors `gracePeriodSeconds`, uid/resourceVersion
+    /// preconditions and `dryRun`.
+    pub async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Pod, ApiError> {
+        let dry_run = opts
+            .dry_run
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|x| x == "All"));
+        let pre = opts.preconditions.clone().unwrap_or_default();
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
+            if let Some(uid) = pre.uid.as_deref()
+                && old.metadata.uid.as_deref() != Some(uid)
+            {
+                return Err(conflict(
+                    name,
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        old.metadata.uid.as_deref().unwrap_or("")
+                    ),
+                ));
+            }
+            if let Some(rv) = pre.resource_version.as_deref()
+                && rv != old_rv.to_string()
+            {
+                return Err(conflict(
+                    name,
+                    format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
+                    ),
+                ));
+            }
+            let spec = old.spec.clone().unwrap_or_default();
+            let grace = opts
+                .grace_period_seconds
+                .or(spec.termination_grace_period_seconds)
+                .unwrap_or(DEFAULT_GRACE_SECONDS)
+                .max(0);
+            let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+            let phase = old
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("");
+            let terminal = matches!(phase, "Succeeded" | "Failed");
+            let precondition = Precondition::ResourceVersion(old_rv);
+            let key = pod_key(namespace, name);
+            let result = if !bound || terminal || grace == 0 {
+                if dry_run {
+                    return Ok(old);
+                }
+                self.commit(vec![WriteOp::Delete { key, precondition }])
+                    .await
+            } else {
+                let deadline = self.now() + Duration::from_secs(grace as u64);
+                let current = old.metadata.deletion_timestamp.as_ref().map(system_time);
+                if current.is_some_and(|c| c <= deadline) {
+                    return Ok(old);
+                }
+                let mut new = old.clone();
+                new.metadata.deletion_timestamp = Some(k8s_time(deadline));
+                new.metadata.deletion_grace_period_seconds = Some(grace);
+                if dry_run {
+                    return Ok(new);
+                }
+                self.commit(vec![WriteOp::Put {
+                    key,
+                    object: to_value(&new)?,
+                    precondition,
+                }])
+                .await
+            };
+            match result {
+                Err(e) if is_conflict(&e) => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// The framework's confirmation that the pod's task is terminal: a pod being deleted
+    /// leaves the store (DELETED event). `uid`, if given, must match, so a pod recreated
+    /// under the same name is never removed by mistake.
+    pub async fn finalize_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<Finalized, ApiError> {
+        for _ in 0..RETRIES {
+            let Ok((pod, rv)) = self.get_typed::<Pod>(PODS, namespace, name) else {
+                return Ok(Finalized::Gone);
+            };
+            if uid.is_some_and(|u| pod.metadata.uid.as_deref() != Some(u)) {
+                return Ok(Finalized::Gone);
+            }
+            if pod.metadata.deletion_timestamp.is_none() {
+                return Ok(Finalized::NotTerminating);
+            }
+            let op = WriteOp::Delete {
+                key: pod_key(namespace, name),
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                Ok(_) => return Ok(Finalized::Removed),
+                Err(ApiError::NotFound { .. }) => return Ok(Finalized::Gone),
+                Err(e) if is_conflict(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
+    /// Removes every terminating pod whose grace period has run out by `now`; returns how
+    /// many left. A pod changed meanwhile is left for the next sweep.
+    pub async fn expire_deletions(&self, now: SystemTime) -> Result<usize, ApiError> {
+        let (items, _) = self.store().list(&PODS.prefix(None));
+        let mut removed = 0;
+        for v in items {
+            let due = v
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .and_then(crate::clock::parse_time)
+                .is_some_and(|t| t <= now);
+            if !due {
+                continue;
+            }
+            let (Some(ns), Some(name), Some(rv)) = (
+                v.pointer("/metadata/namespace").and_then(Value::as_str),
+                v.pointer("/metadata/name").and_then(Value::as_str),
+                object_rv(&v),
+            ) else {
+                continue;
+            };
+            let op = WriteOp::Delete {
+                key: pod_key(ns, name),
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                Ok(_) => removed += 1,
+                Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(removed)
+    }
+}
