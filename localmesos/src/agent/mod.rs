@@ -204,7 +204,7 @@ pub(crate) fn heal(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
         });
     }
     agent.status = AgentStatus::Active;
-    let mut doomed = Vec::new();
+    let mut doomed_tasks = Vec::new();
     for fw in st.frameworks.values_mut() {
         let aware = fw.partition_aware();
         for task in fw.tasks.values_mut() {
@@ -216,13 +216,29 @@ pub(crate) fn heal(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
                 if aware {
                     task.state = before;
                 } else {
-                    doomed.push((fw.id.value.clone(), task.executor_id.value.clone()));
+                    // Already reported LOST: it ends here, silently.
+                    task.state = TaskState::TaskLost;
+                    task.pending.clear();
+                    doomed_tasks.push((
+                        fw.id.value.clone(),
+                        task.id().to_owned(),
+                        task.executor_id.value.clone(),
+                        task.resources.clone(),
+                    ));
                 }
             }
         }
     }
-    for (fw, ex) in doomed {
-        executors::shutdown(cx, st, id, &fw, &ex, true);
+    for (fw, task_id, exec, resources) in doomed_tasks {
+        if let Some(agent) = st.agents.get_mut(id) {
+            agent.used -= &resources;
+        }
+        executors::shutdown(cx, st, id, &fw, &exec, true);
+        if let Some(f) = st.frameworks.get_mut(&fw)
+            && let Some(t) = f.tasks.remove(&task_id)
+        {
+            f.completed.push_back(t);
+        }
     }
     cx.allocate_now.notify_one();
     Ok(())
