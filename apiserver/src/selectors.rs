@@ -262,3 +262,89 @@ impl Selectors {
         ) && self.fields.matches(object)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn pod(labels: Value, node: &str, phase: &str) -> Value {
+        json!({"metadata": {"name": "p", "namespace": "d", "labels": labels},
+            "spec": {"nodeName": node}, "status": {"phase": phase}})
+    }
+
+    fn selects(label: &str, field: &str, obj: &Value) -> bool {
+        Selectors::parse(label, field, Resource::Pods)
+            .unwrap()
+            .matches(obj)
+    }
+
+    #[test]
+    fn label_operators_follow_kubernetes_semantics() {
+        let p = pod(
+            json!({"app": "web", "tier": "front", "n": "5"}),
+            "",
+            "Pending",
+        );
+        assert!(selects("app=web", "", &p));
+        assert!(selects("app==web,tier", "", &p));
+        assert!(!selects("app!=web", "", &p));
+        assert!(
+            selects("missing!=x", "", &p),
+            "!= matches objects without the label"
+        );
+        assert!(selects("app in (db, web)", "", &p));
+        assert!(!selects("app notin (db,web)", "", &p));
+        assert!(selects("missing notin (x)", "", &p));
+        assert!(selects("!missing", "", &p));
+        assert!(!selects("!app", "", &p));
+        assert!(selects("n>4,n<6", "", &p));
+        assert!(selects("", "", &p), "empty selects everything");
+    }
+
+    #[test]
+    fn field_selectors_read_missing_fields_as_empty() {
+        let unbound = pod(json!({}), "", "Pending");
+        assert!(selects("", "spec.nodeName=", &unbound));
+        assert!(selects(
+            "",
+            "metadata.name=p,metadata.namespace=d",
+            &unbound
+        ));
+        let done = pod(json!({}), "n1", "Succeeded");
+        assert!(!selects(
+            "",
+            "spec.nodeName=n1,status.phase!=Succeeded",
+            &done
+        ));
+        assert!(selects("", "spec.nodeName==n1", &done));
+        let ev = json!({"involvedObject": {"name": "p", "uid": "u"}, "source": {"component": "c"}});
+        let sel = Selectors::parse(
+            "",
+            "involvedObject.name=p,involvedObject.uid=u,source=c",
+            Resource::Events,
+        )
+        .unwrap();
+        assert!(sel.matches(&ev));
+    }
+
+    #[test]
+    fn malformed_selectors_and_unsupported_fields_are_bad_requests() {
+        for bad in [
+            "app in (web",
+            "a b",
+            "=x",
+            "app=web=x x",
+            "Inv@lid=x",
+            "app>x",
+        ] {
+            let err = LabelSelector::parse(bad).unwrap_err();
+            assert_eq!(err.code_and_reason().0, 400, "{bad}");
+        }
+        let err = FieldSelector::parse("spec.containers=x", Resource::Pods).unwrap_err();
+        assert!(err.to_string().contains("field label not supported"));
+        assert!(FieldSelector::parse("involvedObject.kind=Pod", Resource::Pods).is_err());
+        assert!(FieldSelector::parse("nonsense", Resource::Pods).is_err());
+    }
+}

@@ -460,3 +460,104 @@ pub fn validate_pod_update(old: &Pod, new: &Pod) -> Result<(), ApiError> {
     }
     causes.into_result("Pod", old.metadata.name.as_deref().unwrap_or(""))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn fields(p: &Pod) -> Vec<String> {
+        match validate_pod(p) {
+            Ok(()) => Vec::new(),
+            Err(ApiError::Invalid { causes, .. }) => causes
+                .into_iter()
+                .map(|c| format!("{}|{:?}", c.field, c.kind))
+                .collect(),
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn names_follow_rfc_1123() {
+        assert!(is_dns1123_subdomain("web-1.example"));
+        assert!(!is_dns1123_subdomain("Web"));
+        assert!(!is_dns1123_subdomain("-web"));
+        assert!(!is_dns1123_subdomain(&"a".repeat(254)));
+        assert!(is_dns1123_label("a-1"));
+        assert!(!is_dns1123_label("a.b"));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+        assert!(is_qualified_name("mesopod.io/task-id"));
+        assert!(is_qualified_name("app"));
+        assert!(!is_qualified_name("a/b/c"));
+        assert!(!is_qualified_name("Bad_Prefix/x"));
+        assert!(is_label_value(""));
+        assert!(!is_label_value("a b"));
+    }
+
+    #[test]
+    fn a_minimal_pod_is_valid_and_each_broken_rule_names_its_field() {
+        let good = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        );
+        assert!(fields(&good).is_empty());
+
+        let bad = pod(
+            json!({"metadata": {"name": "P", "labels": {"ok": "not ok"}},
+            "spec": {"restartPolicy": "Sometimes", "volumes": [{"name": "v"}, {"name": "v"}],
+                "containers": [
+                    {"name": "c", "image": "i", "ports": [{"containerPort": 0, "protocol": "ICMP"}],
+                     "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1", "memory": "lots"}},
+                     "volumeMounts": [{"name": "nope", "mountPath": "/x"}]},
+                    {"name": "c"}]}}),
+        );
+        let got = fields(&bad);
+        for want in [
+            "metadata.name|Invalid",
+            "metadata.labels|Invalid",
+            "spec.restartPolicy|NotSupported",
+            "spec.volumes[1].name|Duplicate",
+            "spec.containers[0].ports[0].containerPort|Invalid",
+            "spec.containers[0].ports[0].protocol|NotSupported",
+            "spec.containers[0].resources.limits[memory]|Invalid",
+            "spec.containers[0].resources.requests|Invalid",
+            "spec.containers[0].volumeMounts[0].name|NotFound",
+            "spec.containers[1].image|Required",
+            "spec.containers[1].name|Duplicate",
+        ] {
+            assert!(got.iter().any(|g| g == want), "missing {want} in {got:#?}");
+        }
+        let empty = pod(json!({"metadata": {}, "spec": {"containers": []}}));
+        assert_eq!(
+            fields(&empty),
+            ["metadata.name|Required", "spec.containers|Required"]
+        );
+    }
+
+    #[test]
+    fn updates_may_change_images_and_add_tolerations_but_nothing_else() {
+        let old = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+        );
+        let image = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:2"}],
+            "tolerations": [{"key": "k", "operator": "Exists"}]}}),
+        );
+        assert!(validate_pod_update(&old, &image).is_ok());
+        let port = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1", "ports": [{"containerPort": 1}]}]}}),
+        );
+        assert!(matches!(
+            validate_pod_update(&old, &port),
+            Err(ApiError::Invalid { .. })
+        ));
+        assert!(
+            validate_pod_update(&image, &old).is_err(),
+            "removing a toleration is forbidden"
+        );
+    }
+}

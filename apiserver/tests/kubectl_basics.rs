@@ -128,6 +128,21 @@ async fn all_namespaces_and_label_selectors_filter_as_kubectl_users_expect() {
     for ns in ["default", "kube-system", "team-a"] {
         assert!(namespaces.contains(ns), "{namespaces}");
     }
+    let busy = kubectl(k, &server.url, &["delete", "namespace", "team-a"]).await;
+    assert!(
+        !busy.status.success(),
+        "a namespace with pods is not deleted"
+    );
+    assert!(stderr(&busy).contains("not empty"), "{}", stderr(&busy));
+    ok(&kubectl(k, &server.url, &["delete", "pod", "db", "-n", "team-a"]).await);
+    let gone = ok(&kubectl(k, &server.url, &["delete", "namespace", "team-a"]).await);
+    assert_eq!(gone.trim(), "namespace \"team-a\" deleted");
+    let system = kubectl(k, &server.url, &["delete", "namespace", "kube-system"]).await;
+    assert!(
+        stderr(&system).contains("may not be deleted"),
+        "{}",
+        stderr(&system)
+    );
     server.stop().await;
 }
 

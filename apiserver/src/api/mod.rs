@@ -148,3 +148,29 @@ impl Api {
 /// fresh read before giving up with 409. Races here are between in-process writers on one
 /// object, so a handful of rounds is plenty.
 const RETRIES: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn the_api_handle_is_cheap_to_clone_and_shareable_across_tasks() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<super::Api>();
+    }
+
+    #[tokio::test]
+    async fn system_namespaces_exist_from_the_start_and_cannot_be_deleted() {
+        let api = super::Api::in_memory().await.unwrap();
+        let names: Vec<_> = api
+            .list_namespaces("", "")
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        assert_eq!(names, ["default", "kube-system"]);
+        let err = api.delete_namespace("kube-system").await.unwrap_err();
+        assert_eq!(err.code_and_reason(), (403, "Forbidden"));
+    }
+}
