@@ -97,14 +97,37 @@ async fn kube_rs_creates_lists_patches_watches_and_deletes() {
     );
 
     let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    let listed = nodes.list(&ListParams::default()).await.unwrap();
+    assert!(listed.items.is_empty());
+    let mut node_watch = nodes
+        .watch(
+            &WatchParams::default().timeout(20),
+            &listed.metadata.resource_version.unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let node: Node =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "agent-9"}})).unwrap();
+    server.api.upsert_node(node).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(20), node_watch.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(
-        nodes
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
+        matches!(event, WatchEvent::Added(ref n) if n.metadata.name.as_deref() == Some("agent-9")),
+        "{event:?}"
     );
+    let denied = nodes
+        .delete("agent-9", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&denied, kube::Error::Api(s) if s.code == 405),
+        "users do not write nodes: {denied:?}"
+    );
+    drop(node_watch);
     let namespaces: kube::Api<Namespace> = kube::Api::all(client);
     let names: Vec<String> = namespaces
         .list(&ListParams::default())

@@ -229,6 +229,29 @@ async fn get_watch_sees_added_modified_and_deleted_in_order() {
             .collect();
         assert_eq!(order, ["ADDED", "MODIFIED", "DELETED"], "{k}");
     }
+
+    // Plain `-w` (rows only, no event column) with the newest kubectl run directly.
+    let mut cmd = command(KUBECTL_133, &server.url, &["get", "pods", "-w"]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let pod: k8s_openapi::api::core::v1::Pod =
+        serde_yaml_ng::from_str(&pod_yaml("plain", "nginx", "w: x")).unwrap();
+    server.api.create_pod("default", pod).await.unwrap();
+    expect_line(&mut lines, &["plain", "Pending"], &mut seen).await;
+    let status = PodStatus {
+        phase: Some("Running".into()),
+        ..Default::default()
+    };
+    server
+        .api
+        .update_pod_status("default", "plain", status)
+        .await
+        .unwrap();
+    expect_line(&mut lines, &["plain", "Running"], &mut seen).await;
+    child.kill().await.unwrap();
     server.stop().await;
 }
 
