@@ -17,6 +17,21 @@
 //!   empty set): subtraction drops what reaches zero, and equality ignores
 //!   item order and the two spellings of "unreserved".
 //!
+//! # Example
+//!
+//! ```
+//! use mesos::resources::Resources;
+//!
+//! let offer = Resources::parse("cpus:4;mem:8192;ports:[31000-32000];cpus(prod):2")?;
+//! let task = Resources::parse("cpus:0.5;mem:512;ports:[31000-31000]")?;
+//! assert!(offer.contains(&task));
+//! let left = offer.checked_sub(&task)?;
+//! assert_eq!(left.to_string(), "cpus:3.5;cpus(prod):2;mem:7680;ports:[31001-32000]");
+//! // unreserved cpus cannot pay for reserved ones, nor the other way round
+//! assert!(!offer.contains(&Resources::parse("cpus(prod):3")?));
+//! # Ok::<(), mesos::resources::ResourceError>(())
+//! ```
+//!
 //! # Caveats
 //!
 //! Shared resources are counted like any other (Mesos counts their copies);
