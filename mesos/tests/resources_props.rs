@@ -125,12 +125,15 @@ fn flag_text() -> impl Strategy<Value = String> {
         "\\{[a-z}{ ]{0,3}(,[a-z}]{0,3})*\\}",
         "[a-z0-9.\\-]{0,4}",
     ];
-    let item = ("[a-z() ]{0,5}", prop::option::of("[a-z/*()\\- ]{0,4}"), value).prop_map(
-        |(name, role, value)| match role {
+    let item = (
+        "[a-z() ]{0,5}",
+        prop::option::of("[a-z/*()\\- ]{0,4}"),
+        value,
+    )
+        .prop_map(|(name, role, value)| match role {
             Some(role) => format!("{name}({role}):{value}"),
             None => format!("{name}:{value}"),
-        },
-    );
+        });
     prop::collection::vec(item, 0..5).prop_map(|items| items.join(";"))
 }
 
