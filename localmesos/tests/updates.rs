@@ -20,8 +20,14 @@ async fn cluster_with_duration(ms: u64) -> localmesos::LocalMesos {
 
 #[tokio::test]
 async fn updates_flow_one_at_a_time_in_order_retried_until_acknowledged() {
+    for codec in [Codec::Json, Codec::Protobuf] {
+        reliable_delivery(codec).await;
+    }
+}
+
+async fn reliable_delivery(codec: Codec) {
     let cluster = cluster_with_duration(100).await;
-    let mut sub = subscribe(cluster.master_url(), Codec::Json, framework("rel", &[])).await;
+    let mut sub = subscribe(cluster.master_url(), codec, framework("rel", &[])).await;
     let o = sub.offers().await.remove(0);
     sub.launch(&o, vec![command_task("t", &o, "cpus:1", "x")])
         .await;

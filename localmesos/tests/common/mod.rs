@@ -24,6 +24,7 @@ pub fn fast_timing() -> Timing {
         allocation_interval: Duration::from_millis(50),
         status_update_retry_min: Duration::from_millis(300),
         status_update_retry_max: Duration::from_secs(2),
+        executor_shutdown_grace: Duration::from_millis(300),
         ..Timing::default()
     }
 }
