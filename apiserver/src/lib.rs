@@ -69,7 +69,7 @@ pub mod store;
 pub mod table;
 pub mod validation;
 
-pub use api::SYSTEM_NAMESPACES;
+pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use api::{
     Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
     WriteOptions, k8s_time, system_time,

@@ -295,3 +295,35 @@ async fn nodes_keep_their_identity_across_upserts_and_meta_values_persist() {
     api.put_meta("framework-id", b"abc".to_vec()).await.unwrap();
     assert_eq!(api.get_meta("framework-id").as_deref(), Some(&b"abc"[..]));
 }
+
+#[tokio::test]
+async fn repeated_events_update_in_place_and_old_events_expire_after_their_ttl() {
+    let (api, clock) = api_with_clock().await;
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p.1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "FailedScheduling", "message": "no offer fits"}))
+    .unwrap();
+    let first = api.create_event("default", event).await.unwrap();
+    assert_eq!(
+        (first.count, first.type_.as_deref()),
+        (Some(1), Some("Normal"))
+    );
+    let mut again = first.clone();
+    again.count = Some(2);
+    let second = api.update_event("default", again.clone()).await.unwrap();
+    assert_eq!(
+        (second.count, &second.metadata.uid),
+        (Some(2), &first.metadata.uid)
+    );
+    assert!(matches!(
+        api.update_event("default", again).await,
+        Err(ApiError::Conflict { .. })
+    ));
+
+    clock.advance(apiserver::EVENT_TTL - Duration::from_secs(1));
+    assert_eq!(api.expire_events(clock.now()).await.unwrap(), 0);
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(api.expire_events(clock.now()).await.unwrap(), 1);
+    assert!(api.list_events(None, "", "").unwrap().items.is_empty());
+}

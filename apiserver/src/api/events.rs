@@ -1,17 +1,23 @@
 //! Events: created by the framework (typed) or by clients (HTTP), listed by
 //! `kubectl describe` with `involvedObject.*` field selectors.
 
+use std::time::{Duration, SystemTime};
+
 use k8s_openapi::api::core::v1::{Event, EventSource};
 
-use super::objects::{bind_namespace, k8s_time, stamp_new, to_value};
+use super::objects::{bind_namespace, k8s_time, meta_rv, stamp_new, system_time, to_value};
 use super::pods::first_object;
-use super::{Api, ObjectList, WriteOptions};
+use super::{Api, ObjectList, RETRIES, WriteOptions};
 use crate::error::ApiError;
 use crate::resource::Resource;
 use crate::store::{Precondition, WriteOp};
 use crate::validation::{Causes, check_metadata, check_subdomain_name};
 
 const EVENTS: Resource = Resource::Events;
+
+/// How long an event is kept after it last happened: Kubernetes' default event TTL, so
+/// `describe` shows recent history while the store does not grow without bound.
+pub const EVENT_TTL: Duration = Duration::from_secs(3600);
 
 impl Api {
     /// Records an event in `namespace`. Defaults: `count` 1, `firstTimestamp` and
@@ -87,6 +93,77 @@ impl Api {
         field_selector: &str,
     ) -> Result<ObjectList<Event>, ApiError> {
         self.list_typed(EVENTS, namespace, label_selector, field_selector)
+    }
+
+    /// Replaces an event (e.g. to bump `count` and `lastTimestamp` of a repeated one).
+    /// With `metadata.resourceVersion` set, 409 unless it is the stored one. Identity
+    /// (uid, creation time) is kept; 404 if the event does not exist.
+    pub async fn update_event(&self, namespace: &str, mut event: Event) -> Result<Event, ApiError> {
+        bind_namespace(&mut event.metadata, namespace)?;
+        let name = event.metadata.name.clone().unwrap_or_default();
+        let explicit = meta_rv(&event.metadata)?;
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Event>(EVENTS, namespace, &name)?;
+            if explicit.is_some_and(|rv| rv != old_rv) {
+                return Err(ApiError::stale("events", &name));
+            }
+            let mut new = event.clone();
+            new.metadata.uid.clone_from(&old.metadata.uid);
+            new.metadata
+                .creation_timestamp
+                .clone_from(&old.metadata.creation_timestamp);
+            let mut causes = Causes::default();
+            check_metadata(&mut causes, &new.metadata, check_subdomain_name);
+            causes.into_result("Event", &name)?;
+            let op = WriteOp::Put {
+                key: EVENTS.key(namespace, &name),
+                object: to_value(&new)?,
+                precondition: Precondition::ResourceVersion(old_rv),
+            };
+            match self.commit(vec![op]).await {
+                Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
+                other => return first_object(&other?),
+            }
+        }
+        Err(ApiError::stale("events", &name))
+    }
+
+    /// Removes events that last happened more than [`EVENT_TTL`] before `now`; returns
+    /// how many.
+    pub async fn expire_events(&self, now: SystemTime) -> Result<usize, ApiError> {
+        let Some(cutoff) = now.checked_sub(EVENT_TTL) else {
+            return Ok(0);
+        };
+        let old: Vec<Event> = self.list_events(None, "", "")?.items;
+        let mut removed = 0;
+        for ev in old {
+            let last = ev
+                .last_timestamp
+                .as_ref()
+                .or(ev.first_timestamp.as_ref())
+                .map(system_time)
+                .or_else(|| ev.metadata.creation_timestamp.as_ref().map(system_time));
+            if last.is_none_or(|t| t >= cutoff) {
+                continue;
+            }
+            let (Some(ns), Some(name), Ok(Some(rv))) = (
+                ev.metadata.namespace.as_deref(),
+                ev.metadata.name.as_deref(),
+                meta_rv(&ev.metadata),
+            ) else {
+                continue;
+            };
+            let op = WriteOp::Delete {
+                key: EVENTS.key(ns, name),
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                Ok(_) => removed += 1,
+                Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(removed)
     }
 
     /// Removes an event; 404 if there is none.

@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
+pub use events::EVENT_TTL;
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};

@@ -28,6 +28,10 @@ use extract::{ApiPath, Params};
 /// whole seconds, so checking every second keeps `kubectl delete` waits close to them.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// Event expiry runs once per this many deletion sweeps: events live an hour, so a
+/// minute's slack costs nothing and spares reading every event every second.
+const EVENT_SWEEP_RATIO: u32 = 60;
+
 async fn list_ns(
     api: State<Api>,
     resource: Resource,
@@ -158,8 +162,8 @@ pub fn router(api: Api) -> Router {
 }
 
 /// Serves [`router`] on `listener` until `shutdown` resolves (then finishes open
-/// requests), running the deletion sweep ([`Api::expire_deletions`] every
-/// [`SWEEP_EVERY`], by the API's clock) alongside.
+/// requests), running the sweeps alongside: every [`SWEEP_EVERY`], by the API's clock,
+/// [`Api::expire_deletions`] and [`Api::expire_events`].
 pub async fn serve_with_shutdown(
     listener: TcpListener,
     api: Api,
@@ -181,10 +185,18 @@ pub async fn serve(listener: TcpListener, api: Api) -> std::io::Result<()> {
 
 async fn sweep(api: Api) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
+    let mut round: u32 = 0;
     loop {
         tick.tick().await;
-        if let Err(e) = api.expire_deletions(api.now()).await {
+        let now = api.now();
+        if let Err(e) = api.expire_deletions(now).await {
             tracing::warn!(error = %e, "deletion sweep failed");
         }
+        if round.is_multiple_of(EVENT_SWEEP_RATIO)
+            && let Err(e) = api.expire_events(now).await
+        {
+            tracing::warn!(error = %e, "event sweep failed");
+        }
+        round = round.wrapping_add(1);
     }
 }
