@@ -157,6 +157,12 @@ impl Decoder {
         Ok(Some(self.buf.split_to(len).freeze()))
     }
 
+    /// Bytes buffered but not yet returned as records. Pulling every record
+    /// after each push keeps this below one record plus one chunk.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Checks that the stream ended on a record boundary.
     ///
     /// # Errors

@@ -330,6 +330,30 @@ async fn masters_are_tried_in_turn_past_dead_and_unavailable_ones() {
 }
 
 #[tokio::test]
+async fn a_master_that_never_answers_times_out_and_the_next_is_tried() {
+    let stuck = Server::start(vec![Reply::Hang]).await;
+    let good = Server::start(vec![stream_reply(Codec::Json, &[subscribed()], 64)]).await;
+    let client = SchedulerClient::new(vec![stuck.url(), good.url()], Codec::Json)
+        .unwrap()
+        .with_timeout(Duration::from_millis(300));
+    let sub = tokio::time::timeout(WAIT, client.subscribe(subscribe()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sub.handle.master, good.url());
+    assert_eq!(stuck.requests().len(), 1);
+
+    // a call to a stuck master is a Timeout, not a hang
+    let handle = SubscriptionHandle {
+        stream_id: "s".into(),
+        master: stuck.url(),
+    };
+    stuck.push(Reply::Hang);
+    let err = client.call(&handle, revive()).await.unwrap_err();
+    assert!(matches!(err, ClientError::Timeout(_)), "{err}");
+}
+
+#[tokio::test]
 async fn when_no_master_takes_it_the_error_names_each() {
     let dead = dead_address().await;
     let recovering = Server::start(vec![Reply::Status(503, "master is recovering".into())]).await;

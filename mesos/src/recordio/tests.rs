@@ -127,6 +127,27 @@ fn a_truncated_record_is_reported_by_finish() {
 }
 
 #[test]
+fn memory_stays_within_one_record_plus_one_chunk() {
+    const MAX: usize = 500;
+    const CHUNK: usize = 64;
+    let mut wire = Vec::new();
+    for len in (1..=MAX).step_by(37) {
+        encode_into(&mut wire, &vec![b'x'; len]);
+    }
+    let mut d = Decoder::new(MAX);
+    let mut peak = 0;
+    let mut records = 0;
+    for piece in wire.chunks(CHUNK) {
+        d.push(piece);
+        peak = peak.max(d.buffered());
+        records += decode_all(&mut d).unwrap().len();
+    }
+    assert_eq!(records, MAX.div_ceil(37));
+    assert!(peak <= MAX + MAX_LENGTH_DIGITS + 1 + CHUNK, "peak {peak}");
+    assert_eq!(d.buffered(), 0);
+}
+
+#[test]
 fn encode_writes_the_length_prefix() {
     assert_eq!(encode(b"abc"), b"3\nabc");
     let mut buf = b"x".to_vec();

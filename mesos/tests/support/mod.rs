@@ -43,6 +43,8 @@ pub(crate) enum Reply {
     Status(u16, String),
     /// 307 with this Location.
     Redirect(String),
+    /// Never answers (a master stuck in recovery, a black hole).
+    Hang,
 }
 
 #[derive(Clone, Default)]
@@ -119,6 +121,7 @@ async fn handle(
             .status(StatusCode::ACCEPTED)
             .body(Body::empty())
             .unwrap(),
+        Some(Reply::Hang) => std::future::pending().await,
         Some(Reply::Status(code, text)) => builder.status(code).body(Body::from(text)).unwrap(),
         Some(Reply::Redirect(location)) => builder
             .status(StatusCode::TEMPORARY_REDIRECT)
