@@ -20,26 +20,26 @@
 //! # Transitions
 //!
 //! ```text
-//!                 ┌──────────── STAGING/STARTING (again) ──┐
-//!                 ▼                                         │
-//!            ┌─────────┐  RUNNING   ┌─────────┐  KILLING  ┌─────────┐
-//!  new ────▶ │ Pending │ ─────────▶ │ Running │ ────────▶ │ Killing │
-//!            └─────────┘            └─────────┘           └─────────┘
-//!              │  │                   │   ▲                  │   │
-//!              │  │ KILLING ──────────┼───┼─────────────────▶│   │
-//!              │  │                   │   │ RUNNING          │   │
-//!              │  │  UNREACHABLE/LOST │   │ (partition heals)│   │
-//!              │  └────────┬──────────┴───┼──────────────────┘   │
-//!              │           ▼              │                      │
-//!              │   ┌───────────────────┐  │                      │
-//!              │   │ Unreachable ⇄     │──┘                      │
-//!              │   │ Unknown           │  (also → Killing, and → │
-//!              │   └───────────────────┘   Pending if it never   │
-//!              │           │               ran)                  │
-//!              ▼           ▼                                     ▼
-//!            ┌────────────────────────────────────────────────────┐
-//!            │ Finished (absorbing)                                │
-//!            └────────────────────────────────────────────────────┘
+//!            STAGING, STARTING      RUNNING           KILLING
+//!               ┌───┐               ┌───┐              ┌───┐
+//!               ▼   │   RUNNING     ▼   │   KILLING    ▼   │
+//!   new ───▶ Pending ──────────▶ Running ──────────▶ Killing
+//!               │                                      ▲
+//!               └─────────────── KILLING ──────────────┘
+//!
+//!   Pending, Running, Killing ── UNREACHABLE, LOST (partition) ──▶ Unreachable
+//!   Pending, Running, Killing ── UNKNOWN ────────────────────────▶ Unknown
+//!
+//!   Unreachable ⇄ Unknown (UNKNOWN / UNREACHABLE, LOST)
+//!   Unreachable, Unknown ── RUNNING ──▶ Running     the partition healed
+//!   Unreachable, Unknown ── KILLING ──▶ Killing
+//!   Unreachable, Unknown ── STAGING, STARTING ──▶ Pending   only if it never ran
+//!
+//!   any live state ── FINISHED, FAILED, KILLED, ERROR, DROPPED, GONE,
+//!                     GONE_BY_OPERATOR, LOST (final) ──▶ Finished
+//!   Finished ── anything ──▶ Finished (absorbed)
+//!
+//!   every other pair ──▶ refused: it would move the task backwards
 //! ```
 //!
 //! - Any live state goes to Finished on a terminal update; Finished absorbs
@@ -47,11 +47,12 @@
 //!   task: here that is an ordinary arrow).
 //! - Any live state goes to Unreachable or Unknown. From there RUNNING
 //!   brings it back: that is how Mesos reports a healed partition.
-//! - A state the update repeats is a self-loop: applied, the state stays.
+//! - A state the update repeats is a self-loop (every live state has one):
+//!   applied, the state stays, the status details refresh.
 //! - **Every other pair would move the task backwards** (RUNNING after
 //!   KILLING, STARTING after RUNNING, STARTING after a partition of a task
-//!   that had run) and is refused as stale, through one explicit arm in
-//!   [`step`].
+//!   that had run) and is refused as stale, through one explicit arm of the
+//!   transition function.
 //!
 //! # Order and duplicates
 //!
@@ -68,7 +69,7 @@ use mesos::proto::task_status::{Reason, Source};
 use mesos::proto::{TaskId, TaskState, TaskStatus};
 
 use crate::state::State;
-use crate::task::{LastStatus, PodTask, Progress};
+use crate::task::{LastStatus, PodTask, Progress, uuid_key};
 
 /// The state an update of Mesos state `state`, from `source`, with `reason`,
 /// asks for. Total: every combination has an answer.
@@ -117,9 +118,9 @@ fn lost_target(source: Option<Source>, reason: Option<Reason>) -> State {
     }
 }
 
-/// What [`step`] decides for one (current state, target) pair.
+/// What the transition function decides for one (current state, target) pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Move to (or stay in) this state.
     To(State),
     /// The task is Finished: nothing moves it.
@@ -351,7 +352,7 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
         task.order.last_timestamp = update.timestamp;
     }
     if let Some(uuid) = update.uuid {
-        task.order.last_uuid = Some(uuid.into());
+        task.order.last_uuid = Some(uuid_key(uuid));
     }
     if next.is_terminal() {
         task.order.finished_at = Some(now);
@@ -371,8 +372,8 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
 }
 
 fn is_duplicate(task: &PodTask, update: &Checked<'_>) -> bool {
-    if let (Some(last), Some(got)) = (task.order.last_uuid.as_deref(), update.uuid) {
-        return last == got;
+    if let (Some(last), Some(got)) = (task.order.last_uuid, update.uuid) {
+        return last == uuid_key(got);
     }
     // Master-made updates (reconciliation answers) carry no UUID: the same
     // state, reason and timestamp again is the same update again.

@@ -20,11 +20,24 @@ use crate::registry::{RegisterError, Registry, UpdateError};
 use crate::retention::{self, Retention};
 use crate::task::{PodKey, PodTask};
 
+/// The live index's key: a pod's namespace, name and uid in one
+/// allocation rather than three, as the index holds one per live task.
+/// NUL cannot occur in any of the three (DNS names and UUIDs), so the
+/// joined form is unambiguous.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct LiveKey(Box<str>);
+
+impl LiveKey {
+    fn of(key: &PodKey) -> Self {
+        LiveKey(format!("{}\0{}\0{}", key.namespace, key.name, key.uid).into_boxed_str())
+    }
+}
+
 /// A [`Registry`] in memory, safe to share between threads.
 #[derive(Debug, Default)]
 pub struct InMemoryRegistry {
     tasks: DashMap<TaskId, PodTask>,
-    live: DashMap<PodKey, TaskId>,
+    live: DashMap<LiveKey, TaskId>,
     retention: Retention,
 }
 
@@ -61,7 +74,8 @@ impl InMemoryRegistry {
 
     /// Drops the pod's index entry if it still names task `id`.
     fn unindex(&self, key: &PodKey, id: &TaskId) {
-        self.live.remove_if(key, |_, live_id| live_id == id);
+        self.live
+            .remove_if(&LiveKey::of(key), |_, live_id| live_id == id);
     }
 
     fn is_live(&self, id: &TaskId) -> bool {
@@ -77,14 +91,11 @@ impl Registry for InMemoryRegistry {
             return Ok(task);
         }
         let key = task.pod_key();
-        match self.live.entry(key) {
+        match self.live.entry(LiveKey::of(&key)) {
             Entry::Occupied(mut claim) => {
                 let existing = claim.get().clone();
                 if existing != task.id && self.is_live(&existing) {
-                    return Err(RegisterError::AlreadyLive {
-                        pod: claim.key().clone(),
-                        existing,
-                    });
+                    return Err(RegisterError::AlreadyLive { pod: key, existing });
                 }
                 if existing == task.id {
                     return Err(RegisterError::DuplicateTaskId(existing));
@@ -98,7 +109,7 @@ impl Registry for InMemoryRegistry {
                 claim.insert(task.id.clone());
             }
         }
-        tracing::debug!(task = %task.id, pod = %task.pod_key(), "task registered");
+        tracing::debug!(task = %task.id, pod = %key, "task registered");
         Ok(task)
     }
 
@@ -137,7 +148,7 @@ impl Registry for InMemoryRegistry {
     }
 
     fn for_pod(&self, pod: &PodKey) -> Option<PodTask> {
-        let id = self.live.get(pod)?.clone();
+        let id = self.live.get(&LiveKey::of(pod))?.clone();
         self.get(&id).filter(PodTask::is_live)
     }
 

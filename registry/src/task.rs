@@ -165,13 +165,25 @@ fn wire_name_opt<E: mesos::proto::json::WireEnum, S: serde::Serializer>(
 pub(crate) struct StatusOrder {
     /// Timestamp of the newest applied update that carried a finite one.
     pub(crate) last_timestamp: Option<f64>,
-    /// UUID of the last applied update; a redelivery carries the same one.
-    pub(crate) last_uuid: Option<Box<[u8]>>,
+    /// UUID of the last applied update ([`uuid_key`]); a redelivery
+    /// carries the same one.
+    pub(crate) last_uuid: Option<u64>,
     /// The furthest the task has progressed (Pending < Running < Killing);
     /// an update may not take it back below this, except a partition heal.
     pub(crate) progress: Progress,
     /// When the task became Finished (drives retention).
     pub(crate) finished_at: Option<SystemTime>,
+}
+
+/// A status UUID as a 64-bit fingerprint, kept inline rather than on the
+/// heap (it is stored once per task). The same bytes always give the same
+/// fingerprint, so a redelivery is always recognised; two different UUIDs
+/// of one task collide with odds of about 2^-64 per update.
+pub(crate) fn uuid_key(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 /// How far a task got, for the no-going-back rule.
@@ -298,6 +310,20 @@ impl PodTask {
     }
 }
 
+/// One line for debug pages and logs:
+/// `<id> <state> [<flags>] <namespace>/<name> on <hostname>`.
+impl std::fmt::Display for PodTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = self.pod_key();
+        let host = self.spec.as_ref().map_or("-", |s| s.hostname.as_str());
+        write!(
+            f,
+            "{} {} [{}] {} on {host}",
+            self.id, self.state, self.flags, key
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -367,11 +393,26 @@ mod tests {
         }));
         t.offer_id = Some(OfferId::new("o1"));
         t.set(Flag::Launched);
+        assert_eq!(
+            t.to_string(),
+            format!("{} pending [launched] default/p on h1", t.id)
+        );
         t.reset();
         assert!(t.spec.is_none());
         assert!(t.offer_id.is_none());
         assert!(t.has(Flag::Launched));
         assert!(!t.has(Flag::Bound));
+    }
+
+    #[test]
+    fn uuid_keys_are_stable_and_tell_uuids_apart() {
+        let a = [1u8; 16];
+        let mut b = a;
+        b[15] = 2;
+        assert_ne!(uuid_key(&a), uuid_key(&b));
+        assert_eq!(uuid_key(&a), uuid_key(&[1u8; 16]));
+        assert_eq!(uuid_key(b"short"), uuid_key(b"short"));
+        assert_ne!(uuid_key(b"short"), uuid_key(b"other"));
     }
 
     #[test]
