@@ -39,6 +39,27 @@
 //! bindings, annotations and log bytes are written by its embedder through [`Api`] and
 //! [`LogSource`]; what they mean is the embedder's business.
 //!
+//! # The embedder's API
+//!
+//! Built once: [`Api::open`] (redb store in a data directory, system clock) or
+//! [`Api::start`] (any [`store::Store`], [`Clock`] and [`LogSource`]); served with
+//! [`serve`] / [`serve_with_shutdown`], or [`router`] merged into the embedder's own
+//! axum router (then run the sweeps yourself: [`Api::expire_deletions`],
+//! [`Api::expire_events`]).
+//!
+//! - Pods: [`Api::create_pod`], [`Api::get_pod`], [`Api::list_pods`] (label and field
+//!   selectors), [`Api::replace_pod`] and [`Api::patch_pod`] (resourceVersion
+//!   preconditions), [`Api::update_pod_status`] (status subresource),
+//!   [`Api::bind_pod`] (node, annotations and condition in one write; 409 if bound
+//!   elsewhere), [`Api::delete_pod`], [`Api::finalize_pod`], [`Api::watch_pods`].
+//! - Nodes: [`Api::upsert_node`], [`Api::delete_node`], [`Api::get_node`],
+//!   [`Api::list_nodes`], [`Api::watch_nodes`].
+//! - Events: [`Api::create_event`], [`Api::update_event`], [`Api::list_events`].
+//! - Namespaces: [`Api::create_namespace`], [`Api::list_namespaces`],
+//!   [`Api::delete_namespace`].
+//! - Logs: [`Api::pod_logs`] (what `kubectl logs` calls) over the [`LogSource`].
+//! - The embedder's own small durable state: [`Api::put_meta`], [`Api::get_meta`].
+//!
 //! # Using it
 //!
 //! ```no_run
