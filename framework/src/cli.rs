@@ -9,7 +9,12 @@ use crate::cmd;
 
 /// Kubernetes pods on Apache Mesos.
 #[derive(Debug, Parser)]
-#[command(name = "mesopod", version, about)]
+#[command(
+    name = "mesopod",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to run; `scheduler` when omitted.
     #[command(subcommand)]
@@ -23,7 +28,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The framework with its Kubernetes API shim (the default).
-    Scheduler(cmd::scheduler::Args),
+    Scheduler(Box<cmd::scheduler::Args>),
     /// The custom executor that a Mesos agent launches.
     Executor(cmd::executor::Args),
     /// A standalone local Mesos master with agents.

@@ -37,6 +37,13 @@ pub enum LaunchError {
     },
 }
 
+/// The executor's own CPU share: it supervises processes and relays
+/// status, so a tenth of a core is ample; the pods' own resources are
+/// procured separately.
+pub const EXECUTOR_CPUS: f64 = 0.1;
+/// The executor's own memory in MB: the process and its buffers.
+pub const EXECUTOR_MEM_MB: f64 = 64.0;
+
 /// How the agent starts the executor.
 #[derive(Debug, Clone)]
 pub struct ExecutorCommand {
@@ -72,6 +79,10 @@ pub fn executor_prototype(cmd: &ExecutorCommand) -> ExecutorInfo {
             arguments: vec![cmd.program.clone(), "executor".into()],
             ..Default::default()
         }),
+        resources: vec![
+            mesos::resources::scalar("cpus", EXECUTOR_CPUS, None),
+            mesos::resources::scalar("mem", EXECUTOR_MEM_MB, None),
+        ],
         shutdown_grace_period: Some(DurationInfo::from_duration(cmd.shutdown_grace)),
         ..Default::default()
     }

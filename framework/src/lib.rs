@@ -1,14 +1,35 @@
-//! The mesopod framework: the scheduler that turns pending pods into Mesos tasks.
+//! The mesopod framework: the scheduler that turns pending pods into Mesos
+//! tasks, and the `mesopod` binary.
 //!
-//! Being filled in by the framework issue. What exists is pure and tested:
-//! the offer store, the pod queue and the reconciliation rounds.
+//! # Contract
+//!
+//! - The [`core`] is the one writer of pod status and task state. Mesos
+//!   updates, pod events, deletes and deadlines are inputs to it; sweeps
+//!   only turn time into inputs.
+//! - A pod's task is registered and the pod bound durably before the
+//!   ACCEPT that launches it, so a restart never launches a pod twice.
+//! - Status updates are acknowledged only once their pod status is durable.
+//! - Time comes from an injected [`apiserver::Clock`]; pure modules
+//!   ([`offers`], [`queue`], [`reconcile`], [`podstatus`]) take `now`.
+//!
+//! [`app::App`] assembles everything; the binary, the end-to-end tests and
+//! the benchmark all start mesopod through it.
 
 pub mod admission;
+pub mod app;
 pub mod backoff;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod core;
+pub mod debug;
+pub mod demand;
+pub mod driver;
 pub mod launch;
+pub mod logs;
+pub mod metrics;
+pub mod objects;
+pub mod observe;
 pub mod offers;
 pub mod podstatus;
 pub mod queue;

@@ -8,7 +8,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         None => cmd::scheduler::run(cli.scheduler),
-        Some(Command::Scheduler(args)) => cmd::scheduler::run(args),
+        Some(Command::Scheduler(args)) => cmd::scheduler::run(*args),
         Some(Command::Executor(args)) => cmd::executor::run(args),
         Some(Command::Localmesos(args)) => cmd::localmesos::run(args),
         Some(Command::Bench(args)) => cmd::bench::run(args),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use mesos::proto::{Offer, OfferId};
+use procurement::OfferView;
 
 /// How long an unused offer is kept before it is declined. Long enough for a
 /// burst of pods to arrive and be placed together, short enough that a
@@ -28,6 +29,8 @@ pub struct LiveOffer {
     pub received: SystemTime,
     /// When it will be declined if still unused.
     pub expires: SystemTime,
+    /// The offer as procurement reads it, parsed once on arrival.
+    pub view: Option<OfferView>,
 }
 
 impl LiveOffer {
@@ -51,6 +54,9 @@ pub enum OfferError {
     /// The offer has no id or no agent id.
     #[error("offer without an id or agent id")]
     Incomplete,
+    /// Procurement cannot read the offer (e.g. a malformed taint attribute).
+    #[error("offer cannot be used: {0}")]
+    Unusable(String),
 }
 
 /// Live offers by id.
@@ -80,12 +86,14 @@ impl OfferStore {
             (Some(id), Some(_)) if !id.value.is_empty() => id.value.clone(),
             _ => return Err(OfferError::Incomplete),
         };
+        let view = OfferView::new(&offer).map_err(|e| OfferError::Unusable(e.to_string()))?;
         self.offers.insert(
             id,
             LiveOffer {
                 offer: Arc::new(offer),
                 received: now,
                 expires: now + self.ttl,
+                view: Some(view),
             },
         );
         Ok(())

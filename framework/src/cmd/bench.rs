@@ -1,10 +1,395 @@
-//! `mesopod bench`.
+//! `mesopod bench`: the scale benchmark, all in one process.
+//!
+//! localmesos runs in simulated mode with `--agents` agents (4 cpus, 16 GiB
+//! and one port range each); the framework and the durable store run as in
+//! production. Pods are created through the same typed API the HTTP path
+//! uses (same validation, same store). The benchmark then measures, by the
+//! monotonic clock of this process:
+//!
+//! - pods/s from the first create to the last pod Running;
+//! - p50 and p99 of create → bound and create → Running;
+//! - peak RSS (VmHWM) and CPU time (user + system) of the process.
+//!
+//! It prints one line per scenario:
+//!
+//! `bench scenario=NAME agents=A pods=P pods_per_s=X bound_p50_ms=X bound_p99_ms=X running_p50_ms=X running_p99_ms=X rss_mib=X cpu_s=X`
+//!
+//! and exits non-zero if a run fails to place all its pods.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use apiserver::{Api, EventKind, SystemClock};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use localmesos::{AgentConfig, Timing};
+use mesos::codec::Codec;
+use procurement::{PortStrategy, ResourceDefaults, Scoring, Strategy};
+
+use crate::admission::Admission;
+use crate::app::{App, AppConfig};
+use crate::config::{FrameworkConfig, SchedulingConfig};
+use crate::launch::ExecutorCommand;
 
 /// Flags of `mesopod bench`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Args {}
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// basic, large or constrained.
+    #[arg(long, default_value = "basic")]
+    pub scenario: String,
+    /// Overrides the scenario's agent count.
+    #[arg(long)]
+    pub agents: Option<usize>,
+    /// Overrides the scenario's pod count.
+    #[arg(long)]
+    pub pods: Option<usize>,
+    /// Overrides the scenario's warm-up pod count.
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Store directory; default: a fresh temporary directory (durable store).
+    #[arg(long)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Give up after this long.
+    #[arg(long, default_value = "10m", value_parser = crate::cmd::scheduler::parse_duration)]
+    pub timeout: Duration,
+}
+
+/// A scenario's shape.
+#[derive(Debug, Clone, Copy)]
+struct Scenario {
+    name: &'static str,
+    agents: usize,
+    pods: usize,
+    warmup: usize,
+    constrained: bool,
+}
+
+fn scenario(name: &str) -> anyhow::Result<Scenario> {
+    Ok(match name {
+        // kube-scheduler's SchedulingBasic: 5,000 nodes, 1,000 warm-up pods, 10,000 measured.
+        "basic" => Scenario {
+            name: "basic",
+            agents: 5000,
+            pods: 10_000,
+            warmup: 1000,
+            constrained: false,
+        },
+        "large" => Scenario {
+            name: "large",
+            agents: 5000,
+            pods: 50_000,
+            warmup: 0,
+            constrained: false,
+        },
+        "constrained" => Scenario {
+            name: "constrained",
+            agents: 5000,
+            pods: 10_000,
+            warmup: 0,
+            constrained: true,
+        },
+        other => anyhow::bail!("unknown scenario {other:?}: basic, large or constrained"),
+    })
+}
+
+/// What one run measured.
+#[derive(Debug)]
+pub struct Report {
+    /// Pods per second, first create to last Running.
+    pub pods_per_s: f64,
+    /// create → bound, median and 99th percentile, ms.
+    pub bound_ms: (f64, f64),
+    /// create → Running, median and 99th percentile, ms.
+    pub running_ms: (f64, f64),
+    /// Peak resident memory, MiB.
+    pub rss_mib: f64,
+    /// CPU time used by the process, seconds.
+    pub cpu_s: f64,
+    /// Pods that reached Running.
+    pub placed: usize,
+}
 
 /// Runs `mesopod bench`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`mesopod bench` is not built yet: see the open issues")
+///
+/// # Errors
+/// A run that fails to place all its pods, or a part that cannot start.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut sc = scenario(&args.scenario)?;
+    if let Some(a) = args.agents {
+        sc.agents = a;
+    }
+    if let Some(p) = args.pods {
+        sc.pods = p;
+    }
+    if let Some(w) = args.warmup {
+        sc.warmup = w;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = runtime.block_on(run_scenario(sc, args.data_dir.clone(), args.timeout))?;
+    println!(
+        "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1}",
+        sc.name,
+        sc.agents,
+        sc.pods,
+        report.pods_per_s,
+        report.bound_ms.0,
+        report.bound_ms.1,
+        report.running_ms.0,
+        report.running_ms.1,
+        report.rss_mib,
+        report.cpu_s
+    );
+    if report.placed < sc.pods {
+        anyhow::bail!("only {} of {} pods reached Running", report.placed, sc.pods);
+    }
+    Ok(())
+}
+
+fn app_config(sc: Scenario, data_dir: std::path::PathBuf) -> anyhow::Result<AppConfig> {
+    let mut agents = Vec::with_capacity(sc.agents);
+    for i in 0..sc.agents {
+        let zone = format!("zone:z{}", i % 10);
+        agents.push(
+            AgentConfig::from_flags("cpus:4;mem:16384;disk:100000;ports:[31000-31099]", &zone, i)?
+                .simulated(None),
+        );
+    }
+    Ok(AppConfig {
+        listen: "127.0.0.1:0".parse()?,
+        data_dir: Some(data_dir),
+        embedded: localmesos::Config {
+            agents,
+            timing: Timing {
+                allocation_interval: Duration::from_millis(50),
+                ..Timing::default()
+            },
+            ..Default::default()
+        },
+        framework: FrameworkConfig::default(),
+        scheduling: SchedulingConfig {
+            sweep_interval: Duration::from_millis(50),
+            revive_min_interval: Duration::from_millis(50),
+            ..SchedulingConfig::default()
+        },
+        default_pod_roles: vec!["*".into()],
+        port_strategy: PortStrategy::Fixed,
+        resource_defaults: ResourceDefaults::default(),
+        scoring: Scoring {
+            strategy: Strategy::Spread,
+            ..Scoring::default()
+        },
+        executor: ExecutorCommand {
+            program: "/bin/false".into(),
+            uri: None,
+            shutdown_grace: Duration::from_secs(5),
+        },
+        admission: Admission::none(),
+        codec: Codec::Protobuf,
+        clock: Arc::new(SystemClock),
+    })
+}
+
+fn bench_pod(i: usize, constrained: bool) -> Pod {
+    let mut pod = Pod::default();
+    pod.metadata.name = Some(format!("bench-{i}"));
+    pod.metadata.namespace = Some("default".into());
+    let requests = [
+        ("cpu".to_owned(), Quantity("100m".into())),
+        ("memory".to_owned(), Quantity("128Mi".into())),
+    ];
+    pod.spec = Some(PodSpec {
+        containers: vec![Container {
+            name: "main".into(),
+            image: Some("registry.k8s.io/pause:3.9".into()),
+            resources: Some(ResourceRequirements {
+                requests: Some(requests.into_iter().collect()),
+                ..Default::default()
+            }),
+            ports: constrained.then(|| {
+                vec![ContainerPort {
+                    container_port: 8080,
+                    host_port: Some(31000 + (i % 100) as i32),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        }],
+        node_selector: constrained.then(|| {
+            [("zone".to_owned(), format!("z{}", i % 10))]
+                .into_iter()
+                .collect()
+        }),
+        ..Default::default()
+    });
+    pod
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Creates `pods` pods and waits for all to run; returns create→bound and
+/// create→Running latencies in ms, and the instants of the first create
+/// and the last Running.
+async fn wave(
+    api: &Api,
+    prefix: usize,
+    pods: usize,
+    constrained: bool,
+    timeout: Duration,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>, Instant, Instant)> {
+    let mut watch = api.watch_pods(Some("default"), api.resource_version())?;
+    let mut created: HashMap<String, Instant> = HashMap::with_capacity(pods);
+    let start = Instant::now();
+    let creator = {
+        let api = api.clone();
+        tokio::spawn(async move {
+            let mut times = Vec::with_capacity(pods);
+            let mut batch = futures::stream::iter((0..pods).map(|i| {
+                let api = api.clone();
+                async move {
+                    let pod = bench_pod(prefix + i, constrained);
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    let t = Instant::now();
+                    api.create_pod("default", pod).await.map(|_| (name, t))
+                }
+            }))
+            .buffer_unordered(256);
+            while let Some(r) = batch.next().await {
+                times.push(r?);
+            }
+            Ok::<_, apiserver::ApiError>(times)
+        })
+    };
+    let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods);
+    let mut running_at: HashMap<String, Instant> = HashMap::with_capacity(pods);
+    let deadline = tokio::time::Instant::now() + timeout;
+    while running_at.len() < pods {
+        let next = tokio::time::timeout_at(deadline, watch.next()).await;
+        let ev = match next {
+            Err(_) => break,
+            Ok(None) => anyhow::bail!("the pod watch ended"),
+            Ok(Some(ev)) => ev?,
+        };
+        if ev.kind == EventKind::Deleted {
+            continue;
+        }
+        let now = Instant::now();
+        let name = ev.object.metadata.name.clone().unwrap_or_default();
+        if ev
+            .object
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.node_name.is_some())
+        {
+            bound_at.entry(name.clone()).or_insert(now);
+        }
+        if ev.object.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") {
+            running_at.entry(name).or_insert(now);
+        }
+    }
+    for (name, t) in creator.await.context("pod creator")?? {
+        created.insert(name, t);
+    }
+    let mut bound = Vec::new();
+    let mut running = Vec::new();
+    let mut last = start;
+    for (name, c) in &created {
+        if let Some(b) = bound_at.get(name) {
+            bound.push(b.saturating_duration_since(*c).as_secs_f64() * 1000.0);
+        }
+        if let Some(r) = running_at.get(name) {
+            running.push(r.saturating_duration_since(*c).as_secs_f64() * 1000.0);
+            last = last.max(*r);
+        }
+    }
+    Ok((bound, running, start, last))
+}
+
+async fn run_scenario(
+    sc: Scenario,
+    data_dir: Option<std::path::PathBuf>,
+    timeout: Duration,
+) -> anyhow::Result<Report> {
+    let tmp = tempdir_for_bench()?;
+    let dir = data_dir.unwrap_or_else(|| tmp.clone());
+    let app = App::start(app_config(sc, dir)?)
+        .await
+        .context("mesopod could not start")?;
+    let api = app.api().clone();
+    if sc.warmup > 0 {
+        let (_, running, ..) = wave(&api, 1_000_000, sc.warmup, sc.constrained, timeout).await?;
+        if running.len() < sc.warmup {
+            anyhow::bail!(
+                "warm-up placed only {} of {} pods",
+                running.len(),
+                sc.warmup
+            );
+        }
+    }
+    let cpu_before = cpu_seconds();
+    let (mut bound, mut running, start, last) =
+        wave(&api, 0, sc.pods, sc.constrained, timeout).await?;
+    let cpu = cpu_seconds() - cpu_before;
+    bound.sort_by(f64::total_cmp);
+    running.sort_by(f64::total_cmp);
+    let elapsed = last
+        .saturating_duration_since(start)
+        .as_secs_f64()
+        .max(1e-9);
+    let report = Report {
+        pods_per_s: running.len() as f64 / elapsed,
+        bound_ms: (percentile(&bound, 0.5), percentile(&bound, 0.99)),
+        running_ms: (percentile(&running, 0.5), percentile(&running, 0.99)),
+        rss_mib: peak_rss_mib(),
+        cpu_s: cpu,
+        placed: running.len(),
+    };
+    app.shutdown().await;
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(report)
+}
+
+fn tempdir_for_bench() -> anyhow::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("mesopod-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Peak resident set size of this process (VmHWM), in MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// User + system CPU time of this process, in seconds.
+fn cpu_seconds() -> f64 {
+    // Fields 14 and 15 of /proc/self/stat, in clock ticks (100 per second on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = after.split_whitespace().collect();
+            let utime: f64 = f.get(11)?.parse().ok()?;
+            let stime: f64 = f.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
 }

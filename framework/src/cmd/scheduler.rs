@@ -1,10 +1,250 @@
-//! `mesopod scheduler`.
+//! `mesopod` / `mesopod scheduler`: the framework with its Kubernetes API.
+//!
+//! Without `--master` it starts an embedded localmesos cluster, so
+//! `cargo run --release` gives a working mesopod on one machine.
 
-/// Flags of `mesopod scheduler`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Args {}
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use apiserver::SystemClock;
+use localmesos::AgentConfig;
+use mesos::codec::Codec;
+use procurement::{PortStrategy, ResourceDefaults, Scoring, Strategy};
+
+use crate::admission::{Admission, AdmissionConfig, Hook, WebhookHook};
+use crate::app::{App, AppConfig};
+use crate::config::{FrameworkConfig, SchedulingConfig};
+use crate::launch::ExecutorCommand;
+
+/// Parses `10s`, `5m`, `1h`, `2d` or Mesos' own syntax (`10secs`, `5mins`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = match unit {
+        "s" => "secs",
+        "m" => "mins",
+        "h" => "hrs",
+        "d" => "days",
+        other => other,
+    };
+    executor::duration::parse_duration(&format!("{num}{unit}")).map_err(|e| e.to_string())
+}
+
+/// Flags of `mesopod scheduler` (also accepted without the subcommand).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Where the Kubernetes API and the debug pages listen.
+    #[arg(long, default_value = "127.0.0.1:8080", env = "MESOPOD_LISTEN")]
+    pub listen: SocketAddr,
+    /// The durable store's directory.
+    #[arg(long, default_value = "mesopod-data", env = "MESOPOD_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// Mesos master URL(s), comma-separated; none starts an embedded cluster.
+    #[arg(long, value_delimiter = ',', env = "MESOPOD_MASTER")]
+    pub master: Vec<String>,
+    /// Agents of the embedded cluster.
+    #[arg(long, default_value_t = 3)]
+    pub agents: usize,
+    /// Resources of each embedded agent, in Mesos' flag syntax.
+    #[arg(long, default_value = "cpus:4;mem:8192;disk:20480;ports:[31000-32000]")]
+    pub resources: String,
+    /// Attributes of each embedded agent; `{i}` is the agent's index.
+    #[arg(long, default_value = "rack:r{i}")]
+    pub attributes: String,
+    /// Roles the framework subscribes with.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub roles: Vec<String>,
+    /// Roles of pods without the mesopod.io/roles annotation.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub default_pod_roles: Vec<String>,
+    /// The framework's principal.
+    #[arg(long)]
+    pub principal: Option<String>,
+    /// The user tasks run as.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// How long unused offers are kept before they are declined.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub offer_ttl: Duration,
+    /// Longest time a launched pod may take to reach Running.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub start_deadline: Duration,
+    /// Period of implicit reconciliation.
+    #[arg(long, default_value = "15m", value_parser = parse_duration)]
+    pub implicit_reconcile: Duration,
+    /// Default host port mapping: fixed or wildcard.
+    #[arg(long, default_value = "fixed")]
+    pub port_mapping: String,
+    /// Offer scoring: binpack or spread.
+    #[arg(long, default_value = "binpack")]
+    pub scoring: String,
+    /// Where a Mesos fetcher downloads the mesopod binary from (real clusters).
+    #[arg(long)]
+    pub executor_uri: Option<String>,
+    /// Encoding towards Mesos: protobuf or json.
+    #[arg(long, default_value = "protobuf")]
+    pub codec: String,
+    /// An admission webhook URL; repeat for several, run in order.
+    #[arg(long = "admission-webhook")]
+    pub admission_webhooks: Vec<String>,
+    /// Deadline of each admission hook call (at most 30s).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub admission_timeout: Duration,
+    /// Let attempts through when a hook errs or is late (default: hold them).
+    #[arg(long)]
+    pub admission_fail_open: bool,
+    /// How long a pod may stay held before it fails.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub admission_hold_window: Duration,
+    /// Priority classes a hook may set (repeatable; none: any).
+    #[arg(long = "admission-allow-priority-class")]
+    pub admission_priority_classes: Vec<String>,
+    /// Service accounts a hook may set (repeatable; none: any).
+    #[arg(long = "admission-allow-service-account")]
+    pub admission_service_accounts: Vec<String>,
+    /// A file of flags, one `--flag value` per line, read before the others.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+impl Args {
+    /// The App configuration these flags describe.
+    ///
+    /// # Errors
+    /// A flag whose value makes no sense.
+    pub fn app_config(&self) -> anyhow::Result<AppConfig> {
+        let mut agents = Vec::with_capacity(self.agents);
+        for i in 0..self.agents {
+            agents.push(
+                AgentConfig::from_flags(&self.resources, &self.attributes, i)
+                    .with_context(|| format!("bad --resources or --attributes for agent {i}"))?,
+            );
+        }
+        let program = std::env::current_exe()
+            .context("cannot find the mesopod binary for the executor")?
+            .display()
+            .to_string();
+        let program = if self.executor_uri.is_some() {
+            "./mesopod".to_owned()
+        } else {
+            program
+        };
+        let hooks: Vec<Arc<dyn Hook>> = self
+            .admission_webhooks
+            .iter()
+            .map(|u| Arc::new(WebhookHook::new(u.clone())) as Arc<dyn Hook>)
+            .collect();
+        let mut framework = FrameworkConfig {
+            masters: self.master.clone(),
+            roles: self.roles.clone(),
+            principal: self.principal.clone(),
+            ..FrameworkConfig::default()
+        };
+        if let Some(user) = &self.user {
+            framework.user.clone_from(user);
+        }
+        Ok(AppConfig {
+            listen: self.listen,
+            data_dir: Some(self.data_dir.clone()),
+            embedded: localmesos::Config {
+                agents,
+                ..Default::default()
+            },
+            framework,
+            scheduling: SchedulingConfig {
+                offer_ttl: self.offer_ttl,
+                start_deadline: self.start_deadline,
+                implicit_reconcile_interval: self.implicit_reconcile,
+                ..SchedulingConfig::default()
+            },
+            default_pod_roles: self.default_pod_roles.clone(),
+            port_strategy: PortStrategy::parse(&self.port_mapping).with_context(|| {
+                format!(
+                    "--port-mapping must be fixed or wildcard, not {:?}",
+                    self.port_mapping
+                )
+            })?,
+            resource_defaults: ResourceDefaults::default(),
+            scoring: Scoring {
+                strategy: match self.scoring.as_str() {
+                    "binpack" => Strategy::BinPack,
+                    "spread" => Strategy::Spread,
+                    other => anyhow::bail!("--scoring must be binpack or spread, not {other:?}"),
+                },
+                ..Scoring::default()
+            },
+            executor: ExecutorCommand {
+                program,
+                uri: self.executor_uri.clone(),
+                shutdown_grace: Duration::from_secs(5),
+            },
+            admission: Admission::new(
+                hooks,
+                AdmissionConfig {
+                    timeout: self.admission_timeout,
+                    fail_open: self.admission_fail_open,
+                    allowed_priority_classes: self.admission_priority_classes.clone(),
+                    allowed_service_accounts: self.admission_service_accounts.clone(),
+                    hold_window: self.admission_hold_window,
+                },
+            ),
+            codec: match self.codec.as_str() {
+                "protobuf" => Codec::Protobuf,
+                "json" => Codec::Json,
+                other => anyhow::bail!("--codec must be protobuf or json, not {other:?}"),
+            },
+            clock: Arc::new(SystemClock),
+        })
+    }
+}
 
 /// Runs `mesopod scheduler`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`mesopod scheduler` is not built yet: see the open issues")
+///
+/// # Errors
+/// Bad flags, a part that cannot start, or another scheduler taking over.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    crate::cmd::init_logging();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let config = args.app_config()?;
+        let embedded = args.master.is_empty();
+        let mut app = App::start(config)
+            .await
+            .context("mesopod could not start")?;
+        println!("mesopod is running.");
+        println!("  Kubernetes API: {}", app.api_url());
+        if embedded {
+            println!(
+                "  Mesos master:   {} (embedded localmesos, {} agents)",
+                app.master_url(),
+                args.agents
+            );
+        } else {
+            println!("  Mesos master:   {}", app.master_url());
+        }
+        println!("  data directory: {}", args.data_dir.display());
+        println!("  debug pages:    {}/debug/", app.api_url());
+        println!();
+        println!("Try:");
+        let server = if args.listen.port() == 8080 && args.listen.ip().is_loopback() {
+            String::new()
+        } else {
+            format!(" --server {}", app.api_url())
+        };
+        println!("  kubectl{server} apply -f examples/hello.yaml");
+        println!("  kubectl{server} get pods -o wide");
+        println!("  kubectl{server} logs hello");
+        let result = tokio::select! {
+            r = app.wait() => r.map_err(anyhow::Error::from),
+            _ = crate::cmd::shutdown_signal() => Ok(()),
+        };
+        app.shutdown().await;
+        result
+    })
 }

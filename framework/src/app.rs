@@ -1,0 +1,330 @@
+//! Assembling mesopod: the store and API shim, the Mesos connection (an
+//! embedded localmesos or real masters), the driver, the core and the HTTP
+//! listener. The binary, the end-to-end tests and the benchmark all start
+//! mesopod through [`App::start`], so they run the same thing.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use apiserver::store::{MemoryStore, RedbStore, Store};
+use apiserver::{Api, Clock};
+use futures::future::BoxFuture;
+use localmesos::LocalMesos;
+use mesos::client::scheduler::SchedulerClient;
+use mesos::codec::Codec;
+use procurement::{
+    PipelineConfig, Placer, PortStrategy, ResourceDefaults, Scoring, default_pipeline,
+};
+use registry::{InMemoryRegistry, Retention};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::admission::Admission;
+use crate::config::{FrameworkConfig, SchedulingConfig};
+use crate::core::{Core, CoreError, CoreParts, Input};
+use crate::driver::{self, DriverEvent, FRAMEWORK_ID_KEY, FrameworkIdStore};
+use crate::launch::{ExecutorCommand, executor_prototype};
+use crate::logs::{AgentDirectory, AgentLogSource};
+use crate::observe::Observed;
+
+/// Everything [`App::start`] needs.
+pub struct AppConfig {
+    /// Where the Kubernetes API and debug pages listen.
+    pub listen: SocketAddr,
+    /// The durable store's directory; `None` keeps everything in memory.
+    pub data_dir: Option<PathBuf>,
+    /// An embedded localmesos, used when `framework.masters` is empty.
+    pub embedded: localmesos::Config,
+    /// Mesos-side settings.
+    pub framework: FrameworkConfig,
+    /// Scheduling settings.
+    pub scheduling: SchedulingConfig,
+    /// Default pod roles.
+    pub default_pod_roles: Vec<String>,
+    /// Port mapping of pods without the annotation.
+    pub port_strategy: PortStrategy,
+    /// Pod resource defaults and minimums.
+    pub resource_defaults: ResourceDefaults,
+    /// Offer scoring.
+    pub scoring: Scoring,
+    /// How agents start the executor.
+    pub executor: ExecutorCommand,
+    /// Admission hooks.
+    pub admission: Admission,
+    /// Encoding towards Mesos.
+    pub codec: Codec,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Why mesopod could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The store could not be opened.
+    #[error("cannot open the store: {0}")]
+    Store(String),
+    /// The API shim could not start.
+    #[error(transparent)]
+    Api(#[from] apiserver::ApiError),
+    /// The embedded cluster could not start.
+    #[error("cannot start the embedded Mesos cluster: {0}")]
+    Local(#[from] localmesos::Error),
+    /// The Mesos client could not be built.
+    #[error("bad Mesos master: {0}")]
+    Client(#[from] mesos::client::ClientError),
+    /// The pipeline settings cannot work.
+    #[error("bad scheduling settings: {0}")]
+    Pipeline(#[from] procurement::ConfigError),
+    /// The listener could not bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running mesopod.
+pub struct App {
+    api: Api,
+    addr: SocketAddr,
+    master_url: String,
+    local: Option<LocalMesos>,
+    registry: Arc<InMemoryRegistry>,
+    observed: Arc<Observed>,
+    inputs: mpsc::Sender<Input>,
+    core: JoinHandle<Result<(), CoreError>>,
+    tasks: Vec<JoinHandle<()>>,
+    stop_http: Option<oneshot::Sender<()>>,
+}
+
+struct MetaIds(Api);
+
+impl FrameworkIdStore for MetaIds {
+    fn load(&self) -> Option<String> {
+        self.0
+            .get_meta(FRAMEWORK_ID_KEY)
+            .and_then(|b| String::from_utf8(b).ok())
+            .filter(|s| !s.is_empty())
+    }
+
+    fn save<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.0
+                .put_meta(FRAMEWORK_ID_KEY, id.as_bytes().to_vec())
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+impl App {
+    /// Starts everything and returns once the API listens.
+    ///
+    /// # Errors
+    /// [`AppError`] naming the part that failed.
+    pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
+        let store: Arc<dyn Store> = match &cfg.data_dir {
+            Some(dir) => {
+                Arc::new(RedbStore::open(dir).map_err(|e| AppError::Store(e.to_string()))?)
+            }
+            None => Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?),
+        };
+        let directory = Arc::new(AgentDirectory::default());
+        let logs = Arc::new(AgentLogSource::new(directory.clone()));
+        let api = Api::start(store, cfg.clock.clone(), logs.clone()).await?;
+        logs.set_api(api.clone());
+
+        let local = if cfg.framework.masters.is_empty() {
+            let local = LocalMesos::start(cfg.embedded.clone()).await?;
+            cfg.framework.masters = vec![local.master_url().to_owned()];
+            Some(local)
+        } else {
+            None
+        };
+        let master_url = cfg.framework.masters.join(",");
+        let client = SchedulerClient::new(cfg.framework.masters.clone(), cfg.codec)?;
+
+        let pipeline = default_pipeline(&PipelineConfig {
+            framework_roles: cfg.framework.roles.clone(),
+            default_pod_roles: cfg.default_pod_roles.clone(),
+            default_port_strategy: cfg.port_strategy,
+            resources: cfg.resource_defaults,
+            executor: executor_prototype(&cfg.executor),
+        })?;
+        let placer = Placer::new(pipeline, cfg.scoring);
+        let registry = Arc::new(InMemoryRegistry::with_retention(Retention {
+            max_finished: cfg.scheduling.retain_finished,
+            max_age: cfg.scheduling.retain_finished_for,
+        }));
+        let observed = Arc::new(Observed::default());
+
+        let listener = TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|source| AppError::Listen {
+                addr: cfg.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| AppError::Listen {
+            addr: cfg.listen,
+            source,
+        })?;
+
+        let (inputs_tx, inputs_rx) = mpsc::channel(16 * 1024);
+        let (mesos, mut driver_events, driver_task) = driver::spawn(
+            cfg.framework.clone(),
+            client,
+            Arc::new(MetaIds(api.clone())),
+        );
+        let forward = {
+            let inputs = inputs_tx.clone();
+            let observed = observed.clone();
+            let clock = cfg.clock.clone();
+            tokio::spawn(async move {
+                while let Some(ev) = driver_events.recv().await {
+                    observed.saw_event(clock.now());
+                    if matches!(&ev, DriverEvent::Event(e) if e.kind() == Some(mesos::proto::scheduler::event::Type::Heartbeat))
+                    {
+                        continue;
+                    }
+                    if inputs.send(Input::Driver(ev)).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        let core = Core::new(CoreParts {
+            api: api.clone(),
+            mesos: mesos.clone(),
+            registry: registry.clone(),
+            clock: cfg.clock.clone(),
+            placer,
+            scoring: cfg.scoring,
+            admission: cfg.admission,
+            needs: procurement::PodResourcesProcurement::new(cfg.resource_defaults)?,
+            config: cfg.scheduling.clone(),
+            directory,
+            observed: observed.clone(),
+            inputs: inputs_tx.clone(),
+        });
+        let core = tokio::spawn(core.run(inputs_rx));
+
+        let (stop_http, stopped) = oneshot::channel::<()>();
+        let router =
+            apiserver::router(api.clone()).merge(crate::debug::router(crate::debug::DebugState {
+                registry: registry.clone(),
+                observed: observed.clone(),
+                mesos,
+                inputs: inputs_tx.clone(),
+                api: api.clone(),
+                clock: cfg.clock.clone(),
+            }));
+        let http = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+            {
+                tracing::error!(error = %e, "the HTTP listener failed");
+            }
+        });
+        let sweeper = {
+            let api = api.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(apiserver::SWEEP_EVERY);
+                loop {
+                    tick.tick().await;
+                    if let Err(e) = api.expire_deletions(api.now()).await {
+                        tracing::warn!(error = %e, "deletion sweep failed");
+                    }
+                }
+            })
+        };
+        Ok(App {
+            api,
+            addr,
+            master_url,
+            local,
+            registry,
+            observed,
+            inputs: inputs_tx,
+            core,
+            tasks: vec![driver_task, forward, http, sweeper],
+            stop_http: Some(stop_http),
+        })
+    }
+
+    /// The API shim's base URL (`http://127.0.0.1:PORT`).
+    pub fn api_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The address the API listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The Mesos master(s) mesopod registers with.
+    pub fn master_url(&self) -> &str {
+        &self.master_url
+    }
+
+    /// The in-process API.
+    pub fn api(&self) -> &Api {
+        &self.api
+    }
+
+    /// The embedded cluster, if mesopod started one.
+    pub fn local(&self) -> Option<&LocalMesos> {
+        self.local.as_ref()
+    }
+
+    /// The task registry (read it; only the core writes).
+    pub fn registry(&self) -> &Arc<InMemoryRegistry> {
+        &self.registry
+    }
+
+    /// Snapshots and metrics.
+    pub fn observed(&self) -> &Arc<Observed> {
+        &self.observed
+    }
+
+    /// Asks for a reconciliation round.
+    pub async fn reconcile(&self, explicit: bool) {
+        let _ = self.inputs.send(Input::Reconcile { explicit }).await;
+    }
+
+    /// Waits until the core stops (another scheduler took over, or a fatal
+    /// store error).
+    ///
+    /// # Errors
+    /// Why the core stopped.
+    pub async fn wait(&mut self) -> Result<(), CoreError> {
+        match (&mut self.core).await {
+            Ok(r) => r,
+            Err(e) => Err(CoreError::Panicked(e.to_string())),
+        }
+    }
+
+    /// Stops everything this App started, the embedded cluster included.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop_http.take() {
+            let _ = stop.send(());
+        }
+        self.core.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        let _ = (&mut self.core).await;
+        if let Some(local) = self.local.take() {
+            local.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! One scheduling round: admission, procurement over every live offer,
+//! registration, durable binding, then one ACCEPT per offer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use apiserver::Binding;
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use mesos::proto::offer::{Operation, operation};
+use mesos::proto::scheduler::{Call, call};
+use mesos::proto::task_status::{Reason, Source};
+use mesos::proto::{Filters, OfferId, TaskInfo, TaskState, TaskStatus};
+use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
+use registry::{Flag, PodKey, PodTask, Registry, Spec, save_recovery_info};
+
+use super::Core;
+use crate::admission::{Changes, Outcome, Request, apply_changes};
+use crate::launch::task_info;
+use crate::objects::pod_event;
+use crate::podstatus::timestamp;
+
+/// Feasible offers scored per pod before the best is taken. Scoring every
+/// offer of a 5,000-agent cluster for every pod costs more than it gains;
+/// like kube-scheduler's percentageOfNodesToScore, a sample that starts at
+/// a rotating offer keeps placements good and spread while bounding the
+/// cost of one attempt.
+pub const MAX_CANDIDATES: usize = 64;
+
+/// A pod admitted for this round, with the task it would launch.
+struct Attempt {
+    key: PodKey,
+    task: PodTask,
+    /// What the admission hooks changed, persisted with the binding.
+    changes: Changes,
+}
+
+/// A task placed this round, waiting for its binding.
+struct Placed {
+    task: PodTask,
+    offer: usize,
+    queued: SystemTime,
+    changes: Changes,
+}
+
+impl Core {
+    pub(super) async fn schedule(&mut self) {
+        if !self.subscribed || self.queue.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let ready = self.queue.ready(now);
+        if ready.is_empty() || self.offers.is_empty() {
+            return;
+        }
+        let attempts = self.admit(ready, now).await;
+        if attempts.is_empty() {
+            return;
+        }
+
+        let mut live: Vec<_> = self.offers.iter().cloned().collect();
+        live.sort_by(|a, b| a.id().cmp(b.id()));
+        let views: Vec<OfferView> = live
+            .iter()
+            .filter_map(|o| {
+                let view = o.view.clone()?;
+                let running = self.executors.get(o.agent_id()).filter(|info| {
+                    info.executor_id
+                        .as_ref()
+                        .is_some_and(|id| o.offer.executor_ids.contains(id))
+                });
+                Some(match running {
+                    Some(info) => {
+                        let node = view.node().clone().with_running_executor(info.clone());
+                        view.with_node(node)
+                    }
+                    None => view,
+                })
+            })
+            .collect();
+        if views.is_empty() {
+            return;
+        }
+        let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
+        let mut placed = Vec::new();
+        for attempt in attempts {
+            let queued = self.queue.get(&attempt.key).map_or(now, |e| e.queued);
+            match self.place_one(&attempt, &views, &mut states) {
+                Ok((task, offer)) => {
+                    self.queue.remove(&attempt.key);
+                    self.waiting.remove(&attempt.key);
+                    placed.push(Placed {
+                        task,
+                        offer,
+                        queued,
+                        changes: attempt.changes,
+                    });
+                }
+                Err(failure) => self.unschedulable(&attempt, &failure, now).await,
+            }
+        }
+        if placed.is_empty() {
+            return;
+        }
+        let bound = self.bind(placed).await;
+        self.accept(bound, &views, now).await;
+    }
+
+    /// Runs the admission hooks for the ready pods, concurrently.
+    async fn admit(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<Attempt> {
+        let mut candidates = Vec::new();
+        for key in ready {
+            let Some(pod) = self.waiting.get(&key).cloned() else {
+                continue;
+            };
+            match PodTask::new(pod.clone(), Vec::new(), now) {
+                Ok(task) => candidates.push(Attempt {
+                    key,
+                    task,
+                    changes: Changes::default(),
+                }),
+                Err(e) => {
+                    let msg = format!("mesopod cannot make a task for this pod: {e}");
+                    self.fail_unbound(&key, &pod, "InvalidPod", &msg, now).await;
+                }
+            }
+        }
+        if self.admission.is_empty() {
+            return candidates;
+        }
+        let admission = self.admission.clone();
+        let requests: Vec<Request> = candidates
+            .iter()
+            .map(|a| {
+                let entry = self.queue.get(&a.key);
+                let attempt = entry.map_or(1, |e| e.attempts + e.holds + 1);
+                crate::demand::admission_request(&self.needs, &a.task, attempt)
+            })
+            .collect();
+        let outcomes = join_all(requests.into_iter().map(|r| {
+            let admission = admission.clone();
+            async move { admission.admit(r).await }
+        }))
+        .await;
+        let mut admitted = Vec::new();
+        for (mut attempt, outcome) in candidates.into_iter().zip(outcomes) {
+            let pod = attempt.task.pod.clone();
+            match outcome {
+                Outcome::Admit { changes, warnings } => {
+                    self.observed.metrics.admission(if changes.is_empty() {
+                        "admit"
+                    } else {
+                        "admitWith"
+                    });
+                    for w in warnings {
+                        self.event(&pod, "Warning", "AdmissionFailOpen", w, now)
+                            .await;
+                    }
+                    if !changes.is_empty() {
+                        attempt.task.pod = Arc::new(apply_changes(&pod, &changes));
+                    }
+                    attempt.changes = changes;
+                    admitted.push(attempt);
+                }
+                Outcome::Hold(reason) => {
+                    self.observed.metrics.admission("hold");
+                    self.on_hold(&attempt, reason, now).await;
+                }
+                Outcome::Refuse(reason) => {
+                    self.observed.metrics.admission("refuse");
+                    self.fail_unbound(&attempt.key, &pod, "AdmissionRefused", &reason, now)
+                        .await;
+                }
+            }
+        }
+        admitted
+    }
+
+    async fn on_hold(&mut self, attempt: &Attempt, reason: String, now: SystemTime) {
+        let window = self.admission.config().hold_window;
+        let first = self.queue.get(&attempt.key).and_then(|e| e.first_hold);
+        if first.is_some_and(|f| now.duration_since(f).unwrap_or_default() >= window) {
+            let msg = format!(
+                "held by admission for longer than {}s: {reason}",
+                window.as_secs()
+            );
+            self.fail_unbound(&attempt.key, &attempt.task.pod, "AdmissionHeld", &msg, now)
+                .await;
+            return;
+        }
+        let first_time = first.is_none();
+        self.queue.hold(&attempt.key, now, reason.clone());
+        if first_time {
+            self.event(&attempt.task.pod, "Normal", "AdmissionHeld", reason, now)
+                .await;
+        }
+    }
+
+    /// Fails a pod that never got a task, for good.
+    async fn fail_unbound(
+        &mut self,
+        key: &PodKey,
+        pod: &Pod,
+        reason: &str,
+        message: &str,
+        now: SystemTime,
+    ) {
+        self.queue.remove(key);
+        self.waiting.remove(key);
+        let mut status = pod.status.clone().unwrap_or_default();
+        status.phase = Some("Failed".into());
+        status.reason = Some(reason.into());
+        status.message = Some(message.into());
+        set_condition(&mut status, "PodScheduled", "False", reason, message, now);
+        // The event first: whoever sees the pod Failed can read why.
+        self.event(pod, "Warning", reason, message.to_owned(), now)
+            .await;
+        if let Err(e) = self
+            .api
+            .update_pod_status(&key.namespace, &key.name, status)
+            .await
+        {
+            tracing::warn!(pod = %key.name, error = %e, "could not fail the pod");
+        }
+    }
+
+    /// Finds the best offer for one pod, counting offers already used
+    /// this round as what is left of them.
+    fn place_one(
+        &mut self,
+        attempt: &Attempt,
+        views: &[OfferView],
+        states: &mut [Option<ProcureState>],
+    ) -> Result<(PodTask, usize), AggregateFailure> {
+        let mut failure = AggregateFailure {
+            agents: views.len(),
+            failures: Vec::new(),
+        };
+        let mut task = attempt.task.clone();
+        let demand = Arc::new(PodDemand::new(task.pod.clone()));
+        let n = views.len();
+        let start = self.scan_start % n;
+        self.scan_start = self.scan_start.wrapping_add(1);
+        let mut best: Option<(usize, f64, ProcureState, Spec, PodTask)> = None;
+        let mut feasible = 0;
+        for j in 0..n {
+            let i = (start + j) % n;
+            let mut state = states[i].clone().unwrap_or_else(|| views[i].state());
+            state.seed_demand(demand.clone());
+            let mut candidate = task.clone();
+            match self
+                .placer
+                .place(&mut state, &mut candidate, views[i].node())
+            {
+                Err(e) => failure.push(views[i].node().hostname(), e),
+                Ok(spec) => {
+                    let score = self.scoring.score(&state);
+                    let better = best.as_ref().is_none_or(|(bi, bs, ..)| {
+                        score > *bs
+                            || (score == *bs
+                                && (views[i].node().hostname(), &views[i].id().value)
+                                    < (views[*bi].node().hostname(), &views[*bi].id().value))
+                    });
+                    if better {
+                        best = Some((i, score, state, spec, candidate));
+                    }
+                    feasible += 1;
+                    if feasible >= MAX_CANDIDATES {
+                        break;
+                    }
+                }
+            }
+        }
+        let Some((i, _, state, spec, placed)) = best else {
+            return Err(failure);
+        };
+        task = placed;
+        if let Some(roles) = state.pod_roles() {
+            task.roles = roles.clone();
+        }
+        states[i] = Some(state);
+        task.spec = Some(Arc::new(spec));
+        task.offer_id = Some(views[i].id().clone());
+        task.set(Flag::Launched);
+        match self.registry.register(task) {
+            Ok(task) => Ok((task, i)),
+            Err(e) => {
+                // The pod has a live task already: it must not get a second.
+                tracing::warn!(error = %e, "not launching a second task for a pod");
+                states[i] = None;
+                Err(failure)
+            }
+        }
+    }
+
+    async fn unschedulable(
+        &mut self,
+        attempt: &Attempt,
+        failure: &AggregateFailure,
+        now: SystemTime,
+    ) {
+        let message = failure.to_string();
+        self.observed
+            .metrics
+            .attempt("unschedulable", &failure.counts());
+        let changed = self
+            .queue
+            .get(&attempt.key)
+            .is_none_or(|e| e.last_reason.as_deref() != Some(message.as_str()));
+        self.queue.backoff(&attempt.key, now, message.clone());
+        if !changed {
+            return;
+        }
+        let mut status = attempt.task.pod.status.clone().unwrap_or_default();
+        status.phase.get_or_insert_with(|| "Pending".into());
+        set_condition(
+            &mut status,
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+            &message,
+            now,
+        );
+        self.event(
+            &attempt.task.pod,
+            "Warning",
+            "FailedScheduling",
+            message,
+            now,
+        )
+        .await;
+        if let Err(e) = self
+            .api
+            .update_pod_status(&attempt.key.namespace, &attempt.key.name, status)
+            .await
+        {
+            tracing::debug!(pod = %attempt.key.name, error = %e, "could not mark the pod unschedulable");
+        }
+    }
+
+    /// Binds every placed pod durably, concurrently. A pod that cannot be
+    /// bound (deleted meanwhile) loses its task before anything is launched.
+    async fn bind(&mut self, placed: Vec<Placed>) -> Vec<Placed> {
+        let api = self.api.clone();
+        let results = join_all(placed.iter().map(|p| {
+            let api = api.clone();
+            let key = p.task.pod_key();
+            let mut annotations = p.changes.annotations.clone();
+            annotations.extend(save_recovery_info(&p.task));
+            let binding = Binding {
+                node_name: p
+                    .task
+                    .spec
+                    .as_ref()
+                    .map(|s| s.hostname.clone())
+                    .unwrap_or_default(),
+                annotations,
+                condition: None,
+            };
+            let labels = p.changes.labels.clone();
+            async move {
+                let pod = api.bind_pod(&key.namespace, &key.name, &binding).await?;
+                if labels.is_empty() {
+                    return Ok(pod);
+                }
+                // The hook's labels are kept on the stored pod, as a
+                // mutating admission webhook's would be.
+                let patch = serde_json::json!({"metadata": {"labels": labels}});
+                api.patch_pod(
+                    &key.namespace,
+                    &key.name,
+                    apiserver::patch::PatchType::Merge,
+                    &patch,
+                )
+                .await
+            }
+        }))
+        .await;
+        let mut bound = Vec::new();
+        for (mut p, result) in placed.into_iter().zip(results) {
+            match result {
+                Ok(pod) => {
+                    p.task.pod = Arc::new(pod);
+                    p.task.set(Flag::Bound);
+                    match self.registry.update(p.task.clone()) {
+                        Ok(task) => {
+                            p.task = task;
+                            bound.push(p);
+                        }
+                        Err(e) => tracing::warn!(error = %e, "task vanished before launch"),
+                    }
+                }
+                Err(e) => {
+                    tracing::info!(task = %p.task.id, error = %e, "pod could not be bound; not launching");
+                    self.registry.unregister(&p.task.id);
+                }
+            }
+        }
+        bound
+    }
+
+    /// One ACCEPT per offer with every LAUNCH for it.
+    async fn accept(&mut self, bound: Vec<Placed>, views: &[OfferView], now: SystemTime) {
+        let mut by_offer: BTreeMap<usize, Vec<Placed>> = BTreeMap::new();
+        for p in bound {
+            by_offer.entry(p.offer).or_default().push(p);
+        }
+        let mut events = Vec::new();
+        let mut calls = Vec::new();
+        for (offer, tasks) in by_offer {
+            let offer_id = views[offer].id().clone();
+            self.offers.take(&offer_id.value);
+            let infos: Vec<TaskInfo> = tasks
+                .iter()
+                .filter_map(|p| task_info(&p.task).ok())
+                .collect();
+            calls.push((offer_id, infos, tasks));
+        }
+        let mesos = self.mesos.clone();
+        let results = join_all(calls.iter().map(|(offer_id, infos, _)| {
+            let mesos = mesos.clone();
+            let call = accept_call(offer_id.clone(), infos.clone());
+            async move { mesos.call(call).await }
+        }))
+        .await;
+        let mut failed = Vec::new();
+        for ((_, _, tasks), result) in calls.into_iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    self.remember_executor(&tasks).await;
+                    for p in tasks {
+                        let latency = now.duration_since(p.queued).unwrap_or_default();
+                        self.observed.metrics.scheduled(latency);
+                        let host = p
+                            .task
+                            .spec
+                            .as_ref()
+                            .map(|s| s.hostname.clone())
+                            .unwrap_or_default();
+                        let key = p.task.pod_key();
+                        let msg = format!(
+                            "Successfully assigned {}/{} to {host}",
+                            key.namespace, key.name
+                        );
+                        events.push(pod_event(&p.task.pod, "Normal", "Scheduled", msg, now));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "ACCEPT failed; its tasks are dropped");
+                    for p in tasks {
+                        failed.push(dropped(
+                            &p.task,
+                            &format!("the ACCEPT call to Mesos failed: {e}"),
+                        ));
+                    }
+                }
+            }
+        }
+        let api = self.api.clone();
+        join_all(events.into_iter().map(|ev| {
+            let api = api.clone();
+            async move {
+                let ns = ev.metadata.namespace.clone().unwrap_or_default();
+                if let Err(e) = api.create_event(&ns, ev).await {
+                    tracing::debug!(error = %e, "could not record an event");
+                }
+            }
+        }))
+        .await;
+        if !failed.is_empty() {
+            self.apply_updates(failed).await;
+        }
+    }
+
+    /// Records an event about a pod; failures are logged, never fatal.
+    pub(super) async fn event(
+        &self,
+        pod: &Pod,
+        type_: &str,
+        reason: &str,
+        message: String,
+        now: SystemTime,
+    ) {
+        let ev = pod_event(pod, type_, reason, message, now);
+        let ns = ev.metadata.namespace.clone().unwrap_or_default();
+        if let Err(e) = self.api.create_event(&ns, ev).await {
+            tracing::debug!(error = %e, "could not record an event");
+        }
+    }
+}
+
+impl Core {
+    /// Records the executor info a launch used on its agent, durably, so
+    /// later pods (and a restarted mesopod) name the executor identically.
+    async fn remember_executor(&mut self, tasks: &[Placed]) {
+        let Some(spec) = tasks.first().and_then(|p| p.task.spec.clone()) else {
+            return;
+        };
+        let Some(info) = spec.executor.clone() else {
+            return;
+        };
+        let agent = spec.agent_id.value.clone();
+        if self
+            .executors
+            .get(&agent)
+            .is_some_and(|known| **known == info)
+        {
+            return;
+        }
+        self.executors.insert(agent, Arc::new(info));
+        let map: std::collections::HashMap<&String, &mesos::proto::ExecutorInfo> = self
+            .executors
+            .iter()
+            .map(|(k, v)| (k, v.as_ref()))
+            .collect();
+        match serde_json::to_vec(&map) {
+            Ok(bytes) => {
+                if let Err(e) = self.api.put_meta(super::EXECUTORS_KEY, bytes).await {
+                    tracing::warn!(error = %e, "could not store executor infos");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not encode executor infos"),
+        }
+    }
+}
+
+fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
+    Call {
+        r#type: Some(call::Type::Accept as i32),
+        accept: Some(call::Accept {
+            offer_ids: vec![offer_id],
+            operations: vec![Operation {
+                r#type: Some(operation::Type::Launch as i32),
+                launch: Some(operation::Launch { task_infos }),
+                ..Default::default()
+            }],
+            // What is left of the offer comes back at the next allocation:
+            // more pods may be waiting for it.
+            filters: Some(Filters {
+                refuse_seconds: Some(0.0),
+            }),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The update mesopod applies itself when a launch never reached Mesos.
+fn dropped(task: &PodTask, message: &str) -> TaskStatus {
+    TaskStatus {
+        task_id: Some(task.id.clone()),
+        state: TaskState::TaskDropped as i32,
+        source: Some(Source::SourceMaster as i32),
+        reason: Some(Reason::ReasonInvalidOffers as i32),
+        message: Some(message.into()),
+        agent_id: task.spec.as_ref().map(|s| s.agent_id.clone()),
+        ..Default::default()
+    }
+}
+
+/// Sets a condition, keeping its transition time when the status is unchanged.
+pub(super) fn set_condition(
+    status: &mut PodStatus,
+    type_: &str,
+    value: &str,
+    reason: &str,
+    message: &str,
+    now: SystemTime,
+) {
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let fresh = PodCondition {
+        type_: type_.into(),
+        status: value.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            timestamp(now),
+        )),
+        ..Default::default()
+    };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c) if c.status == value => {
+            c.reason = fresh.reason;
+            c.message = fresh.message;
+        }
+        Some(c) => *c = fresh,
+        None => conditions.push(fresh),
+    }
+}

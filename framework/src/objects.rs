@@ -1,0 +1,181 @@
+//! Kubernetes objects the framework writes: Nodes for agents, Events for pods.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::{
+    Event, EventSource, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo,
+    ObjectReference, Pod, Taint,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use procurement::NodeView;
+
+use crate::podstatus::timestamp;
+
+/// The component name on our events.
+pub const COMPONENT: &str = "mesopod";
+
+/// The Node for an agent: named by hostname, labelled as DESIGN.md says,
+/// capacity from the most of each resource the agent has offered.
+pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: SystemTime) -> Node {
+    let scalar = |name: &str| capacity.get(name).copied().unwrap_or(0.0);
+    let labels: BTreeMap<String, String> = view
+        .labels()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let mut cap = BTreeMap::new();
+    cap.insert("cpu".to_owned(), Quantity(format_cpu(scalar("cpus"))));
+    cap.insert(
+        "memory".to_owned(),
+        Quantity(format!("{}Mi", scalar("mem").floor())),
+    );
+    cap.insert(
+        "ephemeral-storage".to_owned(),
+        Quantity(format!("{}Mi", scalar("disk").floor())),
+    );
+    let gpus = scalar("gpus");
+    if gpus > 0.0 {
+        cap.insert(
+            "nvidia.com/gpu".to_owned(),
+            Quantity(format!("{}", gpus.floor())),
+        );
+    }
+    cap.insert("pods".to_owned(), Quantity("110".into()));
+    let taints: Vec<Taint> = view
+        .taints()
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: Some(t.value.clone()).filter(|v| !v.is_empty()),
+            effect: t.effect.as_str().to_owned(),
+            time_added: None,
+        })
+        .collect();
+    Node {
+        metadata: ObjectMeta {
+            name: Some(view.hostname().to_owned()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: Some(format!("mesos://{}", view.agent_id().value)),
+            taints: (!taints.is_empty()).then_some(taints),
+            ..Default::default()
+        }),
+        status: Some(NodeStatus {
+            capacity: Some(cap.clone()),
+            allocatable: Some(cap),
+            addresses: Some(vec![NodeAddress {
+                type_: "Hostname".into(),
+                address: view.hostname().to_owned(),
+            }]),
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                reason: Some("AgentOffering".into()),
+                message: Some("the Mesos agent is registered and offering resources".into()),
+                last_heartbeat_time: Some(Time(timestamp(now))),
+                last_transition_time: Some(Time(timestamp(now))),
+            }]),
+            node_info: Some(NodeSystemInfo {
+                architecture: std::env::consts::ARCH.into(),
+                operating_system: std::env::consts::OS.into(),
+                os_image: "Mesos agent".into(),
+                kubelet_version: format!("mesopod-{}", env!("CARGO_PKG_VERSION")),
+                kube_proxy_version: String::new(),
+                container_runtime_version: "mesopod-executor".into(),
+                kernel_version: String::new(),
+                boot_id: String::new(),
+                machine_id: String::new(),
+                system_uuid: view.agent_id().value.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn format_cpu(cpus: f64) -> String {
+    let milli = (cpus * 1000.0).round();
+    if milli % 1000.0 == 0.0 {
+        format!("{}", milli / 1000.0)
+    } else {
+        format!("{milli}m")
+    }
+}
+
+/// An Event about a pod, as kube-scheduler and the kubelet write them.
+pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: String, now: SystemTime) -> Event {
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let nanos = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}.{nanos:x}")),
+            namespace: Some(namespace.clone()),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            kind: Some("Pod".into()),
+            api_version: Some("v1".into()),
+            namespace: Some(namespace),
+            name: Some(name),
+            uid: pod.metadata.uid.clone(),
+            resource_version: pod.metadata.resource_version.clone(),
+            ..Default::default()
+        },
+        reason: Some(reason.into()),
+        message: Some(message),
+        type_: Some(type_.into()),
+        source: Some(EventSource {
+            component: Some(COMPONENT.into()),
+            host: None,
+        }),
+        reporting_component: Some(COMPONENT.into()),
+        reporting_instance: Some(COMPONENT.into()),
+        first_timestamp: Some(Time(timestamp(now))),
+        last_timestamp: Some(Time(timestamp(now))),
+        event_time: Some(MicroTime(timestamp(now))),
+        action: Some(reason.into()),
+        count: Some(1),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cpu_quantities_read_like_kubernetes() {
+        assert_eq!(format_cpu(4.0), "4");
+        assert_eq!(format_cpu(0.25), "250m");
+    }
+
+    #[test]
+    fn events_name_the_pod_they_are_about() {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("web".into());
+        pod.metadata.uid = Some("u1".into());
+        let e = pod_event(
+            &pod,
+            "Normal",
+            "Scheduled",
+            "placed".into(),
+            SystemTime::UNIX_EPOCH,
+        );
+        assert_eq!(e.involved_object.name.as_deref(), Some("web"));
+        assert_eq!(e.involved_object.uid.as_deref(), Some("u1"));
+        assert_eq!(e.metadata.namespace.as_deref(), Some("default"));
+        assert!(e.metadata.name.unwrap().starts_with("web."));
+    }
+}

@@ -1,0 +1,218 @@
+//! Helpers for end-to-end tests: a mesopod with an embedded localmesos whose
+//! agents run the real `mesopod executor`, the real kubectl, and waits that
+//! await store events instead of sleeping.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::{Api, EventKind, SystemClock};
+use framework::admission::Admission;
+use framework::app::{App, AppConfig};
+use framework::config::{FrameworkConfig, SchedulingConfig};
+use framework::launch::ExecutorCommand;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use localmesos::{AgentConfig, Timing};
+use mesos::codec::Codec;
+use procurement::{PortStrategy, ResourceDefaults, Scoring};
+
+/// The real binary cargo built for these tests.
+pub const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod");
+
+/// How a test cluster looks.
+pub struct Setup {
+    pub agents: Vec<AgentConfig>,
+    pub data_dir: Option<PathBuf>,
+    pub admission: Admission,
+    pub masters: Vec<String>,
+    pub start_deadline: Duration,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            agents: (0..3)
+                .map(|i| {
+                    agent(
+                        "cpus:4;mem:8192;disk:20480;ports:[31000-31010]",
+                        "rack:r{i}",
+                        i,
+                    )
+                })
+                .collect(),
+            data_dir: None,
+            admission: Admission::none(),
+            masters: Vec::new(),
+            start_deadline: Duration::from_secs(300),
+        }
+    }
+}
+
+pub fn agent(resources: &str, attributes: &str, i: usize) -> AgentConfig {
+    AgentConfig::from_flags(resources, attributes, i).unwrap()
+}
+
+/// Fast timings: offers every 100 ms, heartbeats every second.
+pub fn fast_timing() -> Timing {
+    Timing {
+        heartbeat_interval: Duration::from_secs(1),
+        allocation_interval: Duration::from_millis(100),
+        status_update_retry_min: Duration::from_millis(500),
+        status_update_retry_max: Duration::from_secs(2),
+        ..Timing::default()
+    }
+}
+
+pub fn app_config(setup: Setup) -> AppConfig {
+    AppConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: setup.data_dir,
+        embedded: localmesos::Config {
+            agents: setup.agents,
+            timing: fast_timing(),
+            ..Default::default()
+        },
+        framework: FrameworkConfig {
+            masters: setup.masters,
+            ..FrameworkConfig::default()
+        },
+        scheduling: SchedulingConfig {
+            offer_ttl: Duration::from_secs(2),
+            decline_refuse: Duration::from_millis(100),
+            start_deadline: setup.start_deadline,
+            sweep_interval: Duration::from_millis(100),
+            revive_min_interval: Duration::from_millis(100),
+            ..SchedulingConfig::default()
+        },
+        default_pod_roles: vec!["*".into()],
+        port_strategy: PortStrategy::Fixed,
+        resource_defaults: ResourceDefaults::default(),
+        scoring: Scoring::default(),
+        executor: ExecutorCommand {
+            program: MESOPOD.into(),
+            uri: None,
+            shutdown_grace: Duration::from_secs(5),
+        },
+        admission: setup.admission,
+        codec: Codec::Protobuf,
+        clock: Arc::new(SystemClock),
+    }
+}
+
+pub async fn start(setup: Setup) -> App {
+    App::start(app_config(setup)).await.expect("mesopod starts")
+}
+
+/// Runs kubectl against the app, with a private cache dir.
+pub fn kubectl(server: &str, args: &[&str]) -> Output {
+    kubectl_stdin(server, args, None)
+}
+
+pub fn kubectl_stdin(server: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new("kubectl");
+    cmd.arg("--server")
+        .arg(server)
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(args)
+        .env("KUBECONFIG", "/dev/null")
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}\nstdout: {}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Awaits a pod for which `pred` holds, watching the store (no sleeping).
+pub async fn wait_pod(
+    api: &Api,
+    ns: &str,
+    name: &str,
+    within: Duration,
+    pred: impl Fn(&Pod) -> bool,
+) -> Pod {
+    let fut = async {
+        let rv = match api.get_pod(ns, name) {
+            Ok(p) if pred(&p) => return p,
+            _ => api.resource_version(),
+        };
+        let mut watch = api.watch_pods(Some(ns), rv).unwrap();
+        while let Some(ev) = watch.next().await {
+            let ev = ev.expect("watch");
+            if ev.kind != EventKind::Deleted
+                && ev.object.metadata.name.as_deref() == Some(name)
+                && pred(&ev.object)
+            {
+                return ev.object;
+            }
+        }
+        panic!("watch ended")
+    };
+    match tokio::time::timeout(within, fut).await {
+        Ok(p) => p,
+        Err(_) => panic!(
+            "pod {ns}/{name} did not reach the condition within {within:?}; now: {:?}",
+            api.get_pod(ns, name).map(|p| p.status)
+        ),
+    }
+}
+
+/// Awaits the pod's removal from the store.
+pub async fn wait_gone(api: &Api, ns: &str, name: &str, within: Duration) {
+    let fut = async {
+        let rv = api.resource_version();
+        if api.get_pod(ns, name).is_err() {
+            return;
+        }
+        let mut watch = api.watch_pods(Some(ns), rv).unwrap();
+        while let Some(ev) = watch.next().await {
+            let ev = ev.expect("watch");
+            if ev.kind == EventKind::Deleted && ev.object.metadata.name.as_deref() == Some(name) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(within, fut)
+        .await
+        .expect("pod removed in time");
+}
+
+pub fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+pub fn pod_yaml(name: &str, extra_spec: &str, command: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n{extra_spec}  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", {command:?}]\n    resources:\n      requests:\n        cpu: 100m\n        memory: 32Mi\n"
+    )
+}

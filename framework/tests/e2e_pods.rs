@@ -1,0 +1,393 @@
+//! End to end: pods created with the real kubectl run as real processes
+//! under the real `mesopod executor`, on localmesos agents.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use k8s_openapi::api::core::v1::Pod;
+
+const T: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_runs_then_succeeds_and_its_logs_show_its_output() {
+    let app = start(Setup::default()).await;
+    let server = app.api_url();
+    let yaml = pod_yaml("hello", "", "echo hello from mesopod; sleep 1; echo bye");
+    let out = tokio::task::spawn_blocking({
+        let s = server.clone();
+        move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml))
+    })
+    .await
+    .unwrap();
+    assert!(ok(&out).contains("pod/hello created"));
+
+    let running = wait_pod(app.api(), "default", "hello", T, |p| {
+        phase(p) == "Running" || phase(p) == "Succeeded"
+    })
+    .await;
+    let node = running
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("bound to a node");
+    assert!(node.starts_with("agent-"), "{node}");
+    let ann = running.metadata.annotations.clone().unwrap();
+    assert!(ann.contains_key("mesopod.io/task-id"), "{ann:?}");
+
+    let done = wait_pod(app.api(), "default", "hello", T, |p| {
+        phase(p) == "Succeeded"
+    })
+    .await;
+    let cs = &done.status.unwrap().container_statuses.unwrap()[0];
+    let term = cs.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!(term.exit_code, 0);
+
+    let logs = tokio::task::spawn_blocking({
+        let s = server.clone();
+        move || kubectl(&s, &["logs", "hello"])
+    })
+    .await
+    .unwrap();
+    let text = ok(&logs);
+    assert!(
+        text.contains("hello from mesopod") && text.contains("bye"),
+        "{text}"
+    );
+
+    let wide =
+        tokio::task::spawn_blocking(move || kubectl(&server, &["get", "pods", "-o", "wide"]))
+            .await
+            .unwrap();
+    let table = ok(&wide);
+    assert!(
+        table.contains("hello") && table.contains("Completed") || table.contains("Succeeded"),
+        "{table}"
+    );
+    assert!(table.contains(&node), "{table}");
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_too_big_waits_with_a_reason_until_an_agent_with_room_appears() {
+    let app = start(Setup {
+        agents: vec![agent("cpus:1;mem:1024;ports:[31000-31010]", "", 0)],
+        ..Setup::default()
+    })
+    .await;
+    let yaml = pod_yaml("big", "", "sleep 30").replace("cpu: 100m", "cpu: \"3\"");
+    let server = app.api_url();
+    ok(&tokio::task::spawn_blocking(move || {
+        kubectl_stdin(&server, &["create", "-f", "-"], Some(&yaml))
+    })
+    .await
+    .unwrap());
+    let pending = wait_pod(app.api(), "default", "big", T, |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable")
+                })
+            })
+    })
+    .await;
+    assert_eq!(phase(&pending), "Pending");
+    let cond = pending.status.unwrap().conditions.unwrap();
+    let msg = cond
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(
+        msg.contains("0/1 agents available") && msg.contains("cpus"),
+        "{msg}"
+    );
+    let events = app
+        .api()
+        .list_events(Some("default"), "", "involvedObject.name=big")
+        .unwrap()
+        .items;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("FailedScheduling")
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("insufficient cpus"))),
+        "{events:?}"
+    );
+
+    app.local()
+        .unwrap()
+        .add_agent(agent("cpus:8;mem:8192;ports:[31000-31010]", "", 1).with_hostname("roomy"))
+        .await
+        .unwrap();
+    let placed = wait_pod(app.api(), "default", "big", T, |p| phase(p) == "Running").await;
+    assert_eq!(placed.spec.unwrap().node_name.as_deref(), Some("roomy"));
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_selectors_on_agent_attributes_and_host_port_conflicts() {
+    let app = start(Setup::default()).await;
+    let server = app.api_url();
+    // rack r2 is agent-2.
+    let selected = pod_yaml("on-r2", "  nodeSelector:\n    rack: r2\n", "sleep 30");
+    let mut ported = String::new();
+    for name in ["port-a", "port-b", "port-c", "port-d"] {
+        ported.push_str("---\n");
+        ported.push_str(&pod_yaml(name, "", "sleep 30").replace(
+            "    resources:",
+            "    ports:\n    - containerPort: 8080\n      hostPort: 31005\n    resources:",
+        ));
+    }
+    let s = server.clone();
+    ok(&tokio::task::spawn_blocking(move || {
+        kubectl_stdin(
+            &s,
+            &["apply", "-f", "-"],
+            Some(&format!("{selected}{ported}")),
+        )
+    })
+    .await
+    .unwrap());
+    let p = wait_pod(app.api(), "default", "on-r2", T, |p| phase(p) == "Running").await;
+    assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("agent-2"));
+
+    // Three agents, one port 31005 each: three run, the fourth waits.
+    let mut nodes = Vec::new();
+    for name in ["port-a", "port-b", "port-c", "port-d"] {
+        let _ = wait_pod(app.api(), "default", name, T, |p| {
+            phase(p) == "Running"
+                || p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c.reason.as_deref() == Some("Unschedulable"))
+                    })
+        })
+        .await;
+    }
+    let mut waiting = Vec::new();
+    for name in ["port-a", "port-b", "port-c", "port-d"] {
+        let p: Pod = app.api().get_pod("default", name).unwrap();
+        match p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+            Some(n) => nodes.push(n),
+            None => waiting.push(p),
+        }
+    }
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3, "one host port per agent: {nodes:?}");
+    assert_eq!(waiting.len(), 1);
+    let msg = waiting[0]
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .as_ref()
+        .unwrap()[0]
+        .message
+        .clone()
+        .unwrap();
+    assert!(msg.contains("port"), "{msg}");
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_pod_kills_its_task_within_the_grace_period() {
+    let app = start(Setup::default()).await;
+    let server = app.api_url();
+    let yaml = pod_yaml(
+        "graceful",
+        "  terminationGracePeriodSeconds: 3\n",
+        "trap 'echo got TERM; exit 0' TERM; echo started; while true; do sleep 0.1; done",
+    );
+    let s = server.clone();
+    ok(
+        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
+            .await
+            .unwrap(),
+    );
+    let running = wait_pod(app.api(), "default", "graceful", T, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    let task_id = running.metadata.annotations.unwrap()["mesopod.io/task-id"].clone();
+
+    let started = std::time::Instant::now();
+    let s = server.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        kubectl(&s, &["delete", "pod", "graceful", "--timeout=30s"])
+    })
+    .await
+    .unwrap();
+    assert!(ok(&out).contains("deleted"));
+    assert!(
+        app.api().get_pod("default", "graceful").is_err(),
+        "kubectl waited until the pod left"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3 + 10),
+        "{:?}",
+        started.elapsed()
+    );
+    let state = app.local().unwrap().state();
+    let task = state.task(&task_id).expect("task known to the master");
+    assert_eq!(task.state, mesos::proto::TaskState::TaskKilled, "{task:?}");
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived() {
+    let app = start(Setup {
+        agents: vec![agent("cpus:4;mem:4096;ports:[31000-31010]", "", 0)],
+        ..Setup::default()
+    })
+    .await;
+    let server = app.api_url();
+    let yaml = pod_yaml("steady", "", "sleep 120");
+    let s = server.clone();
+    ok(
+        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
+            .await
+            .unwrap(),
+    );
+    let p = wait_pod(app.api(), "default", "steady", T, |p| phase(p) == "Running").await;
+    let agent_id = p.metadata.annotations.unwrap()["mesopod.io/agent-id"].clone();
+
+    // The master restarts, keeping its state; mesopod re-subscribes.
+    let subs = app.observed().metrics.subscriptions.get();
+    app.local()
+        .unwrap()
+        .restart_master(localmesos::RestartOptions::default());
+    let yaml = pod_yaml("after-restart", "", "sleep 120");
+    let s = server.clone();
+    ok(
+        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
+            .await
+            .unwrap(),
+    );
+    wait_pod(app.api(), "default", "after-restart", T, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    assert!(
+        app.observed().metrics.subscriptions.get() > subs,
+        "re-subscribed"
+    );
+
+    app.local().unwrap().partition_agent(&agent_id).unwrap();
+    let lost = wait_pod(app.api(), "default", "steady", T, |p| {
+        p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("NodeLost")
+    })
+    .await;
+    assert_eq!(phase(&lost), "Unknown");
+    app.local().unwrap().heal_agent(&agent_id).unwrap();
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_pods_pack_onto_three_agents_without_overcommit() {
+    let app = start(Setup {
+        agents: (0..3)
+            .map(|i| agent("cpus:4;mem:4096;ports:[31000-31010]", "", i))
+            .collect(),
+        ..Setup::default()
+    })
+    .await;
+    let mut yaml = String::new();
+    for i in 0..100 {
+        yaml.push_str("---\n");
+        yaml.push_str(&pod_yaml(&format!("packed-{i}"), "", "sleep 120"));
+    }
+    let server = app.api_url();
+    ok(&tokio::task::spawn_blocking(move || {
+        kubectl_stdin(&server, &["apply", "-f", "-"], Some(&yaml))
+    })
+    .await
+    .unwrap());
+    for i in 0..100 {
+        wait_pod(
+            app.api(),
+            "default",
+            &format!("packed-{i}"),
+            Duration::from_secs(120),
+            |p| phase(p) == "Running",
+        )
+        .await;
+    }
+    let state: serde_json::Value = reqwest::get(format!("{}/state", app.master_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let agents = state["slaves"].as_array().unwrap();
+    assert_eq!(agents.len(), 3);
+    let mut used_cpus = 0.0;
+    for a in agents {
+        for r in ["cpus", "mem"] {
+            let total = a["resources"][r].as_f64().unwrap();
+            let used = a["used_resources"][r].as_f64().unwrap();
+            assert!(
+                used <= total + 1e-9,
+                "agent {} over-committed on {r}: {used} > {total}",
+                a["hostname"]
+            );
+        }
+        used_cpus += a["used_resources"]["cpus"].as_f64().unwrap();
+    }
+    // 100 pods of 0.1 cpus, plus one executor (0.1 cpus) per agent that runs pods.
+    let executors = agents
+        .iter()
+        .filter(|a| a["used_resources"]["cpus"].as_f64().unwrap() > 0.0)
+        .count();
+    assert!(
+        (used_cpus - (10.0 + 0.1 * executors as f64)).abs() < 1e-6,
+        "{used_cpus}"
+    );
+    let tasks: usize = state["frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tasks"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(tasks, 100, "one task per pod");
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_manifest_is_accepted_and_hello_runs() {
+    let app = start(Setup::default()).await;
+    let server = app.api_url();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let out = tokio::task::spawn_blocking(move || kubectl(&server, &["apply", "-f", dir]))
+        .await
+        .unwrap();
+    let text = ok(&out);
+    for name in ["hello", "web", "on-rack-r1", "init-demo"] {
+        assert!(text.contains(&format!("pod/{name} created")), "{text}");
+    }
+    wait_pod(app.api(), "default", "hello", T, |p| {
+        phase(p) == "Succeeded"
+    })
+    .await;
+    wait_pod(app.api(), "default", "init-demo", T, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    let rack = wait_pod(app.api(), "default", "on-rack-r1", T, |p| {
+        phase(p) == "Running" || phase(p) == "Succeeded"
+    })
+    .await;
+    assert_eq!(rack.spec.unwrap().node_name.as_deref(), Some("agent-1"));
+    app.shutdown().await;
+}
