@@ -165,4 +165,22 @@ mod tests {
             assert_eq!(parse_object(bad, ct).unwrap_err().code_and_reason().0, 400);
         }
     }
+
+    #[test]
+    fn a_yaml_alias_bomb_is_refused_rather_than_expanded() {
+        let mut bomb = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for (prev, next) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+        {
+            let refs = vec![format!("*{prev}"); 9].join(",");
+            bomb.push_str(&format!("{next}: &{next} [{refs}]\n"));
+        }
+        let started = std::time::Instant::now();
+        let result = parse_object(bomb.as_bytes(), "application/yaml");
+        assert_eq!(result.unwrap_err().code_and_reason().0, 400);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
 }

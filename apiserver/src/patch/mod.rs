@@ -74,24 +74,64 @@ pub fn apply(
             json_patch::merge(&mut out, patch);
             Ok(out)
         }
-        PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-                .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
-            let mut out = live.clone();
-            json_patch::patch(&mut out, &ops).map_err(|e| ApiError::Invalid {
-                kind: kind.into(),
-                name: name.into(),
-                causes: vec![crate::error::Cause {
-                    kind: crate::error::CauseKind::Invalid,
-                    field: "patch".into(),
-                    message: format!("Invalid value: \"json patch\": {e}"),
-                }],
-            })?;
-            Ok(out)
-        }
+        PatchType::Json => json_patch_bounded(live, patch, kind, name),
         PatchType::Strategic => strategic_merge(live, patch, kind),
         PatchType::Apply => apply_config(live, patch, kind),
     }
+}
+
+/// Most operations one JSON patch may hold (Kubernetes' own limit).
+const MAX_JSON_PATCH_OPS: usize = 10_000;
+
+/// How much `copy` operations may add to an object, in serialized bytes. Copies can
+/// double a subtree per operation, so without a bound a small patch could exhaust
+/// memory; no real object needs more than the largest body the server accepts.
+const MAX_COPIED_BYTES: usize = crate::decode::MAX_BODY_BYTES;
+
+/// Applies a JSON patch one operation at a time, refusing patches whose copies grow the
+/// object past [`MAX_COPIED_BYTES`].
+fn json_patch_bounded(
+    live: &Value,
+    patch: &Value,
+    kind: &str,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+        .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
+    if ops.0.len() > MAX_JSON_PATCH_OPS {
+        return Err(ApiError::TooLarge {
+            size: ops.0.len(),
+            limit: MAX_JSON_PATCH_OPS,
+        });
+    }
+    let invalid = |message: String| ApiError::Invalid {
+        kind: kind.into(),
+        name: name.into(),
+        causes: vec![crate::error::Cause {
+            kind: crate::error::CauseKind::Invalid,
+            field: "patch".into(),
+            message,
+        }],
+    };
+    let mut out = live.clone();
+    let mut copied = 0usize;
+    for op in &ops.0 {
+        if let json_patch::PatchOperation::Copy(copy) = op {
+            let size = out
+                .pointer(copy.from.as_str())
+                .map(|v| serde_json::to_vec(v).map_or(0, |b| b.len()))
+                .unwrap_or(0);
+            copied = copied.saturating_add(size);
+            if copied > MAX_COPIED_BYTES {
+                return Err(invalid(format!(
+                    "Invalid value: \"json patch\": copy operations would add more than {MAX_COPIED_BYTES} bytes"
+                )));
+            }
+        }
+        json_patch::patch(&mut out, std::slice::from_ref(op))
+            .map_err(|e| invalid(format!("Invalid value: \"json patch\": {e}")))?;
+    }
+    Ok(out)
 }
 
 /// Server-side apply, common case: the applied configuration is merged onto the live
@@ -112,5 +152,53 @@ fn strip_directives(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(strip_directives),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_patch_copies_cannot_blow_up_an_object() {
+        let live =
+            json!({"metadata": {"name": "p"}, "x": ["0123456789012345678901234567890123456789"]});
+        let doubling: Vec<Value> = (0..40)
+            .map(|_| json!({"op": "copy", "from": "/x", "path": "/x/-"}))
+            .collect();
+        let err = apply(PatchType::Json, &live, &Value::Array(doubling), "Pod", "p").unwrap_err();
+        assert_eq!(err.code_and_reason().0, 422);
+        let fine = json!([{"op": "copy", "from": "/x/0", "path": "/x/-"}]);
+        let out = apply(PatchType::Json, &live, &fine, "Pod", "p").unwrap();
+        assert_eq!(out["x"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn merge_patch_null_removes_and_apply_strips_directives() {
+        let live = json!({"metadata": {"name": "p", "labels": {"a": "1"}}});
+        let out = apply(
+            PatchType::Merge,
+            &live,
+            &json!({"metadata": {"labels": {"a": null, "b": "2"}}}),
+            "Pod",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(out["metadata"]["labels"], json!({"b": "2"}));
+        let out = apply(
+            PatchType::Apply,
+            &live,
+            &json!({"metadata": {"$patch": "replace", "labels": {"c": "3"}}}),
+            "Pod",
+            "p",
+        )
+        .unwrap();
+        assert_eq!(
+            out["metadata"]["name"], "p",
+            "an applied configuration cannot replace whole maps"
+        );
+        assert_eq!(out["metadata"]["labels"], json!({"a": "1", "c": "3"}));
     }
 }
