@@ -287,6 +287,11 @@ async fn custom_executor_gets_mesos_env_subscribes_and_drives_its_tasks() {
         .sandbox
         .clone()
         .unwrap();
+    let agent_state = get_json(&format!("http://{ep}/state")).await;
+    let listed = &agent_state["frameworks"][0]["executors"][0];
+    assert_eq!(listed["id"], "e1");
+    assert_eq!(listed["directory"], sandbox.display().to_string());
+    assert_eq!(listed["tasks"][0]["id"], "t1");
     let env_path = format!("{}/env.txt", sandbox.display());
     let deadline = tokio::time::Instant::now() + WAIT;
     let env = loop {

@@ -9,7 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State as AxState;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, get};
 use mesos::codec::{Codec, MediaTypeError};
 use mesos::proto::executor::{Call, Event, call::Type, event};
 use tokio::sync::mpsc;
@@ -41,6 +41,8 @@ pub(crate) async fn serve(
     };
     let router = Router::new()
         .route("/api/v1/executor", any(executor_api))
+        .route("/state", get(agent_state))
+        .route("/slave(1)/state", get(agent_state))
         .with_state(cx)
         .merge(super::files::router(files_cx));
     let task = tokio::spawn(async move {
@@ -49,6 +51,15 @@ pub(crate) async fn serve(
         }
     });
     Ok((addr, task.abort_handle()))
+}
+
+async fn agent_state(AxState(cx): AxState<AgentCx>) -> axum::Json<serde_json::Value> {
+    let st = cx.shared.lock();
+    axum::Json(crate::http::operator::agent_state_json(
+        &cx.shared,
+        &st,
+        &cx.agent_id,
+    ))
 }
 
 fn text(status: StatusCode, msg: impl Into<String>) -> Response {

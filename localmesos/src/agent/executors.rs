@@ -598,7 +598,6 @@ pub(crate) fn terminate(
             ..Default::default()
         });
     }
-    cx.allocate_now.notify_one();
 }
 
 /// KILL for a live task.

@@ -213,7 +213,9 @@ pub(crate) fn heal(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
             }
             if let Some(before) = task.before_partition.take() {
                 task.unreachable_time = None;
-                if aware {
+                if task.state != TaskState::TaskUnreachable {
+                    // It ended while partitioned; that update stands.
+                } else if aware {
                     task.state = before;
                 } else {
                     // Already reported LOST: it ends here, silently.
@@ -226,6 +228,16 @@ pub(crate) fn heal(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
                         task.resources.clone(),
                     ));
                 }
+            }
+        }
+    }
+    // Updates held during the partition go out now.
+    for fw in st.frameworks.values() {
+        for task in fw.tasks.values() {
+            if task.agent_id.value == id
+                && let Some(head) = task.pending.front()
+            {
+                fw.send_update(head.clone());
             }
         }
     }

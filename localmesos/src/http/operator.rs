@@ -210,3 +210,66 @@ pub(crate) fn state_json(cx: &Shared, st: &State) -> Value {
         "unregistered_frameworks": [],
     })
 }
+
+/// An agent's own `/state`, in the shape of a Mesos agent: its frameworks'
+/// executors with their sandbox `directory` and tasks (how a client finds
+/// the path to give `/files/read`).
+pub(crate) fn agent_state_json(cx: &Shared, st: &State, agent_id: &str) -> Value {
+    let Some(agent) = st.agents.get(agent_id) else {
+        return json!({});
+    };
+    let mut by_fw: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for ((fw_id, exec_id), ex) in &agent.executors {
+        let tasks: Vec<Value> = st
+            .frameworks
+            .get(fw_id)
+            .map(|f| {
+                ex.tasks
+                    .iter()
+                    .filter_map(|t| f.tasks.get(t))
+                    .map(|t| task_json(t, fw_id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        by_fw.entry(fw_id.as_str()).or_default().push(json!({
+            "id": exec_id,
+            "name": ex.info.name.clone().unwrap_or_default(),
+            "source": "",
+            "container": ex.container_id,
+            "directory": ex.sandbox.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+            "resources": resources_json(&ex.resources),
+            "type": if ex.custom { "CUSTOM" } else { "COMMAND" },
+            "tasks": tasks,
+            "queued_tasks": [],
+            "completed_tasks": [],
+        }));
+    }
+    let frameworks: Vec<Value> = by_fw
+        .into_iter()
+        .map(|(fw_id, executors)| {
+            let f = st.frameworks.get(fw_id);
+            json!({
+                "id": fw_id,
+                "name": f.map(|f| f.info.name.clone()).unwrap_or_default(),
+                "executors": executors,
+                "completed_executors": [],
+            })
+        })
+        .collect();
+    let attributes: BTreeMap<String, String> = agent
+        .attributes
+        .iter()
+        .map(|at| (at.name.clone(), attribute_text(at)))
+        .collect();
+    json!({
+        "version": MESOS_VERSION,
+        "id": agent.id.value,
+        "pid": agent.pid(),
+        "hostname": agent.hostname,
+        "resources": resources_json(&agent.total),
+        "attributes": attributes,
+        "master_hostname": cx.master_addr.ip().to_string(),
+        "frameworks": frameworks,
+        "completed_frameworks": [],
+    })
+}

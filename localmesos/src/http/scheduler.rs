@@ -79,12 +79,13 @@ pub(crate) async fn scheduler(
         }
     };
     let stream_id = headers.get(STREAM_ID).and_then(|v| v.to_str().ok());
+    // Mesos checks `Accept` for every call, before looking at the type.
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let out = match Codec::from_accept(accept) {
+        Ok(c) => c,
+        Err(e) => return text(StatusCode::NOT_ACCEPTABLE, e.to_string()),
+    };
     if kind == Type::Subscribe {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        let out = match Codec::from_accept(accept) {
-            Ok(c) => c,
-            Err(e) => return text(StatusCode::NOT_ACCEPTABLE, e.to_string()),
-        };
         if stream_id.is_some() {
             return text(
                 StatusCode::BAD_REQUEST,
@@ -131,12 +132,17 @@ fn subscribe_response(cx: &Arc<Shared>, codec: Codec, call: Call) -> Response {
         let mut st = cx.lock();
         subscribe::subscribe(cx, &mut st, sub)
     };
+    let removed = matches!(outcome, Subscribed::Removed(_));
     let heartbeat = Event {
         r#type: Some(event::Type::Heartbeat as i32),
         ..Default::default()
     };
     let (rx, stream_id, guard) = match outcome {
-        Subscribed::Removed(rx) => (rx, None, OnDrop::new(|| {})),
+        Subscribed::Removed(rx) => (
+            rx,
+            Some(uuid::Uuid::new_v4().to_string()),
+            OnDrop::new(|| {}),
+        ),
         Subscribed::Stream {
             stream_id,
             rx,
@@ -153,9 +159,7 @@ fn subscribe_response(cx: &Arc<Shared>, codec: Codec, call: Call) -> Response {
             (rx, Some(stream_id), guard)
         }
     };
-    let hb = stream_id
-        .is_some()
-        .then(|| (cx.timing.heartbeat_interval, heartbeat));
+    let hb = (!removed).then(|| (cx.timing.heartbeat_interval, heartbeat));
     let body = event_body(rx, codec, hb, guard);
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;

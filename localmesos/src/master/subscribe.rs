@@ -211,7 +211,6 @@ pub(crate) fn remove_framework(cx: &Shared, st: &mut State, framework_id: &str) 
     }
     // Dropping `fw` drops its sender: the stream ends.
     drop(fw);
-    cx.allocate_now.notify_one();
 }
 
 /// A master restart: every stream drops; calls get 503 during recovery;

@@ -155,17 +155,18 @@ pub(crate) fn status_update(
         task.pending.push_back(status.clone());
     }
     let first_in_queue = task.pending.len() == 1;
-    if next.is_terminal() && !was_terminal {
-        if let Some(agent) = st.agents.get_mut(&agent_id) {
-            agent.used -= &resources;
-            if let Some(ex) = agent
-                .executors
-                .get_mut(&(framework_id.to_owned(), executor_id))
-            {
-                ex.tasks.remove(&task_id);
-            }
+    // Freed resources wait for the next allocation round, as in Mesos.
+    if next.is_terminal()
+        && !was_terminal
+        && let Some(agent) = st.agents.get_mut(&agent_id)
+    {
+        agent.used -= &resources;
+        if let Some(ex) = agent
+            .executors
+            .get_mut(&(framework_id.to_owned(), executor_id))
+        {
+            ex.tasks.remove(&task_id);
         }
-        cx.allocate_now.notify_one();
     }
     if reliable {
         if first_in_queue {
@@ -182,7 +183,19 @@ pub(crate) fn status_update(
 /// arms its retry.
 pub(crate) fn forward_head(cx: &Shared, st: &mut State, framework_id: &str, task_id: &str) {
     let epoch = st.epoch;
-    let fault = st.update_fault.take_one();
+    // A partitioned agent cannot reach the master: its updates wait (the
+    // retry timer keeps running) until the partition heals.
+    let reachable = st
+        .frameworks
+        .get(framework_id)
+        .and_then(|f| f.tasks.get(task_id))
+        .and_then(|t| st.agents.get(&t.agent_id.value))
+        .is_none_or(|a| !matches!(a.status, crate::agent::AgentStatus::Unreachable(_)));
+    let fault = if reachable {
+        st.update_fault.take_one()
+    } else {
+        crate::faults::Action::Drop
+    };
     let Some(fw) = st.frameworks.get_mut(framework_id) else {
         return;
     };
