@@ -55,14 +55,14 @@ pub use demand::{
 pub use failure::{AggregateFailure, Owner, ProcureError, Stage};
 pub use node::{
     AGENT_ID_LABEL, HOSTNAME_LABEL, NodeView, OfferError, TAINT_ATTRIBUTE_PREFIX, Taint,
-    TaintEffect, attribute_text,
+    TaintEffect,
 };
 pub use offer::OfferView;
 pub use pipeline::{
     AllOrNothing, BoxedProcurement, ConfigError, FnProcurement, PipelineConfig, Procurement,
     default_pipeline, procurement_fn,
 };
-pub use pool::{ResourceKind, reservation_role};
+pub use pool::ResourceKind;
 pub use procure::{
     EXECUTOR_ID_PREFIX, ExecutorProcurement, NodeProcurement, PodResourcesProcurement,
     PortsProcurement, ResourceDefaults, RolesProcurement, executor_id_for,

@@ -26,7 +26,8 @@
 
 use std::sync::Arc;
 
-use mesos::proto::{AgentId, Attribute, ExecutorId, ExecutorInfo, Offer, value};
+use mesos::proto::{AgentId, Attribute, ExecutorId, ExecutorInfo, Offer};
+use mesos::resources::attribute_text;
 use thiserror::Error;
 
 /// Label naming the agent's hostname (Kubernetes' well-known label).
@@ -50,6 +51,14 @@ pub enum OfferError {
     MissingOfferId {
         /// The agent it came from.
         agent: String,
+    },
+    /// A resource Mesos itself would reject (negative amount, bad range...).
+    #[error("offer {offer}: {why}")]
+    InvalidResources {
+        /// The offer's id.
+        offer: String,
+        /// What is wrong.
+        why: String,
     },
     /// A `taint.mesopod.io/` attribute that does not follow the convention.
     #[error("agent {agent}: attribute {attribute:?} is not a taint (want <value>:<Effect>): {why}")]
@@ -253,44 +262,11 @@ fn parse_taint(host: &str, attribute: &str, key: &str, text: &str) -> Result<Tai
     })
 }
 
-/// An attribute's value as Mesos prints it.
-pub fn attribute_text(a: &Attribute) -> String {
-    match value::Type::try_from(a.r#type) {
-        Ok(value::Type::Scalar) => a.scalar.map(|s| format_scalar(s.value)).unwrap_or_default(),
-        Ok(value::Type::Ranges) => {
-            let parts: Vec<String> = a
-                .ranges
-                .iter()
-                .flat_map(|r| r.range.iter())
-                .map(|r| format!("{}-{}", r.begin, r.end))
-                .collect();
-            format!("[{}]", parts.join(","))
-        }
-        Ok(value::Type::Set) => {
-            let items = a.set.as_ref().map(|s| s.item.join(",")).unwrap_or_default();
-            format!("{{{items}}}")
-        }
-        Ok(value::Type::Text) | Err(_) => {
-            a.text.as_ref().map(|t| t.value.clone()).unwrap_or_default()
-        }
-    }
-}
-
-fn format_scalar(v: f64) -> String {
-    // Mesos keeps three decimals; print the shortest form of that.
-    let s = format!("{:.3}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".to_owned()
-    } else {
-        s.to_owned()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use mesos::proto::value;
 
     fn text(name: &str, v: &str) -> Attribute {
         Attribute {

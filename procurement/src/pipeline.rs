@@ -33,6 +33,14 @@ pub trait Procurement {
         node: &NodeView,
         state: &mut ProcureState,
     ) -> Result<(), ProcureError>;
+
+    /// Whether `procure` may change the task. [`AllOrNothing`] and
+    /// [`crate::best_fit`] copy the task before each attempt only when some
+    /// step says it may; the built-in procurements never do, which keeps an
+    /// attempt free of allocations for the task. Say `true` when unsure.
+    fn modifies_task(&self) -> bool {
+        true
+    }
 }
 
 impl<P: Procurement + ?Sized> Procurement for &P {
@@ -147,18 +155,23 @@ impl Procurement for AllOrNothing {
         state: &mut ProcureState,
     ) -> Result<(), ProcureError> {
         let cp = state.checkpoint();
-        // The task is restored by value: a clone shares the pod, the roles
-        // and the spec behind `Arc`s, so this is cheap, and it restores
-        // whatever a step from outside this crate may have changed.
-        let before = task.clone();
+        // The task is restored by value, from a copy taken only when a step
+        // may change it (a clone shares the pod behind an `Arc`).
+        let before = self.modifies_task().then(|| task.clone());
         for step in &self.steps {
             if let Err(e) = step.procure(task, node, state) {
                 state.rollback(cp);
-                *task = before;
+                if let Some(before) = before {
+                    *task = before;
+                }
                 return Err(e);
             }
         }
         Ok(())
+    }
+
+    fn modifies_task(&self) -> bool {
+        self.steps.iter().any(|s| s.modifies_task())
     }
 }
 

@@ -7,6 +7,7 @@
 //! That is what makes "procured + remaining == offered" hold exactly.
 
 use mesos::proto::{AgentId, FrameworkId, Offer, OfferId, Resource, value};
+use mesos::resources::{Resources, resource_role};
 
 use crate::node::OfferError;
 use crate::quantity::f64_to_millis;
@@ -94,18 +95,6 @@ pub(crate) struct OfferPool {
     pub(crate) offered: [i64; 4],
 }
 
-/// A resource's reservation role: the innermost reservation, else the
-/// deprecated `role` field, else `*` (unreserved).
-pub fn reservation_role(r: &Resource) -> &str {
-    if let Some(role) = r.reservations.last().and_then(|x| x.role.as_deref()) {
-        return role;
-    }
-    match r.role.as_deref() {
-        Some(role) if !role.is_empty() => role,
-        _ => "*",
-    }
-}
-
 impl OfferPool {
     pub(crate) fn from_offer(offer: &Offer) -> Result<Self, OfferError> {
         let agent_id = match &offer.agent_id {
@@ -128,11 +117,19 @@ impl OfferPool {
                 });
             }
         };
+        // Validated as Mesos would, so that everything written back from
+        // these resources (procured, remaining) is valid too.
+        Resources::from_protos(offer.resources.iter().cloned()).map_err(|e| {
+            OfferError::InvalidResources {
+                offer: offer_id.value.clone(),
+                why: e.to_string(),
+            }
+        })?;
         let mut roles: Vec<String> = Vec::new();
         let mut entries = Vec::with_capacity(offer.resources.len());
         let mut offered = [0i64; 4];
         for r in &offer.resources {
-            let role_name = reservation_role(r);
+            let role_name = resource_role(r);
             let role = match roles.iter().position(|x| x == role_name) {
                 Some(i) => i,
                 None => {

@@ -9,7 +9,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use mesos::proto::{OfferId, Resource};
+use mesos::proto::OfferId;
+use mesos::resources::Resources;
 use registry::{PodTask, Spec};
 
 use crate::demand::PodDemand;
@@ -92,7 +93,7 @@ pub struct Placement {
     /// What the pod's task gets: agent, resources, ports, executor.
     pub spec: Spec,
     /// What is left of the offer after this pod.
-    pub remaining: Vec<Resource>,
+    pub remaining: Resources,
     /// The offer's score.
     pub score: f64,
     /// The state after placement, to place more pods on what is left.
@@ -120,20 +121,20 @@ pub fn best_fit<P: Procurement + ?Sized>(
         agents: offers.len(),
         failures: Vec::new(),
     };
-    let original = task.clone();
-    let mut best: Option<(usize, f64, ProcureState, PodTask)> = None;
+    // Every attempt starts from the task as given: when the pipeline may
+    // change it, each attempt works on a copy and the winner's copy is kept.
+    let copy = pipeline.modifies_task();
+    let mut best: Option<(usize, f64, ProcureState, Option<PodTask>)> = None;
     for (i, offer) in offers.iter().enumerate() {
         let mut state = offer.state();
         state.seed_demand(demand.clone());
-        match pipeline.procure(task, offer.node(), &mut state) {
-            Err(e) => {
-                failure.push(offer.node().hostname(), e);
-                // A failing procurement restores the task; make sure of it
-                // for pipelines that are not all-or-nothing.
-                if *task != original {
-                    task.clone_from(&original);
-                }
-            }
+        let mut scratch = copy.then(|| task.clone());
+        let attempt = match scratch.as_mut() {
+            Some(t) => pipeline.procure(t, offer.node(), &mut state),
+            None => pipeline.procure(task, offer.node(), &mut state),
+        };
+        match attempt {
+            Err(e) => failure.push(offer.node().hostname(), e),
             Ok(()) => {
                 let score = scoring.score(&state);
                 let better = match &best {
@@ -149,22 +150,16 @@ pub fn best_fit<P: Procurement + ?Sized>(
                     },
                 };
                 if better {
-                    let won = if *task != original {
-                        task.clone()
-                    } else {
-                        original.clone()
-                    };
-                    best = Some((i, score, state, won));
-                }
-                if *task != original {
-                    task.clone_from(&original);
+                    best = Some((i, score, state, scratch));
                 }
             }
         }
     }
     match best {
         Some((i, score, state, won)) => {
-            *task = won;
+            if let Some(won) = won {
+                *task = won;
+            }
             let (spec, remaining) = state.result();
             Ok(Placement {
                 offer_index: i,

@@ -18,6 +18,7 @@
 use std::sync::Arc;
 
 use mesos::proto::{AgentId, ExecutorInfo, Offer, OfferId, Resource, value};
+use mesos::resources::Resources;
 use registry::{PodTask, PortMapping, Spec};
 
 use crate::demand::PodDemand;
@@ -172,13 +173,15 @@ impl ProcureState {
         node: &NodeView,
     ) -> Result<Spec, ProcureError> {
         let cp = self.checkpoint();
-        let before = task.clone();
+        let before = pipeline.modifies_task().then(|| task.clone());
         self.begin_pod();
         match pipeline.procure(task, node, self) {
             Ok(()) => Ok(self.spec()),
             Err(e) => {
                 self.rollback(cp);
-                *task = before;
+                if let Some(before) = before {
+                    *task = before;
+                }
                 Err(e)
             }
         }
@@ -496,8 +499,13 @@ impl ProcureState {
         }
     }
 
-    /// What is left of the offer, as Mesos resources (zeroed ones dropped).
-    pub fn remaining(&self) -> Vec<Resource> {
+    /// What is left of the offer.
+    pub fn remaining(&self) -> Resources {
+        to_resources(self.remaining_protos())
+    }
+
+    /// What is left of the offer, item for item as offered (emptied items dropped).
+    pub fn remaining_protos(&self) -> Vec<Resource> {
         let mut out = Vec::with_capacity(self.pool.templates.len());
         for (i, (tpl, e)) in self
             .pool
@@ -536,15 +544,15 @@ impl ProcureState {
     }
 
     /// The spec procured so far for the current pod, and what is left of the offer.
-    pub fn result(&self) -> (Spec, Vec<Resource>) {
+    pub fn result(&self) -> (Spec, Resources) {
         (self.spec(), self.remaining())
     }
 
-    /// Every resource taken by every pod of this state (task and executor).
-    pub fn procured(&self) -> Vec<Resource> {
+    /// Everything taken by every pod of this state (tasks and executor).
+    pub fn procured(&self) -> Resources {
         let mut v = self.resources_of(&self.log, Owner::Pod);
         v.extend(self.resources_of(&self.log, Owner::Executor));
-        v
+        to_resources(v)
     }
 
     fn resources_of(&self, log: &[Take], owner: Owner) -> Vec<Resource> {
@@ -575,6 +583,25 @@ impl ProcureState {
             }
         }
         out
+    }
+}
+
+/// The offer was validated as `Resources` when parsed, and every item
+/// written back keeps an offered item's identity with an amount within it,
+/// so validation cannot fail here; if it ever did, each valid item is still
+/// kept rather than losing them all.
+fn to_resources(protos: Vec<Resource>) -> Resources {
+    match Resources::from_protos(protos.iter().cloned()) {
+        Ok(r) => r,
+        Err(_) => {
+            let mut out = Resources::new();
+            for p in protos {
+                if let Ok(one) = Resources::from_protos([p]) {
+                    out.add(&one);
+                }
+            }
+            out
+        }
     }
 }
 

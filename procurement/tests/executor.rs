@@ -69,7 +69,7 @@ fn a_new_agent_gets_the_executor_once_then_pods_share_it() {
         "the task's own resources do not include the executor's"
     );
 
-    let left = amount(&state.remaining(), "cpus");
+    let left = amount(state.remaining().iter(), "cpus");
     let mut t2 = typical_task();
     t2.pod = Arc::new((*t2.pod).clone()); // another pod object
     let mut p2: k8s_openapi::api::core::v1::Pod = (*t2.pod).clone();
@@ -81,7 +81,7 @@ fn a_new_agent_gets_the_executor_once_then_pods_share_it() {
         "the second pod runs under the same executor"
     );
     assert!(
-        (left - amount(&state.remaining(), "cpus") - 0.6).abs() < 1e-9,
+        (left - amount(state.remaining().iter(), "cpus") - 0.6).abs() < 1e-9,
         "and pays only for itself"
     );
 }
@@ -97,7 +97,7 @@ fn an_agent_running_our_executor_reuses_it_at_no_cost() {
     assert_eq!(spec.executor_id(), Some(&id));
     assert_eq!(amount(&spec.resources, "cpus"), 0.6);
     assert_eq!(
-        amount(&state.remaining(), "cpus"),
+        amount(state.remaining().iter(), "cpus"),
         3.4,
         "nothing procured for the executor"
     );

@@ -104,11 +104,16 @@ fn several_pods_share_one_offer_each_taking_from_what_is_left() {
         e.to_string(),
         "insufficient cpus for the pod: asked 0.6, available 0.2"
     );
-    assert_eq!(amount(&state.remaining(), "cpus"), 0.2);
-    assert_eq!(amount(&state.remaining(), "mem"), 700.0);
+    assert_eq!(amount(state.remaining().iter(), "cpus"), 0.2);
+    assert_eq!(amount(state.remaining().iter(), "mem"), 700.0);
     // Procured plus remaining is the offer.
-    let mut all = state.procured();
-    all.extend(state.remaining());
+    let procured = state.procured();
+    assert_eq!(
+        &procured + &state.remaining(),
+        mesos::resources::Resources::from_protos(o.resources.clone()).unwrap()
+    );
+    let mut all = procured.to_protos();
+    all.extend(state.remaining_protos());
     assert_eq!(canon(&all), canon(&o.resources));
     // Each spec holds only its own pod's resources.
     for s in &placed {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use mesos::proto::{ExecutorInfo, Offer, Resource};
+use mesos::resources::Resources;
 use procurement::{
     OfferView, PipelineConfig, PortStrategy, ResourceDefaults, default_pipeline, executor_id_for,
 };
@@ -145,10 +146,13 @@ proptest! {
                 Ok(spec) => specs.push(spec),
             }
             // Procured + remaining == the offer, exactly.
-            let mut all = state.procured();
-            all.extend(state.remaining());
+            let procured = state.procured();
+            prop_assert_eq!(&procured + &state.remaining(), Resources::from_protos(offer.resources.clone()).unwrap());
+            let mut all = procured.to_protos();
+            all.extend(state.remaining_protos());
             prop_assert_eq!(canon(&all), canon(&offer.resources));
-            prop_assert!(within(&state.procured(), &offer.resources));
+            prop_assert!(within(&procured.to_protos(), &offer.resources));
+            prop_assert!(Resources::from_protos(offer.resources.clone()).unwrap().contains(&procured));
         }
         // Nothing procured twice: the pods' own resources plus the executor's
         // (counted once) are exactly what the state procured.
@@ -156,7 +160,8 @@ proptest! {
         if let Some(e) = specs.iter().find_map(|s| s.executor.as_ref()).filter(|_| !ours) {
             summed.extend(e.resources.iter().cloned());
         }
-        prop_assert_eq!(canon(&summed), canon(&state.procured()));
+        prop_assert_eq!(Resources::from_protos(summed.clone()).unwrap(), state.procured());
+        prop_assert_eq!(canon(&summed), canon(&state.procured().to_protos()));
         // Host ports never overlap between pods, nor within a pod for one protocol.
         let mut owner: BTreeMap<u16, usize> = BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {

@@ -165,7 +165,7 @@ fn roles_come_from_the_annotation_filtered_to_framework_roles_else_the_defaults(
         let cpus_in = |role: &str| {
             spec.resources
                 .iter()
-                .filter(|r| r.name == "cpus" && procurement::reservation_role(r) == role)
+                .filter(|r| r.name == "cpus" && mesos::resources::resource_role(r) == role)
                 .map(|r| r.scalar.unwrap().value)
                 .sum::<f64>()
         };

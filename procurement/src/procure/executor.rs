@@ -106,6 +106,10 @@ impl ExecutorProcurement {
 }
 
 impl Procurement for ExecutorProcurement {
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
     fn procure(
         &self,
         _task: &mut PodTask,

@@ -23,6 +23,10 @@ use crate::state::ProcureState;
 pub struct NodeProcurement;
 
 impl Procurement for NodeProcurement {
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
     fn procure(
         &self,
         task: &mut PodTask,

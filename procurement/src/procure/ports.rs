@@ -33,6 +33,10 @@ impl PortsProcurement {
 }
 
 impl Procurement for PortsProcurement {
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
     fn procure(
         &self,
         task: &mut PodTask,

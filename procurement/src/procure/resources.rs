@@ -124,6 +124,10 @@ impl PodResourcesProcurement {
 }
 
 impl Procurement for PodResourcesProcurement {
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
     fn procure(
         &self,
         task: &mut PodTask,

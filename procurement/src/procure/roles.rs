@@ -82,6 +82,10 @@ impl RolesProcurement {
 }
 
 impl Procurement for RolesProcurement {
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
     fn procure(
         &self,
         task: &mut PodTask,

@@ -148,7 +148,10 @@ pub fn canon<'a>(rs: impl IntoIterator<Item = &'a Resource>) -> Canon {
     let mut m: Canon = BTreeMap::new();
     for r in rs {
         let e = m
-            .entry((r.name.clone(), procurement::reservation_role(r).to_owned()))
+            .entry((
+                r.name.clone(),
+                mesos::resources::resource_role(r).to_owned(),
+            ))
             .or_default();
         if let Some(s) = r.scalar {
             e.0 += (s.value * 1000.0).round() as i64;
@@ -172,8 +175,8 @@ pub fn spec_resources(spec: &registry::Spec) -> Vec<Resource> {
 }
 
 /// Scalar amount of `name` in `rs`.
-pub fn amount(rs: &[Resource], name: &str) -> f64 {
-    rs.iter()
+pub fn amount<'a>(rs: impl IntoIterator<Item = &'a Resource>, name: &str) -> f64 {
+    rs.into_iter()
         .filter(|r| r.name == name)
         .filter_map(|r| r.scalar)
         .map(|s| s.value)
