@@ -56,12 +56,27 @@
 //!
 //! # Order and duplicates
 //!
-//! Mesos has no per-task sequence number; the order is the update's
-//! `timestamp` (seconds since the epoch, set where the update was made).
-//! An update older than the newest applied is stale. An update that carries
-//! the UUID of the last applied one is a redelivery (the agent retries until
-//! acknowledged) and so is a master update (no UUID) repeating the last
-//! applied state, reason and timestamp. Neither changes anything.
+//! Mesos has no per-task sequence number; the only order is the update's
+//! `timestamp` (seconds since the epoch, set by whoever made the update:
+//! the agent, or the master for reconciliation answers and partitions).
+//!
+//! - **Progress is a fact, whatever its timestamp.** A move forward
+//!   (Pending → Running → Killing → Finished, and anything → Finished)
+//!   is applied even when its timestamp is older than the newest applied
+//!   one. It has to be: a master answers reconciliation with the *current*
+//!   time, so an agent's FINISHED that waited for the acknowledgement of
+//!   RUNNING can carry an older timestamp than a reconciliation RUNNING
+//!   that overtook it. Refusing it would leave the task Running.
+//! - **Every other move needs a timestamp no older than the newest
+//!   applied**: into or out of Unreachable and Unknown, and self-loops. An
+//!   old UNREACHABLE must not mark a running task partitioned, and an old
+//!   RUNNING must not heal one. (Clocks of master and agents are compared
+//!   here; they are assumed NTP-close.)
+//! - Moves backwards are refused whatever their timestamp (see above).
+//! - An update carrying the UUID of the last applied one is a redelivery
+//!   (the agent retries until acknowledged), and so is a master update (no
+//!   UUID) repeating the last applied state, reason and timestamp. Neither
+//!   changes anything.
 
 use std::time::SystemTime;
 
@@ -152,6 +167,13 @@ pub(crate) fn step(current: State, progress: Progress, target: State) -> Step {
             Step::Regression
         }
     }
+}
+
+/// Whether `from` → `next` is a move forward along Pending → Running →
+/// Killing → Finished (which stays true of the task whenever it was seen).
+fn is_progress(from: State, next: State) -> bool {
+    next.is_terminal()
+        || matches!((progress_of(from), progress_of(next)), (Some(a), Some(b)) if b > a)
 }
 
 fn progress_of(state: State) -> Option<Progress> {
@@ -327,11 +349,6 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
     if task.state.is_terminal() {
         return Applied::Absorbed;
     }
-    if let (Some(last), Some(got)) = (task.order.last_timestamp, update.timestamp)
-        && got < last
-    {
-        return Applied::Stale(StaleReason::OlderThanLastApplied { last, got });
-    }
     let target = target_state(update.state, update.source, update.reason);
     let next = match step(task.state, task.order.progress, target) {
         Step::To(next) => next,
@@ -343,13 +360,20 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
             });
         }
     };
+    if let (Some(last), Some(got)) = (task.order.last_timestamp, update.timestamp)
+        && got < last
+        && !is_progress(task.state, next)
+    {
+        return Applied::Stale(StaleReason::OlderThanLastApplied { last, got });
+    }
     let previous = task.state;
     task.state = next;
     if let Some(p) = progress_of(next) {
         task.order.progress = task.order.progress.max(p);
     }
-    if update.timestamp.is_some() {
-        task.order.last_timestamp = update.timestamp;
+    if let Some(got) = update.timestamp {
+        // Progress may carry an older timestamp; the watermark never goes back.
+        task.order.last_timestamp = Some(task.order.last_timestamp.map_or(got, |l| l.max(got)));
     }
     if let Some(uuid) = update.uuid {
         task.order.last_uuid = Some(uuid_key(uuid));

@@ -4,8 +4,11 @@
 //! columns every Mesos `TaskState` (LOST split by source and reason). Each
 //! cell is the outcome of one newer update:
 //! `P R K U N F` applied, landing in Pending, Running, Killing, Unreachable,
-//! Unknown, Finished; `<` refused as a regression (stale); `=` absorbed by
-//! Finished.
+//! Unknown, Finished; `<` refused as a regression (stale); `o` refused as
+//! older than the last applied update (stale); `=` absorbed by Finished.
+//!
+//! The table is run twice: with an update newer than everything applied,
+//! and with one older than that (progress still applies, nothing else does).
 
 #![allow(clippy::unwrap_used)]
 
@@ -66,63 +69,37 @@ const COLUMNS: [&str; 19] = [
     "LOST/agent",
 ];
 
-/// (row name, updates that lead there, the state it is in, expected cells).
-const ROWS: [(&str, &[&str], State, &str); 9] = [
-    //                                                          S T A G | S T A R | R U N | K I L L | F I N | F A I L | K I L L E D | E R R | D R O P | G O N E | G B O | U N R | U N K | L O S T | removed | recon | offers | operator | agent
-    (
-        "new",
-        &[],
-        State::Pending,
-        "P P R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "staging",
-        &["STAGING"],
-        State::Pending,
-        "P P R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "running",
-        &["RUNNING"],
-        State::Running,
-        "< < R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "killing",
-        &["RUNNING", "KILLING"],
-        State::Killing,
-        "< < < K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "unreachable after running",
-        &["RUNNING", "UNREACHABLE"],
-        State::Unreachable,
-        "< < R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "unreachable while staging",
-        &["STAGING", "LOST"],
-        State::Unreachable,
-        "P P R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "unknown after running",
-        &["RUNNING", "UNKNOWN"],
-        State::Unknown,
-        "< < R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "unknown before running",
-        &["UNKNOWN"],
-        State::Unknown,
-        "P P R K F F F F F F F U N U U U F F F",
-    ),
-    (
-        "finished",
-        &["RUNNING", "FINISHED"],
-        State::Finished,
-        "= = = = = = = = = = = = = = = = = = =",
-    ),
+type Row = (&'static str, &'static [&'static str], State, &'static str);
+
+/// (row name, updates that lead there, the state it is in, expected cells)
+/// for an update newer than all before it.
+#[rustfmt::skip]
+const NEWER: [Row; 9] = [
+    //                                                                            STAGING STARTING RUNNING KILLING FINISHED FAILED KILLED ERROR DROPPED GONE GONE_BY_OP UNREACHABLE UNKNOWN LOST LOST/removed LOST/recon LOST/offers LOST/operator LOST/agent
+    ("new",                       &[],                         State::Pending,     "P P R K F F F F F F F U N U U U F F F"),
+    ("staging",                   &["STAGING"],                State::Pending,     "P P R K F F F F F F F U N U U U F F F"),
+    ("running",                   &["RUNNING"],                State::Running,     "< < R K F F F F F F F U N U U U F F F"),
+    ("killing",                   &["RUNNING", "KILLING"],     State::Killing,     "< < < K F F F F F F F U N U U U F F F"),
+    ("unreachable after running", &["RUNNING", "UNREACHABLE"], State::Unreachable, "< < R K F F F F F F F U N U U U F F F"),
+    ("unreachable while staging", &["STAGING", "LOST"],        State::Unreachable, "P P R K F F F F F F F U N U U U F F F"),
+    ("unknown after running",     &["RUNNING", "UNKNOWN"],     State::Unknown,     "< < R K F F F F F F F U N U U U F F F"),
+    ("unknown before running",    &["UNKNOWN"],                State::Unknown,     "P P R K F F F F F F F U N U U U F F F"),
+    ("finished",                  &["RUNNING", "FINISHED"],    State::Finished,    "= = = = = = = = = = = = = = = = = = ="),
+];
+
+/// The same rows for an update older than the last applied one: progress
+/// (towards Running, Killing, Finished) still applies, nothing else does.
+#[rustfmt::skip]
+const OLDER: [Row; 9] = [
+    ("new",                       &[],                         State::Pending,     "P P R K F F F F F F F U N U U U F F F"),
+    ("staging",                   &["STAGING"],                State::Pending,     "o o R K F F F F F F F o o o o o F F F"),
+    ("running",                   &["RUNNING"],                State::Running,     "< < o K F F F F F F F o o o o o F F F"),
+    ("killing",                   &["RUNNING", "KILLING"],     State::Killing,     "< < < o F F F F F F F o o o o o F F F"),
+    ("unreachable after running", &["RUNNING", "UNREACHABLE"], State::Unreachable, "< < o o F F F F F F F o o o o o F F F"),
+    ("unreachable while staging", &["STAGING", "LOST"],        State::Unreachable, "o o o o F F F F F F F o o o o o F F F"),
+    ("unknown after running",     &["RUNNING", "UNKNOWN"],     State::Unknown,     "< < o o F F F F F F F o o o o o F F F"),
+    ("unknown before running",    &["UNKNOWN"],                State::Unknown,     "o o o o F F F F F F F o o o o o F F F"),
+    ("finished",                  &["RUNNING", "FINISHED"],    State::Finished,    "= = = = = = = = = = = = = = = = = = ="),
 ];
 
 fn code(outcome: &StatusOutcome) -> char {
@@ -139,21 +116,41 @@ fn code(outcome: &StatusOutcome) -> char {
             why: StaleReason::Regression { .. },
             ..
         } => '<',
+        StatusOutcome::Stale {
+            why: StaleReason::OlderThanLastApplied { .. },
+            ..
+        } => 'o',
         StatusOutcome::Absorbed { .. } => '=',
         _ => '?',
     }
 }
 
-fn send(reg: &InMemoryRegistry, id: &mesos::proto::TaskId, col: &str, n: u8) -> StatusOutcome {
-    let mut u = column(col).ts(f64::from(n)).uuid(n);
+fn send(
+    reg: &InMemoryRegistry,
+    id: &mesos::proto::TaskId,
+    col: &str,
+    n: u8,
+    ts: f64,
+) -> StatusOutcome {
+    let mut u = column(col).ts(ts).uuid(n);
     u.status.task_id = Some(id.clone());
     reg.update_status(&u.status, at(u64::from(n)))
 }
 
 #[test]
-fn every_state_against_every_mesos_state() {
+fn every_state_against_every_mesos_state_newer() {
+    run_table(&NEWER, 100.0);
+}
+
+#[test]
+fn every_state_against_every_mesos_state_older() {
+    // The set-up updates carry timestamps 1.0, 2.0…
+    run_table(&OLDER, 0.5);
+}
+
+fn run_table(rows: &[Row], ts: f64) {
     let mut failures = Vec::new();
-    for (row, path, state, expected) in ROWS {
+    for &(row, path, state, expected) in rows {
         let expected: Vec<char> = expected
             .split(' ')
             .filter_map(|c| c.chars().next())
@@ -165,7 +162,10 @@ fn every_state_against_every_mesos_state() {
             for (i, step) in path.iter().enumerate() {
                 let n = u8::try_from(i + 1).unwrap();
                 assert!(
-                    matches!(send(&reg, &t.id, step, n), StatusOutcome::Applied(_)),
+                    matches!(
+                        send(&reg, &t.id, step, n, f64::from(n)),
+                        StatusOutcome::Applied(_)
+                    ),
                     "setting up row {row}: {step}"
                 );
             }
@@ -174,7 +174,7 @@ fn every_state_against_every_mesos_state() {
                 state,
                 "row {row} starts in {state}"
             );
-            let outcome = send(&reg, &t.id, col, 100);
+            let outcome = send(&reg, &t.id, col, 100, ts);
             let got = code(&outcome);
             if got != want {
                 failures.push(format!(

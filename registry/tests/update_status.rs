@@ -81,19 +81,28 @@ fn a_fresh_update_repeating_the_state_is_applied_as_a_self_loop() {
     assert_eq!(t.task.updated, at(20));
 }
 
+fn older_than_last(out: &StatusOutcome) -> bool {
+    matches!(
+        out,
+        StatusOutcome::Stale {
+            why: StaleReason::OlderThanLastApplied { .. },
+            ..
+        }
+    )
+}
+
 #[test]
-fn an_older_update_never_moves_the_state_back() {
+fn an_old_unreachable_does_not_mark_a_running_task_partitioned() {
     let (reg, id) = registered();
     let _ = reg.update_status(
         &Update::new(&id, TaskRunning).ts(20.0).uuid(2).status,
         at(20),
     );
-    // Arrives late, but is a *terminal* state: order still wins.
-    let late = reg.update_status(
-        &Update::new(&id, TaskFailed).ts(10.0).uuid(1).status,
-        at(21),
-    );
-    match late {
+    let late = Update::new(&id, TaskUnreachable)
+        .ts(10.0)
+        .source(Source::SourceMaster);
+    let out = reg.update_status(&late.status, at(21));
+    match out {
         StatusOutcome::Stale {
             why: StaleReason::OlderThanLastApplied { last, got },
             task,
@@ -104,6 +113,66 @@ fn an_older_update_never_moves_the_state_back() {
         other => panic!("{other:?}"),
     }
     assert_eq!(reg.get(&id).unwrap().state, State::Running);
+}
+
+#[test]
+fn an_old_running_does_not_heal_a_partitioned_task() {
+    let (reg, id) = registered();
+    let _ = reg.update_status(
+        &Update::new(&id, TaskRunning).ts(10.0).uuid(1).status,
+        at(10),
+    );
+    let _ = reg.update_status(&Update::new(&id, TaskUnreachable).ts(30.0).status, at(30));
+    let old = reg.update_status(
+        &Update::new(&id, TaskRunning).ts(20.0).uuid(2).status,
+        at(31),
+    );
+    assert!(older_than_last(&old), "{old:?}");
+    assert_eq!(reg.get(&id).unwrap().state, State::Unreachable);
+}
+
+#[test]
+fn an_old_self_loop_does_not_overwrite_newer_details() {
+    let (reg, id) = registered();
+    let mut fresh = Update::new(&id, TaskRunning).ts(20.0).uuid(2);
+    fresh.status.healthy = Some(true);
+    let _ = reg.update_status(&fresh.status, at(20));
+    let mut old = Update::new(&id, TaskRunning).ts(10.0).uuid(1);
+    old.status.healthy = Some(false);
+    assert!(older_than_last(&reg.update_status(&old.status, at(21))));
+    assert_eq!(
+        reg.get(&id).unwrap().last_status.unwrap().healthy,
+        Some(true)
+    );
+}
+
+/// A master answers reconciliation with its current time, so an agent's
+/// terminal update that waited for an acknowledgement can look older than a
+/// reconciliation answer that overtook it. It is progress and must apply.
+#[test]
+fn progress_applies_even_when_a_reconciliation_answer_looks_newer() {
+    let (reg, id) = registered();
+    let _ = reg.update_status(
+        &Update::new(&id, TaskRunning).ts(100.0).uuid(1).status,
+        at(100),
+    );
+    let recon = Update::new(&id, TaskRunning)
+        .ts(105.0)
+        .source(Source::SourceMaster)
+        .reason(Reason::ReasonReconciliation);
+    let _ = reg.update_status(&recon.status, at(105));
+    let killing = Update::new(&id, TaskKilling).ts(103.0).uuid(2);
+    assert!(reg.update_status(&killing.status, at(106)).changed_state());
+    // The watermark stayed at 105: an UNREACHABLE from 104 is still old.
+    let unreachable = Update::new(&id, TaskUnreachable).ts(104.0);
+    assert!(older_than_last(
+        &reg.update_status(&unreachable.status, at(107))
+    ));
+    let finished = Update::new(&id, TaskKilled).ts(104.0).uuid(3);
+    let StatusOutcome::Applied(t) = reg.update_status(&finished.status, at(108)) else {
+        panic!()
+    };
+    assert_eq!((t.previous, t.current), (State::Killing, State::Finished));
 }
 
 #[test]
