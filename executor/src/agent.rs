@@ -31,3 +31,30 @@ pub trait Agent: Send + Sync {
     /// Sends UPDATE or MESSAGE (202 = `Ok`).
     fn call(&self, call: Call) -> impl Future<Output = Result<(), AgentError>> + Send;
 }
+
+/// The real agent: the v1 executor API over HTTP.
+impl Agent for mesos::client::ExecutorClient {
+    async fn subscribe(&self, call: Call) -> Result<EventStream, AgentError> {
+        let stream = mesos::client::ExecutorClient::subscribe(self, call)
+            .await
+            .map_err(agent_error)?;
+        Ok(Box::pin(futures::StreamExt::map(stream, |item| {
+            item.map_err(agent_error)
+        })))
+    }
+
+    async fn call(&self, call: Call) -> Result<(), AgentError> {
+        mesos::client::ExecutorClient::call(self, call)
+            .await
+            .map_err(agent_error)
+    }
+}
+
+/// 4xx means the agent looked at the call and said no; everything else
+/// (connection errors, 503 while it recovers, broken streams) may pass.
+fn agent_error(e: mesos::client::ClientError) -> AgentError {
+    match e.status() {
+        Some(status) if (400..500).contains(&status) => AgentError::Refused(e.to_string()),
+        _ => AgentError::Unreachable(e.to_string()),
+    }
+}

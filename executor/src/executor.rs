@@ -51,6 +51,9 @@ const SUBSCRIBE_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 pub enum Exit {
     /// The agent said SHUTDOWN; every pod was stopped and reported.
     Shutdown,
+    /// The stop signal given to [`Executor::with_stop`] fired (SIGTERM);
+    /// every pod was stopped as on SHUTDOWN.
+    Stopped,
 }
 
 /// Why the executor stopped without a SHUTDOWN.
@@ -97,8 +100,11 @@ impl Default for Options {
 
 enum SessionEnd {
     Shutdown,
+    Stopped,
     Dropped(String),
 }
+
+type StopSignal = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// The executor: one per agent, many pods.
 pub struct Executor<A: Agent> {
@@ -111,6 +117,8 @@ pub struct Executor<A: Agent> {
     /// Each launched task's own kill grace period (`TaskInfo.kill_policy`).
     kill_policies: HashMap<TaskId, Duration>,
     agent_id: Option<AgentId>,
+    stop: StopSignal,
+    stop_fired: bool,
 }
 
 impl<A: Agent> Executor<A> {
@@ -135,7 +143,19 @@ impl<A: Agent> Executor<A> {
             unacked: Unacknowledged::default(),
             kill_policies: HashMap::new(),
             agent_id: None,
+            stop: Box::pin(std::future::pending()),
+            stop_fired: false,
         }
+    }
+
+    /// Stops every pod (as on SHUTDOWN) and returns [`Exit::Stopped`] when
+    /// `stop` completes: the binary passes SIGTERM here.
+    pub fn with_stop(
+        mut self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Self {
+        self.stop = Box::pin(stop);
+        self
     }
 
     /// Runs until SHUTDOWN (`Ok`) or until the agent is gone for good.
@@ -168,6 +188,7 @@ impl<A: Agent> Executor<A> {
                     attempt = 0;
                     match self.session(stream).await {
                         SessionEnd::Shutdown => return Ok(Exit::Shutdown),
+                        SessionEnd::Stopped => return Ok(Exit::Stopped),
                         SessionEnd::Dropped(why) => {
                             if !self.env.checkpoint {
                                 return Err(ExecutorError::Disconnected(why));
@@ -201,7 +222,13 @@ impl<A: Agent> Executor<A> {
                     }
                 });
             }
-            tokio::time::sleep(retry.delay(attempt)).await;
+            tokio::select! {
+                () = tokio::time::sleep(retry.delay(attempt)) => {}
+                () = &mut self.stop, if !self.stop_fired => {
+                    self.stop_fired = true;
+                    return Ok(Exit::Stopped);
+                }
+            }
             attempt = attempt.saturating_add(1);
         }
     }
@@ -233,7 +260,11 @@ impl<A: Agent> Executor<A> {
                 && self.updates.is_empty()
                 && (self.unacked.is_empty() || Instant::now() >= by)
             {
-                return SessionEnd::Shutdown;
+                return if self.stop_fired {
+                    SessionEnd::Stopped
+                } else {
+                    SessionEnd::Shutdown
+                };
             }
             tokio::select! {
                 event = stream.next() => match event {
@@ -241,22 +272,33 @@ impl<A: Agent> Executor<A> {
                     Some(Err(e)) => return SessionEnd::Dropped(e.to_string()),
                     Some(Ok(event)) => {
                         if self.handle(event).await && shutdown_by.is_none() {
-                            let grace = self.env.shutdown_grace_period;
-                            // Leave a quarter of the agent's grace period for
-                            // the terminal updates to reach it.
-                            self.runtime.kill_all(grace.mul_f64(0.75));
-                            shutdown_by = Some(Instant::now() + grace.mul_f64(0.9));
+                            shutdown_by = Some(self.begin_shutdown());
                         }
                     }
                 },
-                Some(update) = self.updates.recv() => self.send(update).await,
-                () = sleep_until(shutdown_by) , if shutdown_by.is_some() => {
-                    if Instant::now() >= shutdown_by.unwrap_or_else(Instant::now) {
-                        return SessionEnd::Shutdown;
+                () = &mut self.stop, if !self.stop_fired => {
+                    self.stop_fired = true;
+                    tracing::info!("stop signal: stopping every pod");
+                    if shutdown_by.is_none() {
+                        shutdown_by = Some(self.begin_shutdown());
                     }
+                }
+                Some(update) = self.updates.recv() => self.send(update).await,
+                () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
+                    return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
             }
         }
+    }
+
+    /// Stops every pod within the shutdown grace period; returns when to
+    /// give up waiting for acknowledgements.
+    fn begin_shutdown(&mut self) -> Instant {
+        let grace = self.env.shutdown_grace_period;
+        // Pods get three quarters of the agent's grace period, which leaves
+        // time for their terminal updates to reach the agent before it kills us.
+        self.runtime.kill_all(grace.mul_f64(0.75));
+        Instant::now() + grace.mul_f64(0.9)
     }
 
     /// Handles one event; returns true on SHUTDOWN.

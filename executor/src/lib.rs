@@ -45,6 +45,6 @@ mod process;
 mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
-pub use executor::{Executor, ExecutorError, Exit, Options};
+pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};
