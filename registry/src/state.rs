@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// Where a pod task is in its life, as the framework sees it.
 ///
 /// Every Mesos `TaskState` lands on exactly one of these (see
-/// [`crate::machine`] for the mapping and the transition diagram).
+/// [`crate::machine`] for the mapping and the transition diagram). `Ord`
+/// is declaration order, for sorting and map keys; it is not the order of
+/// progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
