@@ -106,7 +106,8 @@ fn update_refuses_unknown_tasks_and_a_change_of_pod() {
 
 #[test]
 fn unregister_frees_the_pod() {
-    let reg = InMemoryRegistry::new();
+    // Used as a trait object, as the framework shares it.
+    let reg: Arc<dyn Registry> = Arc::new(InMemoryRegistry::new());
     let t = reg.register(task("ns", "web")).unwrap();
     assert_eq!(reg.unregister(&t.id).unwrap().id, t.id);
     assert!(reg.get(&t.id).is_none());
