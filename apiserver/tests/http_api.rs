@@ -420,7 +420,17 @@ async fn watches_stream_tables_bookmarks_and_expire_old_versions() {
         events[0]["object"]["metadata"]["name"], "x5",
         "a watch without resourceVersion starts with the selected objects"
     );
-    server.stop().await;
+
+    // A watch still open does not hold the server's shutdown up.
+    let open = reqwest::Client::new()
+        .get(format!("{}{PODS}?watch=true", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(open.status().as_u16(), 200);
+    tokio::time::timeout(Duration::from_secs(10), server.stop())
+        .await
+        .expect("shutdown ends open watches");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

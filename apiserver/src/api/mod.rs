@@ -52,6 +52,9 @@ struct Inner {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     logs: Arc<dyn LogSource>,
+    /// Flips to true when the server shuts down, ending HTTP watches (which would
+    /// otherwise hold a graceful shutdown open for as long as a client watches).
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -77,7 +80,12 @@ impl Api {
         logs: Arc<dyn LogSource>,
     ) -> Result<Self, ApiError> {
         let api = Self {
-            inner: Arc::new(Inner { store, clock, logs }),
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                logs,
+                closing: tokio::sync::watch::Sender::new(false),
+            }),
         };
         api.ensure_system_namespaces().await?;
         Ok(api)
@@ -122,6 +130,18 @@ impl Api {
     /// Reads a value written by [`Api::put_meta`].
     pub fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
         self.inner.store.get_meta(key)
+    }
+
+    /// Ends every open HTTP watch (clients reconnect elsewhere or later); called by
+    /// [`crate::serve_with_shutdown`] when its shutdown signal fires.
+    pub fn close_watches(&self) {
+        self.inner.closing.send_replace(true);
+    }
+
+    /// Resolves once [`Api::close_watches`] was called.
+    pub(crate) async fn watches_closed(&self) {
+        let mut rx = self.inner.closing.subscribe();
+        let _ = rx.wait_for(|closing| *closing).await;
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn Store> {

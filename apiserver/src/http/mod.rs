@@ -161,8 +161,8 @@ pub fn router(api: Api) -> Router {
         .with_state(api)
 }
 
-/// Serves [`router`] on `listener` until `shutdown` resolves (then finishes open
-/// requests), running the sweeps alongside: every [`SWEEP_EVERY`], by the API's clock,
+/// Serves [`router`] on `listener` until `shutdown` resolves (then ends open watches
+/// and finishes other open requests), running the sweeps alongside: every [`SWEEP_EVERY`], by the API's clock,
 /// [`Api::expire_deletions`] and [`Api::expire_events`].
 pub async fn serve_with_shutdown(
     listener: TcpListener,
@@ -170,8 +170,13 @@ pub async fn serve_with_shutdown(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let sweeper = tokio::spawn(sweep(api.clone()));
+    let closer = api.clone();
+    let signal = async move {
+        shutdown.await;
+        closer.close_watches();
+    };
     let result = axum::serve(listener, router(api))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(signal)
         .await;
     sweeper.abort();
     let _ = sweeper.await;

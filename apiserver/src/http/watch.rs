@@ -152,6 +152,7 @@ pub(crate) fn respond(
         loop {
             let out = tokio::select! {
                 _ = tx.closed() => return,
+                _ = enc.api.watches_closed() => return,
                 _ = tokio::time::sleep_until(deadline) => return,
                 _ = tick.tick(), if bookmarks => enc.bookmark(last, false),
                 item = stream.next() => match item {
