@@ -543,3 +543,39 @@ async fn discovery_version_and_openapi_answer_what_kubectl_needs() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_stores_nothing_and_unknown_fields_warn_by_default() {
+    let server = Server::start().await;
+    let http = Http::new(&server);
+    let rv = server.api.resource_version();
+    let (code, body) = http
+        .json("POST", &format!("{PODS}?dryRun=All"), &pod("dry"))
+        .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["phase"], "Pending");
+    assert_eq!(server.api.resource_version(), rv);
+    assert_eq!(http.get(&format!("{PODS}/dry")).await.0, 404);
+
+    let mut extra = pod("warned");
+    extra["spec"]["madeUp"] = json!(true);
+    let resp = reqwest::Client::new()
+        .post(format!("{}{PODS}", server.url))
+        .json(&extra)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let warning = resp
+        .headers()
+        .get("warning")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        warning.starts_with("299 - ") && warning.contains("spec.madeUp"),
+        "{warning}"
+    );
+    server.stop().await;
+}
