@@ -34,6 +34,10 @@ pub struct Config {
     pub timing: Timing,
     /// Where sandboxes live. `None`: a temporary directory removed on shutdown.
     pub work_dir: Option<PathBuf>,
+    /// Play a master that is not the leader: every scheduler call is
+    /// answered `307 Temporary Redirect` to `//<this host:port>/api/v1/scheduler`,
+    /// as Mesos redirects to the leading master.
+    pub redirect_to: Option<String>,
 }
 
 impl Default for Config {
@@ -43,6 +47,7 @@ impl Default for Config {
             agents: Vec::new(),
             timing: Timing::default(),
             work_dir: None,
+            redirect_to: None,
         }
     }
 }

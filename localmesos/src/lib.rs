@@ -118,6 +118,7 @@ impl LocalMesos {
             config.timing.clone(),
             addr,
             work_dir,
+            config.redirect_to.clone(),
             tokio::runtime::Handle::current(),
         );
         for agent in config.agents {

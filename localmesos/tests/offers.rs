@@ -375,3 +375,32 @@ async fn launch_group_starts_every_task_of_the_group_or_none() {
     assert_eq!(cluster.state().agents[0].used.scalar("cpus"), 2.1);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn gpu_agents_are_offered_only_to_gpu_capable_frameworks() {
+    let cluster = cluster(
+        vec![
+            agent("cpus:2;mem:1024;gpus:1", true),
+            agent("cpus:2;mem:1024", true),
+        ],
+        fast_timing(),
+    )
+    .await;
+    let mut plain = subscribe(cluster.master_url(), Codec::Json, framework("cpu", &[])).await;
+    let offers = plain.offers().await;
+    assert_eq!(offers.len(), 1);
+    assert_eq!(offer_res(&offers[0]).scalar("gpus"), 0.0);
+    plain
+        .assert_none(event::Type::Offers, Duration::from_millis(300))
+        .await;
+    let mut gpu = subscribe(
+        cluster.master_url(),
+        Codec::Json,
+        framework("gpu", &[Cap::GpuResources]),
+    )
+    .await;
+    let offers = gpu.offers().await;
+    assert_eq!(offers.len(), 1);
+    assert_eq!(offer_res(&offers[0]).scalar("gpus"), 1.0);
+    cluster.shutdown().await;
+}

@@ -262,3 +262,31 @@ async fn version_and_state_are_operator_json() {
     assert_eq!(task["slave_id"], o.agent_id.clone().unwrap().value);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_master_that_is_not_the_leader_redirects_with_a_protocol_relative_location() {
+    let cluster = localmesos::LocalMesos::start(localmesos::Config {
+        redirect_to: Some("leader.example:5050".into()),
+        ..localmesos::Config::default()
+    })
+    .await
+    .unwrap();
+    let body = Codec::Json.encode(&subscribe_call(framework("r", &[])));
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let resp = client
+        .post(format!("{}/api/v1/scheduler", cluster.master_url()))
+        .header("Content-Type", JSON)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 307);
+    assert_eq!(
+        resp.headers().get("location").unwrap(),
+        "//leader.example:5050/api/v1/scheduler"
+    );
+    cluster.shutdown().await;
+}

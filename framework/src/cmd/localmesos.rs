@@ -96,6 +96,7 @@ fn config(args: &Args) -> anyhow::Result<Config> {
         agents,
         timing,
         work_dir: args.work_dir.clone(),
+        redirect_to: None,
     })
 }
 

@@ -2,7 +2,8 @@
 //! order Mesos checks them:
 //!
 //! 1. not POST → 405 (with `Allow: POST`);
-//! 2. recovering → 503;
+//! 2. not the leader ([`crate::Config::redirect_to`]) → 307 to the leader;
+//!    recovering → 503;
 //! 3. no `Content-Type` → 400, another type → 415;
 //! 4. undecodable or invalid call → 400;
 //! 5. SUBSCRIBE: `Accept` allows neither encoding → 406; a `Mesos-Stream-Id`
@@ -43,6 +44,14 @@ pub(crate) async fn scheduler(
             StatusCode::METHOD_NOT_ALLOWED,
             [(header::ALLOW, "POST")],
             format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+        )
+            .into_response();
+    }
+    if let Some(leader) = &cx.redirect_to {
+        let location = format!("//{leader}/api/v1/scheduler");
+        return (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, location)],
         )
             .into_response();
     }

@@ -14,6 +14,9 @@
 //! - Nothing smaller than Mesos' minimum allocatable (0.01 cpus or 32 MB
 //!   of memory) is offered.
 //! - Frameworks take turns being first, so none starves another.
+//! - Agents with GPUs are offered only to frameworks with the
+//!   GPU_RESOURCES capability (Mesos' `--filter_gpu_resources`), so GPU
+//!   machines are not filled by work that does not need them.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -80,9 +83,17 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
             if available.is_empty() {
                 break;
             }
+            let has_gpus = agent.total.scalar_milli("gpus") > 0;
             let Some(fw) = st.frameworks.get_mut(fw_id) else {
                 continue;
             };
+            if has_gpus
+                && !fw
+                    .info
+                    .has_capability(mesos::proto::framework_info::capability::Type::GpuResources)
+            {
+                continue;
+            }
             if let Some((_, until)) = fw.filters.get(&agent_id)
                 && *until <= now
             {

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) timing: Timing,
     pub(crate) master_addr: SocketAddr,
     pub(crate) work_dir: PathBuf,
+    /// `host:port` of the "leading" master to redirect schedulers to.
+    pub(crate) redirect_to: Option<String>,
     pub(crate) rt: tokio::runtime::Handle,
     /// Wakes the allocator before its interval (REVIVE, freed resources).
     pub(crate) allocate_now: Notify,
@@ -60,6 +62,7 @@ impl Shared {
         timing: Timing,
         master_addr: SocketAddr,
         work_dir: PathBuf,
+        redirect_to: Option<String>,
         rt: tokio::runtime::Handle,
     ) -> Arc<Shared> {
         Arc::new_cyclic(|me| Shared {
@@ -67,6 +70,7 @@ impl Shared {
             timing,
             master_addr,
             work_dir,
+            redirect_to,
             rt,
             allocate_now: Notify::new(),
             me: me.clone(),
