@@ -144,17 +144,28 @@ impl ProcureState {
         }
     }
 
-    /// Restores the state to `cp`, giving back everything taken since.
-    /// A checkpoint older than an earlier rollback target is honoured as far
-    /// as the log still reaches.
-    pub fn rollback(&mut self, cp: Checkpoint) {
-        while self.log.len() > cp.log_len {
+    /// The log's length: a mark for [`ProcureState::undo_to`], for a
+    /// procurement that only takes and must give back on its own failure.
+    pub(crate) fn log_mark(&self) -> usize {
+        self.log.len()
+    }
+
+    /// Gives back everything taken since `mark`.
+    pub(crate) fn undo_to(&mut self, mark: usize) {
+        while self.log.len() > mark {
             if let Some(Take::Scalar { entry, millis, .. }) = self.log.pop()
                 && let Some(l) = self.left.get_mut(usize::from(entry))
             {
                 *l += millis;
             }
         }
+    }
+
+    /// Restores the state to `cp`, giving back everything taken since.
+    /// A checkpoint older than an earlier rollback target is honoured as far
+    /// as the log still reaches.
+    pub fn rollback(&mut self, cp: Checkpoint) {
+        self.undo_to(cp.log_len);
         self.pod_start = cp.pod_start;
         self.roles = cp.roles;
         self.pod_executor = cp.pod_executor;
@@ -198,6 +209,15 @@ impl ProcureState {
                 d
             }
         }
+    }
+
+    /// As [`ProcureState::demand_for`], borrowed: no reference count moves.
+    pub(crate) fn ensure_demand(&mut self, task: &PodTask) -> &PodDemand {
+        if !self.demand.as_ref().is_some_and(|d| d.is_for(&task.pod)) {
+            self.demand = None;
+        }
+        self.demand
+            .get_or_insert_with(|| Arc::new(PodDemand::new(task.pod.clone())))
     }
 
     /// Supplies a demand worked out beforehand (one per pod, shared by every
@@ -382,27 +402,6 @@ impl ProcureState {
             true
         });
         found
-    }
-
-    /// How many offered ports in `roles` are still free.
-    pub(crate) fn free_port_count(&self, roles: &[String]) -> usize {
-        let mut taken: Vec<u64> = self
-            .log
-            .iter()
-            .filter_map(|t| match t {
-                Take::Port { port, .. } => Some(u64::from(*port)),
-                _ => None,
-            })
-            .collect();
-        taken.sort_unstable();
-        let mut n = 0u64;
-        self.for_each_entry(ResourceKind::Ports, roles, |i| {
-            for (b, e) in subtract_ports(&self.pool.entries[i].ranges, &taken) {
-                n += e - b + 1;
-            }
-            true
-        });
-        usize::try_from(n).unwrap_or(usize::MAX)
     }
 
     /// Records that the demand's host-port want `want` is served by `host_port`.

@@ -175,3 +175,24 @@ fn executor_configuration_is_checked() {
     p.resources.push(ports(&[(1, 2)], None));
     assert!(ExecutorProcurement::new(p, &["*".into()]).is_err());
 }
+
+#[test]
+fn the_executor_procurement_alone_gives_back_what_it_took_when_it_fails_halfway() {
+    // cpus fit, mem does not.
+    let o = offer(
+        "h1",
+        vec![scalar("cpus", 1.0, None), scalar("mem", 100.0, None)],
+        vec![],
+    );
+    let (node, mut state) = node_and_state(&o);
+    let before = state.result();
+    let ex = ExecutorProcurement::new(prototype(), &["*".into()]).unwrap();
+    let e = ex
+        .procure(&mut typical_task(), &node, &mut state)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "insufficient mem for the executor: asked 128, available 100"
+    );
+    assert_eq!(state.result(), before);
+}

@@ -258,3 +258,26 @@ fn a_port_taken_by_one_pod_conflicts_for_the_next_on_the_same_offer() {
         "all four ports are taken"
     );
 }
+
+#[test]
+fn the_ports_procurement_alone_gives_back_what_it_took_when_it_fails_halfway() {
+    // The fixed port is taken first, then the wildcard ports run out.
+    let o = offer("h1", vec![ports(&[(31000, 31001)], None)], vec![]);
+    let (node, mut state) = node_and_state(&o);
+    let before = state.result();
+    let mut t = pod(
+        json!([{"containerPort": 80, "hostPort": 31000}, {"containerPort": 81}, {"containerPort": 82}]),
+        Some("wildcard"),
+    );
+    let e = PortsProcurement::new(PortStrategy::Fixed)
+        .procure(&mut t, &node, &mut state)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ProcureError::NoFreePorts {
+            asked: 2,
+            available: 1
+        }
+    );
+    assert_eq!(state.result(), before);
+}

@@ -119,7 +119,7 @@ impl Procurement for ExecutorProcurement {
         match node.executor_ids() {
             [] => {
                 if state.procured_executor().is_none() {
-                    let cp = state.checkpoint();
+                    let mark = state.log_mark();
                     for kind in ResourceKind::SCALARS {
                         if let Err(e) = state.take_millis(
                             kind,
@@ -127,7 +127,7 @@ impl Procurement for ExecutorProcurement {
                             &self.roles,
                             Owner::Executor,
                         ) {
-                            state.rollback(cp);
+                            state.undo_to(mark);
                             return Err(e);
                         }
                     }

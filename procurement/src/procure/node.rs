@@ -33,8 +33,11 @@ impl Procurement for NodeProcurement {
         node: &NodeView,
         state: &mut ProcureState,
     ) -> Result<(), ProcureError> {
-        let demand = state.demand_for(task);
-        let d = demand.node.as_ref().map_err(Clone::clone)?;
+        let d = state
+            .ensure_demand(task)
+            .node
+            .as_ref()
+            .map_err(Clone::clone)?;
         if let Some(wanted) = &d.node_name
             && wanted != node.hostname()
         {

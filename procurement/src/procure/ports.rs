@@ -43,11 +43,13 @@ impl Procurement for PortsProcurement {
         _node: &NodeView,
         state: &mut ProcureState,
     ) -> Result<(), ProcureError> {
+        match &state.ensure_demand(task).ports {
+            Err(e) => return Err(e.clone()),
+            Ok(d) if d.wants.is_empty() => return Ok(()),
+            Ok(_) => {}
+        }
         let demand = state.demand_for(task);
         let d = demand.ports.as_ref().map_err(Clone::clone)?;
-        if d.wants.is_empty() {
-            return Ok(());
-        }
         let strategy = d.strategy.unwrap_or(self.default);
         let wants = &d.wants;
         for (i, w) in wants.iter().enumerate() {
@@ -63,7 +65,7 @@ impl Procurement for PortsProcurement {
             }
         }
         let roles = state.roles_for(task);
-        let cp = state.checkpoint();
+        let mark = state.log_mark();
         let result = (|| {
             for (i, w) in wants.iter().enumerate() {
                 if w.host_port == 0 {
@@ -83,27 +85,28 @@ impl Procurement for PortsProcurement {
             }
             if strategy == PortStrategy::Wildcard {
                 let asked = wants.iter().filter(|w| w.host_port == 0).count();
+                let mut got = 0;
                 for (i, w) in wants.iter().enumerate() {
                     if w.host_port != 0 {
                         continue;
                     }
+                    // When none is free, the ones this pod got so far were
+                    // all that was available to its wildcard ports.
                     let Some((entry, port)) = state.free_port(&roles) else {
                         return Err(ProcureError::NoFreePorts {
                             asked,
-                            available: 0,
+                            available: got,
                         });
                     };
                     state.take_port(entry, port, Owner::Pod);
                     state.map_port(i, port);
+                    got += 1;
                 }
             }
             Ok(())
         })();
-        if let Err(mut e) = result {
-            state.rollback(cp);
-            if let ProcureError::NoFreePorts { available, .. } = &mut e {
-                *available = state.free_port_count(&roles);
-            }
+        if let Err(e) = result {
+            state.undo_to(mark);
             return Err(e);
         }
         Ok(())

@@ -134,8 +134,11 @@ impl Procurement for PodResourcesProcurement {
         _node: &NodeView,
         state: &mut ProcureState,
     ) -> Result<(), ProcureError> {
-        let demand = state.demand_for(task);
-        let d = demand.resources.as_ref().map_err(Clone::clone)?;
+        let d = state
+            .ensure_demand(task)
+            .resources
+            .as_ref()
+            .map_err(Clone::clone)?;
         let totals = self.totals(d);
         let roles = state.roles_for(task);
         // Check everything before taking anything: all or none, and the

@@ -92,8 +92,7 @@ impl Procurement for RolesProcurement {
         _node: &NodeView,
         state: &mut ProcureState,
     ) -> Result<(), ProcureError> {
-        let demand = state.demand_for(task);
-        let roles = self.resolve(&demand)?;
+        let roles = self.resolve(state.ensure_demand(task))?;
         state.set_pod_roles(roles);
         Ok(())
     }
