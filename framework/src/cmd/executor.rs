@@ -1,10 +1,102 @@
-//! `mesopod executor`.
+//! `mesopod executor`: the custom executor a Mesos agent launches.
+//!
+//! Everything about the agent comes from the `MESOS_*` environment (see
+//! [`executor::env`]); the flags only tune what Mesos does not describe.
+//! Logs go to stderr, which the agent keeps in the executor's sandbox.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use executor::backoff::Backoff;
+use executor::duration::parse_duration;
+use executor::{Executor, ExecutorEnv, Options};
+use mesos::client::ExecutorClient;
+use mesos::codec::Codec;
 
 /// Flags of `mesopod executor`.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Encoding spoken to the agent: `protobuf` (default) or `json`.
+    #[arg(long, env = "MESOPOD_EXECUTOR_CODEC")]
+    pub codec: Option<String>,
+    /// First crash-loop backoff, in Mesos duration syntax (default `10secs`).
+    #[arg(long, env = "MESOPOD_RESTART_BACKOFF")]
+    pub restart_backoff: Option<String>,
+    /// Longest crash-loop backoff, in Mesos duration syntax (default `5mins`).
+    #[arg(long, env = "MESOPOD_RESTART_BACKOFF_MAX")]
+    pub restart_backoff_max: Option<String>,
+}
 
-/// Runs `mesopod executor`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`mesopod executor` is not built yet: see the open issues")
+/// Runs `mesopod executor` until the agent shuts it down.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    let env = ExecutorEnv::from_process_env()?;
+    let codec = match args.codec.as_deref() {
+        None | Some("protobuf") => Codec::Protobuf,
+        Some("json") => Codec::Json,
+        Some(other) => anyhow::bail!("--codec must be protobuf or json, got {other:?}"),
+    };
+    let duration =
+        |flag: &str, value: &Option<String>, default: Duration| -> anyhow::Result<Duration> {
+            match value {
+                None => Ok(default),
+                Some(v) => parse_duration(v).with_context(|| format!("--{flag}")),
+            }
+        };
+    let restart_backoff = Backoff {
+        initial: duration(
+            "restart-backoff",
+            &args.restart_backoff,
+            Backoff::CRASH_LOOP.initial,
+        )?,
+        max: duration(
+            "restart-backoff-max",
+            &args.restart_backoff_max,
+            Backoff::CRASH_LOOP.max,
+        )?,
+    };
+    let options = Options {
+        restart_backoff,
+        ..Options::default()
+    };
+    let client = ExecutorClient::new(&env.agent_endpoint, codec)
+        .with_context(|| format!("agent endpoint {:?}", env.agent_endpoint))?;
+    tracing::info!(
+        executor = %env.executor_id,
+        framework = %env.framework_id,
+        agent = %env.agent_endpoint,
+        sandbox = %env.sandbox.display(),
+        checkpoint = env.checkpoint,
+        "mesopod executor starting"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("building the tokio runtime")?;
+    let exit = runtime.block_on(async move {
+        let stop = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut sigterm) => {
+                    sigterm.recv().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        Executor::new(env, client, options)
+            .with_stop(stop)
+            .run()
+            .await
+    })?;
+    tracing::info!(?exit, "mesopod executor exiting");
+    Ok(())
 }
