@@ -9,6 +9,7 @@
 pub(crate) mod api;
 pub(crate) mod executors;
 pub(crate) mod files;
+pub(crate) mod launch;
 pub(crate) mod process;
 
 use std::collections::HashMap;

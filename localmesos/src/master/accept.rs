@@ -26,7 +26,7 @@ use mesos::resources::Resources;
 
 use super::tasks::{Task, master_status};
 use super::{Shared, State, allocator, now_secs};
-use crate::agent::executors::{self, Launch};
+use crate::agent::launch::{self, Launch};
 use crate::validation;
 
 fn resources_of(protos: &[mesos::proto::Resource]) -> Result<Resources, String> {
@@ -213,7 +213,7 @@ pub(crate) fn accept(cx: &Shared, st: &mut State, fw_id: &str, acc: call::Accept
 
     // 4. Start.
     for l in launches {
-        executors::launch(cx, st, l);
+        launch::launch(cx, st, l);
     }
 }
 
