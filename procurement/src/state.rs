@@ -28,6 +28,24 @@ use crate::pipeline::Procurement;
 use crate::pool::{OfferPool, ResourceKind, ports_to_ranges, subtract_ports};
 use crate::quantity::{f64_to_millis, millis_to_f64};
 
+/// The most distinct reservation roles one procurement takes from. An offer
+/// to one framework holds its few roles plus `*`; a pod listing more roles
+/// than this that the offer holds uses the first ones.
+const MAX_ROLES: usize = 16;
+
+/// Roles resolved to the pool's role indices.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RoleIds {
+    ids: [u16; MAX_ROLES],
+    len: usize,
+}
+
+impl RoleIds {
+    fn as_slice(&self) -> &[u16] {
+        &self.ids[..self.len]
+    }
+}
+
 /// One thing taken from the offer, or one port mapping made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Take {
@@ -243,10 +261,30 @@ impl ProcureState {
 
     /// How much of `kind` is left in `roles`.
     pub fn available(&self, kind: ResourceKind, roles: &[String]) -> f64 {
-        millis_to_f64(self.available_millis(kind, roles))
+        millis_to_f64(self.available_millis(kind, &self.role_ids(roles)))
     }
 
-    pub(crate) fn available_millis(&self, kind: ResourceKind, roles: &[String]) -> i64 {
+    /// `roles` as the pool's role indices, in order, repeats and roles the
+    /// offer does not hold dropped. Resolved once per procurement so the
+    /// loops over the offer compare integers, not strings.
+    pub(crate) fn role_ids(&self, roles: &[String]) -> RoleIds {
+        let mut out = RoleIds {
+            ids: [0; MAX_ROLES],
+            len: 0,
+        };
+        for role in roles {
+            if let Some(id) = self.pool.role_index(role)
+                && !out.ids[..out.len].contains(&id)
+                && out.len < MAX_ROLES
+            {
+                out.ids[out.len] = id;
+                out.len += 1;
+            }
+        }
+        out
+    }
+
+    pub(crate) fn available_millis(&self, kind: ResourceKind, roles: &RoleIds) -> i64 {
         let mut sum = 0;
         self.for_each_entry(kind, roles, |i| {
             sum += self.left[i];
@@ -256,20 +294,14 @@ impl ProcureState {
     }
 
     /// Calls `f` with each usable entry of `kind` in `roles`, in role order
-    /// then offer order, until `f` returns false. Repeated roles count once.
+    /// then offer order, until `f` returns false.
     fn for_each_entry(
         &self,
         kind: ResourceKind,
-        roles: &[String],
+        roles: &RoleIds,
         mut f: impl FnMut(usize) -> bool,
     ) {
-        for (n, role) in roles.iter().enumerate() {
-            if roles[..n].contains(role) {
-                continue;
-            }
-            let Some(ri) = self.pool.role_index(role) else {
-                continue;
-            };
+        for &ri in roles.as_slice() {
             for (i, e) in self.pool.entries.iter().enumerate() {
                 if e.kind == Some(kind) && e.role == ri && !f(i) {
                     return;
@@ -295,14 +327,15 @@ impl ProcureState {
         } else {
             0
         };
-        self.take_millis(kind, millis, roles, owner)
+        let roles = self.role_ids(roles);
+        self.take_millis(kind, millis, &roles, owner)
     }
 
     pub(crate) fn take_millis(
         &mut self,
         kind: ResourceKind,
         need: i64,
-        roles: &[String],
+        roles: &RoleIds,
         owner: Owner,
     ) -> Result<(), ProcureError> {
         if need <= 0 || kind == ResourceKind::Ports {
@@ -356,7 +389,7 @@ impl ProcureState {
     }
 
     /// The offered entry holding `port` in `roles`, taken or not.
-    pub(crate) fn port_entry(&self, port: u16, roles: &[String]) -> Option<usize> {
+    pub(crate) fn port_entry(&self, port: u16, roles: &RoleIds) -> Option<usize> {
         let mut found = None;
         let p = u64::from(port);
         self.for_each_entry(ResourceKind::Ports, roles, |i| {
@@ -383,7 +416,7 @@ impl ProcureState {
     }
 
     /// The lowest free offered port in `roles`, in role order.
-    pub(crate) fn free_port(&self, roles: &[String]) -> Option<(usize, u16)> {
+    pub(crate) fn free_port(&self, roles: &RoleIds) -> Option<(usize, u16)> {
         let mut found = None;
         self.for_each_entry(ResourceKind::Ports, roles, |i| {
             for &(b, e) in &self.pool.entries[i].ranges {

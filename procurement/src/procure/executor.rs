@@ -120,11 +120,12 @@ impl Procurement for ExecutorProcurement {
             [] => {
                 if state.procured_executor().is_none() {
                     let mark = state.log_mark();
+                    let roles = state.role_ids(&self.roles);
                     for kind in ResourceKind::SCALARS {
                         if let Err(e) = state.take_millis(
                             kind,
                             self.needs[kind.index()],
-                            &self.roles,
+                            &roles,
                             Owner::Executor,
                         ) {
                             state.undo_to(mark);

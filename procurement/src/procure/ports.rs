@@ -64,7 +64,7 @@ impl Procurement for PortsProcurement {
                 });
             }
         }
-        let roles = state.roles_for(task);
+        let roles = state.role_ids(&state.roles_for(task));
         let mark = state.log_mark();
         let result = (|| {
             for (i, w) in wants.iter().enumerate() {

@@ -140,7 +140,7 @@ impl Procurement for PodResourcesProcurement {
             .as_ref()
             .map_err(Clone::clone)?;
         let totals = self.totals(d);
-        let roles = state.roles_for(task);
+        let roles = state.role_ids(&state.roles_for(task));
         // Check everything before taking anything: all or none, and the
         // failure names the first short resource in a fixed order.
         for kind in ResourceKind::SCALARS {
