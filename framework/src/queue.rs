@@ -145,6 +145,14 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         Some(delay)
     }
 
+    /// Tries the pod again at `until`, without counting a failure: the
+    /// attempt saw only part of the cluster (offers in flight).
+    pub fn defer(&mut self, key: &K, until: SystemTime) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.next_try = until;
+        }
+    }
+
     /// Records a hold from the admission hook: its own backoff, not a failure.
     pub fn hold(
         &mut self,
@@ -242,6 +250,17 @@ mod tests {
         assert_eq!(e.attempts, 8);
         assert_eq!(e.holds, 0);
         assert_eq!(e.last_reason.as_deref(), Some("no fit"));
+    }
+
+    #[test]
+    fn deferring_keeps_the_backoff_and_counts_no_failure() {
+        let mut q = PodQueue::default();
+        q.push("p", 0, t(0), t(0));
+        q.defer(&"p", t(0) + Duration::from_millis(100));
+        assert!(q.ready(t(0)).is_empty());
+        assert_eq!(q.ready(t(1)), ["p"]);
+        assert_eq!(q.get(&"p").unwrap().attempts, 0);
+        assert_eq!(q.backoff(&"p", t(1), "x"), Some(Duration::from_secs(1)));
     }
 
     #[test]

@@ -28,6 +28,10 @@ use crate::podstatus::timestamp;
 /// cost of one attempt.
 pub const MAX_CANDIDATES: usize = 64;
 
+/// How soon a pod that saw only part of the cluster is tried again: about
+/// the time Mesos takes to offer back what an ACCEPT left over.
+const DEFER: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A pod admitted for this round, with the task it would launch.
 struct Attempt {
     key: PodKey,
