@@ -117,10 +117,7 @@ pub fn best_fit<P: Procurement + ?Sized>(
     offers: &[OfferView],
 ) -> Result<Placement, AggregateFailure> {
     let demand = Arc::new(PodDemand::new(task.pod.clone()));
-    let mut failure = AggregateFailure {
-        agents: offers.len(),
-        failures: Vec::new(),
-    };
+    let mut failures: Vec<(usize, ProcureError)> = Vec::new();
     // Every attempt starts from the task as given: when the pipeline may
     // change it, each attempt works on a copy and the winner's copy is kept.
     let copy = pipeline.modifies_task();
@@ -134,7 +131,8 @@ pub fn best_fit<P: Procurement + ?Sized>(
             None => pipeline.procure(task, offer.node(), &mut state),
         };
         match attempt {
-            Err(e) => failure.push(offer.node().hostname(), e),
+            // Hostnames are copied only if the pod fits nowhere.
+            Err(e) => failures.push((i, e)),
             Ok(()) => {
                 let score = scoring.score(&state);
                 let better = match &best {
@@ -170,7 +168,13 @@ pub fn best_fit<P: Procurement + ?Sized>(
                 state,
             })
         }
-        None => Err(failure),
+        None => Err(AggregateFailure {
+            agents: offers.len(),
+            failures: failures
+                .into_iter()
+                .map(|(i, e)| (offers[i].node().hostname().to_owned(), e))
+                .collect(),
+        }),
     }
 }
 
