@@ -355,7 +355,6 @@ impl Sched {
             }
         })
         .await;
-        let _ = self.events.next();
         self.cluster.shutdown().await;
         gone.expect("the executor exited after the teardown");
     }
