@@ -52,6 +52,12 @@ impl OfferView {
         ProcureState::from_pool(self.pool.clone())
     }
 
+    /// Turns `state` into a fresh state over this offer, reusing its
+    /// buffers (and keeping its memoised pod demand).
+    pub fn reset_state(&self, state: &mut ProcureState) {
+        state.reset_to(&self.pool);
+    }
+
     /// The offer's resources as the master sent them.
     pub fn resources(&self) -> &[mesos::proto::Resource] {
         &self.pool.templates

@@ -93,6 +93,8 @@ pub(crate) struct OfferPool {
     pub(crate) roles: Vec<String>,
     /// Per scalar kind, the total usable amount offered, over all roles.
     pub(crate) offered: [i64; 4],
+    /// The index of `*` in `roles`, if the offer has unreserved resources.
+    pub(crate) unreserved: Option<u16>,
 }
 
 impl OfferPool {
@@ -146,7 +148,12 @@ impl OfferPool {
             }
             entries.push(entry);
         }
+        let unreserved = roles
+            .iter()
+            .position(|r| r == "*")
+            .and_then(|i| u16::try_from(i).ok());
         Ok(OfferPool {
+            unreserved,
             offer_id,
             agent_id,
             hostname: offer.hostname.clone(),
@@ -160,6 +167,10 @@ impl OfferPool {
 
     /// The pool's index of `role`, if any resource has that role.
     pub(crate) fn role_index(&self, role: &str) -> Option<u16> {
+        if role == "*" {
+            // The common case, answered without touching the role strings.
+            return self.unreserved;
+        }
         self.roles
             .iter()
             .position(|r| r == role)

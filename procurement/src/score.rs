@@ -121,10 +121,19 @@ pub fn best_fit<P: Procurement + ?Sized>(
     // Every attempt starts from the task as given: when the pipeline may
     // change it, each attempt works on a copy and the winner's copy is kept.
     let copy = pipeline.modifies_task();
-    let mut best: Option<(usize, f64, ProcureState, Option<PodTask>)> = None;
+    let mut best: Option<(usize, f64, Option<PodTask>)> = None;
+    // Two states, swapped when an offer becomes the best: the scan reuses
+    // their buffers instead of allocating per offer.
+    let (mut state, mut best_state) = match offers.first() {
+        Some(o) => (o.state(), o.state()),
+        None => {
+            return Err(AggregateFailure::default());
+        }
+    };
+    state.seed_demand(demand.clone());
+    best_state.seed_demand(demand);
     for (i, offer) in offers.iter().enumerate() {
-        let mut state = offer.state();
-        state.seed_demand(demand.clone());
+        offer.reset_state(&mut state);
         let mut scratch = copy.then(|| task.clone());
         let attempt = match scratch.as_mut() {
             Some(t) => pipeline.procure(t, offer.node(), &mut state),
@@ -137,7 +146,7 @@ pub fn best_fit<P: Procurement + ?Sized>(
                 let score = scoring.score(&state);
                 let better = match &best {
                     None => true,
-                    Some((j, s, _, _)) => match score.total_cmp(s) {
+                    Some((j, s, _)) => match score.total_cmp(s) {
                         Ordering::Greater => true,
                         Ordering::Less => false,
                         Ordering::Equal => {
@@ -148,13 +157,15 @@ pub fn best_fit<P: Procurement + ?Sized>(
                     },
                 };
                 if better {
-                    best = Some((i, score, state, scratch));
+                    std::mem::swap(&mut state, &mut best_state);
+                    best = Some((i, score, scratch));
                 }
             }
         }
     }
     match best {
-        Some((i, score, state, won)) => {
+        Some((i, score, won)) => {
+            let state = best_state;
             if let Some(won) = won {
                 *task = won;
             }

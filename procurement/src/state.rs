@@ -134,6 +134,21 @@ impl ProcureState {
         }
     }
 
+    /// Makes this state a fresh one over `pool`, keeping its buffers: a
+    /// scan over thousands of offers then allocates nothing per offer.
+    pub(crate) fn reset_to(&mut self, pool: &Arc<OfferPool>) {
+        if !Arc::ptr_eq(&self.pool, pool) {
+            self.pool = pool.clone();
+        }
+        self.left.clear();
+        self.left.extend(self.pool.entries.iter().map(|e| e.scalar));
+        self.log.clear();
+        self.pod_start = 0;
+        self.roles = None;
+        self.pod_executor = PodExecutor::None;
+        self.procured_executor = None;
+    }
+
     /// The offer this state takes from.
     pub fn offer_id(&self) -> &OfferId {
         &self.pool.offer_id
