@@ -352,8 +352,9 @@ impl Api {
     }
 
     /// Pod changes after `from` (a list's resourceVersion), in order; in `namespace` or
-    /// all. Ends with an [`ApiError::Expired`] item if `from` is too old or the watcher
-    /// falls behind: relist then.
+    /// all. `Err(ApiError::Expired)` at once if `from` is older than the store's history;
+    /// the stream ends with an `Expired` item if the consumer falls too far behind. Either
+    /// way: relist, then watch from the new list's resourceVersion.
     pub fn watch_pods(
         &self,
         namespace: Option<&str>,
