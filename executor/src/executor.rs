@@ -16,7 +16,7 @@
 //!   disconnected go out in the next SUBSCRIBE instead of as calls.
 //! - Every way out of [`Executor::run`] stops every container first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
@@ -45,6 +45,12 @@ pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
 /// `MESOS_SUBSCRIPTION_BACKOFF_MAX`. Short, because an agent restart is
 /// usually over in well under a second on loopback.
 const SUBSCRIBE_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
+
+/// Wait before sending again an update whose UPDATE call failed while the
+/// subscription stayed up (say, a 503 while the agent recovers). The agent
+/// drops duplicates by uuid, so retrying often is safe; once a second keeps
+/// a local agent's load negligible.
+const UPDATE_RETRY_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How an executor run ended, when it ended in an orderly way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +120,10 @@ pub struct Executor<A: Agent> {
     runtime: Runtime,
     updates: mpsc::UnboundedReceiver<PodUpdate>,
     unacked: Unacknowledged,
+    /// Updates whose UPDATE call has not succeeded yet, oldest first; later
+    /// updates queue behind them so the agent sees each task's in order.
+    undelivered: VecDeque<call::Update>,
+    retry_at: Option<Instant>,
     /// Each launched task's own kill grace period (`TaskInfo.kill_policy`).
     kill_policies: HashMap<TaskId, Duration>,
     agent_id: Option<AgentId>,
@@ -141,6 +151,8 @@ impl<A: Agent> Executor<A> {
             runtime,
             updates,
             unacked: Unacknowledged::default(),
+            undelivered: VecDeque::new(),
+            retry_at: None,
             kill_policies: HashMap::new(),
             agent_id: None,
             stop: Box::pin(std::future::pending()),
@@ -186,6 +198,9 @@ impl<A: Agent> Executor<A> {
                     );
                     ever_subscribed = true;
                     attempt = 0;
+                    // The SUBSCRIBE carried every unacknowledged update.
+                    self.undelivered.clear();
+                    self.retry_at = None;
                     match self.session(stream).await {
                         SessionEnd::Shutdown => return Ok(Exit::Shutdown),
                         SessionEnd::Stopped => return Ok(Exit::Stopped),
@@ -284,6 +299,7 @@ impl<A: Agent> Executor<A> {
                     }
                 }
                 Some(update) = self.updates.recv() => self.send(update).await,
+                () = sleep_until(self.retry_at), if self.retry_at.is_some() => self.flush().await,
                 () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
                     return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
@@ -439,19 +455,39 @@ impl<A: Agent> Executor<A> {
         // Kept before it is sent: if the call or the connection fails, the
         // next SUBSCRIBE carries it.
         self.unacked.add_update(update.clone());
-        let call = Call {
-            executor_id: Some(self.env.executor_id.clone()),
-            framework_id: Some(self.env.framework_id.clone()),
-            r#type: Some(call::Type::Update as i32),
-            update: Some(update),
-            ..Default::default()
-        };
-        if let Err(e) = self.agent.call(call).await {
-            match e {
-                AgentError::Unreachable(_) => {
-                    tracing::warn!(error = %e, "update not delivered; kept for the next SUBSCRIBE")
+        self.undelivered.push_back(update);
+        if self.retry_at.is_none() {
+            self.flush().await;
+        }
+    }
+
+    /// Sends queued updates in order until one fails; a failure schedules
+    /// the next attempt.
+    async fn flush(&mut self) {
+        self.retry_at = None;
+        while let Some(update) = self.undelivered.front().cloned() {
+            let call = Call {
+                executor_id: Some(self.env.executor_id.clone()),
+                framework_id: Some(self.env.framework_id.clone()),
+                r#type: Some(call::Type::Update as i32),
+                update: Some(update),
+                ..Default::default()
+            };
+            match self.agent.call(call).await {
+                Ok(()) => {
+                    self.undelivered.pop_front();
                 }
-                AgentError::Refused(_) => tracing::error!(error = %e, "agent refused an update"),
+                Err(e @ AgentError::Unreachable(_)) => {
+                    tracing::warn!(error = %e, queued = self.undelivered.len(), "update not delivered; retrying");
+                    self.retry_at = Some(Instant::now() + UPDATE_RETRY_INTERVAL);
+                    return;
+                }
+                Err(e @ AgentError::Refused(_)) => {
+                    // Sending it again would be refused again; it stays
+                    // unacknowledged and travels in the next SUBSCRIBE.
+                    tracing::error!(error = %e, "agent refused an update");
+                    self.undelivered.pop_front();
+                }
             }
         }
     }

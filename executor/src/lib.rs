@@ -7,7 +7,7 @@
 //!
 //! # Contract
 //!
-//! - [`env`]: the `MESOS_*` environment (durations in Mesos' syntax).
+//! - [`env`](mod@env): the `MESOS_*` environment (durations in Mesos' syntax).
 //! - [`pod`]: a pod is checked into a [`pod::PodPlan`] before anything runs;
 //!   a pod that cannot run is refused with TASK_ERROR and a clear message.
 //! - [`runtime`]: containers run as processes, each the leader of its own
@@ -15,15 +15,34 @@
 //!   with `stdout` and `stderr` files there ([`layout`]). Init containers run
 //!   first, in order; restart policies use crash-loop backoff ([`backoff`]).
 //! - [`executor`]: the v1 executor API loop: subscribe, launch, kill,
-//!   shutdown, and reliable status updates.
+//!   shutdown, and reliable status updates ([`reliable`]), over the
+//!   [`agent::Agent`] trait (HTTP in production, in-process in tests).
+//! - Every update carries the pod's directory in the `TaskStatus` label
+//!   [`POD_DIR_LABEL`]; with [`layout`] that names the log files the agent's
+//!   `/files/read` serves (`kubectl logs`, follow included: files are only
+//!   appended to).
+//!
+//! # Status mapping
+//!
+//! | runtime | Mesos | pod phase |
+//! |---|---|---|
+//! | accepted, init containers | TASK_STARTING | Pending |
+//! | every container started; later restarts and backoffs | TASK_RUNNING | Running |
+//! | every container exited 0 | TASK_FINISHED | Succeeded |
+//! | a container failed for good (exit codes in the message) | TASK_FAILED | Failed |
+//! | activeDeadlineSeconds ran out | TASK_FAILED, REASON_MAX_COMPLETION_TIME_REACHED | Failed, DeadlineExceeded |
+//! | KILL or SHUTDOWN | TASK_KILLED | Failed (Succeeded if all exited 0) |
+//! | pod cannot be decoded or run | TASK_ERROR, REASON_TASK_INVALID | — (no data) |
 //!
 //! # Invariants
 //!
 //! - Every status update is kept until the agent ACKNOWLEDGES it and is
 //!   resent in the next SUBSCRIBE; update uuids are random (v4).
 //! - Every update carries the pod's complete status, never a diff.
-//! - No process outlives the executor's orderly exit: every path out of the
-//!   loop stops every container group first.
+//! - No process outlives the executor's orderly exit (SHUTDOWN, SIGTERM, a
+//!   lost agent): every path out of the loop stops every container group
+//!   first. An executor killed with SIGKILL cannot do this; on a real agent
+//!   the containerizer's cgroup cleans up, on localmesos nothing does.
 //! - There is no container runtime: images are recorded, never pulled, and
 //!   the status says so where it matters (a container that cannot start).
 //!

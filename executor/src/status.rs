@@ -1,6 +1,6 @@
 //! A pod's status in Kubernetes terms, as carried in `TaskStatus.data`.
 //!
-//! The runtime keeps one [`ContainerRecord`] per container and renders the
+//! The runtime keeps one record per container and renders the
 //! whole [`PodStatus`] from them on every change, so what the scheduler sees
 //! is always a complete snapshot, never a diff.
 

@@ -410,6 +410,52 @@ async fn an_update_whose_call_failed_is_resent_in_the_next_subscribe() {
 }
 
 #[tokio::test]
+async fn a_failed_update_is_retried_in_order_while_the_subscription_stays_up() {
+    let mut h = start(true);
+    let (_, conn) = h.subscribe().await;
+    let done = h._sandbox.path().join("done");
+    // Every UPDATE call fails from now on; the stream stays open.
+    h.reachable.store(false, Ordering::SeqCst);
+    conn.send(Ok(launch(
+        "t",
+        simple_pod("q", &format!("touch {}", done.display())),
+    )))
+    .unwrap();
+    // The queue blocks on its head: only STARTING is tried, again and again.
+    for _ in 0..2 {
+        let call = tokio::time::timeout(WAIT, h.lost.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            call.update.unwrap().status.unwrap().state(),
+            TaskState::TaskStarting
+        );
+    }
+    tokio::time::timeout(WAIT, async {
+        while !done.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    h.reachable.store(true, Ordering::SeqCst);
+    assert_eq!(h.next_status().await.state(), TaskState::TaskStarting);
+    assert_eq!(h.next_status().await.state(), TaskState::TaskRunning);
+    assert_eq!(h.next_status().await.state(), TaskState::TaskFinished);
+    assert!(
+        h.subscribes.try_recv().is_err(),
+        "delivered without a new SUBSCRIBE"
+    );
+    conn.send(Ok(shutdown())).unwrap();
+    tokio::time::timeout(WAIT, h.run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
 async fn updates_made_while_disconnected_arrive_exactly_once_after_reconnecting() {
     let mut h = start(true);
     let (_, conn) = h.subscribe().await;
