@@ -94,7 +94,7 @@ pub struct Checkpoint {
 }
 
 /// The procurement pipeline's state over one offer.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProcureState {
     pool: Arc<OfferPool>,
     /// Per offered resource, the scalar millis left.
@@ -109,6 +109,20 @@ pub struct ProcureState {
     procured_executor: Option<Arc<ExecutorInfo>>,
     /// Memo of the current pod's demand; not part of the logical state.
     demand: Option<Arc<PodDemand>>,
+}
+
+/// The offer, what has been taken and what is left, not the parsed pod.
+impl std::fmt::Debug for ProcureState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcureState")
+            .field("offer", &self.pool.offer_id.value)
+            .field("agent", &self.pool.hostname)
+            .field("earlier_pods_takes", &self.pod_start)
+            .field("current_pod", &&self.log[self.pod_start..])
+            .field("roles", &self.roles)
+            .field("remaining", &self.remaining().to_string())
+            .finish()
+    }
 }
 
 impl ProcureState {

@@ -177,3 +177,66 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// best_fit picks what trying every offer by hand and taking the highest
+    /// score (ties: lowest hostname) picks, whatever the offers' order.
+    #[test]
+    fn best_fit_agrees_with_trying_every_offer(
+        offers in prop::collection::vec(arb_offer(), 1..8),
+        mut t in arb_pod(),
+        spread in any::<bool>(),
+        rotate in 0usize..8,
+    ) {
+        let cfg = config();
+        let pl = default_pipeline(&cfg).unwrap();
+        let scoring = procurement::Scoring {
+            strategy: if spread { procurement::Strategy::Spread } else { procurement::Strategy::BinPack },
+            cpus_weight: 1.0,
+            mem_weight: 2.0,
+        };
+        let mut views: Vec<OfferView> = offers
+            .iter()
+            .enumerate()
+            .map(|(i, (o, _))| {
+                let mut o = o.clone();
+                o.hostname = format!("h{}", i % 3); // force hostname ties too
+                o.id = Some(format!("o{i}").into());
+                OfferView::new(&o).unwrap()
+            })
+            .collect();
+        let n = views.len();
+        views.rotate_left(rotate % n);
+        let mut expected: Option<(f64, String, String)> = None;
+        for v in &views {
+            let mut st = v.state();
+            let mut tt = t.clone();
+            if st.place(&pl, &mut tt, v.node()).is_ok() {
+                let key = (scoring.score(&st), v.node().hostname().to_owned(), v.id().value.clone());
+                let better = match &expected {
+                    None => true,
+                    Some(e) => key.0 > e.0 || (key.0 == e.0 && (&key.1, &key.2) < (&e.1, &e.2)),
+                };
+                if better {
+                    expected = Some(key);
+                }
+            }
+        }
+        let before = t.clone();
+        match (procurement::best_fit(&pl, &scoring, &mut t, &views), expected) {
+            (Ok(p), Some((score, _, id))) => {
+                prop_assert_eq!(&p.offer_id.value, &id);
+                prop_assert_eq!(p.score, score);
+                prop_assert_eq!(p.spec, p.state.spec());
+            }
+            (Err(e), None) => {
+                prop_assert_eq!(e.agents, n);
+                prop_assert_eq!(e.failures.len(), n);
+                prop_assert_eq!(&t, &before);
+            }
+            (got, want) => prop_assert!(false, "best_fit {:?}, by hand {:?}", got.map(|p| p.offer_id), want),
+        }
+    }
+}
