@@ -14,6 +14,15 @@
 //! - **Deterministic choice.** [`best_fit`] scores every offer that fits and
 //!   breaks ties by hostname then offer id, never by arrival or hash order.
 //!
+//! # Conventions this crate defines
+//! - Taints travel as agent attributes `taint.mesopod.io/<key>` with text
+//!   `<value>:<Effect>` or `<Effect>` (see [`NodeView`]).
+//! - Roles are taken reserved first, in the pod's order, then `*`.
+//! - The executor id is `mesopod-<FNV-1a 64 of the executor's protobuf>`
+//!   ([`executor_id_for`]); one mesopod executor per agent.
+//! - Scoring measures the share of the *offer* a pod takes (an offer is what
+//!   an agent has free): bin-packing prefers large shares, spreading small.
+//!
 //! # What it must not know
 //! How offers arrive, expire or are accepted, how tasks are launched or
 //! stored, and anything of the Kubernetes API beyond the pod object: the
