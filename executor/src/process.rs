@@ -70,7 +70,10 @@ pub(crate) fn spawn(
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
-        .process_group(0);
+        .process_group(0)
+        // A safety net only: if a supervisor is dropped without stopping its
+        // container (the runtime torn down mid-flight), the leader dies too.
+        .kill_on_drop(true);
     let child = cmd.spawn().map_err(|e| {
         io::Error::new(
             e.kind(),

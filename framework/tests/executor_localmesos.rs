@@ -209,3 +209,25 @@ async fn bad_pod_data_gets_task_error_with_a_clear_message() {
     s.until("after", TaskState::TaskFinished).await;
     s.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_running_pods_reports_them_killed_and_the_executor_exits() {
+    let mut s = start().await;
+    let script =
+        "trap 'echo TERM > saw-term; exit 0' TERM; echo ready; while true; do sleep 0.05; done";
+    s.launch("long", sh_pod("long", "Always", script)).await;
+    let running = s.until("long", TaskState::TaskRunning).await;
+    let dir = pod_dir(&running);
+    s.wait_file(&format!("{dir}/main/stdout"), |d| d.contains("ready"))
+        .await;
+    s.shutdown_executor().await;
+    let killed = s.until("long", TaskState::TaskKilled).await;
+    assert!(
+        killed.message.as_deref().unwrap().contains("SIGTERM"),
+        "{:?}",
+        killed.message
+    );
+    assert_eq!(s.read_file(&format!("{dir}/main/saw-term")).await, "TERM\n");
+    // finish() asserts the executor exited by itself after SHUTDOWN.
+    s.finish().await;
+}

@@ -332,14 +332,40 @@ impl Sched {
         .expect("the file reached the expected content in time")
     }
 
-    /// Tears the framework down (the agent sends SHUTDOWN to the executor),
-    /// waits for the executor process to go, then stops the cluster.
-    pub async fn finish(mut self) {
-        self.call(Call {
-            r#type: Some(call::Type::Teardown as i32),
-            ..Default::default()
-        })
-        .await;
+    /// Sends SHUTDOWN for the executor on every agent.
+    pub async fn shutdown_executor(&self) {
+        let agents: Vec<String> = self
+            .cluster
+            .state()
+            .agents
+            .iter()
+            .map(|a| a.id.clone())
+            .collect();
+        for agent in agents {
+            self.call(Call {
+                r#type: Some(call::Type::Shutdown as i32),
+                shutdown: Some(call::Shutdown {
+                    executor_id: Some(ExecutorId::new(EXECUTOR_ID)),
+                    agent_id: Some(mesos::proto::AgentId::new(agent)),
+                }),
+                ..Default::default()
+            })
+            .await;
+        }
+    }
+
+    /// Shuts the executor down (SHUTDOWN: it must stop its pods and exit
+    /// on its own), waits for its process to go, then tears the framework
+    /// down and stops the cluster.
+    pub async fn finish(self) {
+        let sandboxes: Vec<std::path::PathBuf> = self
+            .cluster
+            .state()
+            .agents
+            .iter()
+            .flat_map(|a| a.executors.iter().filter_map(|e| e.sandbox.clone()))
+            .collect();
+        self.shutdown_executor().await;
         let gone = tokio::time::timeout(WAIT, async {
             loop {
                 if self
@@ -355,8 +381,24 @@ impl Sched {
             }
         })
         .await;
+        self.call(Call {
+            r#type: Some(call::Type::Teardown as i32),
+            ..Default::default()
+        })
+        .await;
+        // Read before the cluster removes its work directory.
+        let logs: Vec<String> = sandboxes
+            .iter()
+            .map(|d| std::fs::read_to_string(d.join("stderr")).unwrap_or_default())
+            .collect();
         self.cluster.shutdown().await;
-        gone.expect("the executor exited after the teardown");
+        gone.expect("the executor exited after SHUTDOWN");
+        for log in logs {
+            assert!(
+                log.contains("mesopod executor exiting exit=Shutdown"),
+                "the executor did not exit on its own after SHUTDOWN:\n{log}"
+            );
+        }
     }
 }
 
