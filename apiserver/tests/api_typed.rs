@@ -45,10 +45,20 @@ fn bind_to(node: &str) -> Binding {
 async fn binding_sets_node_annotations_and_condition_at_once_and_refuses_another_node() {
     let (api, _) = api_with_clock().await;
     api.create_pod("default", pod("b")).await.unwrap();
+    let created = api.get_pod("default", "b").unwrap();
     let bound = api
         .bind_pod("default", "b", &bind_to("agent-1"))
         .await
         .unwrap();
+    assert_eq!(
+        api.get_pod("default", "b").unwrap(),
+        bound,
+        "writes return the object as stored"
+    );
+    assert_ne!(
+        created.metadata.resource_version,
+        bound.metadata.resource_version
+    );
     assert_eq!(
         bound.spec.as_ref().unwrap().node_name.as_deref(),
         Some("agent-1")
@@ -112,6 +122,7 @@ async fn status_updates_keep_spec_and_user_updates_keep_status() {
         .update_pod_status("default", "s", status.clone())
         .await
         .unwrap();
+    assert_eq!(api.get_pod("default", "s").unwrap(), p);
     assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Running"));
     let bad = PodStatus {
         phase: Some("Exploded".into()),

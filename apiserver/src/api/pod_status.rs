@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 
 use super::objects::{k8s_time, to_value};
-use super::pods::{Binding, PODS, conflict, first_object, is_conflict, pod_key};
+use super::pods::{Binding, PODS, as_stored, conflict, is_conflict, pod_key};
 use super::{Api, RETRIES};
 use crate::error::{ApiError, CauseKind};
 use crate::store::{Precondition, WriteOp};
@@ -60,7 +60,7 @@ impl Api {
                 .await;
             match result {
                 Err(e) if is_conflict(&e) && expected.is_none() => continue,
-                other => return first_object(&other?),
+                other => return as_stored(new, &other?),
             }
         }
         Err(ApiError::stale("pods", name))
@@ -135,7 +135,7 @@ impl Api {
                 .await;
             match result {
                 Err(e) if is_conflict(&e) => continue,
-                other => return first_object(&other?),
+                other => return as_stored(new, &other?),
             }
         }
         Err(ApiError::stale("pods", name))
