@@ -1,6 +1,6 @@
 //! Scale of simulated agents: memory per agent (printed once), the time to
-//! start a 5,000-agent cluster, and the time from SUBSCRIBE to the first
-//! OFFERS event covering all 5,000 agents.
+//! start a 5,000-agent cluster, and one allocation round over 5,000 agents
+//! (DECLINE every offer without a filter, receive all 5,000 again).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -42,43 +42,102 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-async fn first_offers(url: &str) -> usize {
-    let sub = Call {
-        r#type: Some(call::Type::Subscribe as i32),
-        subscribe: Some(call::Subscribe {
-            framework_info: Some(FrameworkInfo {
-                user: "bench".into(),
-                name: "bench".into(),
+/// A subscribed framework reading its event stream.
+struct Framework {
+    url: String,
+    framework_id: mesos::proto::FrameworkId,
+    stream_id: String,
+    resp: reqwest::Response,
+    dec: mesos::recordio::Decoder,
+    client: reqwest::Client,
+}
+
+impl Framework {
+    async fn subscribe(url: &str) -> Framework {
+        let sub = Call {
+            r#type: Some(call::Type::Subscribe as i32),
+            subscribe: Some(call::Subscribe {
+                framework_info: Some(FrameworkInfo {
+                    user: "bench".into(),
+                    name: "bench".into(),
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let mut resp = reqwest::Client::new()
-        .post(format!("{url}/api/v1/scheduler"))
-        .header("Content-Type", "application/x-protobuf")
-        .header("Accept", "application/x-protobuf")
-        .body(Codec::Protobuf.encode(&sub))
-        .send()
-        .await
-        .unwrap();
-    let mut dec = mesos::recordio::Decoder::new(1 << 28);
-    let mut offered = 0;
-    while offered < AGENTS {
-        while let Some(rec) = dec.next_record().unwrap() {
-            let ev: Event = Codec::Protobuf.decode(&rec).unwrap();
+        };
+        let client = reqwest::Client::new();
+        let resp = client
+            .post(format!("{url}/api/v1/scheduler"))
+            .header("Content-Type", "application/x-protobuf")
+            .header("Accept", "application/x-protobuf")
+            .body(Codec::Protobuf.encode(&sub))
+            .send()
+            .await
+            .unwrap();
+        let stream_id = resp.headers()["Mesos-Stream-Id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let mut fw = Framework {
+            url: url.to_owned(),
+            framework_id: Default::default(),
+            stream_id,
+            resp,
+            dec: mesos::recordio::Decoder::new(1 << 28),
+            client,
+        };
+        let ev = fw.next().await;
+        fw.framework_id = ev.subscribed.unwrap().framework_id.unwrap();
+        fw
+    }
+
+    async fn next(&mut self) -> Event {
+        loop {
+            if let Some(rec) = self.dec.next_record().unwrap() {
+                return Codec::Protobuf.decode(&rec).unwrap();
+            }
+            let chunk = self.resp.chunk().await.unwrap().expect("stream ended");
+            self.dec.push(&chunk);
+        }
+    }
+
+    /// Reads OFFERS events until `n` offers arrived; returns their ids.
+    async fn offers(&mut self, n: usize) -> Vec<mesos::proto::OfferId> {
+        let mut ids = Vec::with_capacity(n);
+        while ids.len() < n {
+            let ev = self.next().await;
             if ev.kind() == Some(event::Type::Offers) {
-                offered += ev.offers.map_or(0, |o| o.offers.len());
+                ids.extend(ev.offers.unwrap().offers.into_iter().filter_map(|o| o.id));
             }
         }
-        if offered >= AGENTS {
-            break;
-        }
-        let chunk = resp.chunk().await.unwrap().expect("stream ended");
-        dec.push(&chunk);
+        ids
     }
-    offered
+
+    /// Declines offers without a refusal filter: they come back next round.
+    async fn decline(&self, ids: Vec<mesos::proto::OfferId>) {
+        let c = Call {
+            framework_id: Some(self.framework_id.clone()),
+            r#type: Some(call::Type::Decline as i32),
+            decline: Some(call::Decline {
+                offer_ids: ids,
+                filters: Some(mesos::proto::Filters {
+                    refuse_seconds: Some(0.0),
+                }),
+            }),
+            ..Default::default()
+        };
+        let resp = self
+            .client
+            .post(format!("{}/api/v1/scheduler", self.url))
+            .header("Content-Type", "application/x-protobuf")
+            .header("Mesos-Stream-Id", &self.stream_id)
+            .body(Codec::Protobuf.encode(&c))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 202);
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -109,9 +168,16 @@ fn bench(c: &mut Criterion) {
         })
     });
     let cluster = rt.block_on(LocalMesos::start(config(AGENTS))).unwrap();
-    let url = cluster.master_url().to_owned();
-    group.bench_function("subscribe_to_offers_of_5000_agents", |b| {
-        b.iter(|| rt.block_on(first_offers(&url)))
+    let mut fw = rt.block_on(Framework::subscribe(cluster.master_url()));
+    let mut held = rt.block_on(fw.offers(AGENTS));
+    // One allocation round over every agent: decline all, get all back.
+    group.bench_function("decline_and_reoffer_5000_agents", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                fw.decline(std::mem::take(&mut held)).await;
+                held = fw.offers(AGENTS).await;
+            })
+        })
     });
     group.finish();
     rt.block_on(cluster.shutdown());

@@ -26,13 +26,49 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Rust API
+//!
+//! - [`LocalMesos::start`]`(Config) -> Result<LocalMesos, Error>` binds the
+//!   master, registers [`Config::agents`], starts the allocator;
+//!   [`LocalMesos::master_url`], [`LocalMesos::master_addr`],
+//!   [`LocalMesos::work_dir`], [`LocalMesos::state`] (a typed
+//!   [`ClusterState`]), [`LocalMesos::state_json`] (what `/state` serves),
+//!   [`LocalMesos::shutdown`]`.await`.
+//! - [`AgentConfig`]: hostname (default `agent-{i}`), resources with static
+//!   per-role reservations, attributes, `simulated`, `task_duration`;
+//!   [`AgentConfig::from_flags`] parses Mesos' flag syntax;
+//!   [`LocalMesos::add_agent`] adds one later.
+//! - [`Timing`]: heartbeat (15 s), allocation interval (1 s), offer timeout
+//!   (none), status update retry (10 s doubling to 10 min), executor
+//!   registration timeout (1 min), shutdown and kill grace periods. Tests
+//!   shorten these instead of sleeping.
+//! - Faults: [`LocalMesos::partition_agent`], [`LocalMesos::heal_agent`],
+//!   [`LocalMesos::remove_agent`], [`LocalMesos::restart_master`]
+//!   ([`RestartOptions`]), [`LocalMesos::kill_executor`],
+//!   [`LocalMesos::set_update_fault`] ([`UpdateFault`]: drop, duplicate or
+//!   delay the next status updates). [`Config::redirect_to`] plays a
+//!   non-leading master (307).
+//!
 //! # Endpoints
 //!
 //! Master (on [`Config::listen`]): `POST /api/v1/scheduler`, `GET /version`,
-//! `GET /state` (operator JSON: agents with total/used/offered resources,
-//! frameworks, tasks, offers) and the fault routes under `/admin/` (see
-//! `http::admin`). Each real agent (on `127.0.0.1:0`): `POST
-//! /api/v1/executor`, `GET /files/read`, `GET /files/browse`.
+//! `GET /state` (also `/master/state`: agents with total/used/offered
+//! resources, frameworks, tasks, offers). Each real agent, on its own
+//! `127.0.0.1:0` (`AgentSnapshot::endpoint`, `Offer.url`): `POST
+//! /api/v1/executor`, `GET /state` (executors with their sandbox
+//! `directory`), `GET /files/read?path=&offset=&length=`,
+//! `GET /files/browse?path=`.
+//!
+//! Fault routes on the master, same effects as the methods above (404
+//! unknown agent/executor, 409 wrong agent state, 400 bad body):
+//!
+//! | route | body |
+//! |---|---|
+//! | `POST /admin/agents` | `{"resources","attributes","hostname","simulated","task_duration_ms"}` → `{"agent_id"}` |
+//! | `POST /admin/agents/{id}/partition` · `/heal` · `/remove` | |
+//! | `POST /admin/master/restart` | `{"keep_state","recovery_ms","agent_reregistration_ms"}` |
+//! | `POST /admin/executors/kill` | `{"agent_id","framework_id","executor_id"}` |
+//! | `POST` / `DELETE /admin/faults/status-updates` | `{"drop","duplicate","delay","delay_ms"}` |
 //!
 //! # Invariants
 //!
@@ -261,5 +297,18 @@ impl LocalMesos {
 impl Drop for LocalMesos {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Embedders keep the handle in an `Arc` shared across tasks; this
+    /// stops compiling if a field ever makes that impossible.
+    #[test]
+    fn the_handle_and_snapshots_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<super::LocalMesos>();
+        assert_send_sync::<super::ClusterState>();
+        assert_send_sync::<super::Error>();
     }
 }

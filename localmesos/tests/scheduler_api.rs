@@ -24,7 +24,7 @@ async fn subscribe_streams_subscribed_then_heartbeat_at_once_and_every_interval(
         assert_eq!(master.port, u32::from(cluster.master_addr().port()));
         // A HEARTBEAT right after SUBSCRIBED, then one per interval.
         let first = sub
-            .next_within(Duration::from_millis(100))
+            .next_within(Duration::from_millis(250))
             .await
             .unwrap()
             .unwrap();

@@ -188,7 +188,7 @@ fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, tas
             task_id.clone(),
             container_id.clone(),
         );
-        let me = cx.arc();
+        let me = cx.weak();
         process::spawn(
             &cx.rt,
             process::Spec {
@@ -197,7 +197,7 @@ fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, tas
                 sandbox: sandbox.clone(),
             },
             move |exit| {
-                if let Some(cx) = me {
+                if let Some(cx) = me.upgrade() {
                     let mut st = cx.lock();
                     exited(&cx, &mut st, &agent, &fwc, &tid, &cid, exit);
                 }
@@ -307,7 +307,7 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
             exec_id.clone(),
             container_id.clone(),
         );
-        let me = cx.arc();
+        let me = cx.weak();
         let spawned = process::make_sandbox(&sandbox).and_then(|()| {
             process::spawn(
                 &cx.rt,
@@ -317,7 +317,7 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
                     sandbox: sandbox.clone(),
                 },
                 move |exit| {
-                    if let Some(cx) = me {
+                    if let Some(cx) = me.upgrade() {
                         let mut st = cx.lock();
                         exited(&cx, &mut st, &agent, &fwc, &eid, &cid, exit);
                     }

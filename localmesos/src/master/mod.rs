@@ -99,9 +99,10 @@ impl Shared {
         });
     }
 
-    /// An `Arc` to this context (for spawned work).
-    pub(crate) fn arc(&self) -> Option<Arc<Shared>> {
-        self.me.upgrade()
+    /// A weak handle to this context, for work that must not keep the
+    /// cluster alive (child-process watchers).
+    pub(crate) fn weak(&self) -> Weak<Shared> {
+        self.me.clone()
     }
 }
 
