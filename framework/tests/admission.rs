@@ -182,13 +182,21 @@ async fn webhooks_decide_and_their_changes_reach_procurement() {
         refused.status.unwrap().message.as_deref(),
         Some("no budget left")
     );
-    let q = app.observed().snapshot().queue;
-    let waiting = q
-        .iter()
-        .find(|e| e.name == "waiting")
-        .expect("held pods stay queued");
+    // The debug snapshot trails the core by up to one publish interval.
+    let end = std::time::Instant::now() + T;
+    let waiting = loop {
+        let q = app.observed().snapshot().queue;
+        if let Some(w) = q.into_iter().find(|e| e.name == "waiting" && e.holds >= 1) {
+            break w;
+        }
+        assert!(std::time::Instant::now() < end, "held pods stay queued");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(waiting.attempts, 0, "a hold is not a scheduling failure");
-    assert!(waiting.holds >= 1);
+    assert_eq!(
+        phase(&api.get_pod("default", "waiting").unwrap()),
+        "Pending"
+    );
     app.shutdown().await;
 }
 

@@ -147,13 +147,21 @@ async fn every_endpoint_answers_against_a_live_scheduler() {
                 && o["resources"].is_string()
         );
     }
-    let queue = json(&format!("{base}/debug/queue")).await;
-    let huge = queue
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "huge")
-        .expect("huge is queued");
+    // The debug snapshot trails the core by up to one publish interval.
+    let end = std::time::Instant::now() + T;
+    let huge = loop {
+        let queue = json(&format!("{base}/debug/queue")).await;
+        if let Some(h) = queue
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "huge" && e["attempts"].as_u64() >= Some(1))
+        {
+            break h.clone();
+        }
+        assert!(std::time::Instant::now() < end, "huge is queued: {queue}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(huge["attempts"].as_u64().unwrap() >= 1);
     assert!(
         huge["last_reason"]

@@ -166,6 +166,10 @@ pub struct Core {
     /// Mesos refuses a task whose executor info differs from the running
     /// executor's, so a reused executor must be named identically.
     executors: HashMap<String, Arc<mesos::proto::ExecutorInfo>>,
+    /// When the sweeps run next (they scan the registry: not every turn).
+    next_sweep: std::time::Instant,
+    /// When the debug snapshot is refreshed next.
+    next_publish: std::time::Instant,
 }
 
 /// Where the launched executors' infos are kept in the store's meta table.
@@ -189,6 +193,8 @@ impl Core {
             killing: HashMap::new(),
             scan_start: 0,
             executors: HashMap::new(),
+            next_sweep: std::time::Instant::now(),
+            next_publish: std::time::Instant::now(),
             api: parts.api,
             mesos: parts.mesos,
             registry: parts.registry,
@@ -238,9 +244,18 @@ impl Core {
             if !updates.is_empty() {
                 self.apply_updates(updates).await;
             }
-            self.sweep().await;
+            // Pacing is about CPU, not about the business clock: it reads
+            // the monotonic clock, so a test's frozen clock cannot stop it.
+            let pace = std::time::Instant::now();
+            if pace >= self.next_sweep {
+                self.next_sweep = pace + self.config.sweep_interval;
+                self.sweep().await;
+            }
             self.schedule().await;
-            self.publish();
+            if pace >= self.next_publish {
+                self.next_publish = pace + PUBLISH_EVERY;
+                self.publish();
+            }
         }
     }
 
@@ -283,6 +298,11 @@ impl Core {
         self.observed.publish(crate::observe::Snapshot::take(self));
     }
 }
+
+/// How often the debug snapshot is refreshed: a snapshot copies every
+/// offer and queued pod, too much to do on every turn at scale, and a
+/// person reading `/debug/` cannot tell 200 ms apart.
+const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Inputs handled per turn of the loop before the sweeps and a scheduling
 /// round run; bounds the latency a flood of updates adds to scheduling.

@@ -40,6 +40,13 @@ struct Attempt {
     changes: Changes,
 }
 
+/// What to write about a pod that fits nowhere.
+struct Unschedulable {
+    key: PodKey,
+    event: k8s_openapi::api::core::v1::Event,
+    status: PodStatus,
+}
+
 /// A task placed this round, waiting for its binding.
 struct Placed {
     task: PodTask,
@@ -88,6 +95,7 @@ impl Core {
         }
         let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
         let mut placed = Vec::new();
+        let mut unschedulable = Vec::new();
         for attempt in attempts {
             let queued = self.queue.get(&attempt.key).map_or(now, |e| e.queued);
             match self.place_one(&attempt, &views, &mut states) {
@@ -101,9 +109,10 @@ impl Core {
                         changes: attempt.changes,
                     });
                 }
-                Err(failure) => self.unschedulable(&attempt, &failure, now).await,
+                Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
             }
         }
+        self.report_unschedulable(unschedulable).await;
         if placed.is_empty() {
             return;
         }
@@ -298,12 +307,22 @@ impl Core {
         }
     }
 
-    async fn unschedulable(
+    /// Books a failed attempt; returns what to write when the pod is
+    /// newly or differently unschedulable.
+    fn unschedulable(
         &mut self,
         attempt: &Attempt,
         failure: &AggregateFailure,
         now: SystemTime,
-    ) {
+    ) -> Option<Unschedulable> {
+        if failure.agents < self.agents.len() && !failure.is_invalid_pod() {
+            // Some agents had no offer out (their resources are being used
+            // or re-offered): the pod may fit there. Look again soon, without
+            // calling it unschedulable or growing its backoff.
+            self.observed.metrics.attempt("deferred", &[]);
+            self.queue.defer(&attempt.key, now + DEFER);
+            return None;
+        }
         let message = failure.to_string();
         self.observed
             .metrics
@@ -314,7 +333,7 @@ impl Core {
             .is_none_or(|e| e.last_reason.as_deref() != Some(message.as_str()));
         self.queue.backoff(&attempt.key, now, message.clone());
         if !changed {
-            return;
+            return None;
         }
         let mut status = attempt.task.pod.status.clone().unwrap_or_default();
         status.phase.get_or_insert_with(|| "Pending".into());
@@ -326,21 +345,35 @@ impl Core {
             &message,
             now,
         );
-        self.event(
-            &attempt.task.pod,
-            "Warning",
-            "FailedScheduling",
-            message,
-            now,
-        )
+        Some(Unschedulable {
+            key: attempt.key.clone(),
+            event: pod_event(
+                &attempt.task.pod,
+                "Warning",
+                "FailedScheduling",
+                message,
+                now,
+            ),
+            status,
+        })
+    }
+
+    /// Writes the FailedScheduling events, then the conditions, concurrently.
+    async fn report_unschedulable(&self, all: Vec<Unschedulable>) {
+        let api = self.api.clone();
+        join_all(all.into_iter().map(|u| {
+            let api = api.clone();
+            async move {
+                let ns = u.key.namespace.clone();
+                if let Err(e) = api.create_event(&ns, u.event).await {
+                    tracing::debug!(error = %e, "could not record an event");
+                }
+                if let Err(e) = api.update_pod_status(&ns, &u.key.name, u.status).await {
+                    tracing::debug!(pod = %u.key.name, error = %e, "could not mark the pod unschedulable");
+                }
+            }
+        }))
         .await;
-        if let Err(e) = self
-            .api
-            .update_pod_status(&attempt.key.namespace, &attempt.key.name, status)
-            .await
-        {
-            tracing::debug!(pod = %attempt.key.name, error = %e, "could not mark the pod unschedulable");
-        }
     }
 
     /// Binds every placed pod durably, concurrently. A pod that cannot be
