@@ -375,13 +375,23 @@ impl Supervisor {
     }
 
     fn begin_kill(&mut self, order: KillOrder) {
-        if self.killing.is_some() {
-            return;
-        }
         let grace = order
             .grace
             .unwrap_or(self.plan.termination_grace)
             .min(order.cap);
+        if let Some(k) = &mut self.killing {
+            // Already stopping: a later, shorter order (SHUTDOWN after a KILL
+            // with a long grace period) moves SIGKILL earlier, never later.
+            let at = Instant::now().checked_add(grace);
+            if !k.sigkilled && at.is_some_and(|at| at < k.sigkill_at) {
+                k.sigkill_at = at.unwrap_or(k.sigkill_at);
+                k.grace = grace;
+                if grace.is_zero() {
+                    self.sigkill_all();
+                }
+            }
+            return;
+        }
         for record in self.init.iter_mut().chain(self.main.iter_mut()) {
             if let Some(pgid) = record.pgid() {
                 process::signal_group(pgid, TERM);

@@ -586,3 +586,32 @@ async fn a_duplicate_task_id_is_refused() {
     rt.kill_all(Duration::ZERO);
     rt.wait_all().await;
 }
+
+#[tokio::test]
+async fn a_later_shorter_kill_moves_sigkill_earlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let plan = pod(
+        "slow",
+        "Never",
+        json!([sh(
+            "c",
+            "trap '' TERM; echo up; while true; do sleep 0.05; done"
+        )]),
+    );
+    rt.launch(TaskId::new("t-slow"), plan).unwrap();
+    until(&mut rx, |u| u.state == PodState::Running).await;
+    tokio::time::timeout(WAIT, async {
+        while read_log(dir.path(), "slow", "c", LogStream::Stdout).is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    // A KILL with an hour of grace, then a shutdown that allows none.
+    assert!(rt.kill(&TaskId::new("t-slow"), Some(Duration::from_secs(3600))));
+    rt.kill_all(Duration::ZERO);
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(last.state, PodState::Killed);
+    assert!(last.message.unwrap().contains("SIGKILL"));
+}

@@ -125,6 +125,11 @@ async fn restart_policies_on_failure_always_and_never() {
         pod_status(&backoff)["containerStatuses"][0]["lastState"]["terminated"]["exitCode"],
         0
     );
+    // Restarts append to the same log, so a follower's offset stays valid.
+    let log = s
+        .read_file(&format!("{}/main/stdout", pod_dir(&backoff)))
+        .await;
+    assert!(log.starts_with("run\nrun\n"), "{log:?}");
     s.kill("always", Some(Duration::ZERO)).await;
     s.until("always", TaskState::TaskKilled).await;
 
