@@ -44,8 +44,8 @@
 //! Built once: [`Api::open`] (redb store in a data directory, system clock) or
 //! [`Api::start`] (any [`store::Store`], [`Clock`] and [`LogSource`]); served with
 //! [`serve`] / [`serve_with_shutdown`], or [`router`] merged into the embedder's own
-//! axum router (then run the sweeps yourself: [`Api::expire_deletions`],
-//! [`Api::expire_events`]).
+//! axum router (then run the sweeps yourself, [`Api::expire_deletions`] and
+//! [`Api::expire_events`], and call [`Api::close_watches`] when shutting down).
 //!
 //! - Pods: [`Api::create_pod`], [`Api::get_pod`], [`Api::list_pods`] (label and field
 //!   selectors), [`Api::replace_pod`] and [`Api::patch_pod`] (resourceVersion
@@ -59,6 +59,21 @@
 //!   [`Api::delete_namespace`].
 //! - Logs: [`Api::pod_logs`] (what `kubectl logs` calls) over the [`LogSource`].
 //! - The embedder's own small durable state: [`Api::put_meta`], [`Api::get_meta`].
+//!
+//! # Caveats
+//!
+//! - Durable throughput comes from group commit: one fsync covers every write queued
+//!   while the previous one ran, so it grows with the number of *concurrent* writers. A
+//!   caller that awaits each write before issuing the next pays one fsync per write.
+//! - Server-side apply merges the applied configuration (lists by merge key) and creates
+//!   missing objects, but tracks no field ownership (`managedFields`): a field dropped
+//!   from the configuration stays.
+//! - Lists ignore `limit`/`continue` and answer everything at once.
+//! - `metadata.finalizers` are stored but do not hold deletion.
+//! - Protobuf request bodies are understood only for namespace creation (what
+//!   `kubectl create namespace` sends); everything else is JSON or YAML.
+//! - kubectl 1.27 and 1.28 validate through OpenAPI v2, which the shim does not serve:
+//!   they need `--validate=false` for create/apply (1.29 and later use OpenAPI v3).
 //!
 //! # Using it
 //!
