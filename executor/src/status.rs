@@ -179,6 +179,39 @@ impl Phase {
     }
 }
 
+/// The pod's four conditions and when each last changed, so
+/// `lastTransitionTime` means a transition, not the latest update.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Conditions {
+    /// (status, since) of PodScheduled, Initialized, ContainersReady, Ready.
+    last: Option<[(bool, SystemTime); 4]>,
+}
+
+impl Conditions {
+    const KINDS: [&'static str; 4] = ["PodScheduled", "Initialized", "ContainersReady", "Ready"];
+
+    fn observe(&mut self, values: [bool; 4], now: SystemTime) -> Vec<PodCondition> {
+        let mut next = [(false, now); 4];
+        for (i, value) in values.into_iter().enumerate() {
+            next[i] = match self.last {
+                Some(last) if last[i].0 == value => last[i],
+                _ => (value, now),
+            };
+        }
+        self.last = Some(next);
+        Self::KINDS
+            .iter()
+            .zip(next)
+            .map(|(kind, (status, since))| PodCondition {
+                type_: (*kind).to_owned(),
+                status: if status { "True" } else { "False" }.to_owned(),
+                last_transition_time: time(since),
+                ..Default::default()
+            })
+            .collect()
+    }
+}
+
 /// Everything a pod status is rendered from.
 pub(crate) struct Snapshot<'a> {
     pub(crate) phase: Phase,
@@ -193,25 +226,15 @@ pub(crate) struct Snapshot<'a> {
 }
 
 impl Snapshot<'_> {
-    pub(crate) fn render(&self) -> PodStatus {
+    pub(crate) fn render(&self, conditions: &mut Conditions) -> PodStatus {
         let ready =
             self.phase == Phase::Running && self.main.iter().all(ContainerRecord::is_running);
-        let condition = |kind: &str, status: bool| PodCondition {
-            type_: kind.to_owned(),
-            status: if status { "True" } else { "False" }.to_owned(),
-            last_transition_time: time(self.now),
-            ..Default::default()
-        };
+        let conditions = conditions.observe([true, self.initialized, ready, ready], self.now);
         PodStatus {
             phase: Some(self.phase.as_str().to_owned()),
             reason: self.reason.map(str::to_owned),
             message: self.message.clone(),
-            conditions: Some(vec![
-                condition("PodScheduled", true),
-                condition("Initialized", self.initialized),
-                condition("ContainersReady", ready),
-                condition("Ready", ready),
-            ]),
+            conditions: Some(conditions),
             // Containers run as host processes: the pod's IP is the agent's.
             host_ip: Some(self.host_ip.to_owned()),
             host_ips: Some(vec![HostIP {
@@ -227,5 +250,31 @@ impl Snapshot<'_> {
             container_statuses: Some(self.main.iter().map(ContainerRecord::render).collect()),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_condition_keeps_its_transition_time_until_it_changes() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let t1 = t0 + Duration::from_secs(5);
+        let t2 = t1 + Duration::from_secs(5);
+        let mut c = Conditions::default();
+        let first = c.observe([true, false, false, false], t0);
+        let second = c.observe([true, true, false, false], t1);
+        let third = c.observe([true, true, true, true], t2);
+        let at = |v: &[PodCondition], i: usize| v[i].last_transition_time.clone();
+        assert_eq!(at(&second, 0), time(t0), "PodScheduled never changed");
+        assert_eq!(at(&second, 1), time(t1), "Initialized changed at t1");
+        assert_eq!(at(&third, 1), time(t1));
+        assert_eq!(at(&third, 3), time(t2));
+        assert_eq!(third[3].type_, "Ready");
+        assert_eq!(third[3].status, "True");
+        assert_eq!(first[1].status, "False");
     }
 }

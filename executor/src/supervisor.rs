@@ -31,8 +31,8 @@ use crate::pod::{ContainerPlan, EnvSource, PodField, PodPlan, RestartPolicy};
 use crate::process::{self, KILL, TERM};
 use crate::runtime::{KillOrder, PodState, PodUpdate, RuntimeConfig};
 use crate::status::{
-    CRASH_LOOP_BACK_OFF, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, Phase, START_ERROR,
-    Snapshot,
+    CRASH_LOOP_BACK_OFF, Conditions, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, Phase,
+    START_ERROR, Snapshot,
 };
 
 /// A container slot: an init container or a regular one, by index.
@@ -75,6 +75,7 @@ pub(crate) struct Supervisor {
     running_reported: bool,
     killing: Option<Killing>,
     deadline_exceeded: bool,
+    conditions: Conditions,
     events: FuturesUnordered<BoxFuture<'static, Event>>,
 }
 
@@ -117,6 +118,7 @@ impl Supervisor {
             running_reported: false,
             killing: None,
             deadline_exceeded: false,
+            conditions: Conditions::default(),
             events: FuturesUnordered::new(),
         }
     }
@@ -532,7 +534,7 @@ impl Supervisor {
             start_time: self.start_time,
             now: SystemTime::now(),
         }
-        .render();
+        .render(&mut self.conditions);
         let update = PodUpdate {
             task_id: self.task_id.clone(),
             state,
