@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use mesos::proto::scheduler::{Event, event};
-use mesos::proto::{AgentId, ExecutorId, FrameworkId, Offer, OfferId, resource};
+use mesos::proto::{AgentId, ExecutorId, FrameworkId, Offer, OfferId, Resource, resource};
 use mesos::resources::Resources;
 
 use super::{OfferRec, Shared, State};
@@ -79,6 +79,12 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
             let Some(agent) = st.agents.get(&agent_id) else {
                 break;
             };
+            // Steady state: everything is offered or used. Checked without
+            // computing `available`, which allocates, so idle rounds over
+            // thousands of agents stay cheap.
+            if agent.used.is_empty() && agent.offered == agent.total {
+                break;
+            }
             let available = agent.available();
             if available.is_empty() {
                 break;
@@ -138,7 +144,15 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
                 framework_id: Some(FrameworkId::new(fw_id.clone())),
                 agent_id: Some(AgentId::new(agent_id.clone())),
                 hostname: agent.hostname.clone(),
-                resources: candidate.allocate(&role).to_protos(),
+                resources: candidate
+                    .iter()
+                    .map(|r| Resource {
+                        allocation_info: Some(resource::AllocationInfo {
+                            role: Some(role.clone()),
+                        }),
+                        ..r.clone()
+                    })
+                    .collect(),
                 executor_ids,
                 attributes: agent.attributes.clone(),
                 url: agent.endpoint.map(|e| mesos::proto::Url {
