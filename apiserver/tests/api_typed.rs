@@ -338,3 +338,26 @@ async fn repeated_events_update_in_place_and_old_events_expire_after_their_ttl()
     assert_eq!(api.expire_events(clock.now()).await.unwrap(), 1);
     assert!(api.list_events(None, "", "").unwrap().items.is_empty());
 }
+
+#[tokio::test]
+async fn absurd_grace_periods_are_bounded_instead_of_overflowing() {
+    let (api, clock) = api_with_clock().await;
+    api.create_pod("default", pod("forever")).await.unwrap();
+    api.bind_pod("default", "forever", &bind_to("n"))
+        .await
+        .unwrap();
+    let huge = DeleteOptions {
+        grace_period_seconds: Some(i64::MAX),
+        ..Default::default()
+    };
+    let marked = api.delete_pod("default", "forever", &huge).await.unwrap();
+    assert_eq!(
+        marked.metadata.deletion_grace_period_seconds,
+        Some(365 * 24 * 3600)
+    );
+    assert_eq!(
+        api.expire_deletions(clock.now()).await.unwrap(),
+        0,
+        "the pod is not expired at once"
+    );
+}

@@ -411,6 +411,16 @@ async fn watches_stream_tables_bookmarks_and_expire_old_versions() {
     assert_eq!(events[0]["object"]["code"], 410);
     assert_eq!(events[0]["object"]["reason"], "Expired");
 
+    let absurd = format!(
+        "{}{PODS}?watch=true&timeoutSeconds=9223372036854775807",
+        server.url
+    );
+    let events = watch_lines(&absurd, "application/json", 1).await;
+    assert_eq!(
+        events[0]["type"], "ADDED",
+        "an absurd timeout is clamped, not a crash"
+    );
+
     let selected = format!(
         "{}{PODS}?watch=true&fieldSelector=metadata.name%3Dx5",
         server.url

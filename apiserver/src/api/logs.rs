@@ -63,6 +63,16 @@ impl Api {
                 )));
             }
         };
+        if opts.tail_lines.is_some_and(|n| n < 0) {
+            return Err(ApiError::BadRequest(
+                "tailLines must be greater than or equal to 0".into(),
+            ));
+        }
+        if opts.limit_bytes.is_some_and(|n| n < 1) {
+            return Err(ApiError::BadRequest(
+                "limitBytes must be greater than 0".into(),
+            ));
+        }
         let req = LogRequest {
             pod,
             namespace: namespace.to_string(),

@@ -20,6 +20,10 @@ use super::{Api, RETRIES};
 use crate::error::ApiError;
 use crate::store::{Precondition, WriteOp, object_rv};
 
+/// The longest grace period honoured: a year is far beyond any real shutdown, and the
+/// bound keeps the deadline a representable time whatever a client sends.
+const MAX_GRACE_SECONDS: i64 = 365 * 24 * 3600;
+
 impl Api {
     /// Deletes the pod (see the module doc for when it leaves at once). Returns the pod as
     /// deleted or as marked. Honors `gracePeriodSeconds`, uid/resourceVersion
@@ -63,7 +67,7 @@ impl Api {
                 .grace_period_seconds
                 .or(spec.termination_grace_period_seconds)
                 .unwrap_or(DEFAULT_GRACE_SECONDS)
-                .max(0);
+                .clamp(0, MAX_GRACE_SECONDS);
             let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
             let phase = old
                 .status
@@ -80,7 +84,7 @@ impl Api {
                 self.commit(vec![WriteOp::Delete { key, precondition }])
                     .await
             } else {
-                let deadline = self.now() + Duration::from_secs(grace as u64);
+                let deadline = self.now() + Duration::from_secs(grace.unsigned_abs());
                 let current = old.metadata.deletion_timestamp.as_ref().map(system_time);
                 if current.is_some_and(|c| c <= deadline) {
                     return Ok(old);

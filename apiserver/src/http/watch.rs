@@ -25,6 +25,10 @@ use crate::table::{self, Include};
 /// request timeout, after which clients re-establish the watch from their last version.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// The longest watch a client may ask for; longer asks are cut to this (and an absurd
+/// `timeoutSeconds` cannot overflow the deadline).
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
 /// How often a watch that allows bookmarks gets one, so a client that restarts resumes
 /// close to where it was even when nothing it watches changed (Kubernetes sends roughly
 /// one a minute).
@@ -109,7 +113,8 @@ pub(crate) fn respond(
     let timeout = params
         .int("timeoutSeconds")?
         .filter(|s| *s > 0)
-        .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s as u64));
+        .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.unsigned_abs()))
+        .min(MAX_TIMEOUT);
     let mut enc = Encoder {
         resource,
         format: negotiate(headers),
