@@ -565,10 +565,22 @@ async fn without_checkpointing_a_drop_stops_the_pods_and_exits() {
         matches!(result, Err(ExecutorError::Disconnected(_))),
         "{result:?}"
     );
-    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.split_whitespace().nth(2) != Some("Z"))
-        .unwrap_or(false);
-    assert!(!alive, "the container process {pid} outlived the executor");
+    // A signalled process dies when next scheduled: poll, bounded.
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.split_whitespace().nth(2) != Some("Z"))
+            .unwrap_or(false)
+    };
+    let gone = tokio::time::timeout(WAIT, async {
+        while alive(&pid) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "the container process {pid} outlived the executor"
+    );
 }
 
 #[tokio::test]
