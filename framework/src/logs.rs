@@ -4,10 +4,11 @@
 //! # Where the bytes are
 //!
 //! The executor writes `pods/<ns>_<name>_<uid>/<container>/{stdout,stderr}`
-//! in its sandbox ([`executor::layout`]). Mesos agents expose an executor's
-//! latest sandbox at the virtual path
-//! `/frameworks/<framework>/executors/<executor>/runs/latest`. The agent's
-//! address comes from `Offer.url`, remembered per agent id as offers arrive.
+//! in its sandbox ([`executor::layout`]). A Mesos agent's own `/state`
+//! names each executor's sandbox `directory`, which its `/files/read`
+//! serves; the agent's address comes from `Offer.url`, remembered per agent
+//! id as offers arrive. Sandbox directories are looked up once per
+//! executor and remembered.
 //!
 //! Both streams are served: stdout first, then stderr, since the files carry
 //! no timestamps to interleave them by. Following polls the files and ends
@@ -65,6 +66,7 @@ pub struct AgentLogSource {
     directory: Arc<AgentDirectory>,
     http: reqwest::Client,
     api: Arc<RwLock<Option<Api>>>,
+    sandboxes: RwLock<HashMap<String, String>>,
 }
 
 impl AgentLogSource {
@@ -74,6 +76,7 @@ impl AgentLogSource {
             directory,
             http: reqwest::Client::new(),
             api: Arc::new(RwLock::new(None)),
+            sandboxes: RwLock::new(HashMap::new()),
         }
     }
 
@@ -85,7 +88,7 @@ impl AgentLogSource {
         }
     }
 
-    fn locate(&self, req: &LogRequest) -> Result<(String, String), LogError> {
+    async fn locate(&self, req: &LogRequest) -> Result<(String, String), LogError> {
         let ann = req.pod.metadata.annotations.clone().unwrap_or_default();
         let agent = ann.get(annotations::AGENT_ID).ok_or_else(|| {
             LogError::NotReady(format!(
@@ -103,9 +106,60 @@ impl AgentLogSource {
             LogError::Unavailable("mesopod is not registered with Mesos yet".into())
         })?;
         let uid = req.pod.metadata.uid.clone().unwrap_or_default();
-        let dir = format!("/frameworks/{framework}/executors/{executor}/runs/latest");
+        let dir = self.sandbox(&base, &framework, executor).await?;
         let rel = layout::container_dir(&req.namespace, &req.name, &uid, &req.container);
         Ok((base, format!("{dir}/{}", rel.display())))
+    }
+
+    /// The executor's sandbox directory, from the agent's `/state`.
+    async fn sandbox(
+        &self,
+        base: &str,
+        framework: &str,
+        executor: &str,
+    ) -> Result<String, LogError> {
+        let key = format!("{base} {framework} {executor}");
+        if let Some(dir) = self
+            .sandboxes
+            .read()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(dir);
+        }
+        let state: serde_json::Value = self
+            .http
+            .get(format!("{base}/state"))
+            .send()
+            .await
+            .map_err(|e| LogError::Unavailable(format!("agent unreachable: {e}")))?
+            .json()
+            .await
+            .map_err(|e| LogError::Unavailable(format!("agent state unreadable: {e}")))?;
+        let dir = ["frameworks", "completed_frameworks"]
+            .iter()
+            .flat_map(|k| state[*k].as_array().cloned().unwrap_or_default())
+            .filter(|f| f["id"] == framework)
+            .flat_map(|f| {
+                let mut all = f["executors"].as_array().cloned().unwrap_or_default();
+                all.extend(
+                    f["completed_executors"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+                all
+            })
+            .find(|e| e["id"] == executor)
+            .and_then(|e| e["directory"].as_str().map(str::to_owned))
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| {
+                LogError::NotReady(format!("the agent has no sandbox for executor {executor}"))
+            })?;
+        if let Ok(mut m) = self.sandboxes.write() {
+            m.insert(key, dir.clone());
+        }
+        Ok(dir)
     }
 }
 
@@ -184,7 +238,7 @@ fn tail(bytes: &[u8], lines: Option<i64>) -> &[u8] {
 impl LogSource for AgentLogSource {
     fn logs(&self, req: LogRequest) -> LogFuture<'_> {
         Box::pin(async move {
-            let (base, dir) = self.locate(&req)?;
+            let (base, dir) = self.locate(&req).await?;
             let out = format!("{dir}/{}", Stream::Stdout.file_name());
             let err = format!("{dir}/{}", Stream::Stderr.file_name());
             let (mut text, out_off) = read_from(&self.http, &base, &out, 0).await?;

@@ -267,7 +267,10 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
     let subs = app.observed().metrics.subscriptions.get();
     app.local()
         .unwrap()
-        .restart_master(localmesos::RestartOptions::default());
+        .restart_master(localmesos::RestartOptions {
+            keep_state: true,
+            ..Default::default()
+        });
     let yaml = pod_yaml("after-restart", "", "sleep 120");
     let s = server.clone();
     ok(
@@ -289,7 +292,7 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
         p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("NodeLost")
     })
     .await;
-    assert_eq!(phase(&lost), "Unknown");
+    assert_eq!(phase(&lost), "Unknown", "{:?}", lost.status);
     app.local().unwrap().heal_agent(&agent_id).unwrap();
     app.shutdown().await;
 }
