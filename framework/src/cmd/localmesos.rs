@@ -107,15 +107,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    rt.block_on(async move {
-        let cluster = LocalMesos::start(config)
-            .await
-            .context("starting localmesos")?;
-        println!("{}", cluster.master_url());
-        wait_for_termination().await?;
-        cluster.shutdown().await;
-        Ok(())
-    })
+    rt.block_on(serve(
+        config,
+        |url| println!("{url}"),
+        wait_for_termination(),
+    ))
+}
+
+/// Starts the cluster, announces its URL, serves until `until` completes.
+async fn serve(
+    config: Config,
+    announce: impl FnOnce(&str),
+    until: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let cluster = LocalMesos::start(config)
+        .await
+        .context("starting localmesos")?;
+    announce(cluster.master_url());
+    let outcome = until.await;
+    cluster.shutdown().await;
+    outcome
 }
 
 async fn wait_for_termination() -> anyhow::Result<()> {
@@ -139,6 +150,52 @@ mod tests {
         assert_eq!(parse_duration("2mins"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5parsecs").is_err());
+    }
+
+    #[tokio::test]
+    async fn serves_three_agents_on_a_free_port_until_told_to_stop() {
+        let args = Args {
+            listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            agents: 3,
+            resources: "cpus:4;mem:8192;disk:20480;ports:[31000-32000]".into(),
+            attributes: "rack:r{i}".into(),
+            hostname: "agent-{i}".into(),
+            simulate: true,
+            ..Args::default()
+        };
+        let (url_tx, url_rx) = tokio::sync::oneshot::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(
+            config(&args).unwrap_or_default(),
+            move |url| {
+                let _ = url_tx.send(url.to_owned());
+            },
+            async move {
+                let _ = stop_rx.await;
+                Ok(())
+            },
+        ));
+        let url = url_rx.await.unwrap_or_default();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let state: serde_json::Value = reqwest::get(format!("{url}/state"))
+            .await
+            .expect("GET /state")
+            .json()
+            .await
+            .expect("JSON /state");
+        let mut hosts: Vec<String> = state["slaves"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s["hostname"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        hosts.sort();
+        assert_eq!(hosts, ["agent-0", "agent-1", "agent-2"]);
+        assert_eq!(state["slaves"][1]["attributes"]["rack"], "r1");
+        let _ = stop_tx.send(());
+        assert!(server.await.is_ok_and(|r| r.is_ok()));
     }
 
     #[test]
