@@ -105,11 +105,11 @@ pub mod store;
 pub mod table;
 pub mod validation;
 
-pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use api::{
     Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
     WriteOptions, k8s_time, system_time,
 };
+pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
 pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown};

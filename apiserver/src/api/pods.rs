@@ -381,9 +381,9 @@ pub(crate) fn as_stored(
 pub(crate) fn first_object<T: serde::de::DeserializeOwned>(
     changes: &[std::sync::Arc<crate::store::Change>],
 ) -> Result<T, ApiError> {
-    changes
-        .iter()
-        .find(|c| c.key.contains('/'))
-        .map(|c| typed(&c.object))
-        .unwrap_or_else(|| Err(ApiError::Internal("the store reported no change".into())))
+    // Check operations produce no change, so the first change is the object written.
+    let change = changes
+        .first()
+        .ok_or_else(|| ApiError::Internal("the store reported no change".into()))?;
+    typed(&change.object)
 }
