@@ -12,11 +12,25 @@ use std::time::{Duration, Instant};
 use common::{MESOPOD, kubectl_stdin, ok, pod_yaml};
 use serde_json::Value;
 
-/// A child process killed when dropped, so a failing test leaves nothing behind.
+/// A child process stopped when dropped, so a failing test leaves nothing
+/// behind: SIGTERM first (localmesos then stops its executors and their
+/// pods), SIGKILL if it is still there after ten seconds.
 struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.0.id().to_string()])
+                .status();
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end {
+                if let Ok(Some(_)) = self.0.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

@@ -261,9 +261,35 @@ impl LocalMesos {
         self.shared.lock().update_fault = fault;
     }
 
-    /// Stops serving, kills every child process, and waits for the server
-    /// tasks to end.
+    /// Stops serving: asks every executor to stop (SIGTERM), waits up to
+    /// the executor shutdown grace period, kills every child process left,
+    /// and waits for the server tasks to end.
     pub async fn shutdown(mut self) {
+        // As a Mesos agent does on shutdown: ask every executor to stop
+        // (SIGTERM, which executors treat as SHUTDOWN and pass on to their
+        // tasks), give them the shutdown grace period, then kill what is
+        // left. Killing at once would orphan the executors' own children.
+        let pids: Vec<u32> = {
+            let st = self.shared.lock();
+            st.agents
+                .values()
+                .flat_map(|a| a.executors.values())
+                .filter_map(|ex| {
+                    ex.process.and_then(|p| {
+                        p.terminate();
+                        p.pid
+                    })
+                })
+                .collect()
+        };
+        let deadline = tokio::time::Instant::now() + self.shared.timing.executor_shutdown_grace;
+        while pids
+            .iter()
+            .any(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         self.stop();
         for t in self.tasks.drain(..) {
             let _ = t.await;
