@@ -231,6 +231,19 @@ fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, tas
                     },
                 );
             }
+            // Mesos' command executor reports TASK_STARTING before it
+            // launches the command, then TASK_RUNNING; the second reaches
+            // the scheduler once the first is acknowledged.
+            report(
+                cx,
+                st,
+                fw,
+                &task_id,
+                TaskState::TaskStarting,
+                Source::SourceExecutor,
+                None,
+                "Starting the command",
+            );
             report(
                 cx,
                 st,
