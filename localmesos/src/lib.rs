@@ -88,10 +88,15 @@
 //!
 //! # Caveats
 //!
-//! RESERVE/UNRESERVE/CREATE/DESTROY operations are not applied (logged and
-//! their resources left unused); `CommandInfo.uris` are not fetched; the
-//! DEFAULT executor of a LAUNCH_GROUP is stood in for by running each
-//! task's command directly.
+//! - RESERVE/UNRESERVE/CREATE/DESTROY operations are not applied (logged,
+//!   their resources left unused); `CommandInfo.uris` are not fetched.
+//! - The DEFAULT executor of a LAUNCH_GROUP is stood in for by running each
+//!   task's command directly (no nested containers, no group kill).
+//! - An executor that exits fails its live tasks (TASK_FAILED,
+//!   REASON_EXECUTOR_TERMINATED); TASK_LOST is never chosen there.
+//! - Time is not injected: every interval and timeout is a [`Timing`]
+//!   field, and tests shorten them.
+//! - Simulated agents skip TASK_STARTING (real command tasks send it).
 
 mod agent;
 mod config;
