@@ -236,10 +236,18 @@ impl App {
             let api = api.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(apiserver::SWEEP_EVERY);
+                let mut n: u64 = 0;
                 loop {
                     tick.tick().await;
                     if let Err(e) = api.expire_deletions(api.now()).await {
                         tracing::warn!(error = %e, "deletion sweep failed");
+                    }
+                    // Events outlive their hour by at most a minute.
+                    n += 1;
+                    if n.is_multiple_of(60)
+                        && let Err(e) = api.expire_events(api.now()).await
+                    {
+                        tracing::warn!(error = %e, "event sweep failed");
                     }
                 }
             })
@@ -312,6 +320,8 @@ impl App {
 
     /// Stops everything this App started, the embedded cluster included.
     pub async fn shutdown(mut self) {
+        // Open watches (kubectl get -w) would hold the graceful stop open.
+        self.api.close_watches();
         if let Some(stop) = self.stop_http.take() {
             let _ = stop.send(());
         }

@@ -116,6 +116,14 @@ impl MesosHandle {
         self.current.borrow().is_some()
     }
 
+    /// Our framework id, while subscribed.
+    pub fn framework_id(&self) -> Option<String> {
+        self.current
+            .borrow()
+            .as_ref()
+            .map(|s| s.framework_id.value.clone())
+    }
+
     /// The master of the open subscription.
     pub fn master(&self) -> Option<String> {
         self.current

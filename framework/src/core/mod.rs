@@ -172,8 +172,9 @@ pub struct Core {
     next_publish: std::time::Instant,
 }
 
-/// Where the launched executors' infos are kept in the store's meta table.
-pub const EXECUTORS_KEY: &str = "mesopod/executors";
+/// Prefix of the meta keys (one per agent) holding the info each agent's
+/// executor was launched with.
+pub const EXECUTORS_KEY: &str = "mesopod/executor";
 
 impl Core {
     /// A core over `parts`.
@@ -218,7 +219,9 @@ impl Core {
     pub async fn run(mut self, mut inputs: mpsc::Receiver<Input>) -> Result<(), CoreError> {
         self.recover().await?;
         self.publish();
-        let mut tick = tokio::time::interval(self.config.sweep_interval);
+        // Turn at least as often as the snapshot is due, so the debug
+        // pages trail the core by one publish interval at most.
+        let mut tick = tokio::time::interval(self.config.sweep_interval.min(PUBLISH_EVERY));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut batch = Vec::new();
         loop {

@@ -16,19 +16,6 @@ use crate::core::pods::spawn_pod_watch;
 impl Core {
     pub(super) async fn recover(&mut self) -> Result<(), CoreError> {
         let now = self.now();
-        if let Some(raw) = self.api.get_meta(super::EXECUTORS_KEY) {
-            match serde_json::from_slice::<
-                std::collections::HashMap<String, mesos::proto::ExecutorInfo>,
-            >(&raw)
-            {
-                Ok(map) => {
-                    self.executors = map.into_iter().map(|(k, v)| (k, Arc::new(v))).collect()
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "stored executor infos unreadable; executors will be relaunched")
-                }
-            }
-        }
         let list = self.api.list_pods(None, "", "")?;
         let mut recovered = 0usize;
         let mut broken = Vec::new();

@@ -76,11 +76,15 @@ impl Core {
             .iter()
             .filter_map(|o| {
                 let view = o.view.clone()?;
-                let running = self.executors.get(o.agent_id()).filter(|info| {
-                    info.executor_id
-                        .as_ref()
-                        .is_some_and(|id| o.offer.executor_ids.contains(id))
-                });
+                let running = if o.offer.executor_ids.is_empty() {
+                    None
+                } else {
+                    self.executor_on(o.agent_id()).filter(|info| {
+                        info.executor_id
+                            .as_ref()
+                            .is_some_and(|id| o.offer.executor_ids.contains(id))
+                    })
+                };
                 Some(match running {
                     Some(info) => {
                         let node = view.node().clone().with_running_executor(info.clone());
@@ -528,8 +532,9 @@ impl Core {
 }
 
 impl Core {
-    /// Records the executor info a launch used on its agent, durably, so
-    /// later pods (and a restarted mesopod) name the executor identically.
+    /// Records the executor info a launch used on its agent, durably (one
+    /// key per agent), so later pods, and a restarted mesopod, name the
+    /// executor identically.
     async fn remember_executor(&mut self, tasks: &[Placed]) {
         let Some(spec) = tasks.first().and_then(|p| p.task.spec.clone()) else {
             return;
@@ -545,21 +550,33 @@ impl Core {
         {
             return;
         }
-        self.executors.insert(agent, Arc::new(info));
-        let map: std::collections::HashMap<&String, &mesos::proto::ExecutorInfo> = self
-            .executors
-            .iter()
-            .map(|(k, v)| (k, v.as_ref()))
-            .collect();
-        match serde_json::to_vec(&map) {
+        match serde_json::to_vec(&info) {
             Ok(bytes) => {
-                if let Err(e) = self.api.put_meta(super::EXECUTORS_KEY, bytes).await {
-                    tracing::warn!(error = %e, "could not store executor infos");
+                if let Err(e) = self.api.put_meta(&executor_key(&agent), bytes).await {
+                    tracing::warn!(error = %e, "could not store an executor info");
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "could not encode executor infos"),
+            Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
         }
+        self.executors.insert(agent, Arc::new(info));
     }
+
+    /// The info the agent's running executor was launched with: remembered,
+    /// or stored by an earlier mesopod.
+    fn executor_on(&mut self, agent: &str) -> Option<Arc<mesos::proto::ExecutorInfo>> {
+        if let Some(info) = self.executors.get(agent) {
+            return Some(info.clone());
+        }
+        let raw = self.api.get_meta(&executor_key(agent))?;
+        let info = Arc::new(serde_json::from_slice::<mesos::proto::ExecutorInfo>(&raw).ok()?);
+        self.executors.insert(agent.to_owned(), info.clone());
+        Some(info)
+    }
+}
+
+/// The meta key of the executor info launched on `agent`.
+fn executor_key(agent: &str) -> String {
+    format!("{}/{agent}", super::EXECUTORS_KEY)
 }
 
 fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {

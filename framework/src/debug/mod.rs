@@ -215,7 +215,7 @@ async fn framework(State(s): State<DebugState>) -> Response {
     let last = s.observed.last_event();
     let now = s.clock.now();
     json(&FrameworkView {
-        framework_id: snap.framework_id,
+        framework_id: s.mesos.framework_id().or(snap.framework_id),
         master,
         subscribed: s.mesos.is_subscribed(),
         suppressed: snap.suppressed,
