@@ -25,6 +25,15 @@ pub(crate) trait Source {
     fn now(&self) -> SystemTime;
 }
 
+impl OfferRow {
+    /// The offer's resources in Mesos' flag syntax.
+    pub fn resources(&self) -> String {
+        mesos::resources::Resources::from_protos(self.offer.resources.iter().cloned())
+            .map(|r| r.to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// One live offer, for `/debug/offers`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OfferRow {
@@ -34,8 +43,9 @@ pub struct OfferRow {
     pub agent_id: String,
     /// Agent hostname.
     pub hostname: String,
-    /// Resources, as Mesos' flag syntax.
-    pub resources: String,
+    /// The offer itself; its resources are written out only when asked.
+    #[serde(skip)]
+    pub offer: std::sync::Arc<mesos::proto::Offer>,
     /// Seconds since it arrived.
     pub age_seconds: f64,
     /// Seconds until it is declined.
@@ -94,11 +104,7 @@ impl Snapshot {
                 id: o.id().to_owned(),
                 agent_id: o.agent_id().to_owned(),
                 hostname: o.offer.hostname.clone(),
-                resources: mesos::resources::Resources::from_protos(
-                    o.offer.resources.iter().cloned(),
-                )
-                .map(|r| r.to_string())
-                .unwrap_or_default(),
+                offer: o.offer.clone(),
                 age_seconds: secs(now.duration_since(o.received).ok()),
                 ttl_left_seconds: secs(o.expires.duration_since(now).ok()),
             })

@@ -52,6 +52,9 @@ pub struct Args {
     /// Store directory; default: a fresh temporary directory (durable store).
     #[arg(long)]
     pub data_dir: Option<std::path::PathBuf>,
+    /// The simulated master's allocation interval (Mesos' default is 1s).
+    #[arg(long, default_value = "1s", value_parser = crate::cmd::scheduler::parse_duration)]
+    pub allocation_interval: Duration,
     /// Give up after this long.
     #[arg(long, default_value = "10m", value_parser = crate::cmd::scheduler::parse_duration)]
     pub timeout: Duration,
@@ -131,7 +134,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = runtime.block_on(run_scenario(sc, args.data_dir.clone(), args.timeout))?;
+    let report = runtime.block_on(run_scenario(
+        sc,
+        args.data_dir.clone(),
+        args.allocation_interval,
+        args.timeout,
+    ))?;
     println!(
         "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1}",
         sc.name,
@@ -151,7 +159,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn app_config(sc: Scenario, data_dir: std::path::PathBuf) -> anyhow::Result<AppConfig> {
+fn app_config(
+    sc: Scenario,
+    data_dir: std::path::PathBuf,
+    allocation_interval: Duration,
+) -> anyhow::Result<AppConfig> {
     let mut agents = Vec::with_capacity(sc.agents);
     for i in 0..sc.agents {
         let zone = format!("zone:z{}", i % 10);
@@ -166,7 +178,7 @@ fn app_config(sc: Scenario, data_dir: std::path::PathBuf) -> anyhow::Result<AppC
         embedded: localmesos::Config {
             agents,
             timing: Timing {
-                allocation_interval: Duration::from_millis(50),
+                allocation_interval,
                 ..Timing::default()
             },
             ..Default::default()
@@ -319,11 +331,12 @@ async fn wave(
 async fn run_scenario(
     sc: Scenario,
     data_dir: Option<std::path::PathBuf>,
+    allocation_interval: Duration,
     timeout: Duration,
 ) -> anyhow::Result<Report> {
     let tmp = tempdir_for_bench()?;
     let dir = data_dir.unwrap_or_else(|| tmp.clone());
-    let app = App::start(app_config(sc, dir)?)
+    let app = App::start(app_config(sc, dir, allocation_interval)?)
         .await
         .context("mesopod could not start")?;
     let api = app.api().clone();

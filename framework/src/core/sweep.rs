@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 
 use mesos::proto::scheduler::{Call, call};
 use mesos::proto::{FrameworkId, Offer, OfferId};
-use mesos::resources::Resources;
 use procurement::NodeView;
 use registry::{Flag, PodTask, Registry, State};
 
@@ -69,7 +68,14 @@ impl Core {
         let Some(agent_id) = offer.agent_id.as_ref().map(|a| a.value.clone()) else {
             return;
         };
-        let offered = Resources::from_protos(offer.resources.iter().cloned()).unwrap_or_default();
+        // Summed straight from the wire: this runs for every offer.
+        let mut offered: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+        for r in &offer.resources {
+            if let Some(s) = &r.scalar {
+                *offered.entry(r.name.as_str()).or_default() += s.value;
+            }
+        }
+        let offered_scalar = |name: &str| offered.get(name).copied().unwrap_or(0.0);
         let entry = self.agents.entry(agent_id).or_insert_with(|| AgentInfo {
             hostname: offer.hostname.clone(),
             capacity: Default::default(),
@@ -79,8 +85,8 @@ impl Core {
         entry.hostname.clone_from(&offer.hostname);
         for name in ["cpus", "mem", "disk", "gpus"] {
             let seen = entry.capacity.entry(name).or_insert(0.0);
-            if offered.scalar(name) > *seen {
-                *seen = offered.scalar(name);
+            if offered_scalar(name) > *seen {
+                *seen = offered_scalar(name);
                 changed = true;
             }
         }

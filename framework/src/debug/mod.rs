@@ -116,7 +116,7 @@ async fn offers(
                     o.agent_id.clone(),
                     format!("{:.1}s", o.age_seconds),
                     format!("{:.1}s", o.ttl_left_seconds),
-                    o.resources.clone(),
+                    o.resources(),
                 ]
             })
             .collect();
@@ -125,7 +125,16 @@ async fn offers(
             rows,
         ));
     }
-    json(&snap.offers)
+    let rows: Vec<serde_json::Value> = snap
+        .offers
+        .iter()
+        .map(|o| {
+            let mut v = serde_json::to_value(o).unwrap_or_default();
+            v["resources"] = serde_json::Value::String(o.resources());
+            v
+        })
+        .collect();
+    json(&rows)
 }
 
 async fn queue(
