@@ -36,3 +36,113 @@ pub enum Command {
     /// The scale benchmark.
     Bench(cmd::bench::Args),
 }
+
+/// Why a `--config` file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// `--config` without a path.
+    #[error("--config needs a file")]
+    MissingPath,
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The command line with the flags of a `--config FILE` spliced in where
+/// the scheduler's flags go (after `scheduler`, or after the program name).
+/// The file holds flags as typed on a command line, any number per line;
+/// `#` starts a comment. Flags given on the command line come later, so a
+/// single-valued flag given there wins over the file.
+///
+/// # Errors
+/// [`ConfigFileError`] when the path is missing or unreadable.
+pub fn splice_config(mut args: Vec<String>) -> Result<Vec<String>, ConfigFileError> {
+    let Some(i) = args
+        .iter()
+        .position(|a| a == "--config" || a.starts_with("--config="))
+    else {
+        return Ok(args);
+    };
+    let (path, n) = match args[i].strip_prefix("--config=") {
+        Some(p) => (p.to_owned(), 1),
+        None => (
+            args.get(i + 1)
+                .cloned()
+                .ok_or(ConfigFileError::MissingPath)?,
+            2,
+        ),
+    };
+    let text =
+        std::fs::read_to_string(&path).map_err(|source| ConfigFileError::Read { path, source })?;
+    let from_file: Vec<String> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    args.drain(i..(i + n).min(args.len()));
+    let at = args
+        .iter()
+        .position(|a| a == "scheduler")
+        .map_or(1, |p| p + 1)
+        .min(args.len());
+    args.splice(at..at, from_file);
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_config_file_configures_admission_and_the_command_line_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mesopod.conf");
+        std::fs::write(
+            &file,
+            "# admission\n--admission-webhook http://127.0.0.1:9/a\n--admission-webhook http://127.0.0.1:9/b\n--admission-timeout 3s --admission-fail-open\n--listen 127.0.0.1:9999\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        for args in [
+            argv(&["mesopod", "--config", path, "--listen", "127.0.0.1:7777"]),
+            argv(&[
+                "mesopod",
+                "scheduler",
+                &format!("--config={path}"),
+                "--listen",
+                "127.0.0.1:7777",
+            ]),
+        ] {
+            let cli = Cli::parse_from(splice_config(args).unwrap());
+            let s = match cli.command {
+                Some(Command::Scheduler(s)) => *s,
+                _ => cli.scheduler,
+            };
+            assert_eq!(
+                s.admission_webhooks,
+                ["http://127.0.0.1:9/a", "http://127.0.0.1:9/b"]
+            );
+            assert_eq!(s.admission_timeout, std::time::Duration::from_secs(3));
+            assert!(s.admission_fail_open);
+            assert_eq!(s.listen.port(), 7777, "the command line wins");
+        }
+        assert!(matches!(
+            splice_config(argv(&["mesopod", "--config"])),
+            Err(ConfigFileError::MissingPath)
+        ));
+        assert!(matches!(
+            splice_config(argv(&["mesopod", "--config", "/no/such/file"])),
+            Err(ConfigFileError::Read { .. })
+        ));
+    }
+}

@@ -1,11 +1,13 @@
 //! The `mesopod` binary: parses the command line and hands over to a subcommand.
 
+use anyhow::Context as _;
 use clap::Parser;
 use framework::cli::{Cli, Command};
 use framework::cmd;
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let args = framework::cli::splice_config(std::env::args().collect()).context("bad --config")?;
+    let cli = Cli::parse_from(args);
     match cli.command {
         None => cmd::scheduler::run(cli.scheduler),
         Some(Command::Scheduler(args)) => cmd::scheduler::run(*args),

@@ -108,7 +108,8 @@ pub struct Args {
     /// Service accounts a hook may set (repeatable; none: any).
     #[arg(long = "admission-allow-service-account")]
     pub admission_service_accounts: Vec<String>,
-    /// A file of flags, one `--flag value` per line, read before the others.
+    /// A file of scheduler flags (`--flag value` per line, `#` comments),
+    /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
     pub config: Option<PathBuf>,
 }
