@@ -56,8 +56,8 @@ pub enum ConfigFileError {
 /// The command line with the flags of a `--config FILE` spliced in where
 /// the scheduler's flags go (after `scheduler`, or after the program name).
 /// The file holds flags as typed on a command line, any number per line;
-/// `#` starts a comment. Flags given on the command line come later, so a
-/// single-valued flag given there wins over the file.
+/// `#` starts a comment. A flag given on the command line replaces the
+/// file's (all its values, for repeatable flags).
 ///
 /// # Errors
 /// [`ConfigFileError`] when the path is missing or unreadable.
@@ -85,12 +85,30 @@ pub fn splice_config(mut args: Vec<String>) -> Result<Vec<String>, ConfigFileErr
         .flat_map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
         .collect();
     args.drain(i..(i + n).min(args.len()));
+    // A flag the command line gives is dropped from the file's, so the
+    // command line wins (clap refuses a single-valued flag given twice).
+    let flag_name = |a: &str| a.split('=').next().unwrap_or(a).to_owned();
+    let given: std::collections::HashSet<String> = args
+        .iter()
+        .filter(|a| a.starts_with("--"))
+        .map(|a| flag_name(a))
+        .collect();
+    let mut kept = Vec::new();
+    let mut keep = true;
+    for token in from_file {
+        if token.starts_with("--") {
+            keep = !given.contains(&flag_name(&token));
+        }
+        if keep {
+            kept.push(token);
+        }
+    }
     let at = args
         .iter()
         .position(|a| a == "scheduler")
         .map_or(1, |p| p + 1)
         .min(args.len());
-    args.splice(at..at, from_file);
+    args.splice(at..at, kept);
     Ok(args)
 }
 
