@@ -96,7 +96,8 @@ pub struct App {
     registry: Arc<InMemoryRegistry>,
     observed: Arc<Observed>,
     inputs: mpsc::Sender<Input>,
-    core: JoinHandle<Result<(), CoreError>>,
+    /// The core's task, until `wait` has collected its result.
+    core: Option<JoinHandle<Result<(), CoreError>>>,
     tasks: Vec<JoinHandle<()>>,
     stop_http: Option<oneshot::Sender<()>>,
 }
@@ -260,7 +261,7 @@ impl App {
             registry,
             observed,
             inputs: inputs_tx,
-            core,
+            core: Some(core),
             tasks: vec![driver_task, forward, http, sweeper],
             stop_http: Some(stop_http),
         })
@@ -312,7 +313,12 @@ impl App {
     /// # Errors
     /// Why the core stopped.
     pub async fn wait(&mut self) -> Result<(), CoreError> {
-        match (&mut self.core).await {
+        let Some(core) = self.core.as_mut() else {
+            return Ok(());
+        };
+        let result = core.await;
+        self.core = None;
+        match result {
             Ok(r) => r,
             Err(e) => Err(CoreError::Panicked(e.to_string())),
         }
@@ -325,14 +331,18 @@ impl App {
         if let Some(stop) = self.stop_http.take() {
             let _ = stop.send(());
         }
-        self.core.abort();
+        if let Some(core) = &self.core {
+            core.abort();
+        }
         for t in &self.tasks {
             t.abort();
         }
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }
-        let _ = (&mut self.core).await;
+        if let Some(core) = self.core.take() {
+            let _ = core.await;
+        }
         if let Some(local) = self.local.take() {
             local.shutdown().await;
         }

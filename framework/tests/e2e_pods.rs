@@ -394,3 +394,89 @@ async fn every_example_manifest_is_accepted_and_hello_runs() {
     assert_eq!(rack.spec.unwrap().node_name.as_deref(), Some("agent-1"));
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_never_starts_is_killed_at_its_start_deadline() {
+    use std::os::unix::fs::PermissionsExt as _;
+    // An "executor" that never subscribes: the task stays STAGING.
+    let dir = tempfile::tempdir().unwrap();
+    let stuck = dir.path().join("stuck-executor");
+    std::fs::write(&stuck, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    std::fs::set_permissions(&stuck, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = app_config(Setup {
+        agents: vec![agent("cpus:2;mem:2048;ports:[31000-31010]", "", 0)],
+        start_deadline: Duration::from_secs(2),
+        ..Setup::default()
+    });
+    config.executor.program = stuck.to_str().unwrap().to_owned();
+    let app = framework::app::App::start(config).await.unwrap();
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "never-starts", "namespace": "default"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "command": ["true"]}]}
+    }))
+    .unwrap();
+    app.api().create_pod("default", pod).await.unwrap();
+    let failed = wait_pod(app.api(), "default", "never-starts", T, |p| {
+        phase(p) == "Failed"
+    })
+    .await;
+    let status = failed.status.unwrap();
+    assert_eq!(
+        status.reason.as_deref(),
+        Some("StartDeadlineExceeded"),
+        "{status:?}"
+    );
+    assert!(status.message.unwrap().contains("within 2s"));
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_scheduler_taking_over_the_framework_stops_this_one() {
+    use mesos::client::scheduler::SchedulerClient;
+    use mesos::proto::scheduler::{Call, call};
+    let mut app = start(Setup {
+        agents: vec![agent("cpus:2;mem:2048", "", 0).simulated(None)],
+        ..Setup::default()
+    })
+    .await;
+    let end = std::time::Instant::now() + T;
+    let id = loop {
+        if let Some(id) = app.observed().snapshot().framework_id {
+            break id;
+        }
+        assert!(std::time::Instant::now() < end, "never subscribed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // A second scheduler subscribes with the same framework id.
+    let client = SchedulerClient::new(
+        vec![app.master_url().to_owned()],
+        mesos::codec::Codec::Protobuf,
+    )
+    .unwrap();
+    let info = framework::driver::framework_info(
+        &framework::config::FrameworkConfig::default(),
+        Some(id.clone()),
+    );
+    let _other = client
+        .subscribe(Call {
+            framework_id: Some(id.clone().into()),
+            r#type: Some(call::Type::Subscribe as i32),
+            subscribe: Some(call::Subscribe {
+                framework_info: Some(info),
+                suppressed_roles: Vec::new(),
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let stopped = tokio::time::timeout(T, app.wait())
+        .await
+        .expect("mesopod stops");
+    let err = stopped.expect_err("a takeover is an error");
+    assert!(
+        matches!(err, framework::core::CoreError::FailedOver(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("took over"), "{err}");
+    app.shutdown().await;
+}
