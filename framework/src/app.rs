@@ -13,9 +13,7 @@ use futures::future::BoxFuture;
 use localmesos::LocalMesos;
 use mesos::client::scheduler::SchedulerClient;
 use mesos::codec::Codec;
-use procurement::{
-    PipelineConfig, Placer, PortStrategy, ResourceDefaults, Scoring, default_pipeline,
-};
+use procurement::{PipelineConfig, PortStrategy, ResourceDefaults, Scoring, default_pipeline};
 use registry::{InMemoryRegistry, Retention};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -156,7 +154,7 @@ impl App {
             resources: cfg.resource_defaults,
             executor: executor_prototype(&cfg.executor),
         })?;
-        let placer = Placer::new(pipeline, cfg.scoring);
+        let pipeline: Arc<dyn procurement::Procurement + Send + Sync> = Arc::new(pipeline);
         let registry = Arc::new(InMemoryRegistry::with_retention(Retention {
             max_finished: cfg.scheduling.retain_finished,
             max_age: cfg.scheduling.retain_finished_for,
@@ -202,7 +200,7 @@ impl App {
             mesos: mesos.clone(),
             registry: registry.clone(),
             clock: cfg.clock.clone(),
-            placer,
+            pipeline,
             scoring: cfg.scoring,
             admission: cfg.admission,
             needs: procurement::PodResourcesProcurement::new(cfg.resource_defaults)?,

@@ -37,7 +37,7 @@ use std::time::SystemTime;
 use apiserver::{Api, Clock};
 use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::{FrameworkId, TaskId};
-use procurement::{Placer, Scoring};
+use procurement::Scoring;
 use registry::{InMemoryRegistry, PodKey};
 use tokio::sync::mpsc;
 
@@ -96,9 +96,9 @@ pub struct CoreParts {
     pub registry: Arc<InMemoryRegistry>,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// The procurement pipeline with its scoring.
-    pub placer: Placer,
-    /// The same scoring, to compare offers already used this round.
+    /// The procurement pipeline.
+    pub pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
+    /// How offers are scored.
     pub scoring: Scoring,
     /// Admission hooks.
     pub admission: Admission,
@@ -138,7 +138,7 @@ pub struct Core {
     mesos: MesosHandle,
     registry: Arc<InMemoryRegistry>,
     clock: Arc<dyn Clock>,
-    placer: Placer,
+    pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
     scoring: Scoring,
     admission: Admission,
     needs: procurement::PodResourcesProcurement,
@@ -200,7 +200,7 @@ impl Core {
             mesos: parts.mesos,
             registry: parts.registry,
             clock: parts.clock,
-            placer: parts.placer,
+            pipeline: parts.pipeline,
             scoring: parts.scoring,
             admission: parts.admission,
             needs: parts.needs,

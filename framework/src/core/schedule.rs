@@ -13,7 +13,7 @@ use mesos::proto::scheduler::{Call, call};
 use mesos::proto::task_status::{Reason, Source};
 use mesos::proto::{Filters, OfferId, TaskInfo, TaskState, TaskStatus};
 use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
-use registry::{Flag, PodKey, PodTask, Registry, Spec, save_recovery_info};
+use registry::{Flag, PodKey, PodTask, Registry, save_recovery_info};
 
 use super::Core;
 use crate::admission::{Changes, Outcome, Request, apply_changes};
@@ -259,19 +259,31 @@ impl Core {
         let n = views.len();
         let start = self.scan_start % n;
         self.scan_start = self.scan_start.wrapping_add(1);
-        let mut best: Option<(usize, f64, ProcureState, Spec, PodTask)> = None;
+        // Built-in procurements never change the task, so one copy serves
+        // every candidate; a pipeline that may gets a fresh copy each time.
+        let copies = self.pipeline.modifies_task();
+        let mut best: Option<(usize, f64, ProcureState, Option<PodTask>)> = None;
         let mut feasible = 0;
         for j in 0..n {
             let i = (start + j) % n;
+            // A candidate works on its own copy of the offer's state, so a
+            // failure needs no rollback and a loser costs nothing to drop.
             let mut state = states[i].clone().unwrap_or_else(|| views[i].state());
             state.seed_demand(demand.clone());
-            let mut candidate = task.clone();
-            match self
-                .placer
-                .place(&mut state, &mut candidate, views[i].node())
-            {
+            state.begin_pod();
+            let outcome = if copies {
+                let mut copy = task.clone();
+                self.pipeline
+                    .procure(&mut copy, views[i].node(), &mut state)
+                    .map(|()| Some(copy))
+            } else {
+                self.pipeline
+                    .procure(&mut task, views[i].node(), &mut state)
+                    .map(|()| None)
+            };
+            match outcome {
                 Err(e) => failure.push(views[i].node().hostname(), e),
-                Ok(spec) => {
+                Ok(candidate) => {
                     let score = self.scoring.score(&state);
                     let better = best.as_ref().is_none_or(|(bi, bs, ..)| {
                         score > *bs
@@ -280,7 +292,7 @@ impl Core {
                                     < (views[*bi].node().hostname(), &views[*bi].id().value))
                     });
                     if better {
-                        best = Some((i, score, state, spec, candidate));
+                        best = Some((i, score, state, candidate));
                     }
                     feasible += 1;
                     if feasible >= MAX_CANDIDATES {
@@ -289,10 +301,17 @@ impl Core {
                 }
             }
         }
+        // Only the winner's spec is written out: it costs more than the attempt.
+        let best = best.map(|(i, score, state, t)| {
+            let spec = state.spec();
+            (i, score, state, spec, t)
+        });
         let Some((i, _, state, spec, placed)) = best else {
             return Err(failure);
         };
-        task = placed;
+        if let Some(changed) = placed {
+            task = changed;
+        }
         if let Some(roles) = state.pod_roles() {
             task.roles = roles.clone();
         }
