@@ -480,3 +480,90 @@ async fn another_scheduler_taking_over_the_framework_stops_this_one() {
     assert!(err.to_string().contains("took over"), "{err}");
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_whose_agent_connection_drops_reconnects_and_loses_no_update() {
+    let app = start(Setup {
+        agents: vec![agent("cpus:2;mem:2048;ports:[31000-31010]", "", 0)],
+        ..Setup::default()
+    })
+    .await;
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "resilient", "namespace": "default"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox",
+            "command": ["/bin/sh", "-c", "sleep 2; echo done"]}]}
+    }))
+    .unwrap();
+    app.api().create_pod("default", pod).await.unwrap();
+    let running = wait_pod(app.api(), "default", "resilient", T, |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    let ann = running.metadata.annotations.unwrap();
+    let framework = app.observed().snapshot().framework_id.or_else(|| {
+        app.local()
+            .unwrap()
+            .state()
+            .frameworks
+            .first()
+            .map(|f| f.id.clone())
+    });
+    let local = app.local().unwrap();
+    local
+        .disconnect_executor(
+            &ann["mesopod.io/agent-id"],
+            &framework.unwrap(),
+            &ann["mesopod.io/executor-id"],
+        )
+        .unwrap();
+    // The pod finishes while the executor reconnects: FINISHED must arrive.
+    let done = wait_pod(app.api(), "default", "resilient", T, |p| {
+        phase(p) == "Succeeded"
+    })
+    .await;
+    assert_eq!(
+        done.status.unwrap().container_statuses.unwrap()[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code,
+        0
+    );
+    let state = local.state_json();
+    let task = state["frameworks"][0]["completed_tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            state["frameworks"][0]["tasks"]
+                .as_array()
+                .into_iter()
+                .flatten(),
+        )
+        .find(|t| t["id"] == ann["mesopod.io/task-id"].as_str())
+        .cloned()
+        .expect("the master knows the task");
+    assert_eq!(task["state"], "TASK_FINISHED", "{task}");
+    let finished = task["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"] == "TASK_FINISHED")
+        .count();
+    assert_eq!(finished, 1, "FINISHED exactly once: {task}");
+    let executor = local
+        .state()
+        .agents
+        .iter()
+        .flat_map(|a| a.executors.clone())
+        .find(|e| e.executor_id == ann["mesopod.io/executor-id"])
+        .expect("the executor is known");
+    assert!(
+        executor.subscribed,
+        "the executor subscribed again after the drop"
+    );
+    app.shutdown().await;
+}

@@ -126,6 +126,33 @@ pub(crate) fn kill_executor(
     Ok(())
 }
 
+/// Drops an executor's event stream, as a broken agent connection would:
+/// the executor sees its subscription end, and (with checkpointing)
+/// re-subscribes with its unacknowledged tasks and updates.
+pub(crate) fn disconnect_executor(
+    cx: &Arc<Shared>,
+    agent_id: &str,
+    fw: &str,
+    exec: &str,
+) -> Result<(), Error> {
+    let mut st = cx.lock();
+    let agent = st
+        .agents
+        .get_mut(agent_id)
+        .ok_or_else(|| Error::UnknownAgent(agent_id.to_owned()))?;
+    let ex = agent
+        .executors
+        .get_mut(&(fw.to_owned(), exec.to_owned()))
+        .ok_or_else(|| Error::UnknownExecutor {
+            agent: agent_id.to_owned(),
+            framework: fw.to_owned(),
+            executor: exec.to_owned(),
+        })?;
+    // Dropping the sender ends the HTTP stream.
+    ex.sub = None;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -261,6 +261,20 @@ impl LocalMesos {
         faults::kill_executor(&self.shared, agent_id, framework_id, executor_id)
     }
 
+    /// Drops an executor's connection to its agent (its event stream ends);
+    /// a checkpointing executor reconnects.
+    ///
+    /// # Errors
+    /// [`Error::UnknownAgent`] or [`Error::UnknownExecutor`].
+    pub fn disconnect_executor(
+        &self,
+        agent_id: &str,
+        framework_id: &str,
+        executor_id: &str,
+    ) -> Result<(), Error> {
+        faults::disconnect_executor(&self.shared, agent_id, framework_id, executor_id)
+    }
+
     /// Sets faults on the next reliable status updates sent to schedulers.
     pub fn set_update_fault(&self, fault: UpdateFault) {
         self.shared.lock().update_fault = fault;
