@@ -517,8 +517,9 @@ impl Core {
                 }
             }
         }
+        // Events do not hold up the next turn: nothing waits on them.
         let api = self.api.clone();
-        join_all(events.into_iter().map(|ev| {
+        tokio::spawn(join_all(events.into_iter().map(move |ev| {
             let api = api.clone();
             async move {
                 let ns = ev.metadata.namespace.clone().unwrap_or_default();
@@ -526,8 +527,7 @@ impl Core {
                     tracing::debug!(error = %e, "could not record an event");
                 }
             }
-        }))
-        .await;
+        })));
         if !failed.is_empty() {
             self.apply_updates(failed).await;
         }

@@ -169,16 +169,17 @@ impl Core {
         for key in finalize {
             self.finalize(&key).await;
         }
+        // Everything acknowledged here is durable already; the calls need
+        // not hold up the next turn (a lost ACK makes Mesos resend).
         let mesos = self.mesos.clone();
-        join_all(acks.into_iter().map(|a| {
+        tokio::spawn(join_all(acks.into_iter().map(move |a| {
             let mesos = mesos.clone();
             async move {
                 if let Err(e) = mesos.call(a).await {
                     tracing::debug!(error = %e, "acknowledgement not sent; Mesos will resend");
                 }
             }
-        }))
-        .await;
+        })));
     }
 
     fn record(&self, status: &TaskStatus, outcome: &StatusOutcome, now: SystemTime) {
