@@ -12,6 +12,8 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use mesos::proto::{
     CommandInfo, DurationInfo, ExecutorInfo, KillPolicy, Label, Labels, TaskInfo, command_info,
     executor_info,
@@ -98,6 +100,29 @@ pub fn grace_period(task: &PodTask) -> Duration {
         .map_or(DEFAULT_GRACE, Duration::from_secs)
 }
 
+/// What the registry keeps of a pod once its task is launched: its identity
+/// and grace period. The whole pod went to the executor in `TaskInfo.data`
+/// and lives in the store; keeping a typed copy per task would cost more
+/// than everything else the registry holds.
+pub fn slim_pod(pod: &Pod) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            termination_grace_period_seconds: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
 /// The `TaskInfo` for a placed task.
 pub fn task_info(task: &PodTask) -> Result<TaskInfo, LaunchError> {
     let spec = task
@@ -139,7 +164,6 @@ pub fn task_info(task: &PodTask) -> Result<TaskInfo, LaunchError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use k8s_openapi::api::core::v1::{Pod, PodSpec};
     use mesos::proto::AgentId;
     use registry::Spec;
     use std::sync::Arc;
@@ -172,6 +196,20 @@ mod tests {
         assert_eq!(pod.metadata.name.as_deref(), Some("web"));
         let grace = info.kill_policy.unwrap().grace_period.unwrap();
         assert_eq!(grace.to_duration(), Duration::from_secs(7));
+    }
+
+    #[test]
+    fn a_slim_pod_keeps_the_identity_and_the_grace_period() {
+        let mut t = task(Some(9));
+        let mut pod = (*t.pod).clone();
+        pod.metadata.uid = Some("u".into());
+        t.pod = Arc::new(slim_pod(&pod));
+        assert_eq!(t.pod_key().uid, "u");
+        assert_eq!(
+            (t.pod_key().namespace.as_str(), t.pod_key().name.as_str()),
+            ("team", "web")
+        );
+        assert_eq!(grace_period(&t), Duration::from_secs(9));
     }
 
     #[test]

@@ -170,7 +170,13 @@ pub struct Core {
     next_sweep: std::time::Instant,
     /// When the debug snapshot is refreshed next.
     next_publish: std::time::Instant,
+    /// Bounds the acknowledgements in flight (each may hold a connection).
+    ack_limit: Arc<tokio::sync::Semaphore>,
 }
+
+/// Acknowledgements in flight at once: enough to keep up with thousands of
+/// updates a second, few enough to stay far from the file descriptor limit.
+const MAX_ACKS_IN_FLIGHT: usize = 64;
 
 /// Prefix of the meta keys (one per agent) holding the info each agent's
 /// executor was launched with.
@@ -196,6 +202,7 @@ impl Core {
             executors: HashMap::new(),
             next_sweep: std::time::Instant::now(),
             next_publish: std::time::Instant::now(),
+            ack_limit: Arc::new(tokio::sync::Semaphore::new(MAX_ACKS_IN_FLIGHT)),
             api: parts.api,
             mesos: parts.mesos,
             registry: parts.registry,

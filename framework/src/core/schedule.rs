@@ -17,7 +17,7 @@ use registry::{Flag, PodKey, PodTask, Registry, save_recovery_info};
 
 use super::Core;
 use crate::admission::{Changes, Outcome, Request, apply_changes};
-use crate::launch::task_info;
+use crate::launch::{slim_pod, task_info};
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
 
@@ -504,6 +504,11 @@ impl Core {
                             key.namespace, key.name
                         );
                         events.push(pod_event(&p.task.pod, "Normal", "Scheduled", msg, now));
+                        let mut slim = p.task;
+                        slim.pod = Arc::new(slim_pod(&slim.pod));
+                        if let Err(e) = self.registry.update(slim) {
+                            tracing::debug!(error = %e, "launched task left the registry");
+                        }
                     }
                 }
                 Err(e) => {
