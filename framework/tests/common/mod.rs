@@ -159,10 +159,14 @@ pub async fn wait_pod(
     pred: impl Fn(&Pod) -> bool,
 ) -> Pod {
     let fut = async {
-        let rv = match api.get_pod(ns, name) {
-            Ok(p) if pred(&p) => return p,
-            _ => api.resource_version(),
-        };
+        // The version first, then the read: a change between the two is
+        // then either seen by the read or replayed by the watch.
+        let rv = api.resource_version();
+        if let Ok(p) = api.get_pod(ns, name)
+            && pred(&p)
+        {
+            return p;
+        }
         let mut watch = api.watch_pods(Some(ns), rv).unwrap();
         while let Some(ev) = watch.next().await {
             let ev = ev.expect("watch");
