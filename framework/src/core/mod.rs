@@ -22,6 +22,8 @@
 //! for the debug handlers. Store writes of one turn run concurrently, so a
 //! burst of pods costs one group commit, not one fsync per pod.
 
+mod admit;
+mod executors;
 mod pods;
 mod recover;
 mod schedule;

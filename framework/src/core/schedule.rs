@@ -16,7 +16,7 @@ use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
 use registry::{Flag, PodKey, PodTask, Registry, save_recovery_info};
 
 use super::Core;
-use crate::admission::{Changes, Outcome, Request, apply_changes};
+use crate::admission::Changes;
 use crate::launch::{slim_pod, task_info};
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
@@ -33,11 +33,11 @@ pub const MAX_CANDIDATES: usize = 64;
 const DEFER: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A pod admitted for this round, with the task it would launch.
-struct Attempt {
-    key: PodKey,
-    task: PodTask,
+pub(super) struct Attempt {
+    pub(super) key: PodKey,
+    pub(super) task: PodTask,
     /// What the admission hooks changed, persisted with the binding.
-    changes: Changes,
+    pub(super) changes: Changes,
 }
 
 /// What to write about a pod that fits nowhere.
@@ -48,8 +48,8 @@ struct Unschedulable {
 }
 
 /// A task placed this round, waiting for its binding.
-struct Placed {
-    task: PodTask,
+pub(super) struct Placed {
+    pub(super) task: PodTask,
     offer: usize,
     queued: SystemTime,
     changes: Changes,
@@ -122,124 +122,6 @@ impl Core {
         }
         let bound = self.bind(placed).await;
         self.accept(bound, &views, now).await;
-    }
-
-    /// Runs the admission hooks for the ready pods, concurrently.
-    async fn admit(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<Attempt> {
-        let mut candidates = Vec::new();
-        for key in ready {
-            let Some(pod) = self.waiting.get(&key).cloned() else {
-                continue;
-            };
-            match PodTask::new(pod.clone(), Vec::new(), now) {
-                Ok(task) => candidates.push(Attempt {
-                    key,
-                    task,
-                    changes: Changes::default(),
-                }),
-                Err(e) => {
-                    let msg = format!("mesopod cannot make a task for this pod: {e}");
-                    self.fail_unbound(&key, &pod, "InvalidPod", &msg, now).await;
-                }
-            }
-        }
-        if self.admission.is_empty() {
-            return candidates;
-        }
-        let admission = self.admission.clone();
-        let requests: Vec<Request> = candidates
-            .iter()
-            .map(|a| {
-                let entry = self.queue.get(&a.key);
-                let attempt = entry.map_or(1, |e| e.attempts + e.holds + 1);
-                crate::demand::admission_request(&self.needs, &a.task, attempt)
-            })
-            .collect();
-        let outcomes = join_all(requests.into_iter().map(|r| {
-            let admission = admission.clone();
-            async move { admission.admit(r).await }
-        }))
-        .await;
-        let mut admitted = Vec::new();
-        for (mut attempt, outcome) in candidates.into_iter().zip(outcomes) {
-            let pod = attempt.task.pod.clone();
-            match outcome {
-                Outcome::Admit { changes, warnings } => {
-                    self.observed.metrics.admission(if changes.is_empty() {
-                        "admit"
-                    } else {
-                        "admitWith"
-                    });
-                    for w in warnings {
-                        self.event(&pod, "Warning", "AdmissionFailOpen", w, now)
-                            .await;
-                    }
-                    if !changes.is_empty() {
-                        attempt.task.pod = Arc::new(apply_changes(&pod, &changes));
-                    }
-                    attempt.changes = changes;
-                    admitted.push(attempt);
-                }
-                Outcome::Hold(reason) => {
-                    self.observed.metrics.admission("hold");
-                    self.on_hold(&attempt, reason, now).await;
-                }
-                Outcome::Refuse(reason) => {
-                    self.observed.metrics.admission("refuse");
-                    self.fail_unbound(&attempt.key, &pod, "AdmissionRefused", &reason, now)
-                        .await;
-                }
-            }
-        }
-        admitted
-    }
-
-    async fn on_hold(&mut self, attempt: &Attempt, reason: String, now: SystemTime) {
-        let window = self.admission.config().hold_window;
-        let first = self.queue.get(&attempt.key).and_then(|e| e.first_hold);
-        if first.is_some_and(|f| now.duration_since(f).unwrap_or_default() >= window) {
-            let msg = format!(
-                "held by admission for longer than {}s: {reason}",
-                window.as_secs()
-            );
-            self.fail_unbound(&attempt.key, &attempt.task.pod, "AdmissionHeld", &msg, now)
-                .await;
-            return;
-        }
-        let first_time = first.is_none();
-        self.queue.hold(&attempt.key, now, reason.clone());
-        if first_time {
-            self.event(&attempt.task.pod, "Normal", "AdmissionHeld", reason, now)
-                .await;
-        }
-    }
-
-    /// Fails a pod that never got a task, for good.
-    async fn fail_unbound(
-        &mut self,
-        key: &PodKey,
-        pod: &Pod,
-        reason: &str,
-        message: &str,
-        now: SystemTime,
-    ) {
-        self.queue.remove(key);
-        self.waiting.remove(key);
-        let mut status = pod.status.clone().unwrap_or_default();
-        status.phase = Some("Failed".into());
-        status.reason = Some(reason.into());
-        status.message = Some(message.into());
-        set_condition(&mut status, "PodScheduled", "False", reason, message, now);
-        // The event first: whoever sees the pod Failed can read why.
-        self.event(pod, "Warning", reason, message.to_owned(), now)
-            .await;
-        if let Err(e) = self
-            .api
-            .update_pod_status(&key.namespace, &key.name, status)
-            .await
-        {
-            tracing::warn!(pod = %key.name, error = %e, "could not fail the pod");
-        }
     }
 
     /// Finds the best offer for one pod, counting offers already used
@@ -553,54 +435,6 @@ impl Core {
             tracing::debug!(error = %e, "could not record an event");
         }
     }
-}
-
-impl Core {
-    /// Records the executor info a launch used on its agent, durably (one
-    /// key per agent), so later pods, and a restarted mesopod, name the
-    /// executor identically.
-    async fn remember_executor(&mut self, tasks: &[Placed]) {
-        let Some(spec) = tasks.first().and_then(|p| p.task.spec.clone()) else {
-            return;
-        };
-        let Some(info) = spec.executor.clone() else {
-            return;
-        };
-        let agent = spec.agent_id.value.clone();
-        if self
-            .executors
-            .get(&agent)
-            .is_some_and(|known| **known == info)
-        {
-            return;
-        }
-        match serde_json::to_vec(&info) {
-            Ok(bytes) => {
-                if let Err(e) = self.api.put_meta(&executor_key(&agent), bytes).await {
-                    tracing::warn!(error = %e, "could not store an executor info");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
-        }
-        self.executors.insert(agent, Arc::new(info));
-    }
-
-    /// The info the agent's running executor was launched with: remembered,
-    /// or stored by an earlier mesopod.
-    fn executor_on(&mut self, agent: &str) -> Option<Arc<mesos::proto::ExecutorInfo>> {
-        if let Some(info) = self.executors.get(agent) {
-            return Some(info.clone());
-        }
-        let raw = self.api.get_meta(&executor_key(agent))?;
-        let info = Arc::new(serde_json::from_slice::<mesos::proto::ExecutorInfo>(&raw).ok()?);
-        self.executors.insert(agent.to_owned(), info.clone());
-        Some(info)
-    }
-}
-
-/// The meta key of the executor info launched on `agent`.
-fn executor_key(agent: &str) -> String {
-    format!("{}/{agent}", super::EXECUTORS_KEY)
 }
 
 fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
