@@ -112,5 +112,5 @@ pub use api::{
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
-pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown};
+pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown, sweep};
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

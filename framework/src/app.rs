@@ -231,26 +231,9 @@ impl App {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }
         });
-        let sweeper = {
-            let api = api.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(apiserver::SWEEP_EVERY);
-                let mut n: u64 = 0;
-                loop {
-                    tick.tick().await;
-                    if let Err(e) = api.expire_deletions(api.now()).await {
-                        tracing::warn!(error = %e, "deletion sweep failed");
-                    }
-                    // Events outlive their hour by at most a minute.
-                    n += 1;
-                    if n.is_multiple_of(60)
-                        && let Err(e) = api.expire_events(api.now()).await
-                    {
-                        tracing::warn!(error = %e, "event sweep failed");
-                    }
-                }
-            })
-        };
+        // The shim's own sweeps (expired deletions and events), as its
+        // `serve` would run them.
+        let sweeper = tokio::spawn(apiserver::sweep(api.clone()));
         Ok(App {
             api,
             addr,

@@ -188,7 +188,11 @@ pub async fn serve(listener: TcpListener, api: Api) -> std::io::Result<()> {
     serve_with_shutdown(listener, api, std::future::pending()).await
 }
 
-async fn sweep(api: Api) {
+/// The shim's background duties, forever: expired deletions every
+/// [`SWEEP_EVERY`] and expired events now and then, by the API's clock.
+/// [`serve_with_shutdown`] runs it; a caller serving [`router`] on its own
+/// listener spawns it.
+pub async fn sweep(api: Api) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     let mut round: u32 = 0;
     loop {
