@@ -19,6 +19,11 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const SYSTEM: TableDefinition<&str, u64> = TableDefinition::new("system");
 const RV_KEY: &str = "rv";
 
+/// redb's page cache. Every object is held in memory by the engine and the file is read
+/// only at open, so the cache serves B-tree pages on the write path alone; redb's default
+/// (1 GiB) grew with the file and made up most of mesopod's resident memory at scale.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 /// The file inside the data directory.
 pub const DB_FILE: &str = "apiserver.redb";
 
@@ -75,7 +80,10 @@ impl RedbStore {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(storage)?;
-        let db = Database::create(dir.join(DB_FILE)).map_err(storage)?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(dir.join(DB_FILE))
+            .map_err(storage)?;
         let loaded = load(&db)?;
         Ok(Self(Engine::start(loaded, Redb(db), HISTORY)?))
     }
