@@ -106,8 +106,8 @@ pub mod table;
 pub mod validation;
 
 pub use api::{
-    Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
-    WriteOptions, k8s_time, system_time,
+    Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream, PodHead,
+    RawStream, StatusWrite, WriteOptions, k8s_time, system_time,
 };
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};

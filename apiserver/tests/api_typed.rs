@@ -153,6 +153,63 @@ async fn status_updates_keep_spec_and_user_updates_keep_status() {
 }
 
 #[tokio::test]
+async fn the_schedulers_status_write_sees_metadata_and_status_and_writes_only_changes() {
+    let (api, _) = api_with_clock().await;
+    api.create_pod("default", pod("w")).await.unwrap();
+    let created = api.get_pod("default", "w").unwrap();
+    let running = PodStatus {
+        phase: Some("Running".into()),
+        ..Default::default()
+    };
+
+    // The closure sees the stored uid and status; its answer is written.
+    let write = api
+        .update_pod_status_with("default", "w", |head| {
+            assert_eq!(head.metadata.uid, created.metadata.uid);
+            assert_eq!(head.status, created.status);
+            Some(running.clone())
+        })
+        .await
+        .unwrap();
+    let stored = api.get_pod("default", "w").unwrap();
+    assert_eq!(
+        write.written.map(|rv| rv.to_string()),
+        stored.metadata.resource_version
+    );
+    assert_eq!(stored.status, Some(running.clone()));
+    assert_eq!(stored.spec, created.spec, "the spec is untouched");
+
+    // The same status again, or a declined write, changes nothing.
+    let again = api
+        .update_pod_status_with("default", "w", |_| Some(running.clone()))
+        .await
+        .unwrap();
+    assert_eq!(again.written, None);
+    assert_eq!(again.before.status, Some(running.clone()));
+    let declined = api
+        .update_pod_status_with("default", "w", |_| None)
+        .await
+        .unwrap();
+    assert_eq!(declined.written, None);
+    assert_eq!(api.get_pod("default", "w").unwrap(), stored);
+
+    // Validation as on the status subresource; a missing pod is 404.
+    let bad = api
+        .update_pod_status_with("default", "w", |_| {
+            Some(PodStatus {
+                phase: Some("Exploded".into()),
+                ..Default::default()
+            })
+        })
+        .await;
+    assert!(matches!(bad, Err(ApiError::Invalid { .. })), "{bad:?}");
+    let gone = api
+        .update_pod_status_with("default", "nope", |_| Some(running.clone()))
+        .await;
+    assert!(matches!(gone, Err(ApiError::NotFound { .. })), "{gone:?}");
+}
+
+#[tokio::test]
 async fn a_bound_pod_waits_for_finalize_or_its_grace_period_by_the_injected_clock() {
     let (api, clock) = api_with_clock().await;
     for name in ["f", "g", "u"] {

@@ -27,8 +27,9 @@ pub use events::EVENT_TTL;
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};
+pub use pod_status::{PodHead, StatusWrite};
 pub use pods::{Binding, Finalized};
-pub use watch::{EventKind, ObjectEvent, ObjectStream};
+pub use watch::{EventKind, ObjectEvent, ObjectStream, RawStream};
 
 /// A list answer: the items and the resourceVersion to watch from.
 #[derive(Debug, Clone)]

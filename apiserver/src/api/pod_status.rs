@@ -1,13 +1,78 @@
 //! The framework's writes on pods: the status subresource and binding to a node.
+//!
+//! The scheduler writes every pod at least twice (binding, then each status change), so
+//! its writes edit the stored JSON directly: decoding and re-encoding a whole typed pod
+//! per write cost more than the write itself. Only the parts a write reads (metadata and
+//! status, never the spec) are decoded.
+
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Map, Value};
 
-use super::objects::{k8s_time, to_value};
+use super::objects::{k8s_time, to_value, typed};
 use super::pods::{Binding, PODS, as_stored, conflict, is_conflict, pod_key};
 use super::{Api, RETRIES};
 use crate::error::{ApiError, CauseKind};
-use crate::store::{Precondition, WriteOp};
+use crate::store::{Precondition, WriteOp, object_rv};
 use crate::validation::{Causes, check_subdomain_name, is_qualified_name};
+
+/// What a status write reads of the stored pod: its metadata and status.
+#[derive(Debug, Clone, Default)]
+pub struct PodHead {
+    /// The stored metadata.
+    pub metadata: ObjectMeta,
+    /// The stored status.
+    pub status: Option<PodStatus>,
+}
+
+impl PodHead {
+    fn of(pod: &Value) -> Result<Self, ApiError> {
+        let part = |name: &str| pod.get(name).filter(|v| !v.is_null());
+        Ok(Self {
+            metadata: part("metadata").map(typed).transpose()?.unwrap_or_default(),
+            status: part("status").map(typed).transpose()?,
+        })
+    }
+}
+
+/// What [`Api::update_pod_status_with`] did.
+#[derive(Debug, Clone)]
+pub struct StatusWrite {
+    /// The pod's metadata and status before the write.
+    pub before: PodHead,
+    /// The pod's resourceVersion after the write; `None` when nothing was written (the
+    /// status was unchanged, or the caller declined).
+    pub written: Option<u64>,
+}
+
+/// 422 unless the status's phase is one Kubernetes knows.
+fn check_phase(status: &PodStatus, name: &str) -> Result<(), ApiError> {
+    let mut causes = Causes::default();
+    if let Some(phase) = status.phase.as_deref() {
+        const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+        if !PHASES.contains(&phase) {
+            causes.unsupported("status.phase", phase, &PHASES);
+        }
+    }
+    causes.into_result("Pod", name)
+}
+
+/// The object map of `v`'s member `key`, made one if missing or not an object (so
+/// never `None`; an `Option` only to spare a panic path).
+fn object_member<'a>(
+    v: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    let slot = v
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut()
+}
 
 impl Api {
     /// Replaces the pod's status (the status subresource): metadata and spec stay as
@@ -38,14 +103,7 @@ impl Api {
                 return Err(ApiError::stale("pods", name));
             }
             let status = make(&old)?;
-            let mut causes = Causes::default();
-            if let Some(phase) = status.phase.as_deref() {
-                const PHASES: [&str; 5] = ["Pending", "Running", "Succeeded", "Failed", "Unknown"];
-                if !PHASES.contains(&phase) {
-                    causes.unsupported("status.phase", phase, &PHASES);
-                }
-            }
-            causes.into_result("Pod", name)?;
+            check_phase(&status, name)?;
             let mut new = old.clone();
             new.status = Some(status);
             if new == old || dry_run {
@@ -66,6 +124,61 @@ impl Api {
         Err(ApiError::stale("pods", name))
     }
 
+    /// The status write the scheduler makes: `make` sees the stored metadata and status
+    /// and returns the new status, or `None` to write nothing. Retried on a fresh read if
+    /// another writer got in between; 404 if the pod is gone.
+    pub async fn update_pod_status_with(
+        &self,
+        namespace: &str,
+        name: &str,
+        make: impl Fn(&PodHead) -> Option<PodStatus>,
+    ) -> Result<StatusWrite, ApiError> {
+        for _ in 0..RETRIES {
+            let old = self.get_raw(PODS, namespace, name)?;
+            let old_rv = object_rv(&old).unwrap_or(0);
+            let before = PodHead::of(&old)?;
+            let Some(status) = make(&before) else {
+                return Ok(StatusWrite {
+                    before,
+                    written: None,
+                });
+            };
+            check_phase(&status, name)?;
+            let status = to_value(&status)?;
+            if old.get("status") == Some(&status) {
+                return Ok(StatusWrite {
+                    before,
+                    written: None,
+                });
+            }
+            let mut new = (*old).clone();
+            let Some(fields) = new.as_object_mut() else {
+                return Err(ApiError::Internal(format!(
+                    "stored pod {name} is not an object"
+                )));
+            };
+            fields.insert("status".into(), status);
+            let result = self
+                .commit(vec![WriteOp::Put {
+                    key: pod_key(namespace, name),
+                    object: new,
+                    precondition: Precondition::ResourceVersion(old_rv),
+                }])
+                .await;
+            match result {
+                Err(e) if is_conflict(&e) => continue,
+                Err(e) => return Err(e),
+                Ok(changes) => {
+                    return Ok(StatusWrite {
+                        before,
+                        written: changes.first().map(|c| c.rv),
+                    });
+                }
+            }
+        }
+        Err(ApiError::stale("pods", name))
+    }
+
     /// Binds the pod to `binding.node_name`, merging the annotations and setting the
     /// condition in one write. Idempotent for the same node; 409 if the pod is bound to
     /// another node or is being deleted.
@@ -75,6 +188,16 @@ impl Api {
         name: &str,
         binding: &Binding,
     ) -> Result<Pod, ApiError> {
+        typed(self.bind_pod_raw(namespace, name, binding).await?.as_ref())
+    }
+
+    /// [`Api::bind_pod`], answering with the stored JSON instead of a decoded pod.
+    pub async fn bind_pod_raw(
+        &self,
+        namespace: &str,
+        name: &str,
+        binding: &Binding,
+    ) -> Result<Arc<Value>, ApiError> {
         let mut causes = Causes::default();
         check_subdomain_name(&mut causes, "target.name", &binding.node_name);
         for k in binding.annotations.keys() {
@@ -87,57 +210,92 @@ impl Api {
             }
         }
         causes.into_result("Binding", name)?;
+        let condition = binding.condition.clone().unwrap_or_else(|| PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            last_transition_time: Some(k8s_time(self.now())),
+            ..Default::default()
+        });
+        let condition = to_value(&condition)?;
         for _ in 0..RETRIES {
-            let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
-            if old.metadata.deletion_timestamp.is_some() {
+            let old = self.get_raw(PODS, namespace, name)?;
+            let old_rv = object_rv(&old).unwrap_or(0);
+            if old
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null())
+            {
                 return Err(conflict(
                     name,
                     "pod is being deleted, cannot be assigned to a host",
                 ));
             }
-            let mut new = old.clone();
-            let spec = new.spec.get_or_insert_with(Default::default);
-            match spec.node_name.as_deref() {
+            match old.pointer("/spec/nodeName").and_then(Value::as_str) {
                 Some(n) if !n.is_empty() && n != binding.node_name => {
                     return Err(conflict(
                         name,
                         format!("pod {name} is already assigned to node \"{n}\""),
                     ));
                 }
-                _ => spec.node_name = Some(binding.node_name.clone()),
+                _ => {}
             }
-            let annotations = new
-                .metadata
-                .annotations
-                .get_or_insert_with(Default::default);
-            annotations.extend(binding.annotations.clone());
-            let condition = binding.condition.clone().unwrap_or_else(|| PodCondition {
-                type_: "PodScheduled".into(),
-                status: "True".into(),
-                last_transition_time: Some(k8s_time(self.now())),
-                ..Default::default()
-            });
-            let status = new.status.get_or_insert_with(Default::default);
-            let conditions = status.conditions.get_or_insert_with(Vec::new);
-            match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
-                Some(c) => *c = condition,
-                None => conditions.push(condition),
+            let mut new = (*old).clone();
+            let Some(fields) = new.as_object_mut() else {
+                return Err(ApiError::Internal(format!(
+                    "stored pod {name} is not an object"
+                )));
+            };
+            let malformed = || ApiError::Internal(format!("stored pod {name} is malformed"));
+            object_member(fields, "spec")
+                .ok_or_else(malformed)?
+                .insert("nodeName".into(), Value::String(binding.node_name.clone()));
+            let metadata = object_member(fields, "metadata").ok_or_else(malformed)?;
+            let annotations = object_member(metadata, "annotations").ok_or_else(malformed)?;
+            for (k, v) in &binding.annotations {
+                annotations.insert(k.clone(), Value::String(v.clone()));
             }
-            if new == old {
+            set_condition(
+                object_member(fields, "status").ok_or_else(malformed)?,
+                &condition,
+            );
+            if new == *old {
                 return Ok(old);
             }
             let result = self
                 .commit(vec![WriteOp::Put {
                     key: pod_key(namespace, name),
-                    object: to_value(&new)?,
+                    object: new,
                     precondition: Precondition::ResourceVersion(old_rv),
                 }])
                 .await;
             match result {
                 Err(e) if is_conflict(&e) => continue,
-                other => return as_stored(new, &other?),
+                Err(e) => return Err(e),
+                Ok(changes) => {
+                    return changes
+                        .first()
+                        .map(|c| Arc::clone(&c.object))
+                        .ok_or_else(|| ApiError::Internal("the store reported no change".into()));
+                }
             }
         }
         Err(ApiError::stale("pods", name))
+    }
+}
+
+/// Replaces the condition of the same type in `status.conditions`, or appends it.
+fn set_condition(status: &mut Map<String, Value>, condition: &Value) {
+    let slot = status
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    let Value::Array(conditions) = slot else {
+        return;
+    };
+    let kind = condition.get("type");
+    match conditions.iter_mut().find(|c| c.get("type") == kind) {
+        Some(c) => *c = condition.clone(),
+        None => conditions.push(condition.clone()),
     }
 }

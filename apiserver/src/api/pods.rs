@@ -7,11 +7,12 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use serde_json::Value;
 
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
-use super::{Api, ObjectList, ObjectStream, RETRIES, WriteOptions};
+use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
 use crate::decode::{FieldValidation, decode_typed};
 use crate::error::ApiError;
 use crate::patch::{self, PatchType};
 use crate::resource::Resource;
+use crate::selectors::Selectors;
 use crate::store::{Precondition, WriteOp, object_rv};
 use crate::validation::{validate_pod, validate_pod_update};
 
@@ -361,6 +362,16 @@ impl Api {
         from: u64,
     ) -> Result<ObjectStream<Pod>, ApiError> {
         self.watch_typed(PODS, namespace, from)
+    }
+
+    /// [`Api::watch_pods`] without decoding: each event carries the stored JSON. Same
+    /// ordering and expiry rules.
+    pub fn watch_pods_raw(
+        &self,
+        namespace: Option<&str>,
+        from: u64,
+    ) -> Result<RawStream, ApiError> {
+        self.watch_raw(PODS, namespace, Some(from), Selectors::default())
     }
 }
 

@@ -52,8 +52,10 @@ pub struct ObjectEvent<T> {
 /// A typed watch: events in resourceVersion order; an `Err` item ends it.
 pub type ObjectStream<T> = BoxStream<'static, Result<ObjectEvent<T>, ApiError>>;
 
-/// A raw watch: kind and object; an `Err` item ends it.
-pub(crate) type RawStream = BoxStream<'static, Result<(EventKind, Arc<Value>), ApiError>>;
+/// A raw watch: kind and the stored JSON object; an `Err` item ends it. For in-process
+/// consumers that look at a few fields of many events and would waste their time
+/// decoding whole objects.
+pub type RawStream = BoxStream<'static, Result<(EventKind, Arc<Value>), ApiError>>;
 
 /// Maps one store change to what a watcher with `sel` sees, if anything.
 fn classify(change: &Change, sel: &Selectors) -> Option<(EventKind, Arc<Value>)> {
