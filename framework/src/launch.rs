@@ -29,14 +29,6 @@ pub enum LaunchError {
     /// The task has no procured spec.
     #[error("task {0} has no placement")]
     NotPlaced(String),
-    /// The pod could not be serialised.
-    #[error("pod of task {task} cannot be encoded: {source}")]
-    Encode {
-        /// The task.
-        task: String,
-        /// Why.
-        source: serde_json::Error,
-    },
 }
 
 /// The executor's own CPU share: it supervises processes and relays
@@ -123,16 +115,14 @@ pub fn slim_pod(pod: &Pod) -> Pod {
     }
 }
 
-/// The `TaskInfo` for a placed task.
-pub fn task_info(task: &PodTask) -> Result<TaskInfo, LaunchError> {
+/// The `TaskInfo` for a placed task; `pod` is the bound pod's JSON, which
+/// the executor runs.
+pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> {
     let spec = task
         .spec
         .as_ref()
         .ok_or_else(|| LaunchError::NotPlaced(task.id.value.clone()))?;
-    let data = serde_json::to_vec(task.pod.as_ref()).map_err(|source| LaunchError::Encode {
-        task: task.id.value.clone(),
-        source,
-    })?;
+    let data = pod;
     let key = task.pod_key();
     Ok(TaskInfo {
         name: format!("{}/{}", key.namespace, key.name),
@@ -183,13 +173,17 @@ mod tests {
     #[test]
     fn a_placed_task_carries_the_pod_the_agent_and_the_grace_period() {
         let mut t = task(Some(7));
-        assert!(matches!(task_info(&t), Err(LaunchError::NotPlaced(_))));
+        let json = || serde_json::to_vec(t.pod.as_ref()).unwrap();
+        assert!(matches!(
+            task_info(&t, json()),
+            Err(LaunchError::NotPlaced(_))
+        ));
         t.spec = Some(Arc::new(Spec {
             agent_id: AgentId::new("a1"),
             hostname: "h1".into(),
             ..Default::default()
         }));
-        let info = task_info(&t).unwrap();
+        let info = task_info(&t, json()).unwrap();
         assert_eq!(info.name, "team/web");
         assert_eq!(info.agent_id, Some(AgentId::new("a1")));
         let pod: Pod = serde_json::from_slice(info.data.as_deref().unwrap()).unwrap();

@@ -5,10 +5,10 @@ pub mod executor;
 pub mod localmesos;
 pub mod scheduler;
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
-pub fn init_logging() {
+/// Logs to stderr, filtered by `RUST_LOG` (else by `default`, e.g. `info`).
+pub fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -210,7 +210,7 @@ impl Args {
 /// # Errors
 /// Bad flags, a part that cannot start, or another scheduler taking over.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    crate::cmd::init_logging();
+    crate::cmd::init_logging("info");
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let config = args.app_config()?;

@@ -3,37 +3,56 @@
 
 use std::sync::Arc;
 
+use futures::future::join_all;
+
 use super::Core;
 use super::schedule::Placed;
 
 impl Core {
-    /// Records the executor info a launch used on its agent, durably (one
-    /// key per agent), so later pods, and a restarted mesopod, name the
-    /// executor identically.
-    pub(super) async fn remember_executor(&mut self, tasks: &[Placed]) {
-        let Some(spec) = tasks.first().and_then(|p| p.task.spec.clone()) else {
-            return;
-        };
-        let Some(info) = spec.executor.clone() else {
-            return;
-        };
-        let agent = spec.agent_id.value.clone();
-        if self
-            .executors
-            .get(&agent)
-            .is_some_and(|known| **known == info)
-        {
-            return;
-        }
-        match serde_json::to_vec(&info) {
-            Ok(bytes) => {
-                if let Err(e) = self.api.put_meta(&executor_key(&agent), bytes).await {
-                    tracing::warn!(error = %e, "could not store an executor info");
-                }
+    /// Notes the executor info each placed task launches with on its agent,
+    /// and returns the durable write of the ones that changed (one key per
+    /// agent), so later pods, and a restarted mesopod, name the executor
+    /// identically. The write runs with the bindings, before the ACCEPT:
+    /// awaiting one write per new agent after it cost one commit each.
+    /// Recording an info whose launch then fails is harmless: the info is
+    /// consulted only for an agent whose offers show the executor running,
+    /// and a fresh launch there overwrites it.
+    pub(super) fn remember_executors(
+        &mut self,
+        placed: &[Placed],
+    ) -> impl Future<Output = ()> + Send + use<> {
+        let mut writes = Vec::new();
+        for spec in placed.iter().filter_map(|p| p.task.spec.as_ref()) {
+            let Some(info) = spec.executor.as_ref() else {
+                continue;
+            };
+            let agent = &spec.agent_id.value;
+            if self
+                .executors
+                .get(agent)
+                .is_some_and(|known| **known == *info)
+            {
+                continue;
             }
-            Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
+            match serde_json::to_vec(info) {
+                Ok(bytes) => writes.push((executor_key(agent), bytes)),
+                Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
+            }
+            self.executors.insert(agent.clone(), Arc::new(info.clone()));
         }
-        self.executors.insert(agent, Arc::new(info));
+        let api = self.api.clone();
+        async move {
+            // Concurrent writes share the store's group commits.
+            join_all(writes.into_iter().map(|(key, bytes)| {
+                let api = api.clone();
+                async move {
+                    if let Err(e) = api.put_meta(&key, bytes).await {
+                        tracing::warn!(error = %e, "could not store an executor info");
+                    }
+                }
+            }))
+            .await;
+        }
     }
 
     /// The info the agent's running executor was launched with: remembered,

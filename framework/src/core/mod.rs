@@ -65,6 +65,9 @@ pub enum Input {
     PodUpsert(Arc<Pod>),
     /// A pod left the store.
     PodDeleted(Arc<Pod>),
+    /// A pod that is bound and not being deleted changed (its status, most
+    /// likely): only its identity is decoded.
+    PodSettled(PodKey),
     /// The pod watch broke and was restarted from a fresh list.
     PodResync(Vec<Arc<Pod>>),
     /// An operator asked for reconciliation (debug action).
@@ -249,13 +252,18 @@ impl Core {
                 },
                 _ = tick.tick() => {}
             }
+            let t0 = std::time::Instant::now();
+            let inputs_handled = batch.len();
             let mut updates = Vec::new();
             for input in batch.drain(..) {
                 self.handle(input, &mut updates).await?;
             }
+            let updates_applied = updates.len();
+            let t1 = std::time::Instant::now();
             if !updates.is_empty() {
                 self.apply_updates(updates).await;
             }
+            let t2 = std::time::Instant::now();
             // Pacing is about CPU, not about the business clock: it reads
             // the monotonic clock, so a test's frozen clock cannot stop it.
             let pace = std::time::Instant::now();
@@ -263,7 +271,24 @@ impl Core {
                 self.next_sweep = pace + self.config.sweep_interval;
                 self.sweep().await;
             }
+            let t3 = std::time::Instant::now();
+            let (queued, offers) = (self.queue.len(), self.offers.len());
             self.schedule().await;
+            let t4 = std::time::Instant::now();
+            // Where a turn's time went: the first thing to read when the
+            // loop falls behind (RUST_LOG=mesopod::turns=trace).
+            tracing::trace!(
+                target: "mesopod::turns",
+                inputs_handled,
+                updates_applied,
+                queued,
+                offers,
+                handle_us = (t1 - t0).as_micros() as u64,
+                apply_us = (t2 - t1).as_micros() as u64,
+                sweep_us = (t3 - t2).as_micros() as u64,
+                schedule_us = (t4 - t3).as_micros() as u64,
+                "turn"
+            );
             if pace >= self.next_publish {
                 self.next_publish = pace + PUBLISH_EVERY;
                 self.publish();
@@ -289,6 +314,7 @@ impl Core {
             Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, updates).await,
             Input::PodUpsert(pod) => self.on_pod(pod).await,
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod).await,
+            Input::PodSettled(key) => self.on_pod_settled(&key),
             Input::PodResync(pods) => self.on_resync(pods).await,
             Input::Reconcile { explicit } => {
                 if explicit {

@@ -8,6 +8,7 @@ use apiserver::{Api, ApiError, EventKind};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use registry::{Flag, PodKey, PodTask, Registry};
+use serde::Deserialize as _;
 use tokio::sync::mpsc;
 
 use super::{Core, Input, KillReason, SCHEDULER_NAMES};
@@ -96,6 +97,12 @@ impl Core {
         }
     }
 
+    /// A pod that is bound and not being deleted: all the core does for it
+    /// is make sure it no longer waits to be placed.
+    pub(super) fn on_pod_settled(&mut self, key: &PodKey) {
+        self.forget_waiting(key);
+    }
+
     fn forget_waiting(&mut self, key: &PodKey) {
         self.queue.remove(key);
         self.waiting.remove(key);
@@ -144,7 +151,7 @@ pub(super) fn spawn_pod_watch(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let mut stream = match api.watch_pods(None, from) {
+            let mut stream = match api.watch_pods_raw(None, from) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "pod watch failed; relisting");
@@ -160,12 +167,10 @@ pub(super) fn spawn_pod_watch(
             let mut expired = false;
             while let Some(item) = stream.next().await {
                 match item {
-                    Ok(ev) => {
-                        from = ev.resource_version;
-                        let pod = Arc::new(ev.object);
-                        let input = match ev.kind {
-                            EventKind::Deleted => Input::PodDeleted(pod),
-                            EventKind::Added | EventKind::Modified => Input::PodUpsert(pod),
+                    Ok((kind, object)) => {
+                        from = apiserver::store::object_rv(&object).unwrap_or(from);
+                        let Some(input) = pod_input(kind, &object) else {
+                            continue;
                         };
                         if inputs.send(input).await.is_err() {
                             return;
@@ -189,6 +194,41 @@ pub(super) fn spawn_pod_watch(
                 }
             }
         }
+    })
+}
+
+/// What the core needs to hear of one pod event. Most events of a busy
+/// cluster are status writes on bound pods, for which the core only needs
+/// the pod's identity: those are not decoded.
+fn pod_input(kind: EventKind, object: &serde_json::Value) -> Option<Input> {
+    let bound = object
+        .pointer("/spec/nodeName")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let terminating = object
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    if kind != EventKind::Deleted && bound && !terminating {
+        let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
+        return Some(Input::PodSettled(PodKey {
+            namespace: text("/metadata/namespace")
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default")
+                .to_owned(),
+            name: text("/metadata/name")?.to_owned(),
+            uid: text("/metadata/uid").unwrap_or_default().to_owned(),
+        }));
+    }
+    let pod = match Pod::deserialize(object) {
+        Ok(pod) => Arc::new(pod),
+        Err(e) => {
+            tracing::warn!(error = %e, "skipping a stored pod that cannot be read");
+            return None;
+        }
+    };
+    Some(match kind {
+        EventKind::Deleted => Input::PodDeleted(pod),
+        EventKind::Added | EventKind::Modified => Input::PodUpsert(pod),
     })
 }
 

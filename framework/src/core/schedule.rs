@@ -53,6 +53,8 @@ pub(super) struct Placed {
     offer: usize,
     queued: SystemTime,
     changes: Changes,
+    /// The bound pod as stored, for the executor; empty until bound.
+    bound: Vec<u8>,
 }
 
 impl Core {
@@ -65,7 +67,9 @@ impl Core {
         if ready.is_empty() || self.offers.is_empty() {
             return;
         }
+        let ta = std::time::Instant::now();
         let attempts = self.admit(ready, now).await;
+        let tb = std::time::Instant::now();
         if attempts.is_empty() {
             return;
         }
@@ -97,6 +101,7 @@ impl Core {
         if views.is_empty() {
             return;
         }
+        let tc = std::time::Instant::now();
         let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
         let mut placed = Vec::new();
         let mut unschedulable = Vec::new();
@@ -111,17 +116,36 @@ impl Core {
                         offer,
                         queued,
                         changes: attempt.changes,
+                        bound: Vec::new(),
                     });
                 }
                 Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
             }
         }
+        let td = std::time::Instant::now();
+        let n_unschedulable = unschedulable.len();
         self.report_unschedulable(unschedulable).await;
         if placed.is_empty() {
             return;
         }
+        let n_placed = placed.len();
+        let te = std::time::Instant::now();
         let bound = self.bind(placed).await;
+        let tf = std::time::Instant::now();
         self.accept(bound, &views, now).await;
+        let tg = std::time::Instant::now();
+        tracing::trace!(
+            target: "mesopod::turns",
+            placed = n_placed,
+            unschedulable = n_unschedulable,
+            admit_us = (tb - ta).as_micros() as u64,
+            offers_us = (tc - tb).as_micros() as u64,
+            place_us = (td - tc).as_micros() as u64,
+            report_us = (te - td).as_micros() as u64,
+            bind_us = (tf - te).as_micros() as u64,
+            accept_us = (tg - tf).as_micros() as u64,
+            "scheduling round"
+        );
     }
 
     /// Finds the best offer for one pod, counting offers already used
@@ -281,11 +305,13 @@ impl Core {
         .await;
     }
 
-    /// Binds every placed pod durably, concurrently. A pod that cannot be
+    /// Binds every placed pod durably, concurrently, and stores the executor
+    /// infos they launch with. A pod that cannot be
     /// bound (deleted meanwhile) loses its task before anything is launched.
     async fn bind(&mut self, placed: Vec<Placed>) -> Vec<Placed> {
         let api = self.api.clone();
-        let results = join_all(placed.iter().map(|p| {
+        let executors = self.remember_executors(&placed);
+        let binds = join_all(placed.iter().map(|p| {
             let api = api.clone();
             let key = p.task.pod_key();
             let mut annotations = p.changes.annotations.clone();
@@ -302,7 +328,9 @@ impl Core {
             };
             let labels = p.changes.labels.clone();
             async move {
-                let pod = api.bind_pod(&key.namespace, &key.name, &binding).await?;
+                let pod = api
+                    .bind_pod_raw(&key.namespace, &key.name, &binding)
+                    .await?;
                 if labels.is_empty() {
                     return Ok(pod);
                 }
@@ -316,14 +344,25 @@ impl Core {
                     &patch,
                 )
                 .await
+                .and_then(|pod| {
+                    serde_json::to_value(pod).map(Arc::new).map_err(|e| {
+                        apiserver::ApiError::Internal(format!("cannot encode a pod: {e}"))
+                    })
+                })
             }
-        }))
-        .await;
+        }));
+        let (results, ()) = futures::join!(binds, executors);
         let mut bound = Vec::new();
         for (mut p, result) in placed.into_iter().zip(results) {
             match result {
                 Ok(pod) => {
-                    p.task.pod = Arc::new(pod);
+                    // The registry keeps only what it needs of a launched
+                    // pod; the executor gets the whole bound pod.
+                    let mut slim = slim_pod(&p.task.pod);
+                    slim.metadata.resource_version =
+                        apiserver::store::object_rv(&pod).map(|rv| rv.to_string());
+                    p.bound = serde_json::to_vec(pod.as_ref()).unwrap_or_default();
+                    p.task.pod = Arc::new(slim);
                     p.task.set(Flag::Bound);
                     match self.registry.update(p.task.clone()) {
                         Ok(task) => {
@@ -350,19 +389,19 @@ impl Core {
         }
         let mut events = Vec::new();
         let mut calls = Vec::new();
-        for (offer, tasks) in by_offer {
+        for (offer, mut tasks) in by_offer {
             let offer_id = views[offer].id().clone();
             self.offers.take(&offer_id.value);
             let infos: Vec<TaskInfo> = tasks
-                .iter()
-                .filter_map(|p| task_info(&p.task).ok())
+                .iter_mut()
+                .filter_map(|p| task_info(&p.task, std::mem::take(&mut p.bound)).ok())
                 .collect();
             calls.push((offer_id, infos, tasks));
         }
         let mesos = self.mesos.clone();
-        let results = join_all(calls.iter().map(|(offer_id, infos, _)| {
+        let results = join_all(calls.iter_mut().map(|(offer_id, infos, _)| {
             let mesos = mesos.clone();
-            let call = accept_call(offer_id.clone(), infos.clone());
+            let call = accept_call(offer_id.clone(), std::mem::take(infos));
             async move { mesos.call(call).await }
         }))
         .await;
@@ -370,7 +409,6 @@ impl Core {
         for ((_, _, tasks), result) in calls.into_iter().zip(results) {
             match result {
                 Ok(()) => {
-                    self.remember_executor(&tasks).await;
                     for p in tasks {
                         let latency = now.duration_since(p.queued).unwrap_or_default();
                         self.observed.metrics.scheduled(latency);
@@ -386,11 +424,6 @@ impl Core {
                             key.namespace, key.name
                         );
                         events.push(pod_event(&p.task.pod, "Normal", "Scheduled", msg, now));
-                        let mut slim = p.task;
-                        slim.pod = Arc::new(slim_pod(&slim.pod));
-                        if let Err(e) = self.registry.update(slim) {
-                            tracing::debug!(error = %e, "launched task left the registry");
-                        }
                     }
                 }
                 Err(e) => {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use apiserver::ApiError;
+use apiserver::{ApiError, PodHead};
 use futures::future::join_all;
 use mesos::proto::json::WireEnum;
 use mesos::proto::scheduler::{Call, Event, call, event};
@@ -301,40 +301,43 @@ async fn write_status(
     let key = task.pod_key();
     let state = TaskState::try_from(status.state).unwrap_or(TaskState::TaskUnknown);
     let terminal = task.state.is_terminal();
-    let pod = match api.get_pod(&key.namespace, &key.name) {
-        Ok(pod) if key.uid.is_empty() || pod.metadata.uid.as_deref() == Some(key.uid.as_str()) => {
-            pod
-        }
-        Ok(_) | Err(ApiError::NotFound { .. }) => {
-            return Ok(Written {
-                task: Box::new(task.clone()),
-                terminal,
-                finalize: false,
-                running: None,
-            });
-        }
+    let ours = |head: &PodHead| {
+        key.uid.is_empty() || head.metadata.uid.as_deref() == Some(key.uid.as_str())
+    };
+    let result = api
+        .update_pod_status_with(&key.namespace, &key.name, |head| {
+            // Another pod of the same name: not the one this task ran for.
+            if !ours(head) {
+                return None;
+            }
+            let mut new_status = pod_status_for(status, head.status.as_ref(), now);
+            if terminal
+                && let Some(why) = kill_reasons.get(&task.id)
+                && new_status.phase.as_deref() == Some("Failed")
+                && why.reason != "Deleted"
+            {
+                new_status.reason = Some(why.reason.clone());
+                new_status.message = Some(why.message.clone());
+            }
+            Some(new_status)
+        })
+        .await;
+    let gone = Written {
+        task: Box::new(task.clone()),
+        terminal,
+        finalize: false,
+        running: None,
+    };
+    let before = match result {
+        Ok(write) if ours(&write.before) => write.before,
+        Ok(_) | Err(ApiError::NotFound { .. }) => return Ok(gone),
         Err(e) => return Err(e),
     };
-    let mut new_status = pod_status_for(status, pod.status.as_ref(), now);
-    if terminal
-        && let Some(why) = kill_reasons.get(&task.id)
-        && new_status.phase.as_deref() == Some("Failed")
-        && why.reason != "Deleted"
-    {
-        new_status.reason = Some(why.reason.clone());
-        new_status.message = Some(why.message.clone());
-    }
-    let was_running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-    match api
-        .update_pod_status(&key.namespace, &key.name, new_status)
-        .await
-    {
-        Ok(_) | Err(ApiError::NotFound { .. }) => {}
-        Err(e) => return Err(e),
-    }
+    let was_running = before.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
     let running = (state == TaskState::TaskRunning && !was_running)
         .then(|| {
-            pod.metadata
+            before
+                .metadata
                 .creation_timestamp
                 .as_ref()
                 .map(apiserver::system_time)
@@ -344,7 +347,7 @@ async fn write_status(
         task: Box::new(task.clone()),
         terminal,
         finalize: terminal
-            && (task.has(Flag::Deleted) || pod.metadata.deletion_timestamp.is_some()),
+            && (task.has(Flag::Deleted) || before.metadata.deletion_timestamp.is_some()),
         running,
     })
 }
