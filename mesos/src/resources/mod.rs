@@ -41,8 +41,9 @@ mod error;
 mod parse;
 mod quantity;
 mod ranges;
+mod vecmap;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 
@@ -56,6 +57,7 @@ use crate::proto::{Resource, resource, value};
 use quantity::{
     Quantity, format_milli, format_ranges, format_set, milli_to_scalar, scalar_to_milli,
 };
+use vecmap::VecMap;
 
 /// The unreserved role.
 pub const UNRESERVED: &str = "*";
@@ -82,7 +84,7 @@ struct Entry {
 /// A normalised bag of resources. See the [module docs](self) for the rules.
 #[derive(Clone, Default)]
 pub struct Resources {
-    entries: BTreeMap<Key, Entry>,
+    entries: VecMap<Key, Entry>,
 }
 
 /// The wire resources, so that test failures read like offers.
