@@ -393,6 +393,21 @@ fn check_group(
     Ok((needs, exec_need, exec))
 }
 
+/// What the master keeps of a launched task's info, as Mesos' master does:
+/// no `data` (the pod, for mesopod), no executor or command (the agent has
+/// them), no resources (kept once, in the task's own bag). With thousands of
+/// tasks these were most of the master's memory.
+fn master_copy(task: &TaskInfo) -> TaskInfo {
+    TaskInfo {
+        name: task.name.clone(),
+        task_id: task.task_id.clone(),
+        agent_id: task.agent_id.clone(),
+        kill_policy: task.kill_policy,
+        labels: task.labels.clone(),
+        ..Default::default()
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn register(
     st: &mut State,
@@ -420,7 +435,7 @@ fn register(
     fw.tasks.insert(
         task_id.value.clone(),
         Task {
-            info: task.clone(),
+            info: master_copy(task),
             agent_id: AgentId::new(agent_id),
             executor_id,
             custom_executor: exec.is_some() && !runs_default,
