@@ -129,7 +129,7 @@ pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> 
         task_id: Some(task.id.clone()),
         agent_id: Some(spec.agent_id.clone()),
         resources: spec.resources.clone(),
-        executor: spec.executor.clone(),
+        executor: spec.executor.as_deref().cloned(),
         data: Some(data),
         kill_policy: Some(KillPolicy {
             grace_period: Some(DurationInfo::from_duration(grace_period(task))),

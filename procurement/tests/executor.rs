@@ -114,7 +114,7 @@ fn an_agent_running_our_executor_reuses_it_at_no_cost() {
         .with_running_executor(Arc::new(launched.clone()));
     let mut state = ProcureState::new(&o).unwrap();
     let spec = state.place(&pl, &mut t, &node).unwrap();
-    assert_eq!(spec.executor, Some(launched));
+    assert_eq!(spec.executor.as_deref(), Some(&launched));
 }
 
 #[test]

@@ -127,10 +127,10 @@ pub fn recover_from(pod: &Pod, now: SystemTime) -> Result<Option<PodTask>, Recov
         hostname: hostname.to_owned(),
         resources: Vec::new(),
         port_mappings,
-        executor: Some(ExecutorInfo {
+        executor: Some(Arc::new(ExecutorInfo {
             executor_id: Some(ExecutorId::new(executor_id)),
             ..ExecutorInfo::default()
-        }),
+        })),
     }));
     task.offer_id = Some(OfferId::new(offer_id));
     task.set(Flag::Launched);

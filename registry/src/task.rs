@@ -111,8 +111,10 @@ pub struct Spec {
     pub resources: Vec<Resource>,
     /// Host ports given to container ports.
     pub port_mappings: Vec<PortMapping>,
-    /// The executor attached to the `TaskInfo`.
-    pub executor: Option<ExecutorInfo>,
+    /// The executor attached to the `TaskInfo`. Shared: every task on an
+    /// agent names the same executor, and a copy per task was a third of
+    /// the registry's memory.
+    pub executor: Option<Arc<ExecutorInfo>>,
 }
 
 impl Spec {

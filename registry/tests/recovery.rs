@@ -46,10 +46,10 @@ fn placed() -> PodTask {
                 name: None,
             },
         ],
-        executor: Some(ExecutorInfo {
+        executor: Some(Arc::new(ExecutorInfo {
             executor_id: Some(ExecutorId::new("mesopod-exec-4f2a")),
             ..ExecutorInfo::default()
-        }),
+        })),
     }));
     t.offer_id = Some(OfferId::new("offer-99"));
     t.set(Flag::Launched);
@@ -126,7 +126,7 @@ fn resources_and_executor_details_are_not_recovered() {
         name: "cpus".into(),
         ..Default::default()
     }];
-    spec.executor.as_mut().unwrap().name = Some("mesopod".into());
+    Arc::make_mut(spec.executor.as_mut().unwrap()).name = Some("mesopod".into());
     t.spec = Some(Arc::new(spec));
     let r = recover_from(&bind(&t), at(0)).unwrap().unwrap();
     let r = r.spec.unwrap();

@@ -30,15 +30,15 @@ impl Core {
             if self
                 .executors
                 .get(agent)
-                .is_some_and(|known| **known == *info)
+                .is_some_and(|known| Arc::ptr_eq(known, info) || **known == **info)
             {
                 continue;
             }
-            match serde_json::to_vec(info) {
+            match serde_json::to_vec(info.as_ref()) {
                 Ok(bytes) => writes.push((executor_key(agent), bytes)),
                 Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
             }
-            self.executors.insert(agent.clone(), Arc::new(info.clone()));
+            self.executors.insert(agent.clone(), Arc::clone(info));
         }
         let api = self.api.clone();
         async move {

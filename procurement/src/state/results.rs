@@ -1,6 +1,8 @@
 //! Writing a state out as Mesos resources and a registry spec: done only
 //! for results, never inside an attempt.
 
+use std::sync::Arc;
+
 use mesos::proto::{ExecutorInfo, Resource, value};
 use mesos::resources::Resources;
 use registry::{PortMapping, Spec};
@@ -68,12 +70,13 @@ impl ProcureState {
         };
         let executor = match &self.pod_executor {
             PodExecutor::None => None,
-            PodExecutor::Running(info) => Some((**info).clone()),
-            PodExecutor::Configured(info) => Some(with_framework((**info).clone())),
+            PodExecutor::Running(info) => Some(Arc::clone(info)),
+            PodExecutor::Configured(info) if info.framework_id.is_some() => Some(Arc::clone(info)),
+            PodExecutor::Configured(info) => Some(Arc::new(with_framework((**info).clone()))),
             PodExecutor::Procured => self.procured_executor.as_ref().map(|info| {
                 let mut e = (**info).clone();
                 e.resources = self.resources_of(&self.log, Owner::Executor);
-                with_framework(e)
+                Arc::new(with_framework(e))
             }),
         };
         Spec {
