@@ -245,6 +245,11 @@ pub struct Selectors {
 }
 
 impl Selectors {
+    /// Whether these select every object (no terms at all).
+    pub fn is_everything(&self) -> bool {
+        self.labels.0.is_empty() && self.fields.0.is_empty()
+    }
+
     /// Parses both (empty strings select everything).
     pub fn parse(label: &str, field: &str, resource: Resource) -> Result<Self, ApiError> {
         Ok(Self {

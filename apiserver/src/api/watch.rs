@@ -60,7 +60,12 @@ pub type RawStream = BoxStream<'static, Result<(EventKind, Arc<Value>), ApiError
 /// Maps one store change to what a watcher with `sel` sees, if anything.
 fn classify(change: &Change, sel: &Selectors) -> Option<(EventKind, Arc<Value>)> {
     let now = sel.matches(&change.object);
-    let before = change.previous.as_deref().is_some_and(|p| sel.matches(p));
+    // Without selectors every object matches, and the previous one need not be decoded.
+    let before = match &change.previous {
+        None => false,
+        Some(_) if sel.is_everything() => true,
+        Some(p) => p.decode().is_ok_and(|p| sel.matches(&p)),
+    };
     let kind = match change.kind {
         ChangeKind::Added if now => EventKind::Added,
         ChangeKind::Modified if now && before => EventKind::Modified,
@@ -164,7 +169,7 @@ mod tests {
             kind,
             key: "pods/d/a".into(),
             object: Arc::new(now),
-            previous: prev.map(Arc::new),
+            previous: prev.map(|p| crate::store::Stored::encode(&p, 1).unwrap()),
         }
     }
 

@@ -16,10 +16,12 @@ use serde_json::Value;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, oneshot};
+use std::sync::Weak;
 
-use super::watcher::Watcher;
-use super::{Change, ChangeKind, Precondition, StoreError, StoreFuture, WriteOp, object_rv};
+use tokio::sync::oneshot;
+
+use super::watcher::{Subscriber, Watcher};
+use super::{Change, ChangeKind, Precondition, StoreError, StoreFuture, Stored, WriteOp};
 
 /// How long the committer waits for more writers when fewer are queued than joined the
 /// previous batch. Writers answered by one batch resubmit while the next one starts;
@@ -37,17 +39,13 @@ const MAX_BATCH: usize = 1024;
 /// client relists, which is cheap at this scale.
 pub(crate) const HISTORY: usize = 10_000;
 
-/// Live changes a watcher may fall behind before it is cut off with Expired (it then
-/// relists) instead of the store buffering without bound.
-const FANOUT_CAPACITY: usize = 8192;
-
 /// What a durable backend does with a committed batch.
 pub(crate) trait Persist: Send + 'static {
     /// Writes the batch atomically: `objects` in order (`None` removes), `meta` values,
     /// and the new global resourceVersion. Returns only once durable.
     fn write(
         &mut self,
-        objects: &[(String, Option<Arc<Value>>)],
+        objects: &[(String, Option<Stored>)],
         meta: &[(String, Vec<u8>)],
         rv: u64,
     ) -> Result<(), StoreError>;
@@ -56,13 +54,13 @@ pub(crate) trait Persist: Send + 'static {
 /// What a backend hands the engine at start.
 #[derive(Default)]
 pub(crate) struct Loaded {
-    pub(crate) objects: BTreeMap<String, Arc<Value>>,
+    pub(crate) objects: BTreeMap<String, Stored>,
     pub(crate) meta: HashMap<String, Vec<u8>>,
     pub(crate) rv: u64,
 }
 
 struct State {
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: BTreeMap<String, Stored>,
     meta: HashMap<String, Vec<u8>>,
     rv: u64,
 }
@@ -73,7 +71,17 @@ struct Hub {
     /// A watch may start from any resourceVersion >= horizon: every change after it is
     /// still in `history`.
     horizon: u64,
-    tx: broadcast::Sender<Arc<Change>>,
+    /// Every open watch; dropped watches are pruned as changes are published.
+    subscribers: Vec<Weak<Subscriber>>,
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        // The store is gone: open watches end once they have read what is queued.
+        for sub in self.subscribers.iter().filter_map(Weak::upgrade) {
+            sub.close();
+        }
+    }
 }
 
 struct Shared {
@@ -101,13 +109,12 @@ impl Engine {
         persist: P,
         history: usize,
     ) -> Result<Self, StoreError> {
-        let (fan_tx, _) = broadcast::channel(FANOUT_CAPACITY);
         let shared = Arc::new(Shared {
             hub: Mutex::new(Hub {
                 history: VecDeque::new(),
                 capacity: history.max(1),
                 horizon: loaded.rv,
-                tx: fan_tx,
+                subscribers: Vec::new(),
             }),
             state: RwLock::new(State {
                 objects: loaded.objects,
@@ -142,22 +149,31 @@ impl Engine {
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<Arc<Value>> {
-        read(&self.shared.state).objects.get(key).cloned()
+        let stored = read(&self.shared.state).objects.get(key).cloned()?;
+        decoded(key, &stored)
     }
 
     pub(crate) fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
-        let state = read(&self.shared.state);
-        let items = state
-            .objects
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| Arc::clone(v))
+        // Copy the (cheap) encoded objects under the lock, decode outside it.
+        let (stored, rv): (Vec<(String, Stored)>, u64) = {
+            let state = read(&self.shared.state);
+            let items = state
+                .objects
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            (items, state.rv)
+        };
+        let items = stored
+            .iter()
+            .filter_map(|(key, v)| decoded(key, v))
             .collect();
-        (items, state.rv)
+        (items, rv)
     }
 
     pub(crate) fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
-        let hub = lock(&self.shared.hub);
+        let mut hub = lock(&self.shared.hub);
         if from < hub.horizon {
             return Err(StoreError::Expired {
                 requested: from,
@@ -170,12 +186,9 @@ impl Engine {
             .filter(|c| c.rv > from && c.key.starts_with(prefix))
             .cloned()
             .collect();
-        Ok(Watcher::new(
-            prefix.to_string(),
-            replay,
-            hub.tx.subscribe(),
-            from,
-        ))
+        let live = Subscriber::new(prefix.to_string());
+        hub.subscribers.push(Arc::downgrade(&live));
+        Ok(Watcher::new(replay, live, from))
     }
 
     pub(crate) fn resource_version(&self) -> u64 {
@@ -212,8 +225,8 @@ fn lock(hub: &Mutex<Hub>) -> std::sync::MutexGuard<'_, Hub> {
 /// The batch being built: object writes in order, their latest value per key, meta writes.
 #[derive(Default)]
 struct Batch {
-    latest: HashMap<String, Option<Arc<Value>>>,
-    writes: Vec<(String, Option<Arc<Value>>)>,
+    latest: HashMap<String, Option<Stored>>,
+    writes: Vec<(String, Option<Stored>)>,
     meta: Vec<(String, Vec<u8>)>,
     rv: u64,
 }
@@ -281,7 +294,7 @@ fn plan(
     batch: &mut Batch,
     ops: Vec<WriteOp>,
 ) -> Result<Vec<Arc<Change>>, StoreError> {
-    let mut local: HashMap<String, Option<Arc<Value>>> = HashMap::new();
+    let mut local: HashMap<String, Option<Stored>> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut meta = Vec::new();
     let mut changes = Vec::new();
@@ -291,7 +304,7 @@ fn plan(
             WriteOp::PutMeta { key, value } => meta.push((key, value)),
             WriteOp::Check { key, precondition } => {
                 let current = current(state, batch, &local, &key);
-                check(&key, current.as_deref(), precondition)?;
+                check(&key, current.as_ref(), precondition)?;
             }
             WriteOp::CheckEmpty { prefix } => {
                 if any_under(state, batch, &local, &prefix) {
@@ -304,10 +317,12 @@ fn plan(
                 precondition,
             } => {
                 let current = current(state, batch, &local, &key);
-                check(&key, current.as_deref(), precondition)?;
+                check(&key, current.as_ref(), precondition)?;
                 rv += 1;
                 stamp(&key, &mut object, rv)?;
+                let stored = Stored::encode(&object, rv)?;
                 let object = Arc::new(object);
+                let stored = stored.with_hot(&object);
                 let kind = if current.is_some() {
                     ChangeKind::Modified
                 } else {
@@ -317,10 +332,10 @@ fn plan(
                     rv,
                     kind,
                     key: key.clone(),
-                    object: Arc::clone(&object),
+                    object,
                     previous: current,
                 }));
-                local.insert(key.clone(), Some(object));
+                local.insert(key.clone(), Some(stored));
                 order.push(key);
             }
             WriteOp::Delete { key, precondition } => {
@@ -330,7 +345,7 @@ fn plan(
                 };
                 check(&key, Some(&previous), precondition)?;
                 rv += 1;
-                let mut last = (*previous).clone();
+                let mut last = previous.decode()?;
                 stamp(&key, &mut last, rv)?;
                 changes.push(Arc::new(Change {
                     rv,
@@ -357,9 +372,9 @@ fn plan(
 fn current(
     state: &State,
     batch: &Batch,
-    local: &HashMap<String, Option<Arc<Value>>>,
+    local: &HashMap<String, Option<Stored>>,
     key: &str,
-) -> Option<Arc<Value>> {
+) -> Option<Stored> {
     if let Some(v) = local.get(key) {
         return v.clone();
     }
@@ -372,7 +387,7 @@ fn current(
 fn any_under(
     state: &State,
     batch: &Batch,
-    local: &HashMap<String, Option<Arc<Value>>>,
+    local: &HashMap<String, Option<Stored>>,
     prefix: &str,
 ) -> bool {
     let staged = local.keys().chain(batch.latest.keys());
@@ -387,7 +402,7 @@ fn any_under(
         .any(|k| current(state, batch, local, k).is_some())
 }
 
-fn check(key: &str, current: Option<&Value>, pre: Precondition) -> Result<(), StoreError> {
+fn check(key: &str, current: Option<&Stored>, pre: Precondition) -> Result<(), StoreError> {
     match (pre, current) {
         (Precondition::None, _) => Ok(()),
         (Precondition::Absent, None) => Ok(()),
@@ -397,7 +412,7 @@ fn check(key: &str, current: Option<&Value>, pre: Precondition) -> Result<(), St
         }
         (Precondition::Present, Some(_)) => Ok(()),
         (Precondition::ResourceVersion(expected), Some(obj)) => {
-            let actual = object_rv(obj).unwrap_or(0);
+            let actual = obj.rv();
             if actual == expected {
                 Ok(())
             } else {
@@ -407,6 +422,18 @@ fn check(key: &str, current: Option<&Value>, pre: Precondition) -> Result<(), St
                     actual,
                 })
             }
+        }
+    }
+}
+
+/// `stored` decoded for a reader; a failure (memory corruption: the store wrote the text
+/// itself) is logged and reads as absent rather than taking the process down.
+fn decoded(key: &str, stored: &Stored) -> Option<Arc<Value>> {
+    match stored.value() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            tracing::error!(key, error = %e, "stored object cannot be decoded");
+            None
         }
     }
 }
@@ -444,14 +471,23 @@ fn publish(shared: &Shared, batch: Batch, accepted: &[(Reply, Vec<Arc<Change>>)]
         }
         state.rv = batch.rv;
     }
-    for change in accepted.iter().flat_map(|(_, changes)| changes) {
+    let changes: Vec<Arc<Change>> = accepted
+        .iter()
+        .flat_map(|(_, changes)| changes.iter().cloned())
+        .collect();
+    for change in &changes {
         if hub.history.len() >= hub.capacity
             && let Some(evicted) = hub.history.pop_front()
         {
             hub.horizon = evicted.rv;
         }
         hub.history.push_back(Arc::clone(change));
-        // No receiver is not an error: nobody is watching.
-        let _ = hub.tx.send(Arc::clone(change));
     }
+    hub.subscribers.retain(|weak| match weak.upgrade() {
+        Some(sub) => {
+            sub.offer(&changes);
+            true
+        }
+        None => false,
+    });
 }

@@ -12,7 +12,7 @@ struct Nothing;
 impl Persist for Nothing {
     fn write(
         &mut self,
-        _objects: &[(String, Option<Arc<Value>>)],
+        _objects: &[(String, Option<super::Stored>)],
         _meta: &[(String, Vec<u8>)],
         _rv: u64,
     ) -> Result<(), StoreError> {

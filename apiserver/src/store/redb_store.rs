@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::engine::{Engine, HISTORY, Loaded, Persist};
 use super::memory::delegate_store;
-use super::{Change, Store, StoreError, StoreFuture, Watcher, WriteOp};
+use super::{Change, Store, StoreError, StoreFuture, Stored, Watcher, WriteOp};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -36,7 +36,7 @@ struct Redb(Database);
 impl Persist for Redb {
     fn write(
         &mut self,
-        objects: &[(String, Option<Arc<Value>>)],
+        objects: &[(String, Option<Stored>)],
         meta: &[(String, Vec<u8>)],
         rv: u64,
     ) -> Result<(), StoreError> {
@@ -46,10 +46,7 @@ impl Persist for Redb {
             for (key, value) in objects {
                 match value {
                     Some(v) => {
-                        let bytes = serde_json::to_vec(v.as_ref()).map_err(storage)?;
-                        table
-                            .insert(key.as_str(), bytes.as_slice())
-                            .map_err(storage)?;
+                        table.insert(key.as_str(), v.json()).map_err(storage)?;
                     }
                     None => {
                         table.remove(key.as_str()).map_err(storage)?;
@@ -106,11 +103,9 @@ fn load(db: &Database) -> Result<Loaded, StoreError> {
         .map_err(storage)?
     {
         let (k, v) = entry.map_err(storage)?;
-        let value: Value = serde_json::from_slice(v.value())
+        let stored = Stored::from_json(v.value())
             .map_err(|e| StoreError::Storage(format!("object {}: {e}", k.value())))?;
-        loaded
-            .objects
-            .insert(k.value().to_string(), Arc::new(value));
+        loaded.objects.insert(k.value().to_string(), stored);
     }
     for entry in txn
         .open_table(META)

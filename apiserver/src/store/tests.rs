@@ -157,6 +157,36 @@ async fn a_watch_older_than_the_history_is_expired() {
 }
 
 #[tokio::test]
+async fn a_watcher_queues_only_its_prefix_is_cut_off_when_too_far_behind_and_ends_with_the_store() {
+    let s = MemoryStore::new().unwrap();
+    let mut pods = s.watch("pods/", 0).unwrap();
+    let mut behind = s.watch("events/", 0).unwrap();
+    // Many changes of other kinds queue nothing for a pod watcher.
+    let burst = super::watcher::QUEUE_LIMIT + 1;
+    let ops: Vec<WriteOp> = (0..burst)
+        .map(|i| put(&format!("events/d/{i}"), Precondition::Absent))
+        .collect();
+    s.commit(ops).await.unwrap();
+    s.commit(vec![put("pods/d/a", Precondition::Absent)])
+        .await
+        .unwrap();
+    let first = pods.next().await.unwrap();
+    assert_eq!(
+        (first.key.as_str(), first.rv),
+        ("pods/d/a", burst as u64 + 1)
+    );
+    // The events watcher never read and fell more than the limit behind.
+    assert!(matches!(
+        behind.next().await,
+        Err(StoreError::Expired { .. })
+    ));
+    // Once the store is gone, a waiting watcher ends instead of hanging.
+    let waiting = tokio::spawn(async move { pods.next().await.map(|c| c.rv) });
+    drop(s);
+    assert!(matches!(waiting.await.unwrap(), Err(StoreError::Closed)));
+}
+
+#[tokio::test]
 async fn concurrent_writers_share_batches_and_each_gets_a_distinct_version() {
     let s = Arc::new(MemoryStore::new().unwrap());
     let mut tasks = Vec::new();
