@@ -93,7 +93,7 @@ pub struct App {
     local: Option<LocalMesos>,
     registry: Arc<InMemoryRegistry>,
     observed: Arc<Observed>,
-    inputs: mpsc::Sender<Input>,
+    inputs: mpsc::UnboundedSender<Input>,
     /// The core's task, until `wait` has collected its result.
     core: Option<JoinHandle<Result<(), CoreError>>>,
     tasks: Vec<JoinHandle<()>>,
@@ -172,7 +172,11 @@ impl App {
             source,
         })?;
 
-        let (inputs_tx, inputs_rx) = mpsc::channel(16 * 1024);
+        // Unbounded: every producer is bounded by what exists (pods in the
+        // store, the master's events), and a full channel would stall the
+        // pod watch until the store cut it off and it had to relist
+        // everything, which at 50,000 pods happened again and again.
+        let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
         let (mesos, mut driver_events, driver_task) = driver::spawn(
             cfg.framework.clone(),
             client,
@@ -189,7 +193,7 @@ impl App {
                     {
                         continue;
                     }
-                    if inputs.send(Input::Driver(ev)).await.is_err() {
+                    if inputs.send(Input::Driver(ev)).is_err() {
                         return;
                     }
                 }
@@ -285,7 +289,7 @@ impl App {
 
     /// Asks for a reconciliation round.
     pub async fn reconcile(&self, explicit: bool) {
-        let _ = self.inputs.send(Input::Reconcile { explicit }).await;
+        let _ = self.inputs.send(Input::Reconcile { explicit });
     }
 
     /// Waits until the core stops (another scheduler took over, or a fatal

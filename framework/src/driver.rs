@@ -90,7 +90,16 @@ pub enum CallError {
 pub struct MesosHandle {
     client: SchedulerClient,
     current: watch::Receiver<Option<Subscribed>>,
+    /// Bounds the calls in flight: each holds an HTTP/1.1 connection, and a
+    /// scheduling round can ACCEPT thousands of offers at once. Unbounded,
+    /// those opened thousands of connections together, overflowed the
+    /// master's listen backlog and timed out in SYN retries.
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
+
+/// Calls to the master in flight at once: ample to keep a loopback or LAN
+/// master busy, and far from any file descriptor or backlog limit.
+pub const MAX_CALLS_IN_FLIGHT: usize = 64;
 
 #[derive(Debug, Clone)]
 struct Subscribed {
@@ -101,6 +110,8 @@ struct Subscribed {
 impl MesosHandle {
     /// Sends a call, filling in the framework id.
     pub async fn call(&self, mut call: Call) -> Result<(), CallError> {
+        // Never closed, so the permit always comes.
+        let _permit = self.in_flight.acquire().await;
         let sub = self
             .current
             .borrow()
@@ -168,6 +179,7 @@ pub fn spawn(
     let handle = MesosHandle {
         client: client.clone(),
         current: current_rx,
+        in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT)),
     };
     let task = tokio::spawn(run(config, client, ids, events_tx, current_tx));
     (handle, events_rx, task)

@@ -123,10 +123,16 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
     /// The pods whose next attempt is due, in scheduling order. They stay
     /// queued until removed or backed off.
     pub fn ready(&self, now: SystemTime) -> Vec<K> {
+        self.ready_up_to(now, usize::MAX)
+    }
+
+    /// The first `limit` pods of [`PodQueue::ready`], in the same order.
+    pub fn ready_up_to(&self, now: SystemTime, limit: usize) -> Vec<K> {
         self.order
             .iter()
             .filter(|(_, _, k)| self.entries.get(k).is_some_and(|e| e.next_try <= now))
             .map(|(_, _, k)| k.clone())
+            .take(limit)
             .collect()
     }
 
@@ -259,6 +265,8 @@ mod tests {
         q.defer(&"p", t(0) + Duration::from_millis(100));
         assert!(q.ready(t(0)).is_empty());
         assert_eq!(q.ready(t(1)), ["p"]);
+        assert_eq!(q.ready_up_to(t(1), 1), ["p"]);
+        assert!(q.ready_up_to(t(1), 0).is_empty());
         assert_eq!(q.get(&"p").unwrap().attempts, 0);
         assert_eq!(q.backoff(&"p", t(1), "x"), Some(Duration::from_secs(1)));
     }

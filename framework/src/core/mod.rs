@@ -116,7 +116,7 @@ pub struct CoreParts {
     /// Where the core publishes what the debug handlers show.
     pub observed: Arc<Observed>,
     /// The sending side of the core's own input channel (for the pod watch).
-    pub inputs: mpsc::Sender<Input>,
+    pub inputs: mpsc::UnboundedSender<Input>,
 }
 
 /// What the core remembers of an agent.
@@ -150,7 +150,7 @@ pub struct Core {
     config: SchedulingConfig,
     directory: Arc<AgentDirectory>,
     observed: Arc<Observed>,
-    inputs: mpsc::Sender<Input>,
+    inputs: mpsc::UnboundedSender<Input>,
 
     offers: OfferStore,
     queue: PodQueue<PodKey>,
@@ -175,13 +175,7 @@ pub struct Core {
     next_sweep: std::time::Instant,
     /// When the debug snapshot is refreshed next.
     next_publish: std::time::Instant,
-    /// Bounds the acknowledgements in flight (each may hold a connection).
-    ack_limit: Arc<tokio::sync::Semaphore>,
 }
-
-/// Acknowledgements in flight at once: enough to keep up with thousands of
-/// updates a second, few enough to stay far from the file descriptor limit.
-const MAX_ACKS_IN_FLIGHT: usize = 64;
 
 /// Prefix of the meta keys (one per agent) holding the info each agent's
 /// executor was launched with.
@@ -207,7 +201,6 @@ impl Core {
             executors: HashMap::new(),
             next_sweep: std::time::Instant::now(),
             next_publish: std::time::Instant::now(),
-            ack_limit: Arc::new(tokio::sync::Semaphore::new(MAX_ACKS_IN_FLIGHT)),
             api: parts.api,
             mesos: parts.mesos,
             registry: parts.registry,
@@ -228,7 +221,10 @@ impl Core {
     /// # Errors
     /// [`CoreError::FailedOver`] when another scheduler took over;
     /// [`CoreError::Store`] when the store cannot be read at start.
-    pub async fn run(mut self, mut inputs: mpsc::Receiver<Input>) -> Result<(), CoreError> {
+    pub async fn run(
+        mut self,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+    ) -> Result<(), CoreError> {
         self.recover().await?;
         self.publish();
         // Turn at least as often as the snapshot is due, so the debug

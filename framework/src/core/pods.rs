@@ -147,7 +147,7 @@ impl Core {
 pub(super) fn spawn_pod_watch(
     api: Api,
     mut from: u64,
-    inputs: mpsc::Sender<Input>,
+    inputs: mpsc::UnboundedSender<Input>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -172,7 +172,7 @@ pub(super) fn spawn_pod_watch(
                         let Some(input) = pod_input(kind, &object) else {
                             continue;
                         };
-                        if inputs.send(input).await.is_err() {
+                        if inputs.send(input).is_err() {
                             return;
                         }
                     }
@@ -232,12 +232,12 @@ fn pod_input(kind: EventKind, object: &serde_json::Value) -> Option<Input> {
     })
 }
 
-async fn relist(api: &Api, inputs: &mpsc::Sender<Input>) -> Option<u64> {
+async fn relist(api: &Api, inputs: &mpsc::UnboundedSender<Input>) -> Option<u64> {
     loop {
         match api.list_pods(None, "", "") {
             Ok(list) => {
                 let pods = list.items.into_iter().map(Arc::new).collect();
-                inputs.send(Input::PodResync(pods)).await.ok()?;
+                inputs.send(Input::PodResync(pods)).ok()?;
                 return Some(list.resource_version);
             }
             Err(e) => {

@@ -28,6 +28,12 @@ use crate::podstatus::timestamp;
 /// cost of one attempt.
 pub const MAX_CANDIDATES: usize = 64;
 
+/// Pods one scheduling round takes from the queue (the highest priority
+/// first). A round binds and launches its pods concurrently, which costs
+/// memory per pod in flight, and the loop applies no status update while a
+/// round runs: a burst of 50,000 pods goes through in rounds of this size.
+const MAX_ROUND: usize = 2048;
+
 /// How soon a pod that saw only part of the cluster is tried again: about
 /// the time Mesos takes to offer back what an ACCEPT left over.
 const DEFER: std::time::Duration = std::time::Duration::from_millis(200);
@@ -63,7 +69,7 @@ impl Core {
             return;
         }
         let now = self.now();
-        let ready = self.queue.ready(now);
+        let ready = self.queue.ready_up_to(now, MAX_ROUND);
         if ready.is_empty() || self.offers.is_empty() {
             return;
         }

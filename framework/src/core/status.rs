@@ -170,18 +170,12 @@ impl Core {
             self.finalize(&key).await;
         }
         // Everything acknowledged here is durable already; the calls need
-        // not hold up the next turn (a lost ACK makes Mesos resend).
-        // A shared limit keeps the calls of many turns from opening
-        // connections without bound.
+        // not hold up the next turn (a lost ACK makes Mesos resend). The
+        // handle bounds how many are in flight.
         let mesos = self.mesos.clone();
-        let limit = self.ack_limit.clone();
         tokio::spawn(join_all(acks.into_iter().map(move |a| {
             let mesos = mesos.clone();
-            let limit = limit.clone();
             async move {
-                let Ok(_permit) = limit.acquire_owned().await else {
-                    return;
-                };
                 if let Err(e) = mesos.call(a).await {
                     tracing::debug!(error = %e, "acknowledgement not sent; Mesos will resend");
                 }

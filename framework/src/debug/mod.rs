@@ -47,7 +47,7 @@ pub struct DebugState {
     /// To know whether a subscription is open.
     pub mesos: MesosHandle,
     /// To ask the core for reconciliation.
-    pub inputs: mpsc::Sender<Input>,
+    pub inputs: mpsc::UnboundedSender<Input>,
     /// To check the store.
     pub api: Api,
     /// Time.
@@ -260,7 +260,7 @@ async fn reconcile(State(s): State<DebugState>, Query(q): Query<ReconcileQuery>)
         )
             .into_response();
     }
-    match s.inputs.send(Input::Reconcile { explicit }).await {
+    match s.inputs.send(Input::Reconcile { explicit }) {
         Ok(()) => (StatusCode::ACCEPTED, "reconciliation requested\n").into_response(),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
