@@ -146,7 +146,9 @@ impl Api {
     /// Removes every terminating pod whose grace period has run out by `now`; returns how
     /// many left. A pod changed meanwhile is left for the next sweep.
     pub async fn expire_deletions(&self, now: SystemTime) -> Result<usize, ApiError> {
-        let (items, _) = self.store().list(&PODS.prefix(None));
+        let (items, _) = self
+            .store()
+            .list_containing(&PODS.prefix(None), "\"deletionTimestamp\"");
         let mut removed = 0;
         for v in items {
             let due = v

@@ -154,6 +154,15 @@ impl Engine {
     }
 
     pub(crate) fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
+        self.list_where(prefix, |_| true)
+    }
+
+    pub(crate) fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64) {
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        self.list_where(prefix, |s| finder.find(s.json()).is_some())
+    }
+
+    fn list_where(&self, prefix: &str, keep: impl Fn(&Stored) -> bool) -> (Vec<Arc<Value>>, u64) {
         // Copy the (cheap) encoded objects under the lock, decode outside it.
         let (stored, rv): (Vec<(String, Stored)>, u64) = {
             let state = read(&self.shared.state);
@@ -161,6 +170,7 @@ impl Engine {
                 .objects
                 .range(prefix.to_string()..)
                 .take_while(|(k, _)| k.starts_with(prefix))
+                .filter(|(_, v)| keep(v))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             (items, state.rv)

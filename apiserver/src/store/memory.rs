@@ -49,6 +49,9 @@ macro_rules! delegate_store {
             fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
                 self.0.list(prefix)
             }
+            fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64) {
+                self.0.list_containing(prefix, needle)
+            }
             fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
                 self.0.watch(prefix, from)
             }

@@ -47,6 +47,10 @@ pub trait Store: Send + Sync + 'static {
     /// All objects whose key starts with `prefix`, in key order, with the store's
     /// resourceVersion at the moment of the read (where a watch continues from).
     fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64);
+    /// [`Store::list`] of only the objects whose JSON text contains `needle`: objects
+    /// are held encoded, and a sweep looking for a rare field (a deletion timestamp)
+    /// should not decode every object to find the few that have it.
+    fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64);
     /// The changes under `prefix` after resourceVersion `from`: first those still in the
     /// history, then live ones. [`StoreError::Expired`] if `from` is older than the history.
     fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError>;

@@ -187,6 +187,29 @@ async fn a_watcher_queues_only_its_prefix_is_cut_off_when_too_far_behind_and_end
 }
 
 #[tokio::test]
+async fn a_filtered_list_decodes_only_objects_whose_text_has_the_needle() {
+    let s = MemoryStore::new().unwrap();
+    s.commit(vec![
+        put("pods/d/a", Precondition::Absent),
+        WriteOp::Put {
+            key: "pods/d/b".into(),
+            object: json!({"metadata": {"name": "b", "deletionTimestamp": "2026-01-01T00:00:00Z"}}),
+            precondition: Precondition::Absent,
+        },
+        put("nodes/n", Precondition::Absent),
+    ])
+    .await
+    .unwrap();
+    let (items, rv) = s.list_containing("pods/", "\"deletionTimestamp\"");
+    let names: Vec<_> = items
+        .iter()
+        .filter_map(|v| v.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    assert_eq!((names, rv), (vec!["b"], 3));
+    assert_eq!(s.list("pods/").0.len(), 2);
+}
+
+#[tokio::test]
 async fn concurrent_writers_share_batches_and_each_gets_a_distinct_version() {
     let s = Arc::new(MemoryStore::new().unwrap());
     let mut tasks = Vec::new();
