@@ -3,7 +3,9 @@
 //!
 //! Objects are Kubernetes objects as JSON values under string keys (`pods/NS/NAME`,
 //! `nodes/NAME`, ...). The store stamps `metadata.resourceVersion` on every object it
-//! writes; nothing else in an object means anything to it.
+//! writes; nothing else in an object means anything to it. It holds them as JSON text
+//! ([`Stored`]) and decodes on read; each watch has its own queue of the changes under
+//! its prefix, and is cut off with [`StoreError::Expired`] if it lets too many pile up.
 //!
 //! # Guarantees
 //! - Every write gets the next value of one global counter, so a resourceVersion orders
