@@ -278,6 +278,9 @@ pub(crate) fn acknowledge(
     task.pending.pop_front();
     task.backoff = Duration::ZERO;
     if task.pending.is_empty() {
+        // Most tasks sit acknowledged for their whole life: an emptied
+        // queue's room for four updates was a kilobyte per task.
+        task.pending = VecDeque::new();
         complete_if_done(st, framework_id, task_id);
     } else {
         forward_head(cx, st, framework_id, task_id);
