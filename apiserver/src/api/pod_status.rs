@@ -15,7 +15,7 @@ use super::objects::{k8s_time, to_value, typed};
 use super::pods::{Binding, PODS, as_stored, conflict, is_conflict, pod_key};
 use super::{Api, RETRIES};
 use crate::error::{ApiError, CauseKind};
-use crate::store::{Precondition, WriteOp, object_rv};
+use crate::store::{Change, Precondition, WriteOp, object_rv};
 use crate::validation::{Causes, check_subdomain_name, is_qualified_name};
 
 /// What a status write reads of the stored pod: its metadata and status.
@@ -158,22 +158,11 @@ impl Api {
                 )));
             };
             fields.insert("status".into(), status);
-            let result = self
-                .commit(vec![WriteOp::Put {
-                    key: pod_key(namespace, name),
-                    object: new,
-                    precondition: Precondition::ResourceVersion(old_rv),
-                }])
-                .await;
-            match result {
-                Err(e) if is_conflict(&e) => continue,
-                Err(e) => return Err(e),
-                Ok(changes) => {
-                    return Ok(StatusWrite {
-                        before,
-                        written: changes.first().map(|c| c.rv),
-                    });
-                }
+            if let Some(change) = self.put_if_unchanged(namespace, name, new, old_rv).await? {
+                return Ok(StatusWrite {
+                    before,
+                    written: Some(change.rv),
+                });
             }
         }
         Err(ApiError::stale("pods", name))
@@ -260,25 +249,40 @@ impl Api {
             if new == *old {
                 return Ok(old);
             }
-            let result = self
-                .commit(vec![WriteOp::Put {
-                    key: pod_key(namespace, name),
-                    object: new,
-                    precondition: Precondition::ResourceVersion(old_rv),
-                }])
-                .await;
-            match result {
-                Err(e) if is_conflict(&e) => continue,
-                Err(e) => return Err(e),
-                Ok(changes) => {
-                    return changes
-                        .first()
-                        .map(|c| Arc::clone(&c.object))
-                        .ok_or_else(|| ApiError::Internal("the store reported no change".into()));
-                }
+            if let Some(change) = self.put_if_unchanged(namespace, name, new, old_rv).await? {
+                return Ok(Arc::clone(&change.object));
             }
         }
         Err(ApiError::stale("pods", name))
+    }
+}
+
+impl Api {
+    /// Writes `new` over the pod if it is still at `old_rv`; `None` if another writer got
+    /// in first (the caller reads again and retries).
+    async fn put_if_unchanged(
+        &self,
+        namespace: &str,
+        name: &str,
+        new: Value,
+        old_rv: u64,
+    ) -> Result<Option<Arc<Change>>, ApiError> {
+        let result = self
+            .commit(vec![WriteOp::Put {
+                key: pod_key(namespace, name),
+                object: new,
+                precondition: Precondition::ResourceVersion(old_rv),
+            }])
+            .await;
+        match result {
+            Err(e) if is_conflict(&e) => Ok(None),
+            Err(e) => Err(e),
+            Ok(changes) => changes
+                .into_iter()
+                .next()
+                .map(Some)
+                .ok_or_else(|| ApiError::Internal("the store reported no change".into())),
+        }
     }
 }
 
