@@ -122,7 +122,6 @@ pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> 
         .spec
         .as_ref()
         .ok_or_else(|| LaunchError::NotPlaced(task.id.value.clone()))?;
-    let data = pod;
     let key = task.pod_key();
     Ok(TaskInfo {
         name: format!("{}/{}", key.namespace, key.name),
@@ -130,7 +129,7 @@ pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> 
         agent_id: Some(spec.agent_id.clone()),
         resources: spec.resources.clone(),
         executor: spec.executor.as_deref().cloned(),
-        data: Some(data),
+        data: Some(pod),
         kill_policy: Some(KillPolicy {
             grace_period: Some(DurationInfo::from_duration(grace_period(task))),
         }),

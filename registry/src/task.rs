@@ -62,16 +62,24 @@ impl PodKey {
     }
 
     fn lenient(pod: &Pod, name: &str) -> PodKey {
+        Self::from_parts(
+            pod.metadata.namespace.as_deref(),
+            name,
+            pod.metadata.uid.as_deref(),
+        )
+    }
+
+    /// The key of a pod known only by its metadata fields (e.g. read from
+    /// its JSON without decoding it): an absent or empty namespace is
+    /// `default`, an absent uid is empty.
+    pub fn from_parts(namespace: Option<&str>, name: &str, uid: Option<&str>) -> PodKey {
         PodKey {
-            namespace: pod
-                .metadata
-                .namespace
-                .as_deref()
+            namespace: namespace
                 .filter(|n| !n.is_empty())
                 .unwrap_or(DEFAULT_NAMESPACE)
                 .to_owned(),
             name: name.to_owned(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            uid: uid.unwrap_or_default().to_owned(),
         }
     }
 }
@@ -404,6 +412,19 @@ mod tests {
         assert!(t.offer_id.is_none());
         assert!(t.has(Flag::Launched));
         assert!(!t.has(Flag::Bound));
+    }
+
+    #[test]
+    fn a_key_from_parts_reads_like_the_key_of_the_pod() {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("web".into());
+        pod.metadata.namespace = Some(String::new());
+        assert_eq!(
+            PodKey::of(&pod).ok(),
+            Some(PodKey::from_parts(Some(""), "web", None))
+        );
+        let key = PodKey::from_parts(Some("team"), "web", Some("u1"));
+        assert_eq!((key.namespace.as_str(), key.uid.as_str()), ("team", "u1"));
     }
 
     #[test]

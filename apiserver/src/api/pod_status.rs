@@ -59,19 +59,23 @@ fn check_phase(status: &PodStatus, name: &str) -> Result<(), ApiError> {
     causes.into_result("Pod", name)
 }
 
-/// The object map of `v`'s member `key`, made one if missing or not an object (so
-/// never `None`; an `Option` only to spare a panic path).
-fn object_member<'a>(
-    v: &'a mut Map<String, Value>,
-    key: &str,
-) -> Option<&'a mut Map<String, Value>> {
-    let slot = v
-        .entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
+/// `v`'s member `key`, replaced by `empty` if missing or of another JSON kind.
+fn member<'a>(v: &'a mut Map<String, Value>, key: &str, empty: fn() -> Value) -> &'a mut Value {
+    let slot = v.entry(key.to_owned()).or_insert_with(empty);
+    if std::mem::discriminant(slot) != std::mem::discriminant(&empty()) {
+        *slot = empty();
     }
-    slot.as_object_mut()
+    slot
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// `v` as an object (a stored pod always is); 500 otherwise, never a panic.
+fn fields<'a>(v: &'a mut Value, name: &str) -> Result<&'a mut Map<String, Value>, ApiError> {
+    v.as_object_mut()
+        .ok_or_else(|| ApiError::Internal(format!("stored pod {name} is malformed")))
 }
 
 impl Api {
@@ -152,12 +156,7 @@ impl Api {
                 });
             }
             let mut new = (*old).clone();
-            let Some(fields) = new.as_object_mut() else {
-                return Err(ApiError::Internal(format!(
-                    "stored pod {name} is not an object"
-                )));
-            };
-            fields.insert("status".into(), status);
+            fields(&mut new, name)?.insert("status".into(), status);
             if let Some(change) = self.put_if_unchanged(namespace, name, new, old_rv).await? {
                 return Ok(StatusWrite {
                     before,
@@ -228,24 +227,16 @@ impl Api {
                 _ => {}
             }
             let mut new = (*old).clone();
-            let Some(fields) = new.as_object_mut() else {
-                return Err(ApiError::Internal(format!(
-                    "stored pod {name} is not an object"
-                )));
-            };
-            let malformed = || ApiError::Internal(format!("stored pod {name} is malformed"));
-            object_member(fields, "spec")
-                .ok_or_else(malformed)?
-                .insert("nodeName".into(), Value::String(binding.node_name.clone()));
-            let metadata = object_member(fields, "metadata").ok_or_else(malformed)?;
-            let annotations = object_member(metadata, "annotations").ok_or_else(malformed)?;
+            let pod = fields(&mut new, name)?;
+            let spec = fields(member(pod, "spec", empty_object), name)?;
+            spec.insert("nodeName".into(), Value::String(binding.node_name.clone()));
+            let metadata = fields(member(pod, "metadata", empty_object), name)?;
+            let annotations = fields(member(metadata, "annotations", empty_object), name)?;
             for (k, v) in &binding.annotations {
                 annotations.insert(k.clone(), Value::String(v.clone()));
             }
-            set_condition(
-                object_member(fields, "status").ok_or_else(malformed)?,
-                &condition,
-            );
+            let status = fields(member(pod, "status", empty_object), name)?;
+            set_condition(status, &condition);
             if new == *old {
                 return Ok(old);
             }
@@ -288,13 +279,7 @@ impl Api {
 
 /// Replaces the condition of the same type in `status.conditions`, or appends it.
 fn set_condition(status: &mut Map<String, Value>, condition: &Value) {
-    let slot = status
-        .entry("conditions")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !slot.is_array() {
-        *slot = Value::Array(Vec::new());
-    }
-    let Value::Array(conditions) = slot else {
+    let Value::Array(conditions) = member(status, "conditions", || Value::Array(Vec::new())) else {
         return;
     };
     let kind = condition.get("type");

@@ -310,7 +310,7 @@ impl Core {
             Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, updates).await,
             Input::PodUpsert(pod) => self.on_pod(pod).await,
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod).await,
-            Input::PodSettled(key) => self.on_pod_settled(&key),
+            Input::PodSettled(key) => self.forget_waiting(&key),
             Input::PodResync(pods) => self.on_resync(pods).await,
             Input::Reconcile { explicit } => {
                 if explicit {

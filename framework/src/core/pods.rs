@@ -97,13 +97,9 @@ impl Core {
         }
     }
 
-    /// A pod that is bound and not being deleted: all the core does for it
-    /// is make sure it no longer waits to be placed.
-    pub(super) fn on_pod_settled(&mut self, key: &PodKey) {
-        self.forget_waiting(key);
-    }
-
-    fn forget_waiting(&mut self, key: &PodKey) {
+    /// Takes the pod out of the queue: placed, bound elsewhere, gone, or
+    /// not ours to place. All a bound pod that is not being deleted needs.
+    pub(super) fn forget_waiting(&mut self, key: &PodKey) {
         self.queue.remove(key);
         self.waiting.remove(key);
     }
@@ -210,14 +206,11 @@ fn pod_input(kind: EventKind, object: &serde_json::Value) -> Option<Input> {
         .is_some_and(|t| !t.is_null());
     if kind != EventKind::Deleted && bound && !terminating {
         let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
-        return Some(Input::PodSettled(PodKey {
-            namespace: text("/metadata/namespace")
-                .filter(|n| !n.is_empty())
-                .unwrap_or("default")
-                .to_owned(),
-            name: text("/metadata/name")?.to_owned(),
-            uid: text("/metadata/uid").unwrap_or_default().to_owned(),
-        }));
+        return Some(Input::PodSettled(PodKey::from_parts(
+            text("/metadata/namespace"),
+            text("/metadata/name")?,
+            text("/metadata/uid"),
+        )));
     }
     let pod = match Pod::deserialize(object) {
         Ok(pod) => Arc::new(pod),

@@ -338,36 +338,37 @@ impl Core {
                     .bind_pod_raw(&key.namespace, &key.name, &binding)
                     .await?;
                 if labels.is_empty() {
-                    return Ok(pod);
+                    return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
                 }
                 // The hook's labels are kept on the stored pod, as a
                 // mutating admission webhook's would be.
                 let patch = serde_json::json!({"metadata": {"labels": labels}});
-                api.patch_pod(
-                    &key.namespace,
-                    &key.name,
-                    apiserver::patch::PatchType::Merge,
-                    &patch,
-                )
-                .await
-                .and_then(|pod| {
-                    serde_json::to_value(pod).map(Arc::new).map_err(|e| {
-                        apiserver::ApiError::Internal(format!("cannot encode a pod: {e}"))
-                    })
-                })
+                let pod = api
+                    .patch_pod(
+                        &key.namespace,
+                        &key.name,
+                        apiserver::patch::PatchType::Merge,
+                        &patch,
+                    )
+                    .await?;
+                let rv = pod
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok());
+                encode_bound(&pod, rv)
             }
         }));
         let (results, ()) = futures::join!(binds, executors);
         let mut bound = Vec::new();
         for (mut p, result) in placed.into_iter().zip(results) {
             match result {
-                Ok(pod) => {
+                Ok((json, rv)) => {
                     // The registry keeps only what it needs of a launched
                     // pod; the executor gets the whole bound pod.
                     let mut slim = slim_pod(&p.task.pod);
-                    slim.metadata.resource_version =
-                        apiserver::store::object_rv(&pod).map(|rv| rv.to_string());
-                    p.bound = serde_json::to_vec(pod.as_ref()).unwrap_or_default();
+                    slim.metadata.resource_version = rv.map(|rv| rv.to_string());
+                    p.bound = json;
                     p.task.pod = Arc::new(slim);
                     p.task.set(Flag::Bound);
                     match self.registry.update(p.task.clone()) {
@@ -474,6 +475,16 @@ impl Core {
             tracing::debug!(error = %e, "could not record an event");
         }
     }
+}
+
+/// The bound pod's JSON for the executor, with its resourceVersion.
+fn encode_bound(
+    pod: &impl serde::Serialize,
+    rv: Option<u64>,
+) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
+    serde_json::to_vec(pod)
+        .map(|json| (json, rv))
+        .map_err(|e| apiserver::ApiError::Internal(format!("cannot encode a bound pod: {e}")))
 }
 
 fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
