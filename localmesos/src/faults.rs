@@ -89,6 +89,25 @@ pub(crate) fn remove(cx: &Arc<Shared>, id: &str) -> Result<(), Error> {
     agent::remove(cx, &mut st, id)
 }
 
+/// Executor `exec` of framework `fw` on the agent, or which of them is unknown.
+fn executor_mut<'a>(
+    st: &'a mut crate::master::State,
+    agent_id: &str,
+    fw: &str,
+    exec: &str,
+) -> Result<&'a mut crate::agent::executors::Executor, Error> {
+    st.agents
+        .get_mut(agent_id)
+        .ok_or_else(|| Error::UnknownAgent(agent_id.to_owned()))?
+        .executors
+        .get_mut(&(fw.to_owned(), exec.to_owned()))
+        .ok_or_else(|| Error::UnknownExecutor {
+            agent: agent_id.to_owned(),
+            framework: fw.to_owned(),
+            executor: exec.to_owned(),
+        })
+}
+
 /// Kills an executor (or a command task's process) with SIGKILL; the agent
 /// then reports its tasks as it does for any executor that dies.
 pub(crate) fn kill_executor(
@@ -98,19 +117,7 @@ pub(crate) fn kill_executor(
     exec: &str,
 ) -> Result<(), Error> {
     let mut st = cx.lock();
-    let agent = st
-        .agents
-        .get(agent_id)
-        .ok_or_else(|| Error::UnknownAgent(agent_id.to_owned()))?;
-    let ex = agent
-        .executors
-        .get(&(fw.to_owned(), exec.to_owned()))
-        .ok_or_else(|| Error::UnknownExecutor {
-            agent: agent_id.to_owned(),
-            framework: fw.to_owned(),
-            executor: exec.to_owned(),
-        })?;
-    match ex.process {
+    match executor_mut(&mut st, agent_id, fw, exec)?.process {
         Some(p) => p.kill(),
         None => executors::terminate(
             cx,
@@ -136,18 +143,7 @@ pub(crate) fn disconnect_executor(
     exec: &str,
 ) -> Result<(), Error> {
     let mut st = cx.lock();
-    let agent = st
-        .agents
-        .get_mut(agent_id)
-        .ok_or_else(|| Error::UnknownAgent(agent_id.to_owned()))?;
-    let ex = agent
-        .executors
-        .get_mut(&(fw.to_owned(), exec.to_owned()))
-        .ok_or_else(|| Error::UnknownExecutor {
-            agent: agent_id.to_owned(),
-            framework: fw.to_owned(),
-            executor: exec.to_owned(),
-        })?;
+    let ex = executor_mut(&mut st, agent_id, fw, exec)?;
     // Dropping the sender ends the HTTP stream.
     ex.sub = None;
     Ok(())

@@ -4,7 +4,7 @@
 //! simulated tasks (no process at all).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mesos::proto::executor::event as exev;
@@ -132,7 +132,7 @@ fn executor_env(
     agent_id: &str,
     fw: &str,
     exec: &str,
-    sandbox: &std::path::Path,
+    sandbox: &Path,
 ) -> BTreeMap<String, String> {
     let checkpoint = st
         .frameworks
@@ -171,6 +171,44 @@ fn executor_env(
     env
 }
 
+/// Makes the sandbox and starts `command` in it; the agent hears of the
+/// process's exit as executor `exec` (a command task's executor is named
+/// after the task) of `container`.
+#[allow(clippy::too_many_arguments)]
+fn spawn_in_sandbox(
+    cx: &Shared,
+    command: mesos::proto::CommandInfo,
+    env: BTreeMap<String, String>,
+    sandbox: &Path,
+    agent_id: &str,
+    fw: &str,
+    exec: &str,
+    container: &str,
+) -> std::io::Result<process::Handle> {
+    process::make_sandbox(sandbox)?;
+    let (agent, fw, exec, container) = (
+        agent_id.to_owned(),
+        fw.to_owned(),
+        exec.to_owned(),
+        container.to_owned(),
+    );
+    let me = cx.weak();
+    process::spawn(
+        &cx.rt,
+        process::Spec {
+            command,
+            env,
+            sandbox: sandbox.to_path_buf(),
+        },
+        move |exit| {
+            if let Some(cx) = me.upgrade() {
+                let mut st = cx.lock();
+                exited(&cx, &mut st, &agent, &fw, &exec, &container, exit);
+            }
+        },
+    )
+}
+
 /// A command task: the agent runs it itself, as Mesos' command executor.
 fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, task: &TaskInfo) {
     let Some(task_id) = task.task_id.as_ref().map(|t| t.value.clone()) else {
@@ -181,29 +219,16 @@ fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, tas
     let mut env = executor_env(cx, st, agent_id, fw, &task_id, &sandbox);
     env.insert("MESOS_TASK_ID".into(), task_id.clone());
     let command = task.command.clone().unwrap_or_default();
-    let spawned = process::make_sandbox(&sandbox).and_then(|()| {
-        let (agent, fwc, tid, cid) = (
-            agent_id.to_owned(),
-            fw.to_owned(),
-            task_id.clone(),
-            container_id.clone(),
-        );
-        let me = cx.weak();
-        process::spawn(
-            &cx.rt,
-            process::Spec {
-                command,
-                env,
-                sandbox: sandbox.clone(),
-            },
-            move |exit| {
-                if let Some(cx) = me.upgrade() {
-                    let mut st = cx.lock();
-                    exited(&cx, &mut st, &agent, &fwc, &tid, &cid, exit);
-                }
-            },
-        )
-    });
+    let spawned = spawn_in_sandbox(
+        cx,
+        command,
+        env,
+        &sandbox,
+        agent_id,
+        fw,
+        &task_id,
+        &container_id,
+    );
     match spawned {
         Ok(handle) => {
             if let Some(agent) = st.agents.get_mut(agent_id) {
@@ -314,29 +339,16 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
         let sandbox = sandbox_for(cx, &l.agent_id, &l.framework_id, &exec_id, &container_id);
         let env = executor_env(cx, st, &l.agent_id, &l.framework_id, &exec_id, &sandbox);
         let command = info.command.clone().unwrap_or_default();
-        let (agent, fwc, eid, cid) = (
-            l.agent_id.clone(),
-            l.framework_id.clone(),
-            exec_id.clone(),
-            container_id.clone(),
+        let spawned = spawn_in_sandbox(
+            cx,
+            command,
+            env,
+            &sandbox,
+            &l.agent_id,
+            &l.framework_id,
+            &exec_id,
+            &container_id,
         );
-        let me = cx.weak();
-        let spawned = process::make_sandbox(&sandbox).and_then(|()| {
-            process::spawn(
-                &cx.rt,
-                process::Spec {
-                    command,
-                    env,
-                    sandbox: sandbox.clone(),
-                },
-                move |exit| {
-                    if let Some(cx) = me.upgrade() {
-                        let mut st = cx.lock();
-                        exited(&cx, &mut st, &agent, &fwc, &eid, &cid, exit);
-                    }
-                },
-            )
-        });
         let handle = match spawned {
             Ok(h) => h,
             Err(e) => {
