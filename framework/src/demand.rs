@@ -35,7 +35,7 @@ fn quantities(amounts: [f64; 4], keep: [bool; 4]) -> BTreeMap<String, String> {
 /// The pod's limits, where every container sets one (otherwise the pod
 /// has no limit for that resource): the containers' limits summed by the
 /// same rule as requests.
-fn limits(needs: &PodResourcesProcurement, pod: &Arc<Pod>) -> BTreeMap<String, String> {
+fn limits(needs: &PodResourcesProcurement, pod: &Pod) -> BTreeMap<String, String> {
     let Some(spec) = &pod.spec else {
         return BTreeMap::new();
     };
@@ -49,7 +49,7 @@ fn limits(needs: &PodResourcesProcurement, pod: &Arc<Pod>) -> BTreeMap<String, S
     if !keep.iter().any(|k| *k) {
         return BTreeMap::new();
     }
-    let mut as_requests = (**pod).clone();
+    let mut as_requests = pod.clone();
     if let Some(spec) = as_requests.spec.as_mut() {
         for c in spec
             .containers
@@ -70,17 +70,22 @@ fn limits(needs: &PodResourcesProcurement, pod: &Arc<Pod>) -> BTreeMap<String, S
         .unwrap_or_default()
 }
 
-/// The admission request for `task`'s attempt number `attempt`.
-pub fn admission_request(needs: &PodResourcesProcurement, task: &PodTask, attempt: u32) -> Request {
+/// The admission request for `task`'s attempt number `attempt` to place `pod`.
+pub fn admission_request(
+    needs: &PodResourcesProcurement,
+    task: &PodTask,
+    pod: &Pod,
+    attempt: u32,
+) -> Request {
     let requests = needs.pod_needs(task).ok();
     let cpu_millis = requests.map_or(0, |a| (a[0] * 1000.0).round().max(0.0) as u64);
     let resources = ResourceList {
         requests: requests
             .map(|a| quantities(a, [true; 4]))
             .unwrap_or_default(),
-        limits: limits(needs, &task.pod),
+        limits: limits(needs, pod),
     };
-    Request::for_pod(&task.pod, &task.id.value, attempt, resources, cpu_millis)
+    Request::for_pod(pod, &task.id.value, attempt, resources, cpu_millis)
 }
 
 #[cfg(test)]
@@ -106,8 +111,8 @@ mod tests {
             {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"cpu": "1"}}},
             {"name": "b", "resources": {"requests": {"cpu": "1", "memory": "64Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}}
         ]));
-        let task = PodTask::new(p, Vec::new(), std::time::UNIX_EPOCH).unwrap();
-        let req = admission_request(&needs, &task, 3);
+        let task = PodTask::new(p.clone(), Vec::new(), std::time::UNIX_EPOCH).unwrap();
+        let req = admission_request(&needs, &task, &p, 3);
         assert_eq!(req.resources.requests["cpu"], "1500m");
         assert_eq!(req.resources.requests["memory"], "192Mi");
         assert_eq!(

@@ -12,8 +12,6 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use mesos::proto::{
     CommandInfo, DurationInfo, ExecutorInfo, KillPolicy, Label, Labels, TaskInfo, command_info,
     executor_info,
@@ -84,35 +82,9 @@ pub fn executor_prototype(cmd: &ExecutorCommand) -> ExecutorInfo {
 
 /// The pod's grace period: `terminationGracePeriodSeconds`, else 30 s.
 pub fn grace_period(task: &PodTask) -> Duration {
-    task.pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds)
+    task.grace_period_seconds()
         .and_then(|s| u64::try_from(s).ok())
         .map_or(DEFAULT_GRACE, Duration::from_secs)
-}
-
-/// What the registry keeps of a pod once its task is launched: its identity
-/// and grace period. The whole pod went to the executor in `TaskInfo.data`
-/// and lives in the store; keeping a typed copy per task would cost more
-/// than everything else the registry holds.
-pub fn slim_pod(pod: &Pod) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: pod.metadata.name.clone(),
-            namespace: pod.metadata.namespace.clone(),
-            uid: pod.metadata.uid.clone(),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            termination_grace_period_seconds: pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds),
-            ..Default::default()
-        }),
-        status: None,
-    }
 }
 
 /// The `TaskInfo` for a placed task; `pod` is the bound pod's JSON, which
@@ -153,6 +125,7 @@ pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use k8s_openapi::api::core::v1::{Pod, PodSpec};
     use mesos::proto::AgentId;
     use registry::Spec;
     use std::sync::Arc;
@@ -172,7 +145,8 @@ mod tests {
     #[test]
     fn a_placed_task_carries_the_pod_the_agent_and_the_grace_period() {
         let mut t = task(Some(7));
-        let json = || serde_json::to_vec(t.pod.as_ref()).unwrap();
+        let pod = Arc::clone(t.pod().unwrap());
+        let json = || serde_json::to_vec(pod.as_ref()).unwrap();
         assert!(matches!(
             task_info(&t, json()),
             Err(LaunchError::NotPlaced(_))
@@ -192,16 +166,9 @@ mod tests {
     }
 
     #[test]
-    fn a_slim_pod_keeps_the_identity_and_the_grace_period() {
+    fn a_launched_task_keeps_the_grace_period_without_its_pod() {
         let mut t = task(Some(9));
-        let mut pod = (*t.pod).clone();
-        pod.metadata.uid = Some("u".into());
-        t.pod = Arc::new(slim_pod(&pod));
-        assert_eq!(t.pod_key().uid, "u");
-        assert_eq!(
-            (t.pod_key().namespace.as_str(), t.pod_key().name.as_str()),
-            ("team", "web")
-        );
+        t.release_pod();
         assert_eq!(grace_period(&t), Duration::from_secs(9));
     }
 

@@ -107,12 +107,36 @@ fn format_cpu(cpus: f64) -> String {
 
 /// An Event about a pod, as kube-scheduler and the kubelet write them.
 pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: String, now: SystemTime) -> Event {
-    let namespace = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let name = pod.metadata.name.clone().unwrap_or_default();
+    let about = PodRef {
+        namespace: pod.metadata.namespace.as_deref().unwrap_or("default"),
+        name: pod.metadata.name.as_deref().unwrap_or_default(),
+        uid: pod.metadata.uid.as_deref(),
+        resource_version: pod.metadata.resource_version.clone(),
+    };
+    event_about(&about, type_, reason, message, now)
+}
+
+/// The pod an event is about: what its `involvedObject` names.
+pub struct PodRef<'a> {
+    /// The pod's namespace.
+    pub namespace: &'a str,
+    /// The pod's name.
+    pub name: &'a str,
+    /// The pod's uid, if known.
+    pub uid: Option<&'a str>,
+    /// The pod's resourceVersion the event refers to, if known.
+    pub resource_version: Option<String>,
+}
+
+/// An Event about the pod `about` names (for a pod known by its key).
+pub fn event_about(
+    about: &PodRef<'_>,
+    type_: &str,
+    reason: &str,
+    message: String,
+    now: SystemTime,
+) -> Event {
+    let (namespace, name) = (about.namespace.to_owned(), about.name.to_owned());
     let nanos = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -128,8 +152,8 @@ pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: String, now: Sys
             api_version: Some("v1".into()),
             namespace: Some(namespace),
             name: Some(name),
-            uid: pod.metadata.uid.clone(),
-            resource_version: pod.metadata.resource_version.clone(),
+            uid: about.uid.map(str::to_owned),
+            resource_version: about.resource_version.clone(),
             ..Default::default()
         },
         reason: Some(reason.into()),

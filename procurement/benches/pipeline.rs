@@ -104,7 +104,7 @@ fn bench(c: &mut Criterion) {
     let pipeline = default_pipeline(&config()).unwrap();
     let view = OfferView::new(&typical_offer(1, 8.0, 16384.0)).unwrap();
     let mut task = typical_task();
-    let demand = Arc::new(PodDemand::new(task.pod.clone()));
+    let demand = Arc::new(PodDemand::for_task(&task));
 
     // One attempt as the scheduling loop makes it: a fresh state over a
     // prepared offer, the pod's demand worked out once per task.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, NodeSelectorRequirement, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use registry::PodTask;
 use std::collections::BTreeMap;
 
 use crate::failure::{ProcureError, Stage};
@@ -136,7 +137,7 @@ pub(crate) struct NodeDemand {
 /// Everything a pod asks of an offer, parsed once.
 #[derive(Debug, Clone)]
 pub struct PodDemand {
-    pod: Arc<Pod>,
+    pod: Option<Arc<Pod>>,
     pub(crate) node: Result<NodeDemand, ProcureError>,
     pub(crate) roles: Result<RolesAnnotation, ProcureError>,
     pub(crate) resources: Result<ResourceDemand, ProcureError>,
@@ -152,7 +153,7 @@ impl PodDemand {
         let resources = resource_demand(&pod);
         let ports = port_demand(&pod);
         PodDemand {
-            pod,
+            pod: Some(pod),
             node,
             roles,
             resources,
@@ -160,14 +161,36 @@ impl PodDemand {
         }
     }
 
-    /// The pod this demand was worked out for.
-    pub fn pod(&self) -> &Arc<Pod> {
-        &self.pod
+    /// What `task`'s pod asks for. A launched task has let go of its pod:
+    /// it is not placed again, and every stage says so.
+    pub fn for_task(task: &PodTask) -> Self {
+        match task.pod() {
+            Some(pod) => Self::new(Arc::clone(pod)),
+            None => {
+                let released =
+                    |stage| invalid(stage, "the task is launched and no longer holds its pod");
+                PodDemand {
+                    pod: None,
+                    node: Err(released(Stage::Node)),
+                    roles: Err(released(Stage::Roles)),
+                    resources: Err(released(Stage::PodResources)),
+                    ports: Err(released(Stage::Ports)),
+                }
+            }
+        }
     }
 
-    /// Whether this demand belongs to exactly this pod object.
-    pub fn is_for(&self, pod: &Arc<Pod>) -> bool {
-        Arc::ptr_eq(&self.pod, pod)
+    /// The pod this demand was worked out for.
+    pub fn pod(&self) -> Option<&Arc<Pod>> {
+        self.pod.as_ref()
+    }
+
+    /// Whether this demand belongs to exactly this task's pod object.
+    pub fn is_for(&self, task: &PodTask) -> bool {
+        match (&self.pod, task.pod()) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// The first problem with the pod, if any: such a pod fits no offer.

@@ -116,7 +116,7 @@ pub fn best_fit<P: Procurement + ?Sized>(
     task: &mut PodTask,
     offers: &[OfferView],
 ) -> Result<Placement, AggregateFailure> {
-    let demand = Arc::new(PodDemand::new(task.pod.clone()));
+    let demand = Arc::new(PodDemand::for_task(task));
     let mut failures: Vec<(usize, ProcureError)> = Vec::new();
     // Every attempt starts from the task as given: when the pipeline may
     // change it, each attempt works on a copy and the winner's copy is kept.

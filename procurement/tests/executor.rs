@@ -71,10 +71,10 @@ fn a_new_agent_gets_the_executor_once_then_pods_share_it() {
 
     let left = amount(state.remaining().iter(), "cpus");
     let mut t2 = typical_task();
-    t2.pod = Arc::new((*t2.pod).clone()); // another pod object
-    let mut p2: k8s_openapi::api::core::v1::Pod = (*t2.pod).clone();
+    // Another pod object.
+    let mut p2: k8s_openapi::api::core::v1::Pod = (**t2.pod().unwrap()).clone();
     p2.spec.as_mut().unwrap().containers[0].ports = None;
-    t2.pod = Arc::new(p2);
+    t2.set_pod(Arc::new(p2)).unwrap();
     let s2 = state.place(&pl, &mut t2, view.node()).unwrap();
     assert_eq!(
         s2.executor, s1.executor,

@@ -295,13 +295,28 @@ fn an_invalid_pod_is_reported_as_such_on_every_agent() {
 }
 
 #[test]
+fn a_launched_task_that_let_go_of_its_pod_is_never_placed_again() {
+    let offers = [sized_offer("a", 4.0, 4000.0)];
+    let views: Vec<OfferView> = offers.iter().map(|o| OfferView::new(o).unwrap()).collect();
+    let placer = Placer::new(
+        default_pipeline(&PipelineConfig::default()).unwrap(),
+        Scoring::default(),
+    );
+    let mut t = small_pod();
+    t.release_pod();
+    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    assert!(e.is_invalid_pod(), "{e}");
+    assert!(e.to_string().contains("no longer holds its pod"), "{e}");
+}
+
+#[test]
 fn a_pod_object_replaced_in_the_task_is_worked_out_again() {
     let o = sized_offer("h", 4.0, 4000.0);
     let (node, mut state) = node_and_state(&o);
     let pl = default_pipeline(&PipelineConfig::default()).unwrap();
     let mut t = small_pod();
     state.place(&pl, &mut t, &node).unwrap();
-    let mut bigger: k8s_openapi::api::core::v1::Pod = (*t.pod).clone();
+    let mut bigger: k8s_openapi::api::core::v1::Pod = (**t.pod().unwrap()).clone();
     let c = &mut bigger.spec.as_mut().unwrap().containers[0];
     c.resources
         .as_mut()
@@ -313,7 +328,7 @@ fn a_pod_object_replaced_in_the_task_is_worked_out_again() {
             "cpu".into(),
             k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".into()),
         );
-    t.pod = Arc::new(bigger);
+    t.set_pod(Arc::new(bigger)).unwrap();
     let s = state.place(&pl, &mut t, &node).unwrap();
     assert_eq!(amount(&s.resources, "cpus"), 2.0);
 }

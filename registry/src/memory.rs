@@ -125,16 +125,15 @@ impl Registry for InMemoryRegistry {
             .tasks
             .get_mut(&task.id)
             .ok_or_else(|| UpdateError::NotFound(task.id.clone()))?;
-        let registered = stored.pod_key();
-        let given = task.pod_key();
-        if registered != given {
+        if stored.key != task.key {
             return Err(UpdateError::PodMismatch {
+                registered: Box::new(stored.pod_key()),
+                given: Box::new(task.key),
                 id: task.id,
-                registered: Box::new(registered),
-                given: Box::new(given),
             });
         }
         stored.pod = task.pod;
+        stored.grace_period_seconds = task.grace_period_seconds;
         stored.roles = task.roles;
         stored.spec = task.spec;
         stored.offer_id = task.offer_id;

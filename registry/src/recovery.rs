@@ -133,6 +133,8 @@ pub fn recover_from(pod: &Pod, now: SystemTime) -> Result<Option<PodTask>, Recov
         })),
     }));
     task.offer_id = Some(OfferId::new(offer_id));
+    // Launched: like any launched task it keeps the pod's key, not the pod.
+    task.release_pod();
     task.set(Flag::Launched);
     task.set(Flag::Bound);
     if pod.metadata.deletion_timestamp.is_some() {

@@ -3,7 +3,8 @@
 //! A task is a value: the registry hands out clones and takes values back.
 //! The parts that never change once set (the pod object, the roles, the
 //! procured spec) sit behind `Arc`, so a clone costs a few reference-count
-//! bumps and two short strings, not a deep copy of a pod.
+//! bumps and a few short strings, not a deep copy of a pod. A launched task
+//! lets go of its pod and keeps only the pod's key and grace period.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -32,6 +33,15 @@ pub enum TaskError {
     /// A task id was given but is empty.
     #[error("task id must not be empty")]
     EmptyTaskId,
+    /// A pod given to a task is not the pod the task is for.
+    #[error("the pod is not the task's pod")]
+    OtherPod,
+}
+
+fn grace_of(pod: &Pod) -> Option<i64> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
 }
 
 /// Which pod a task belongs to. The uid is part of the key: a pod deleted and
@@ -58,15 +68,11 @@ impl PodKey {
             .as_deref()
             .filter(|n| !n.is_empty())
             .ok_or(TaskError::MissingName)?;
-        Ok(Self::lenient(pod, name))
-    }
-
-    fn lenient(pod: &Pod, name: &str) -> PodKey {
-        Self::from_parts(
+        Ok(Self::from_parts(
             pod.metadata.namespace.as_deref(),
             name,
             pod.metadata.uid.as_deref(),
-        )
+        ))
     }
 
     /// The key of a pod known only by its metadata fields (e.g. read from
@@ -214,8 +220,16 @@ pub(crate) enum Progress {
 pub struct PodTask {
     /// Readable and unique: `<namespace>.<name>.<random hex>`.
     pub id: TaskId,
-    /// The pod, shared and never mutated in place (replace the `Arc`).
-    pub pod: Arc<Pod>,
+    /// Which pod: fixed for the task's life.
+    pub(crate) key: PodKey,
+    /// The whole pod, shared and never mutated in place, until
+    /// [`PodTask::release_pod`]: placing a pod needs all of it, a launched
+    /// task only its identity and grace period (the executor got the pod,
+    /// the store holds it). A typed pod is over 2 KB even when nearly empty,
+    /// more than the rest of a task; at 50,000 tasks that was 100 MB.
+    pub(crate) pod: Option<Arc<Pod>>,
+    /// The pod's `terminationGracePeriodSeconds`, kept past the release.
+    pub(crate) grace_period_seconds: Option<i64>,
     /// The roles the pod may use, in order of preference.
     pub roles: Arc<[String]>,
     /// The procured placement, once placed.
@@ -261,13 +275,15 @@ impl PodTask {
         roles: Vec<String>,
         now: SystemTime,
     ) -> Result<PodTask, TaskError> {
-        PodKey::of(&pod)?;
+        let key = PodKey::of(&pod)?;
         if id.value.is_empty() {
             return Err(TaskError::EmptyTaskId);
         }
         Ok(PodTask {
             id,
-            pod,
+            key,
+            grace_period_seconds: grace_of(&pod),
+            pod: Some(pod),
             roles: roles.into(),
             spec: None,
             offer_id: None,
@@ -282,9 +298,38 @@ impl PodTask {
 
     /// The pod this task belongs to.
     pub fn pod_key(&self) -> PodKey {
-        // `new` checked the name; a caller who swapped in a nameless pod
-        // since gets an empty name rather than a panic.
-        PodKey::lenient(&self.pod, self.pod.metadata.name.as_deref().unwrap_or(""))
+        self.key.clone()
+    }
+
+    /// The whole pod; `None` once released at launch.
+    pub fn pod(&self) -> Option<&Arc<Pod>> {
+        self.pod.as_ref()
+    }
+
+    /// Replaces the pod with a changed copy of itself (e.g. what admission
+    /// hooks made of it).
+    ///
+    /// # Errors
+    /// [`TaskError::OtherPod`] if `pod` is not the task's pod (another
+    /// namespace, name or uid); the task is left as it was.
+    pub fn set_pod(&mut self, pod: Arc<Pod>) -> Result<(), TaskError> {
+        if PodKey::of(&pod)? != self.key {
+            return Err(TaskError::OtherPod);
+        }
+        self.grace_period_seconds = grace_of(&pod);
+        self.pod = Some(pod);
+        Ok(())
+    }
+
+    /// Lets go of the whole pod, keeping its identity and grace period:
+    /// what a launched task needs.
+    pub fn release_pod(&mut self) {
+        self.pod = None;
+    }
+
+    /// The pod's `terminationGracePeriodSeconds`, if it sets one.
+    pub fn grace_period_seconds(&self) -> Option<i64> {
+        self.grace_period_seconds
     }
 
     /// Whether flag `f` is set.
@@ -352,6 +397,32 @@ mod tests {
             },
             ..Pod::default()
         })
+    }
+
+    #[test]
+    fn a_released_task_keeps_its_pods_key_and_grace_period() {
+        let now = SystemTime::UNIX_EPOCH;
+        let mut with_grace = (*pod(Some("web"), Some("nginx"))).clone();
+        with_grace.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            termination_grace_period_seconds: Some(7),
+            ..Default::default()
+        });
+        let mut t = PodTask::new(pod(Some("web"), Some("nginx")), vec![], now).unwrap();
+        assert_eq!(t.grace_period_seconds(), None);
+        t.set_pod(Arc::new(with_grace)).unwrap();
+        assert_eq!(t.grace_period_seconds(), Some(7));
+        let key = t.pod_key();
+        t.release_pod();
+        assert!(t.pod().is_none());
+        assert_eq!(t.pod_key(), key);
+        assert_eq!(t.grace_period_seconds(), Some(7));
+        // Another pod (here: another namespace) is refused, and nothing changes.
+        assert_eq!(
+            t.set_pod(pod(Some("other"), Some("nginx"))),
+            Err(TaskError::OtherPod)
+        );
+        assert!(t.pod().is_none());
+        assert_eq!(t.pod_key(), key);
     }
 
     #[test]

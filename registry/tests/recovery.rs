@@ -59,7 +59,7 @@ fn placed() -> PodTask {
 
 /// The pod as the binder stores it: its own annotations plus ours.
 fn bind(task: &PodTask) -> Pod {
-    let mut pod = (*task.pod).clone();
+    let mut pod = (**task.pod().expect("a placed task keeps its pod")).clone();
     let ann = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
     ann.insert("team".into(), "blue".into());
     ann.extend(save_recovery_info(task));
@@ -71,9 +71,12 @@ fn save_then_recover_gives_an_equal_task() {
     let original = placed();
     let bound = bind(&original);
     let recovered = recover_from(&bound, at(42)).unwrap().unwrap();
+    // A recovered task is launched: it keeps the pod's key and grace period,
+    // as the original does once released.
     let mut expected = original;
-    expected.pod = Arc::new(bound);
+    expected.release_pod();
     assert_eq!(recovered, expected);
+    assert!(recovered.pod().is_none());
 }
 
 #[test]

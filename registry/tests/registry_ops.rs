@@ -90,8 +90,8 @@ fn update_stores_placement_and_flags_but_never_rolls_back_the_state() {
 fn update_refuses_unknown_tasks_and_a_change_of_pod() {
     let reg = InMemoryRegistry::new();
     let t = reg.register(task("ns", "web")).unwrap();
-    let mut moved = t.clone();
-    moved.pod = pod("ns", "elsewhere", "x");
+    // Same task id, another pod.
+    let moved = PodTask::with_id(t.id.clone(), pod("ns", "elsewhere", "x"), vec![], at(0)).unwrap();
     assert!(matches!(
         reg.update(moved).unwrap_err(),
         UpdateError::PodMismatch { .. }

@@ -24,6 +24,7 @@ impl Core {
                 Ok(task) => candidates.push(Attempt {
                     key,
                     task,
+                    pod,
                     changes: Changes::default(),
                 }),
                 Err(e) => {
@@ -41,7 +42,7 @@ impl Core {
             .map(|a| {
                 let entry = self.queue.get(&a.key);
                 let attempt = entry.map_or(1, |e| e.attempts + e.holds + 1);
-                crate::demand::admission_request(&self.needs, &a.task, attempt)
+                crate::demand::admission_request(&self.needs, &a.task, &a.pod, attempt)
             })
             .collect();
         let outcomes = join_all(requests.into_iter().map(|r| {
@@ -51,7 +52,7 @@ impl Core {
         .await;
         let mut admitted = Vec::new();
         for (mut attempt, outcome) in candidates.into_iter().zip(outcomes) {
-            let pod = attempt.task.pod.clone();
+            let pod = attempt.pod.clone();
             match outcome {
                 Outcome::Admit { changes, warnings } => {
                     self.observed.metrics.admission(if changes.is_empty() {
@@ -64,7 +65,14 @@ impl Core {
                             .await;
                     }
                     if !changes.is_empty() {
-                        attempt.task.pod = Arc::new(apply_changes(&pod, &changes));
+                        let changed = Arc::new(apply_changes(&pod, &changes));
+                        // Hooks change labels, annotations and the spec, never
+                        // which pod it is; a change that did is not placed.
+                        if let Err(e) = attempt.task.set_pod(Arc::clone(&changed)) {
+                            tracing::warn!(pod = %attempt.key, error = %e, "admission changed the pod's identity; not placing it");
+                            continue;
+                        }
+                        attempt.pod = changed;
                     }
                     attempt.changes = changes;
                     admitted.push(attempt);
@@ -91,14 +99,14 @@ impl Core {
                 "held by admission for longer than {}s: {reason}",
                 window.as_secs()
             );
-            self.fail_unbound(&attempt.key, &attempt.task.pod, "AdmissionHeld", &msg, now)
+            self.fail_unbound(&attempt.key, &attempt.pod, "AdmissionHeld", &msg, now)
                 .await;
             return;
         }
         let first_time = first.is_none();
         self.queue.hold(&attempt.key, now, reason.clone());
         if first_time {
-            self.event(&attempt.task.pod, "Normal", "AdmissionHeld", reason, now)
+            self.event(&attempt.pod, "Normal", "AdmissionHeld", reason, now)
                 .await;
         }
     }

@@ -17,8 +17,8 @@ use registry::{Flag, PodKey, PodTask, Registry, save_recovery_info};
 
 use super::Core;
 use crate::admission::Changes;
-use crate::launch::{slim_pod, task_info};
-use crate::objects::pod_event;
+use crate::launch::task_info;
+use crate::objects::{PodRef, event_about, pod_event};
 use crate::podstatus::timestamp;
 
 /// Feasible offers scored per pod before the best is taken. Scoring every
@@ -42,6 +42,8 @@ const DEFER: std::time::Duration = std::time::Duration::from_millis(200);
 pub(super) struct Attempt {
     pub(super) key: PodKey,
     pub(super) task: PodTask,
+    /// The pod as it will be placed (after the admission hooks' changes).
+    pub(super) pod: Arc<Pod>,
     /// What the admission hooks changed, persisted with the binding.
     pub(super) changes: Changes,
 }
@@ -61,6 +63,8 @@ pub(super) struct Placed {
     changes: Changes,
     /// The bound pod as stored, for the executor; empty until bound.
     bound: Vec<u8>,
+    /// The bound pod's resourceVersion, for the Scheduled event.
+    bound_rv: Option<u64>,
 }
 
 impl Core {
@@ -123,6 +127,7 @@ impl Core {
                         queued,
                         changes: attempt.changes,
                         bound: Vec::new(),
+                        bound_rv: None,
                     });
                 }
                 Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
@@ -167,7 +172,7 @@ impl Core {
             failures: Vec::new(),
         };
         let mut task = attempt.task.clone();
-        let demand = Arc::new(PodDemand::new(task.pod.clone()));
+        let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
         let n = views.len();
         let start = self.scan_start % n;
         self.scan_start = self.scan_start.wrapping_add(1);
@@ -270,7 +275,7 @@ impl Core {
         if !changed {
             return None;
         }
-        let mut status = attempt.task.pod.status.clone().unwrap_or_default();
+        let mut status = attempt.pod.status.clone().unwrap_or_default();
         status.phase.get_or_insert_with(|| "Pending".into());
         set_condition(
             &mut status,
@@ -282,13 +287,7 @@ impl Core {
         );
         Some(Unschedulable {
             key: attempt.key.clone(),
-            event: pod_event(
-                &attempt.task.pod,
-                "Warning",
-                "FailedScheduling",
-                message,
-                now,
-            ),
+            event: pod_event(&attempt.pod, "Warning", "FailedScheduling", message, now),
             status,
         })
     }
@@ -366,10 +365,9 @@ impl Core {
                 Ok((json, rv)) => {
                     // The registry keeps only what it needs of a launched
                     // pod; the executor gets the whole bound pod.
-                    let mut slim = slim_pod(&p.task.pod);
-                    slim.metadata.resource_version = rv.map(|rv| rv.to_string());
                     p.bound = json;
-                    p.task.pod = Arc::new(slim);
+                    p.bound_rv = rv;
+                    p.task.release_pod();
                     p.task.set(Flag::Bound);
                     match self.registry.update(p.task.clone()) {
                         Ok(task) => {
@@ -430,7 +428,13 @@ impl Core {
                             "Successfully assigned {}/{} to {host}",
                             key.namespace, key.name
                         );
-                        events.push(pod_event(&p.task.pod, "Normal", "Scheduled", msg, now));
+                        let about = PodRef {
+                            namespace: &key.namespace,
+                            name: &key.name,
+                            uid: Some(key.uid.as_str()).filter(|u| !u.is_empty()),
+                            resource_version: p.bound_rv.map(|rv| rv.to_string()),
+                        };
+                        events.push(event_about(&about, "Normal", "Scheduled", msg, now));
                     }
                 }
                 Err(e) => {

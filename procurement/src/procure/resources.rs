@@ -117,7 +117,7 @@ impl PodResourcesProcurement {
     /// # Errors
     /// [`ProcureError::InvalidPod`] for malformed quantities.
     pub fn pod_needs(&self, task: &PodTask) -> Result<[f64; 4], ProcureError> {
-        let demand = crate::demand::PodDemand::new(task.pod.clone());
+        let demand = crate::demand::PodDemand::for_task(task);
         let d = demand.resources.as_ref().map_err(Clone::clone)?;
         Ok(self.totals(d).map(crate::quantity::millis_to_f64))
     }

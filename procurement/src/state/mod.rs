@@ -250,9 +250,9 @@ impl ProcureState {
     /// for as long as the task carries the same pod object.
     pub fn demand_for(&mut self, task: &PodTask) -> Arc<PodDemand> {
         match &self.demand {
-            Some(d) if d.is_for(&task.pod) => d.clone(),
+            Some(d) if d.is_for(task) => d.clone(),
             _ => {
-                let d = Arc::new(PodDemand::new(task.pod.clone()));
+                let d = Arc::new(PodDemand::for_task(task));
                 self.demand = Some(d.clone());
                 d
             }
@@ -261,11 +261,11 @@ impl ProcureState {
 
     /// As [`ProcureState::demand_for`], borrowed: no reference count moves.
     pub(crate) fn ensure_demand(&mut self, task: &PodTask) -> &PodDemand {
-        if !self.demand.as_ref().is_some_and(|d| d.is_for(&task.pod)) {
+        if !self.demand.as_ref().is_some_and(|d| d.is_for(task)) {
             self.demand = None;
         }
         self.demand
-            .get_or_insert_with(|| Arc::new(PodDemand::new(task.pod.clone())))
+            .get_or_insert_with(|| Arc::new(PodDemand::for_task(task)))
     }
 
     /// Supplies a demand worked out beforehand (one per pod, shared by every
