@@ -138,21 +138,49 @@ impl Snapshot {
 /// Status updates kept per task for `/debug/registry/tasks/{id}`.
 pub const STATUS_HISTORY: usize = 10;
 
-/// One status update as the debug handlers show it.
+/// One status update as the debug handlers show it. Kept for every task
+/// the registry holds, so it holds names as static strings, not copies:
+/// at 50,000 tasks the copies were tens of megabytes.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StatusRow {
     /// Mesos state name.
-    pub state: String,
+    pub state: &'static str,
     /// Source, if given.
-    pub source: Option<String>,
+    pub source: Option<&'static str>,
     /// Reason, if given.
-    pub reason: Option<String>,
+    pub reason: Option<&'static str>,
     /// Message, if given.
-    pub message: Option<String>,
+    pub message: Option<Box<str>>,
     /// What the registry did with it.
-    pub outcome: String,
+    pub outcome: Outcome,
     /// When mesopod received it (seconds since the epoch).
     pub received_unix: f64,
+}
+
+/// What the registry did with a status update, shown as one phrase
+/// (`applied: Pending -> Running`, `duplicate`, ...).
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The task moved (or stayed) from one state to another.
+    Applied {
+        /// The state before.
+        from: &'static str,
+        /// The state after.
+        to: &'static str,
+    },
+    /// Anything else, in a word or two.
+    Other(std::borrow::Cow<'static, str>),
+}
+
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Outcome::Applied { from, to } => {
+                s.collect_str(&format_args!("applied: {from} -> {to}"))
+            }
+            Outcome::Other(text) => s.serialize_str(text),
+        }
+    }
 }
 
 /// Shared between the core (writer) and the HTTP handlers (readers).
@@ -202,7 +230,10 @@ impl Observed {
     /// Remembers a status update of a task (the last [`STATUS_HISTORY`]).
     pub fn record_status(&self, task_id: &str, row: StatusRow) {
         if let Ok(mut h) = self.history.lock() {
-            let q = h.entry(task_id.to_owned()).or_default();
+            // Most tasks see two or three updates in their life.
+            let q = h
+                .entry(task_id.to_owned())
+                .or_insert_with(|| std::collections::VecDeque::with_capacity(3));
             if q.len() == STATUS_HISTORY {
                 q.pop_front();
             }

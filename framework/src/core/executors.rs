@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use super::Core;
-use super::schedule::Placed;
+use super::launching::Placed;
 
 impl Core {
     /// Notes the executor info each placed task launches with on its agent,

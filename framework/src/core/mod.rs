@@ -18,21 +18,25 @@
 //!   watch events, duplicate updates, restarts) and reach the same state.
 //!
 //! Within one turn of the loop the core drains every queued input, then
-//! runs the sweeps, then one scheduling round, then publishes a snapshot
-//! for the debug handlers. Store writes of one turn run concurrently, so a
-//! burst of pods costs one group commit, not one fsync per pod.
+//! runs the sweeps, then places one scheduling round and hands it to a
+//! launch task (bind, then ACCEPT) that reports back as an input, then
+//! publishes a snapshot for the debug handlers. Store writes of one turn
+//! run concurrently, so a burst of pods costs one group commit, not one
+//! fsync per pod.
 
 mod admit;
 mod executors;
+mod launching;
 mod pods;
 mod recover;
 mod schedule;
 mod status;
 mod sweep;
 
+pub use launching::{Launch, MAX_LAUNCHING};
 pub use schedule::MAX_CANDIDATES;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -70,6 +74,8 @@ pub enum Input {
     PodSettled(PodKey),
     /// The pod watch broke and was restarted from a fresh list.
     PodResync(Vec<Arc<Pod>>),
+    /// A round's launch task reports its progress.
+    Launch(Launch),
     /// An operator asked for reconciliation (debug action).
     Reconcile {
         /// Explicit (every live task) or implicit.
@@ -165,6 +171,10 @@ pub struct Core {
     kill_reasons: HashMap<TaskId, KillReason>,
     /// Tasks a KILL was sent for, with when: resent if nothing happens.
     killing: HashMap<TaskId, SystemTime>,
+    /// Tasks placed whose ACCEPT is not answered yet (see `launching.rs`).
+    launching: HashSet<TaskId>,
+    /// KILLs held back until the task's ACCEPT is answered.
+    held_kills: HashMap<TaskId, (std::time::Duration, KillReason)>,
     /// Where the next scheduling scan starts, so pods spread over offers.
     scan_start: usize,
     /// The exact `ExecutorInfo` each agent's executor was launched with:
@@ -197,6 +207,8 @@ impl Core {
             agents: HashMap::new(),
             kill_reasons: HashMap::new(),
             killing: HashMap::new(),
+            launching: HashSet::new(),
+            held_kills: HashMap::new(),
             scan_start: 0,
             executors: HashMap::new(),
             next_sweep: std::time::Instant::now(),
@@ -312,6 +324,15 @@ impl Core {
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod).await,
             Input::PodSettled(key) => self.forget_waiting(&key),
             Input::PodResync(pods) => self.on_resync(pods).await,
+            Input::Launch(Launch::Bound(results)) => self.on_bound(results),
+            Input::Launch(Launch::Done {
+                launched,
+                dropped,
+                round,
+            }) => {
+                self.on_launched(launched, round).await;
+                updates.extend(dropped);
+            }
             Input::Reconcile { explicit } => {
                 if explicit {
                     self.start_explicit_reconciliation();

@@ -1,24 +1,18 @@
-//! One scheduling round: admission, procurement over every live offer,
-//! registration, durable binding, then one ACCEPT per offer.
+//! One scheduling round: admission, procurement over every live offer and
+//! registration; the round is then launched (`launching.rs`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use apiserver::Binding;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use mesos::proto::offer::{Operation, operation};
-use mesos::proto::scheduler::{Call, call};
-use mesos::proto::task_status::{Reason, Source};
-use mesos::proto::{Filters, OfferId, TaskInfo, TaskState, TaskStatus};
 use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
-use registry::{Flag, PodKey, PodTask, Registry, save_recovery_info};
+use registry::{Flag, PodKey, PodTask, Registry};
 
 use super::Core;
+use super::launching::Placed;
 use crate::admission::Changes;
-use crate::launch::task_info;
-use crate::objects::{PodRef, event_about, pod_event};
+use crate::objects::pod_event;
 use crate::podstatus::timestamp;
 
 /// Feasible offers scored per pod before the best is taken. Scoring every
@@ -32,7 +26,7 @@ pub const MAX_CANDIDATES: usize = 64;
 /// first). A round binds and launches its pods concurrently, which costs
 /// memory per pod in flight, and the loop applies no status update while a
 /// round runs: a burst of 50,000 pods goes through in rounds of this size.
-const MAX_ROUND: usize = 2048;
+pub(super) const MAX_ROUND: usize = 2048;
 
 /// How soon a pod that saw only part of the cluster is tried again: about
 /// the time Mesos takes to offer back what an ACCEPT left over.
@@ -55,21 +49,9 @@ struct Unschedulable {
     status: PodStatus,
 }
 
-/// A task placed this round, waiting for its binding.
-pub(super) struct Placed {
-    pub(super) task: PodTask,
-    offer: usize,
-    queued: SystemTime,
-    changes: Changes,
-    /// The bound pod as stored, for the executor; empty until bound.
-    bound: Vec<u8>,
-    /// The bound pod's resourceVersion, for the Scheduled event.
-    bound_rv: Option<u64>,
-}
-
 impl Core {
     pub(super) async fn schedule(&mut self) {
-        if !self.subscribed || self.queue.is_empty() {
+        if !self.subscribed || self.queue.is_empty() || !self.may_place() {
             return;
         }
         let now = self.now();
@@ -123,11 +105,9 @@ impl Core {
                     self.waiting.remove(&attempt.key);
                     placed.push(Placed {
                         task,
-                        offer,
+                        offer: views[offer].id().clone(),
                         queued,
                         changes: attempt.changes,
-                        bound: Vec::new(),
-                        bound_rv: None,
                     });
                 }
                 Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
@@ -140,11 +120,7 @@ impl Core {
             return;
         }
         let n_placed = placed.len();
-        let te = std::time::Instant::now();
-        let bound = self.bind(placed).await;
-        let tf = std::time::Instant::now();
-        self.accept(bound, &views, now).await;
-        let tg = std::time::Instant::now();
+        self.launch(placed, now);
         tracing::trace!(
             target: "mesopod::turns",
             placed = n_placed,
@@ -152,9 +128,7 @@ impl Core {
             admit_us = (tb - ta).as_micros() as u64,
             offers_us = (tc - tb).as_micros() as u64,
             place_us = (td - tc).as_micros() as u64,
-            report_us = (te - td).as_micros() as u64,
-            bind_us = (tf - te).as_micros() as u64,
-            accept_us = (tg - tf).as_micros() as u64,
+            report_us = td.elapsed().as_micros() as u64,
             "scheduling round"
         );
     }
@@ -310,160 +284,6 @@ impl Core {
         .await;
     }
 
-    /// Binds every placed pod durably, concurrently, and stores the executor
-    /// infos they launch with. A pod that cannot be
-    /// bound (deleted meanwhile) loses its task before anything is launched.
-    async fn bind(&mut self, placed: Vec<Placed>) -> Vec<Placed> {
-        let api = self.api.clone();
-        let executors = self.remember_executors(&placed);
-        let binds = join_all(placed.iter().map(|p| {
-            let api = api.clone();
-            let key = p.task.pod_key();
-            let mut annotations = p.changes.annotations.clone();
-            annotations.extend(save_recovery_info(&p.task));
-            let binding = Binding {
-                node_name: p
-                    .task
-                    .spec
-                    .as_ref()
-                    .map(|s| s.hostname.clone())
-                    .unwrap_or_default(),
-                annotations,
-                condition: None,
-            };
-            let labels = p.changes.labels.clone();
-            async move {
-                let pod = api
-                    .bind_pod_raw(&key.namespace, &key.name, &binding)
-                    .await?;
-                if labels.is_empty() {
-                    return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
-                }
-                // The hook's labels are kept on the stored pod, as a
-                // mutating admission webhook's would be.
-                let patch = serde_json::json!({"metadata": {"labels": labels}});
-                let pod = api
-                    .patch_pod(
-                        &key.namespace,
-                        &key.name,
-                        apiserver::patch::PatchType::Merge,
-                        &patch,
-                    )
-                    .await?;
-                let rv = pod
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|v| v.parse().ok());
-                encode_bound(&pod, rv)
-            }
-        }));
-        let (results, ()) = futures::join!(binds, executors);
-        let mut bound = Vec::new();
-        for (mut p, result) in placed.into_iter().zip(results) {
-            match result {
-                Ok((json, rv)) => {
-                    // The registry keeps only what it needs of a launched
-                    // pod; the executor gets the whole bound pod.
-                    p.bound = json;
-                    p.bound_rv = rv;
-                    p.task.release_pod();
-                    p.task.set(Flag::Bound);
-                    match self.registry.update(p.task.clone()) {
-                        Ok(task) => {
-                            p.task = task;
-                            bound.push(p);
-                        }
-                        Err(e) => tracing::warn!(error = %e, "task vanished before launch"),
-                    }
-                }
-                Err(e) => {
-                    tracing::info!(task = %p.task.id, error = %e, "pod could not be bound; not launching");
-                    self.registry.unregister(&p.task.id);
-                }
-            }
-        }
-        bound
-    }
-
-    /// One ACCEPT per offer with every LAUNCH for it.
-    async fn accept(&mut self, bound: Vec<Placed>, views: &[OfferView], now: SystemTime) {
-        let mut by_offer: BTreeMap<usize, Vec<Placed>> = BTreeMap::new();
-        for p in bound {
-            by_offer.entry(p.offer).or_default().push(p);
-        }
-        let mut events = Vec::new();
-        let mut calls = Vec::new();
-        for (offer, mut tasks) in by_offer {
-            let offer_id = views[offer].id().clone();
-            self.offers.take(&offer_id.value);
-            let infos: Vec<TaskInfo> = tasks
-                .iter_mut()
-                .filter_map(|p| task_info(&p.task, std::mem::take(&mut p.bound)).ok())
-                .collect();
-            calls.push((offer_id, infos, tasks));
-        }
-        let mesos = self.mesos.clone();
-        let results = join_all(calls.iter_mut().map(|(offer_id, infos, _)| {
-            let mesos = mesos.clone();
-            let call = accept_call(offer_id.clone(), std::mem::take(infos));
-            async move { mesos.call(call).await }
-        }))
-        .await;
-        let mut failed = Vec::new();
-        for ((_, _, tasks), result) in calls.into_iter().zip(results) {
-            match result {
-                Ok(()) => {
-                    for p in tasks {
-                        let latency = now.duration_since(p.queued).unwrap_or_default();
-                        self.observed.metrics.scheduled(latency);
-                        let host = p
-                            .task
-                            .spec
-                            .as_ref()
-                            .map(|s| s.hostname.clone())
-                            .unwrap_or_default();
-                        let key = p.task.pod_key();
-                        let msg = format!(
-                            "Successfully assigned {}/{} to {host}",
-                            key.namespace, key.name
-                        );
-                        let about = PodRef {
-                            namespace: &key.namespace,
-                            name: &key.name,
-                            uid: Some(key.uid.as_str()).filter(|u| !u.is_empty()),
-                            resource_version: p.bound_rv.map(|rv| rv.to_string()),
-                        };
-                        events.push(event_about(&about, "Normal", "Scheduled", msg, now));
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "ACCEPT failed; its tasks are dropped");
-                    for p in tasks {
-                        failed.push(dropped(
-                            &p.task,
-                            &format!("the ACCEPT call to Mesos failed: {e}"),
-                        ));
-                    }
-                }
-            }
-        }
-        // Events do not hold up the next turn: nothing waits on them.
-        let api = self.api.clone();
-        tokio::spawn(join_all(events.into_iter().map(move |ev| {
-            let api = api.clone();
-            async move {
-                let ns = ev.metadata.namespace.clone().unwrap_or_default();
-                if let Err(e) = api.create_event(&ns, ev).await {
-                    tracing::debug!(error = %e, "could not record an event");
-                }
-            }
-        })));
-        if !failed.is_empty() {
-            self.apply_updates(failed).await;
-        }
-    }
-
     /// Records an event about a pod; failures are logged, never fatal.
     pub(super) async fn event(
         &self,
@@ -478,49 +298,6 @@ impl Core {
         if let Err(e) = self.api.create_event(&ns, ev).await {
             tracing::debug!(error = %e, "could not record an event");
         }
-    }
-}
-
-/// The bound pod's JSON for the executor, with its resourceVersion.
-fn encode_bound(
-    pod: &impl serde::Serialize,
-    rv: Option<u64>,
-) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
-    serde_json::to_vec(pod)
-        .map(|json| (json, rv))
-        .map_err(|e| apiserver::ApiError::Internal(format!("cannot encode a bound pod: {e}")))
-}
-
-fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
-    Call {
-        r#type: Some(call::Type::Accept as i32),
-        accept: Some(call::Accept {
-            offer_ids: vec![offer_id],
-            operations: vec![Operation {
-                r#type: Some(operation::Type::Launch as i32),
-                launch: Some(operation::Launch { task_infos }),
-                ..Default::default()
-            }],
-            // What is left of the offer comes back at the next allocation:
-            // more pods may be waiting for it.
-            filters: Some(Filters {
-                refuse_seconds: Some(0.0),
-            }),
-        }),
-        ..Default::default()
-    }
-}
-
-/// The update mesopod applies itself when a launch never reached Mesos.
-fn dropped(task: &PodTask, message: &str) -> TaskStatus {
-    TaskStatus {
-        task_id: Some(task.id.clone()),
-        state: TaskState::TaskDropped as i32,
-        source: Some(Source::SourceMaster as i32),
-        reason: Some(Reason::ReasonInvalidOffers as i32),
-        message: Some(message.into()),
-        agent_id: task.spec.as_ref().map(|s| s.agent_id.clone()),
-        ..Default::default()
     }
 }
 

@@ -13,7 +13,7 @@ use mesos::proto::{DurationInfo, KillPolicy, Offer, TaskState, TaskStatus};
 use registry::{Flag, PodKey, PodTask, Registry, StatusOutcome, recover_from};
 
 use super::{Core, KillReason};
-use crate::observe::StatusRow;
+use crate::observe::{Outcome, StatusRow};
 use crate::podstatus::pod_status_for;
 
 /// What to do for one status update once the registry has applied it.
@@ -185,31 +185,31 @@ impl Core {
 
     fn record(&self, status: &TaskStatus, outcome: &StatusOutcome, now: SystemTime) {
         let Some(id) = &status.task_id else { return };
-        let name = |n: Option<String>| n.filter(|s| !s.is_empty());
         let row = StatusRow {
             state: TaskState::try_from(status.state)
-                .map(|s| s.wire_name().to_owned())
+                .map(|s| s.wire_name())
                 .unwrap_or_default(),
-            source: name(
-                status
-                    .source
-                    .and_then(|s| Source::try_from(s).ok())
-                    .map(|s| s.wire_name().to_owned()),
-            ),
-            reason: name(
-                status
-                    .reason
-                    .and_then(|r| Reason::try_from(r).ok())
-                    .map(|r| r.wire_name().to_owned()),
-            ),
-            message: status.message.clone(),
+            source: status
+                .source
+                .and_then(|s| Source::try_from(s).ok())
+                .map(|s| s.wire_name())
+                .filter(|s| !s.is_empty()),
+            reason: status
+                .reason
+                .and_then(|r| Reason::try_from(r).ok())
+                .map(|r| r.wire_name())
+                .filter(|s| !s.is_empty()),
+            message: status.message.as_deref().map(Box::from),
             outcome: match outcome {
-                StatusOutcome::Applied(t) => format!("applied: {} -> {}", t.previous, t.current),
-                StatusOutcome::Duplicate { .. } => "duplicate".into(),
-                StatusOutcome::Stale { .. } => "stale".into(),
-                StatusOutcome::Absorbed { .. } => "absorbed (task finished)".into(),
-                StatusOutcome::UnknownTask { .. } => "unknown task".into(),
-                StatusOutcome::Invalid(e) => format!("invalid: {e}"),
+                StatusOutcome::Applied(t) => Outcome::Applied {
+                    from: t.previous.as_str(),
+                    to: t.current.as_str(),
+                },
+                StatusOutcome::Duplicate { .. } => Outcome::Other("duplicate".into()),
+                StatusOutcome::Stale { .. } => Outcome::Other("stale".into()),
+                StatusOutcome::Absorbed { .. } => Outcome::Other("absorbed (task finished)".into()),
+                StatusOutcome::UnknownTask { .. } => Outcome::Other("unknown task".into()),
+                StatusOutcome::Invalid(e) => Outcome::Other(format!("invalid: {e}").into()),
             },
             received_unix: now
                 .duration_since(std::time::UNIX_EPOCH)
@@ -264,8 +264,12 @@ impl Core {
     /// Asks Mesos to kill a task with a grace period, and remembers why.
     pub(super) async fn kill(&mut self, task: &PodTask, grace: Duration, why: KillReason) {
         let now = self.now();
+        let held = self.hold_kill(task, grace, &why);
         self.kill_reasons.insert(task.id.clone(), why);
         self.killing.insert(task.id.clone(), now);
+        if held {
+            return;
+        }
         let call = Call {
             r#type: Some(call::Type::Kill as i32),
             kill: Some(call::Kill {

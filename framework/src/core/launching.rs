@@ -1,0 +1,384 @@
+//! Launching a scheduling round's placements: durable bindings, then one
+//! ACCEPT per offer, run by a task of their own while the core goes on.
+//!
+//! # Why a task of its own
+//!
+//! Binding waits for the store's group commit and an ACCEPT for the
+//! master; awaited inside the loop, a round of 2,048 pods held up every
+//! status update and the next round's placement for a quarter of a second.
+//! Now the core places a round, hands it to a launch task and turns again;
+//! the launch task reports back as [`Input::Launch`], so every registry
+//! write is still the core's.
+//!
+//! # Order, which makes it safe
+//!
+//! 1. The core registers each task (Pending + Launched) and takes the offers
+//!    it used *before* the launch task starts: no later round can place on
+//!    them or place the same pod again.
+//! 2. The launch task binds every pod durably, then reports
+//!    [`Launch::Bound`], then sends the ACCEPTs. Mesos can only say
+//!    something about a task after its ACCEPT, so the core always reads
+//!    the binding before any update of the task.
+//! 3. Until [`Launch::Done`], the task is *launching*: a KILL for it would
+//!    reach Mesos before the LAUNCH and be lost, and reconciling it would
+//!    make Mesos call it unknown; so the core holds such KILLs back until
+//!    the ACCEPT is answered and leaves launching tasks out of explicit
+//!    reconciliation.
+//! 4. At most [`MAX_LAUNCHING`] pods are launching at once, which bounds the
+//!    memory a burst holds in flight (each carries its bound pod's JSON).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use apiserver::{Api, Binding};
+use futures::future::join_all;
+use mesos::proto::offer::{Operation, operation};
+use mesos::proto::scheduler::{Call, call};
+use mesos::proto::task_status::{Reason, Source};
+use mesos::proto::{Filters, OfferId, TaskId, TaskInfo, TaskState, TaskStatus};
+use registry::{Flag, PodTask, Registry, save_recovery_info};
+use tokio::sync::mpsc;
+
+use super::{Core, Input, KillReason};
+use crate::admission::Changes;
+use crate::driver::MesosHandle;
+use crate::launch::task_info;
+use crate::objects::{PodRef, event_about};
+use crate::observe::Observed;
+
+/// Pods that may be launching (placed, ACCEPT not yet answered) at once:
+/// two full rounds, so one round is placed while the previous launches.
+pub const MAX_LAUNCHING: usize = 2 * super::schedule::MAX_ROUND;
+
+/// A task placed this round, on its way to Mesos.
+pub(super) struct Placed {
+    pub(super) task: PodTask,
+    /// The offer it was placed on.
+    pub(super) offer: OfferId,
+    /// When its pod was queued, for the scheduling latency.
+    pub(super) queued: SystemTime,
+    /// What the admission hooks changed, persisted with the binding.
+    pub(super) changes: Changes,
+}
+
+/// What a launch task reports to the core.
+#[derive(Debug)]
+pub enum Launch {
+    /// The round's pods were bound, or could not be (the error's text).
+    /// Sent before any ACCEPT of the round.
+    Bound(Vec<(PodTask, Result<(), String>)>),
+    /// The round's ACCEPTs were answered. `launched` are the tasks Mesos
+    /// took; `dropped` the updates to apply for tasks that never reached it.
+    Done {
+        /// The round's tasks that were sent to Mesos and not refused.
+        launched: Vec<TaskId>,
+        /// TASK_DROPPED for the tasks of a failed ACCEPT.
+        dropped: Vec<TaskStatus>,
+        /// Every task of the round: none is launching any more.
+        round: Vec<TaskId>,
+    },
+}
+
+/// What a launch task needs from the core.
+struct Launcher {
+    api: Api,
+    mesos: MesosHandle,
+    inputs: mpsc::UnboundedSender<Input>,
+    observed: Arc<Observed>,
+}
+
+/// A placed task once bound, with what the executor gets.
+struct Bound {
+    placed: Placed,
+    /// The bound pod's JSON as stored.
+    json: Vec<u8>,
+    /// Its resourceVersion, for the Scheduled event.
+    rv: Option<u64>,
+}
+
+impl Core {
+    /// Whether another round may be placed now.
+    pub(super) fn may_place(&self) -> bool {
+        self.launching.len() < MAX_LAUNCHING
+    }
+
+    /// Hands a round's placements to a launch task of their own.
+    pub(super) fn launch(&mut self, placed: Vec<Placed>, now: SystemTime) {
+        for p in &placed {
+            self.offers.take(&p.offer.value);
+            self.launching.insert(p.task.id.clone());
+        }
+        let executors = self.remember_executors(&placed);
+        let launcher = Launcher {
+            api: self.api.clone(),
+            mesos: self.mesos.clone(),
+            inputs: self.inputs.clone(),
+            observed: Arc::clone(&self.observed),
+        };
+        tokio::spawn(async move {
+            let t0 = std::time::Instant::now();
+            let n = placed.len();
+            let (bound, ()) = futures::join!(launcher.bind(placed), executors);
+            let t1 = std::time::Instant::now();
+            launcher.accept(bound, now).await;
+            tracing::trace!(
+                target: "mesopod::turns",
+                pods = n,
+                bind_us = (t1 - t0).as_micros() as u64,
+                accept_us = t1.elapsed().as_micros() as u64,
+                "launch"
+            );
+        });
+    }
+
+    /// The bindings of a round: a bound task keeps only its pod's key, a
+    /// pod that could not be bound (deleted meanwhile) loses its task.
+    pub(super) fn on_bound(&mut self, results: Vec<(PodTask, Result<(), String>)>) {
+        for (mut task, result) in results {
+            match result {
+                Ok(()) => {
+                    // The executor gets the whole bound pod; the registry
+                    // keeps what a launched task needs.
+                    task.release_pod();
+                    task.set(Flag::Bound);
+                    if let Err(e) = self.registry.update(task) {
+                        tracing::warn!(error = %e, "task vanished before launch");
+                    }
+                }
+                Err(e) => {
+                    tracing::info!(task = %task.id, error = %e, "pod could not be bound; not launching");
+                    self.launching.remove(&task.id);
+                    self.held_kills.remove(&task.id);
+                    self.registry.unregister(&task.id);
+                }
+            }
+        }
+    }
+
+    /// A round's ACCEPTs were answered: its tasks are no longer launching,
+    /// and KILLs held back for them go out now.
+    pub(super) async fn on_launched(&mut self, launched: Vec<TaskId>, round: Vec<TaskId>) {
+        for id in &round {
+            self.launching.remove(id);
+        }
+        for id in launched {
+            let Some((grace, why)) = self.held_kills.remove(&id) else {
+                continue;
+            };
+            if let Some(task) = self.registry.get(&id) {
+                self.kill(&task, grace, why).await;
+            }
+        }
+        for id in round {
+            self.held_kills.remove(&id);
+        }
+    }
+
+    /// Holds back a KILL for a task whose launch is under way; true if held.
+    pub(super) fn hold_kill(&mut self, task: &PodTask, grace: Duration, why: &KillReason) -> bool {
+        if !self.launching.contains(&task.id) {
+            return false;
+        }
+        self.held_kills
+            .insert(task.id.clone(), (grace, why.clone()));
+        true
+    }
+}
+
+impl Launcher {
+    /// Binds every placed pod durably, concurrently, and reports the
+    /// outcome to the core before anything is sent to Mesos.
+    async fn bind(&self, placed: Vec<Placed>) -> Vec<Bound> {
+        let results = join_all(placed.iter().map(|p| self.bind_one(p))).await;
+        let mut report = Vec::with_capacity(placed.len());
+        let mut bound = Vec::with_capacity(placed.len());
+        for (p, result) in placed.into_iter().zip(results) {
+            match result {
+                Ok((json, rv)) => {
+                    report.push((p.task.clone(), Ok(())));
+                    bound.push(Bound {
+                        placed: p,
+                        json,
+                        rv,
+                    });
+                }
+                Err(e) => report.push((p.task, Err(e.to_string()))),
+            }
+        }
+        // Sent before any ACCEPT: the core sees the binding before any
+        // update Mesos sends about these tasks.
+        let _ = self.inputs.send(Input::Launch(Launch::Bound(report)));
+        bound
+    }
+
+    /// Binds one pod and returns its bound JSON for the executor.
+    async fn bind_one(&self, p: &Placed) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
+        let key = p.task.pod_key();
+        let mut annotations = p.changes.annotations.clone();
+        annotations.extend(save_recovery_info(&p.task));
+        let binding = Binding {
+            node_name: p
+                .task
+                .spec
+                .as_ref()
+                .map(|s| s.hostname.clone())
+                .unwrap_or_default(),
+            annotations,
+            condition: None,
+        };
+        let pod = self
+            .api
+            .bind_pod_raw(&key.namespace, &key.name, &binding)
+            .await?;
+        if p.changes.labels.is_empty() {
+            return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
+        }
+        // The hook's labels are kept on the stored pod, as a mutating
+        // admission webhook's would be.
+        let patch = serde_json::json!({"metadata": {"labels": p.changes.labels}});
+        let pod = self
+            .api
+            .patch_pod(
+                &key.namespace,
+                &key.name,
+                apiserver::patch::PatchType::Merge,
+                &patch,
+            )
+            .await?;
+        let rv = pod
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        encode_bound(&pod, rv)
+    }
+
+    /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled
+    /// events, and the outcome to the core.
+    async fn accept(&self, bound: Vec<Bound>, now: SystemTime) {
+        let round: Vec<TaskId> = bound.iter().map(|b| b.placed.task.id.clone()).collect();
+        let mut by_offer: BTreeMap<String, (OfferId, Vec<Bound>)> = BTreeMap::new();
+        for b in bound {
+            by_offer
+                .entry(b.placed.offer.value.clone())
+                .or_insert_with(|| (b.placed.offer.clone(), Vec::new()))
+                .1
+                .push(b);
+        }
+        let mut calls = Vec::with_capacity(by_offer.len());
+        for (offer_id, mut tasks) in by_offer.into_values() {
+            let infos: Vec<TaskInfo> = tasks
+                .iter_mut()
+                .filter_map(|b| task_info(&b.placed.task, std::mem::take(&mut b.json)).ok())
+                .collect();
+            calls.push((accept_call(offer_id, infos), tasks));
+        }
+        let results = join_all(calls.iter_mut().map(|(call, _)| {
+            let mesos = self.mesos.clone();
+            let call = std::mem::take(call);
+            async move { mesos.call(call).await }
+        }))
+        .await;
+        let mut launched = Vec::new();
+        let mut dropped = Vec::new();
+        let mut events = Vec::new();
+        for ((_, tasks), result) in calls.into_iter().zip(results) {
+            match result {
+                Ok(()) => {
+                    for b in tasks {
+                        let latency = now.duration_since(b.placed.queued).unwrap_or_default();
+                        self.observed.metrics.scheduled(latency);
+                        events.push(scheduled_event(&b, now));
+                        launched.push(b.placed.task.id);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "ACCEPT failed; its tasks are dropped");
+                    let why = format!("the ACCEPT call to Mesos failed: {e}");
+                    dropped.extend(tasks.iter().map(|b| dropped_status(&b.placed.task, &why)));
+                }
+            }
+        }
+        let _ = self.inputs.send(Input::Launch(Launch::Done {
+            launched,
+            dropped,
+            round,
+        }));
+        // Nothing waits on the events.
+        join_all(events.into_iter().map(|ev| {
+            let api = self.api.clone();
+            async move {
+                let ns = ev.metadata.namespace.clone().unwrap_or_default();
+                if let Err(e) = api.create_event(&ns, ev).await {
+                    tracing::debug!(error = %e, "could not record an event");
+                }
+            }
+        }))
+        .await;
+    }
+}
+
+fn scheduled_event(b: &Bound, now: SystemTime) -> k8s_openapi::api::core::v1::Event {
+    let key = b.placed.task.pod_key();
+    let host = b
+        .placed
+        .task
+        .spec
+        .as_ref()
+        .map_or("", |s| s.hostname.as_str());
+    let msg = format!(
+        "Successfully assigned {}/{} to {host}",
+        key.namespace, key.name
+    );
+    let about = PodRef {
+        namespace: &key.namespace,
+        name: &key.name,
+        uid: Some(key.uid.as_str()).filter(|u| !u.is_empty()),
+        resource_version: b.rv.map(|rv| rv.to_string()),
+    };
+    event_about(&about, "Normal", "Scheduled", msg, now)
+}
+
+/// The bound pod's JSON for the executor, with its resourceVersion.
+fn encode_bound(
+    pod: &impl serde::Serialize,
+    rv: Option<u64>,
+) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
+    serde_json::to_vec(pod)
+        .map(|json| (json, rv))
+        .map_err(|e| apiserver::ApiError::Internal(format!("cannot encode a bound pod: {e}")))
+}
+
+fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
+    Call {
+        r#type: Some(call::Type::Accept as i32),
+        accept: Some(call::Accept {
+            offer_ids: vec![offer_id],
+            operations: vec![Operation {
+                r#type: Some(operation::Type::Launch as i32),
+                launch: Some(operation::Launch { task_infos }),
+                ..Default::default()
+            }],
+            // What is left of the offer comes back at the next allocation:
+            // more pods may be waiting for it.
+            filters: Some(Filters {
+                refuse_seconds: Some(0.0),
+            }),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The update mesopod applies itself when a launch never reached Mesos.
+fn dropped_status(task: &PodTask, message: &str) -> TaskStatus {
+    TaskStatus {
+        task_id: Some(task.id.clone()),
+        state: TaskState::TaskDropped as i32,
+        source: Some(Source::SourceMaster as i32),
+        reason: Some(Reason::ReasonInvalidOffers as i32),
+        message: Some(message.into()),
+        agent_id: task.spec.as_ref().map(|s| s.agent_id.clone()),
+        ..Default::default()
+    }
+}
