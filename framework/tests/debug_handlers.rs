@@ -133,7 +133,10 @@ async fn every_endpoint_answers_against_a_live_scheduler() {
     );
     let history = one["status_history"].as_array().unwrap();
     assert!(
-        history.iter().any(|h| h["state"] == "TASK_RUNNING"),
+        history.iter().any(|h| h["state"] == "TASK_RUNNING"
+            && h["outcome"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("applied: "))),
         "{history:?}"
     );
     let (code, _) = get(&format!("{base}/debug/registry/tasks/no-such-task"), None).await;

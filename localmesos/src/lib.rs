@@ -46,7 +46,8 @@
 //!   [`LocalMesos::remove_agent`], [`LocalMesos::restart_master`]
 //!   ([`RestartOptions`]), [`LocalMesos::kill_executor`],
 //!   [`LocalMesos::set_update_fault`] ([`UpdateFault`]: drop, duplicate or
-//!   delay the next status updates). [`Config::redirect_to`] plays a
+//!   delay the next status updates), [`LocalMesos::hold_accepts`] (a slow
+//!   master: ACCEPTs wait until released). [`Config::redirect_to`] plays a
 //!   non-leading master (307).
 //!
 //! # Endpoints
@@ -278,6 +279,17 @@ impl LocalMesos {
     /// Sets faults on the next reliable status updates sent to schedulers.
     pub fn set_update_fault(&self, fault: UpdateFault) {
         self.shared.lock().update_fault = fault;
+    }
+
+    /// Plays a slow master: ACCEPT calls wait, unanswered and not yet
+    /// applied, until [`LocalMesos::release_accepts`].
+    pub fn hold_accepts(&self) {
+        self.shared.accept_gate.send_replace(false);
+    }
+
+    /// Lets held and later ACCEPT calls through.
+    pub fn release_accepts(&self) {
+        self.shared.accept_gate.send_replace(true);
     }
 
     /// Stops serving: asks every executor to stop (SIGTERM), waits up to

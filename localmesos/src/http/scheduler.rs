@@ -103,6 +103,11 @@ pub(crate) async fn scheduler(
         }
         return subscribe_response(&cx, out, call);
     }
+    if kind == Type::Accept {
+        // A slow master, when a test asks for one (`LocalMesos::hold_accepts`).
+        let mut gate = cx.accept_gate.subscribe();
+        let _ = gate.wait_for(|open| *open).await;
+    }
     let fw_id = call.framework_id.clone().unwrap_or_default().value;
     let mut st = cx.lock();
     let Some(fw) = st.frameworks.get(&fw_id) else {

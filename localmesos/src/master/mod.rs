@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     pub(crate) rt: tokio::runtime::Handle,
     /// Wakes the allocator before its interval (REVIVE, freed resources).
     pub(crate) allocate_now: Notify,
+    /// Open (`true`) unless a test holds ACCEPT calls back (a slow master).
+    pub(crate) accept_gate: tokio::sync::watch::Sender<bool>,
     me: Weak<Shared>,
 }
 
@@ -73,6 +75,7 @@ impl Shared {
             redirect_to,
             rt,
             allocate_now: Notify::new(),
+            accept_gate: tokio::sync::watch::Sender::new(true),
             me: me.clone(),
         })
     }
