@@ -8,6 +8,8 @@
 //!   only turn time into inputs.
 //! - A pod's task is registered and the pod bound durably before the
 //!   ACCEPT that launches it, so a restart never launches a pod twice.
+//!   The ACCEPTs run beside the core, and a KILL for a task whose ACCEPT is
+//!   still under way waits for it: a KILL never overtakes its LAUNCH.
 //! - Status updates are acknowledged only once their pod status is durable.
 //! - Time comes from an injected [`apiserver::Clock`]; pure modules
 //!   ([`offers`], [`queue`], [`reconcile`], [`podstatus`]) take `now`.
