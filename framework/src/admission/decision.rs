@@ -70,6 +70,15 @@ impl Changes {
         *self == Changes::default()
     }
 
+    /// Whether the pod's spec would change (not only its labels or
+    /// annotations).
+    pub fn changes_spec(&self) -> bool {
+        !self.node_selector.is_empty()
+            || !self.tolerations.is_empty()
+            || !self.priority_class_name.is_empty()
+            || !self.service_account.is_empty()
+    }
+
     /// Folds a later hook's changes over these: later keys win, tolerations
     /// append, non-empty strings replace.
     pub fn merge(&mut self, later: Changes) {

@@ -27,12 +27,14 @@
 //! 4. At most [`MAX_LAUNCHING`] pods are launching at once, which bounds the
 //!    memory a burst holds in flight (each carries its bound pod's JSON).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use apiserver::{Api, Binding};
 use futures::future::join_all;
+use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::offer::{Operation, operation};
 use mesos::proto::scheduler::{Call, call};
 use mesos::proto::task_status::{Reason, Source};
@@ -41,7 +43,7 @@ use registry::{Flag, PodTask, Registry, save_recovery_info};
 use tokio::sync::mpsc;
 
 use super::{Core, Input, KillReason};
-use crate::admission::Changes;
+use crate::admission::{Changes, apply_changes};
 use crate::driver::MesosHandle;
 use crate::launch::task_info;
 use crate::objects::{PodRef, event_about};
@@ -231,8 +233,15 @@ impl Launcher {
             .api
             .bind_pod_raw(&key.namespace, &key.name, &binding)
             .await?;
-        if p.changes.labels.is_empty() {
+        if p.changes.labels.is_empty() && !p.changes.changes_spec() {
             return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
+        }
+        if p.changes.labels.is_empty() {
+            let rv = apiserver::store::object_rv(&pod);
+            let typed: Pod = serde_json::from_value((*pod).clone()).map_err(|e| {
+                apiserver::ApiError::Internal(format!("cannot read a bound pod: {e}"))
+            })?;
+            return encode_bound(for_executor(&typed, &p.changes).as_ref(), rv);
         }
         // The hook's labels are kept on the stored pod, as a mutating
         // admission webhook's would be.
@@ -251,7 +260,7 @@ impl Launcher {
             .resource_version
             .as_deref()
             .and_then(|v| v.parse().ok());
-        encode_bound(&pod, rv)
+        encode_bound(for_executor(&pod, &p.changes).as_ref(), rv)
     }
 
     /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled
@@ -338,6 +347,20 @@ fn scheduled_event(b: &Bound, now: SystemTime) -> k8s_openapi::api::core::v1::Ev
         resource_version: b.rv.map(|rv| rv.to_string()),
     };
     event_about(&about, "Normal", "Scheduled", msg, now)
+}
+
+/// The pod the executor runs: the bound pod as stored, with the admission
+/// hooks' changes to its spec (a service account, node selectors,
+/// tolerations, a priority class). The store keeps the spec as the user
+/// wrote it, as Kubernetes keeps a pod's spec fixed once created; the
+/// labels and annotations are on the stored pod already, and merging them
+/// again changes nothing.
+fn for_executor<'a>(bound: &'a Pod, changes: &Changes) -> Cow<'a, Pod> {
+    if changes.changes_spec() {
+        Cow::Owned(apply_changes(bound, changes))
+    } else {
+        Cow::Borrowed(bound)
+    }
 }
 
 /// The bound pod's JSON for the executor, with its resourceVersion.
