@@ -1,5 +1,6 @@
 //! What an admission hook changes in a pod's spec is what its containers
 //! run with, on a real agent with the real executor.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! A round is launched while the core goes on: what happens to a pod that
 //! is deleted after it was bound but before Mesos has its task.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -58,7 +58,6 @@ impl Core {
             // Mesos has not heard of a task whose ACCEPT is under way, and
             // would call it unknown (lost) just before launching it.
             .filter(|t| !self.launching.contains(&t.id))
-            .into_iter()
             .map(|t| {
                 let agent = t.spec.as_ref().map(|s| s.agent_id.value.clone());
                 (t.id.value, agent)
