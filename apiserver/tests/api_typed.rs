@@ -397,6 +397,32 @@ async fn repeated_events_update_in_place_and_old_events_expire_after_their_ttl()
 }
 
 #[tokio::test]
+async fn only_events_past_their_ttl_expire_whatever_their_order() {
+    let (api, clock) = api_with_clock().await;
+    let event = |name: &str| -> k8s_openapi::api::core::v1::Event {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Scheduled", "message": "assigned"}))
+        .unwrap()
+    };
+    // Named so that the newer event comes first in the store's key order.
+    api.create_event("default", event("z-old")).await.unwrap();
+    clock.advance(apiserver::EVENT_TTL / 2);
+    api.create_event("default", event("a-new")).await.unwrap();
+    clock.advance(apiserver::EVENT_TTL / 2 + Duration::from_secs(1));
+    assert_eq!(api.expire_events(clock.now()).await.unwrap(), 1);
+    let left: Vec<_> = api
+        .list_events(None, "", "")
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|e| e.metadata.name)
+        .collect();
+    assert_eq!(left, ["a-new"]);
+}
+
+#[tokio::test]
 async fn absurd_grace_periods_are_bounded_instead_of_overflowing() {
     let (api, clock) = api_with_clock().await;
     api.create_pod("default", pod("forever")).await.unwrap();

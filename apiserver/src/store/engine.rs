@@ -162,6 +162,17 @@ impl Engine {
         self.list_where(prefix, |s| finder.find(s.json()).is_some())
     }
 
+    pub(crate) fn list_stored(&self, prefix: &str) -> (Vec<Stored>, u64) {
+        let state = read(&self.shared.state);
+        let items = state
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, state.rv)
+    }
+
     fn list_where(&self, prefix: &str, keep: impl Fn(&Stored) -> bool) -> (Vec<Arc<Value>>, u64) {
         // Copy the (cheap) encoded objects under the lock, decode outside it.
         let (stored, rv): (Vec<(String, Stored)>, u64) = {

@@ -52,6 +52,9 @@ macro_rules! delegate_store {
             fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64) {
                 self.0.list_containing(prefix, needle)
             }
+            fn list_stored(&self, prefix: &str) -> (Vec<$crate::store::Stored>, u64) {
+                self.0.list_stored(prefix)
+            }
             fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
                 self.0.watch(prefix, from)
             }

@@ -53,6 +53,9 @@ pub trait Store: Send + Sync + 'static {
     /// are held encoded, and a sweep looking for a rare field (a deletion timestamp)
     /// should not decode every object to find the few that have it.
     fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64);
+    /// [`Store::list`] as the store holds the objects: encoded, for a sweep that reads a
+    /// few fields of every object and should not build each one's whole JSON tree.
+    fn list_stored(&self, prefix: &str) -> (Vec<Stored>, u64);
     /// The changes under `prefix` after resourceVersion `from`: first those still in the
     /// history, then live ones. [`StoreError::Expired`] if `from` is older than the history.
     fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError>;
