@@ -141,10 +141,6 @@ impl Core {
         views: &[OfferView],
         states: &mut [Option<ProcureState>],
     ) -> Result<(PodTask, usize), AggregateFailure> {
-        let mut failure = AggregateFailure {
-            agents: views.len(),
-            failures: Vec::new(),
-        };
         let mut task = attempt.task.clone();
         let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
         let n = views.len();
@@ -153,29 +149,40 @@ impl Core {
         // Built-in procurements never change the task, so one copy serves
         // every candidate; a pipeline that may gets a fresh copy each time.
         let copies = self.pipeline.modifies_task();
-        let mut best: Option<(usize, f64, ProcureState, Option<PodTask>)> = None;
+        // Two states, swapped when a candidate becomes the best: most
+        // candidates fail (a node selector matches a tenth of the agents),
+        // and a failure then costs no allocation. Hostnames are copied only
+        // if the pod fits nowhere.
+        let mut scratch = views[start].state();
+        let mut best_state = views[start].state();
+        let mut best: Option<(usize, f64, Option<PodTask>)> = None;
+        let mut failures: Vec<(usize, procurement::ProcureError)> = Vec::new();
         let mut feasible = 0;
         for j in 0..n {
             let i = (start + j) % n;
-            // A candidate works on its own copy of the offer's state, so a
-            // failure needs no rollback and a loser costs nothing to drop.
-            let mut state = states[i].clone().unwrap_or_else(|| views[i].state());
-            state.seed_demand(demand.clone());
-            state.begin_pod();
+            // A candidate works on its own copy of the offer's state (what
+            // is left of it if this round used it already), so a failure
+            // needs no rollback.
+            match &states[i] {
+                Some(used) => scratch.clone_from(used),
+                None => views[i].reset_state(&mut scratch),
+            }
+            scratch.seed_demand(demand.clone());
+            scratch.begin_pod();
             let outcome = if copies {
                 let mut copy = task.clone();
                 self.pipeline
-                    .procure(&mut copy, views[i].node(), &mut state)
+                    .procure(&mut copy, views[i].node(), &mut scratch)
                     .map(|()| Some(copy))
             } else {
                 self.pipeline
-                    .procure(&mut task, views[i].node(), &mut state)
+                    .procure(&mut task, views[i].node(), &mut scratch)
                     .map(|()| None)
             };
             match outcome {
-                Err(e) => failure.push(views[i].node().hostname(), e),
+                Err(e) => failures.push((i, e)),
                 Ok(candidate) => {
-                    let score = self.scoring.score(&state);
+                    let score = self.scoring.score(&scratch);
                     let better = best.as_ref().is_none_or(|(bi, bs, ..)| {
                         score > *bs
                             || (score == *bs
@@ -183,7 +190,8 @@ impl Core {
                                     < (views[*bi].node().hostname(), &views[*bi].id().value))
                     });
                     if better {
-                        best = Some((i, score, state, candidate));
+                        std::mem::swap(&mut scratch, &mut best_state);
+                        best = Some((i, score, candidate));
                     }
                     feasible += 1;
                     if feasible >= MAX_CANDIDATES {
@@ -192,31 +200,39 @@ impl Core {
                 }
             }
         }
-        // Only the winner's spec is written out: it costs more than the attempt.
-        let best = best.map(|(i, score, state, t)| {
-            let spec = state.spec();
-            (i, score, state, spec, t)
-        });
-        let Some((i, _, state, spec, placed)) = best else {
-            return Err(failure);
+        let failure = || AggregateFailure {
+            agents: n,
+            failures: failures
+                .iter()
+                .map(|(i, e)| (views[*i].node().hostname().to_owned(), e.clone()))
+                .collect(),
         };
+        let Some((i, _, placed)) = best else {
+            return Err(failure());
+        };
+        let state = best_state;
+        // Only the winner's spec is written out: it costs more than the attempt.
+        let spec = state.spec();
         if let Some(changed) = placed {
             task = changed;
         }
         if let Some(roles) = state.pod_roles() {
             task.roles = roles.clone();
         }
-        states[i] = Some(state);
         task.spec = Some(Arc::new(spec));
         task.offer_id = Some(views[i].id().clone());
         task.set(Flag::Launched);
         match self.registry.register(task) {
-            Ok(task) => Ok((task, i)),
+            Ok(task) => {
+                // Later pods of the round see what is left of the offer.
+                states[i] = Some(state);
+                Ok((task, i))
+            }
             Err(e) => {
                 // The pod has a live task already: it must not get a second.
+                // The offer is left as it was before this pod.
                 tracing::warn!(error = %e, "not launching a second task for a pod");
-                states[i] = None;
-                Err(failure)
+                Err(failure())
             }
         }
     }

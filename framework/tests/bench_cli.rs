@@ -1,0 +1,97 @@
+//! `mesopod bench` as its users run it: one parseable summary line, and a
+//! non-zero exit when a run does not place all its pods. (The full-size
+//! scenarios are run by hand on a release build; see README.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output};
+
+const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod");
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(MESOPOD)
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("mesopod runs")
+}
+
+/// The summary line's `key=value` fields, in order of appearance.
+fn fields(line: &str) -> BTreeMap<String, String> {
+    line.split_whitespace()
+        .skip(1)
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("key=value");
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn a_small_run_prints_one_summary_line_with_every_figure() {
+    let out = bench(&["--agents", "20", "--pods", "60", "--warmup", "10"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(lines[0].starts_with("bench scenario=basic "), "{stdout}");
+    let f = fields(lines[0]);
+    let keys: Vec<&str> = f.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "agents",
+            "bound_p50_ms",
+            "bound_p99_ms",
+            "cpu_s",
+            "pods",
+            "pods_per_s",
+            "rss_mib",
+            "running_p50_ms",
+            "running_p99_ms",
+            "scenario",
+        ]
+    );
+    assert_eq!((f["agents"].as_str(), f["pods"].as_str()), ("20", "60"));
+    let num = |k: &str| f[k].parse::<f64>().unwrap();
+    assert!(num("pods_per_s") > 0.0);
+    assert!(num("bound_p50_ms") <= num("bound_p99_ms"));
+    assert!(num("running_p50_ms") <= num("running_p99_ms"));
+    assert!(
+        num("bound_p50_ms") <= num("running_p50_ms"),
+        "a pod is bound before it runs"
+    );
+    assert!(num("rss_mib") > 0.0 && num("cpu_s") > 0.0);
+}
+
+#[test]
+fn a_run_that_cannot_place_every_pod_fails() {
+    // One agent of 4 cpus holds about 39 pods of 100m next to its executor.
+    let out = bench(&[
+        "--agents",
+        "1",
+        "--pods",
+        "60",
+        "--warmup",
+        "0",
+        "--timeout",
+        "5s",
+    ]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("agents=1 pods=60"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("of 60 pods reached Running"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_scenario_is_refused() {
+    let out = bench(&["--scenario", "huge"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown scenario"), "{stderr}");
+}
