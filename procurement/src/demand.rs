@@ -193,6 +193,12 @@ impl PodDemand {
         }
     }
 
+    /// The pod's `nodeSelector` entries (none if the pod's node constraints
+    /// are malformed: such a pod fits nowhere, which procurement reports).
+    pub fn node_selector(&self) -> &[(String, String)] {
+        self.node.as_ref().map_or(&[], |n| n.selector.as_slice())
+    }
+
     /// The first problem with the pod, if any: such a pod fits no offer.
     pub fn invalid(&self) -> Option<&ProcureError> {
         [

@@ -332,3 +332,20 @@ fn a_pod_object_replaced_in_the_task_is_worked_out_again() {
     let s = state.place(&pl, &mut t, &node).unwrap();
     assert_eq!(amount(&s.resources, "cpus"), 2.0);
 }
+
+#[test]
+fn what_a_pipeline_promises_survives_boxing_and_sharing() {
+    let pl = default_pipeline(&PipelineConfig::default()).unwrap();
+    assert!(!pl.modifies_task() && pl.enforces_node_selector());
+    // As the scheduler holds it: behind an Arc of a trait object.
+    let shared: std::sync::Arc<dyn Procurement + Send + Sync> = std::sync::Arc::new(pl);
+    assert!(!shared.modifies_task() && shared.enforces_node_selector());
+    let boxed: Box<dyn Procurement + Send + Sync> = Box::new(shared);
+    assert!(!boxed.modifies_task() && boxed.enforces_node_selector());
+    // A pipeline without the node step promises nothing about selectors.
+    let resources = AllOrNothing::new().then(
+        procurement::PodResourcesProcurement::new(procurement::ResourceDefaults::default())
+            .unwrap(),
+    );
+    assert!(!resources.enforces_node_selector());
+}

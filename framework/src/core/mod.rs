@@ -30,6 +30,7 @@ mod launching;
 mod pods;
 mod recover;
 mod schedule;
+mod selector_index;
 mod status;
 mod sweep;
 

@@ -11,6 +11,7 @@ use registry::{Flag, PodKey, PodTask, Registry};
 
 use super::Core;
 use super::launching::Placed;
+use super::selector_index::SelectorIndex;
 use crate::admission::Changes;
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
@@ -95,11 +96,12 @@ impl Core {
         }
         let tc = std::time::Instant::now();
         let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
+        let mut index = None;
         let mut placed = Vec::new();
         let mut unschedulable = Vec::new();
         for attempt in attempts {
             let queued = self.queue.get(&attempt.key).map_or(now, |e| e.queued);
-            match self.place_one(&attempt, &views, &mut states) {
+            match self.place_one(&attempt, &views, &mut states, &mut index) {
                 Ok((task, offer)) => {
                     self.queue.remove(&attempt.key);
                     self.waiting.remove(&attempt.key);
@@ -134,17 +136,44 @@ impl Core {
     }
 
     /// Finds the best offer for one pod, counting offers already used
-    /// this round as what is left of them.
-    fn place_one(
+    /// this round as what is left of them. A pod with a `nodeSelector` is
+    /// tried only on the offers whose node carries it, when the pipeline
+    /// would refuse the others anyway; if none of those fits, every offer
+    /// is tried, so the failure names every agent's reason.
+    fn place_one<'v>(
         &mut self,
         attempt: &Attempt,
+        views: &'v [OfferView],
+        states: &mut [Option<ProcureState>],
+        index: &mut Option<SelectorIndex<'v>>,
+    ) -> Result<(PodTask, usize), AggregateFailure> {
+        let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
+        if !demand.node_selector().is_empty() && self.pipeline.enforces_node_selector() {
+            let only = index
+                .get_or_insert_with(|| SelectorIndex::new(views))
+                .narrowest(demand.node_selector());
+            if !only.is_empty()
+                && let Ok(placed) = self.scan(attempt, &demand, views, states, Some(only))
+            {
+                return Ok(placed);
+            }
+        }
+        self.scan(attempt, &demand, views, states, None)
+    }
+
+    /// Tries the pod on `only` these offers, or on all, from a rotating start.
+    fn scan(
+        &mut self,
+        attempt: &Attempt,
+        demand: &Arc<PodDemand>,
         views: &[OfferView],
         states: &mut [Option<ProcureState>],
+        only: Option<&[usize]>,
     ) -> Result<(PodTask, usize), AggregateFailure> {
         let mut task = attempt.task.clone();
-        let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
         let n = views.len();
-        let start = self.scan_start % n;
+        let tries = only.map_or(n, <[usize]>::len);
+        let start = self.scan_start % tries;
         self.scan_start = self.scan_start.wrapping_add(1);
         // Built-in procurements never change the task, so one copy serves
         // every candidate; a pipeline that may gets a fresh copy each time.
@@ -153,13 +182,14 @@ impl Core {
         // candidates fail (a node selector matches a tenth of the agents),
         // and a failure then costs no allocation. Hostnames are copied only
         // if the pod fits nowhere.
-        let mut scratch = views[start].state();
-        let mut best_state = views[start].state();
+        let mut scratch = views[0].state();
+        let mut best_state = views[0].state();
         let mut best: Option<(usize, f64, Option<PodTask>)> = None;
         let mut failures: Vec<(usize, procurement::ProcureError)> = Vec::new();
         let mut feasible = 0;
-        for j in 0..n {
-            let i = (start + j) % n;
+        for j in 0..tries {
+            let k = (start + j) % tries;
+            let i = only.map_or(k, |o| o[k]);
             // A candidate works on its own copy of the offer's state (what
             // is left of it if this round used it already), so a failure
             // needs no rollback.

@@ -27,6 +27,10 @@ impl Procurement for NodeProcurement {
         false
     }
 
+    fn enforces_node_selector(&self) -> bool {
+        true
+    }
+
     fn procure(
         &self,
         task: &mut PodTask,
