@@ -22,7 +22,7 @@ const RV_KEY: &str = "rv";
 /// redb's page cache. Every object is held in memory by the engine and the file is read
 /// only at open, so the cache serves B-tree pages on the write path alone; redb's default
 /// (1 GiB) grew with the file and made up most of mesopod's resident memory at scale.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The file inside the data directory.
 pub const DB_FILE: &str = "apiserver.redb";
