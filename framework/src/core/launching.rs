@@ -118,7 +118,9 @@ impl Core {
             inputs: self.inputs.clone(),
             observed: Arc::clone(&self.observed),
         };
-        tokio::spawn(async move {
+        let round: Vec<TaskId> = placed.iter().map(|p| p.task.id.clone()).collect();
+        let inputs = self.inputs.clone();
+        let launch = tokio::spawn(async move {
             let t0 = std::time::Instant::now();
             let n = placed.len();
             let (bound, ()) = futures::join!(launcher.bind(placed), executors);
@@ -131,6 +133,26 @@ impl Core {
                 accept_us = t1.elapsed().as_micros() as u64,
                 "launch"
             );
+        });
+        // A launch that never reports (a bug that panicked it) must not hold
+        // its round's places for ever: the round is released as if every
+        // task had reached Mesos, so held KILLs go out (one for a task Mesos
+        // never got is answered as unknown), and reconciliation settles the
+        // rest.
+        tokio::spawn(async move {
+            if let Err(e) = launch.await
+                && e.is_panic()
+            {
+                tracing::error!(
+                    pods = round.len(),
+                    "a launch task failed; its round is released"
+                );
+                let _ = inputs.send(Input::Launch(Launch::Done {
+                    launched: round.clone(),
+                    dropped: Vec::new(),
+                    round,
+                }));
+            }
         });
     }
 
