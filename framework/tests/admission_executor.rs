@@ -33,12 +33,7 @@ async fn a_service_account_set_by_a_hook_is_the_one_the_container_sees() {
     .await;
     let server = app.api_url();
     let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: who\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", \"echo account=$SA\"]\n    env:\n    - name: SA\n      valueFrom:\n        fieldRef:\n          fieldPath: spec.serviceAccountName\n    resources:\n      requests:\n        cpu: 100m\n        memory: 32Mi\n";
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(yaml)))
-            .await
-            .unwrap(),
-    );
+    kubectl_apply(&server, yaml.to_owned()).await;
     let done = wait_pod(app.api(), "default", "who", T, |p| phase(p) == "Succeeded").await;
     // The store keeps the spec as written; the hook's change went to the
     // executor with the pod.

@@ -20,13 +20,7 @@ async fn a_pod_deleted_while_its_launch_is_under_way_is_killed_once_launched() {
     let mesos = app.local().expect("an embedded localmesos");
     mesos.hold_accepts();
 
-    let yaml = pod_yaml("held", "", "sleep 120");
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
-            .await
-            .unwrap(),
-    );
+    kubectl_apply(&server, pod_yaml("held", "", "sleep 120")).await;
     // Bound durably before the ACCEPT, which the master now holds.
     let bound = wait_pod(app.api(), "default", "held", T, |p| {
         p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
@@ -46,13 +40,7 @@ async fn a_pod_deleted_while_its_launch_is_under_way_is_killed_once_launched() {
     .unwrap());
     // The core reads its pod watch in order: once a pod created after the
     // deletion is bound, the deletion has been handled (the KILL held).
-    let yaml = pod_yaml("after", "", "sleep 120");
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
-            .await
-            .unwrap(),
-    );
+    kubectl_apply(&server, pod_yaml("after", "", "sleep 120")).await;
     wait_pod(app.api(), "default", "after", T, |p| {
         p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
     })

@@ -164,10 +164,7 @@ impl Engine {
 
     pub(crate) fn list_stored(&self, prefix: &str) -> (Vec<Stored>, u64) {
         let state = read(&self.shared.state);
-        let items = state
-            .objects
-            .range(prefix.to_string()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
+        let items = under(&state.objects, prefix)
             .map(|(_, v)| v.clone())
             .collect();
         (items, state.rv)
@@ -177,10 +174,7 @@ impl Engine {
         // Copy the (cheap) encoded objects under the lock, decode outside it.
         let (stored, rv): (Vec<(String, Stored)>, u64) = {
             let state = read(&self.shared.state);
-            let items = state
-                .objects
-                .range(prefix.to_string()..)
-                .take_while(|(k, _)| k.starts_with(prefix))
+            let items = under(&state.objects, prefix)
                 .filter(|(_, v)| keep(v))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
@@ -230,6 +224,16 @@ impl Drop for Engine {
             let _ = thread.join();
         }
     }
+}
+
+/// The objects whose key starts with `prefix`, in key order.
+fn under<'a>(
+    objects: &'a BTreeMap<String, Stored>,
+    prefix: &'a str,
+) -> impl Iterator<Item = (&'a String, &'a Stored)> {
+    objects
+        .range(prefix.to_string()..)
+        .take_while(move |(k, _)| k.starts_with(prefix))
 }
 
 fn read(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
@@ -429,11 +433,7 @@ fn any_under(
     prefix: &str,
 ) -> bool {
     let staged = local.keys().chain(batch.latest.keys());
-    let stored = state
-        .objects
-        .range(prefix.to_string()..)
-        .map(|(k, _)| k)
-        .take_while(|k| k.starts_with(prefix));
+    let stored = under(&state.objects, prefix).map(|(k, _)| k);
     staged
         .filter(|k| k.starts_with(prefix))
         .chain(stored)

@@ -69,16 +69,14 @@ pub(super) struct Placed {
 pub enum Launch {
     /// The round's pods were bound, or could not be (the error's text).
     /// Sent before any ACCEPT of the round.
-    Bound(Vec<(PodTask, Result<(), String>)>),
-    /// The round's ACCEPTs were answered. `launched` are the tasks Mesos
-    /// took; `dropped` the updates to apply for tasks that never reached it.
+    Bound(Vec<(TaskId, Result<(), String>)>),
+    /// The round's ACCEPTs were answered: none of its bound tasks is
+    /// launching any more.
     Done {
-        /// The round's tasks that were sent to Mesos and not refused.
+        /// The tasks that were sent to Mesos and not refused.
         launched: Vec<TaskId>,
         /// TASK_DROPPED for the tasks of a failed ACCEPT.
         dropped: Vec<TaskStatus>,
-        /// Every task of the round: none is launching any more.
-        round: Vec<TaskId>,
     },
 }
 
@@ -148,9 +146,8 @@ impl Core {
                     "a launch task failed; its round is released"
                 );
                 let _ = inputs.send(Input::Launch(Launch::Done {
-                    launched: round.clone(),
+                    launched: round,
                     dropped: Vec::new(),
-                    round,
                 }));
             }
         });
@@ -158,10 +155,14 @@ impl Core {
 
     /// The bindings of a round: a bound task keeps only its pod's key, a
     /// pod that could not be bound (deleted meanwhile) loses its task.
-    pub(super) fn on_bound(&mut self, results: Vec<(PodTask, Result<(), String>)>) {
-        for (mut task, result) in results {
+    pub(super) fn on_bound(&mut self, results: Vec<(TaskId, Result<(), String>)>) {
+        for (id, result) in results {
             match result {
                 Ok(()) => {
+                    let Some(mut task) = self.registry.get(&id) else {
+                        tracing::warn!(task = %id, "task vanished before launch");
+                        continue;
+                    };
                     // The executor gets the whole bound pod; the registry
                     // keeps what a launched task needs.
                     task.release_pod();
@@ -171,32 +172,35 @@ impl Core {
                     }
                 }
                 Err(e) => {
-                    tracing::info!(task = %task.id, error = %e, "pod could not be bound; not launching");
-                    self.launching.remove(&task.id);
-                    self.held_kills.remove(&task.id);
-                    self.registry.unregister(&task.id);
+                    tracing::info!(task = %id, error = %e, "pod could not be bound; not launching");
+                    self.not_launching(&id);
+                    self.registry.unregister(&id);
                 }
             }
         }
     }
 
     /// A round's ACCEPTs were answered: its tasks are no longer launching,
-    /// and KILLs held back for them go out now.
-    pub(super) async fn on_launched(&mut self, launched: Vec<TaskId>, round: Vec<TaskId>) {
-        for id in &round {
-            self.launching.remove(id);
+    /// KILLs held back for the launched ones go out now, and those for
+    /// dropped ones are moot (the drop ends the task).
+    pub(super) async fn on_launched(&mut self, launched: Vec<TaskId>, dropped: &[TaskStatus]) {
+        for id in dropped.iter().filter_map(|s| s.task_id.as_ref()) {
+            self.not_launching(id);
         }
         for id in launched {
-            let Some((grace, why)) = self.held_kills.remove(&id) else {
-                continue;
-            };
-            if let Some(task) = self.registry.get(&id) {
+            let held = self.not_launching(&id);
+            if let Some((grace, why)) = held
+                && let Some(task) = self.registry.get(&id)
+            {
                 self.kill(&task, grace, why).await;
             }
         }
-        for id in round {
-            self.held_kills.remove(&id);
-        }
+    }
+
+    /// Ends a task's launch; returns the KILL held back for it, if any.
+    fn not_launching(&mut self, id: &TaskId) -> Option<(Duration, KillReason)> {
+        self.launching.remove(id);
+        self.held_kills.remove(id)
     }
 
     /// Holds back a KILL for a task whose launch is under way; true if held.
@@ -220,14 +224,14 @@ impl Launcher {
         for (p, result) in placed.into_iter().zip(results) {
             match result {
                 Ok((json, rv)) => {
-                    report.push((p.task.clone(), Ok(())));
+                    report.push((p.task.id.clone(), Ok(())));
                     bound.push(Bound {
                         placed: p,
                         json,
                         rv,
                     });
                 }
-                Err(e) => report.push((p.task, Err(e.to_string()))),
+                Err(e) => report.push((p.task.id, Err(e.to_string()))),
             }
         }
         // Sent before any ACCEPT: the core sees the binding before any
@@ -255,28 +259,28 @@ impl Launcher {
             .api
             .bind_pod_raw(&key.namespace, &key.name, &binding)
             .await?;
+        // The hooks' annotations came with the binding: only labels and
+        // spec changes need more than the stored pod.
         if p.changes.labels.is_empty() && !p.changes.changes_spec() {
             return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
         }
-        if p.changes.labels.is_empty() {
-            let rv = apiserver::store::object_rv(&pod);
-            let typed: Pod = serde_json::from_value((*pod).clone()).map_err(|e| {
+        let pod = if p.changes.labels.is_empty() {
+            serde_json::from_value::<Pod>((*pod).clone()).map_err(|e| {
                 apiserver::ApiError::Internal(format!("cannot read a bound pod: {e}"))
-            })?;
-            return encode_bound(for_executor(&typed, &p.changes).as_ref(), rv);
-        }
-        // The hook's labels are kept on the stored pod, as a mutating
-        // admission webhook's would be.
-        let patch = serde_json::json!({"metadata": {"labels": p.changes.labels}});
-        let pod = self
-            .api
-            .patch_pod(
-                &key.namespace,
-                &key.name,
-                apiserver::patch::PatchType::Merge,
-                &patch,
-            )
-            .await?;
+            })?
+        } else {
+            // The hook's labels are kept on the stored pod, as a mutating
+            // admission webhook's would be.
+            let patch = serde_json::json!({"metadata": {"labels": p.changes.labels}});
+            self.api
+                .patch_pod(
+                    &key.namespace,
+                    &key.name,
+                    apiserver::patch::PatchType::Merge,
+                    &patch,
+                )
+                .await?
+        };
         let rv = pod
             .metadata
             .resource_version
@@ -288,7 +292,6 @@ impl Launcher {
     /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled
     /// events, and the outcome to the core.
     async fn accept(&self, bound: Vec<Bound>, now: SystemTime) {
-        let round: Vec<TaskId> = bound.iter().map(|b| b.placed.task.id.clone()).collect();
         let mut by_offer: BTreeMap<String, (OfferId, Vec<Bound>)> = BTreeMap::new();
         for b in bound {
             by_offer
@@ -331,11 +334,9 @@ impl Launcher {
                 }
             }
         }
-        let _ = self.inputs.send(Input::Launch(Launch::Done {
-            launched,
-            dropped,
-            round,
-        }));
+        let _ = self
+            .inputs
+            .send(Input::Launch(Launch::Done { launched, dropped }));
         // Nothing waits on the events.
         join_all(events.into_iter().map(|ev| {
             let api = self.api.clone();

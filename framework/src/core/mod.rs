@@ -326,12 +326,8 @@ impl Core {
             Input::PodSettled(key) => self.forget_waiting(&key),
             Input::PodResync(pods) => self.on_resync(pods).await,
             Input::Launch(Launch::Bound(results)) => self.on_bound(results),
-            Input::Launch(Launch::Done {
-                launched,
-                dropped,
-                round,
-            }) => {
-                self.on_launched(launched, round).await;
+            Input::Launch(Launch::Done { launched, dropped }) => {
+                self.on_launched(launched, &dropped).await;
                 updates.extend(dropped);
             }
             Input::Reconcile { explicit } => {

@@ -140,6 +140,18 @@ pub fn kubectl_stdin(server: &str, args: &[&str], stdin: Option<&str>) -> Output
     child.wait_with_output().unwrap()
 }
 
+/// `kubectl apply -f -` of `yaml`, off the async runtime; its output,
+/// asserted successful.
+pub async fn kubectl_apply(server: &str, yaml: String) -> String {
+    let server = server.to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        kubectl_stdin(&server, &["apply", "-f", "-"], Some(&yaml))
+    })
+    .await
+    .unwrap();
+    ok(&out)
+}
+
 pub fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
