@@ -1,18 +1,13 @@
-//! Identifiers: every one is a message with one required string, `value`.
+//! Helpers for identifiers and durations.
 
-use serde::{Deserialize, Serialize};
+use super::{
+    AgentId, DurationInfo, ExecutorId, FrameworkId, OfferId, OperationId, ResourceProviderId,
+    TaskId,
+};
 
-macro_rules! id_message {
-    ($($(#[$meta:meta])* $name:ident),+ $(,)?) => {$(
-        $(#[$meta])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Message, Serialize, Deserialize)]
-        #[serde(default)]
-        pub struct $name {
-            /// The identifier itself.
-            #[prost(string, required, tag = "1")]
-            pub value: String,
-        }
-
+/// Every identifier is a message with one required string, `value`.
+macro_rules! id_helpers {
+    ($($name:ident),+ $(,)?) => {$(
         impl $name {
             /// Wraps a string as this identifier.
             pub fn new(value: impl Into<String>) -> Self {
@@ -40,44 +35,15 @@ macro_rules! id_message {
     )+};
 }
 
-id_message!(
-    /// `FrameworkID`.
+id_helpers!(
     FrameworkId,
-    /// `OfferID`.
     OfferId,
-    /// `AgentID`.
     AgentId,
-    /// `TaskID`.
     TaskId,
-    /// `ExecutorID`.
     ExecutorId,
-    /// `OperationID`.
     OperationId,
-    /// `ResourceProviderID`.
     ResourceProviderId,
 );
-
-/// `ContainerID`: 1 value req; 2 parent.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ContainerId {
-    /// The identifier itself.
-    #[prost(string, required, tag = "1")]
-    pub value: String,
-    /// The parent container of a nested container.
-    #[prost(message, optional, boxed, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<Box<ContainerId>>,
-}
-
-/// `DurationInfo`: 1 nanoseconds int64 req.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DurationInfo {
-    /// The duration in nanoseconds.
-    #[prost(int64, required, tag = "1")]
-    pub nanoseconds: i64,
-}
 
 impl DurationInfo {
     /// The duration as a `std::time::Duration`; negative values count as zero.
@@ -91,35 +57,4 @@ impl DurationInfo {
             nanoseconds: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
         }
     }
-}
-
-/// `TimeInfo`: 1 nanoseconds int64 req (since the epoch).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TimeInfo {
-    /// Nanoseconds since the Unix epoch.
-    #[prost(int64, required, tag = "1")]
-    pub nanoseconds: i64,
-}
-
-/// `Label`: 1 key req; 2 value.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Label {
-    /// The key.
-    #[prost(string, required, tag = "1")]
-    pub key: String,
-    /// The value, if any.
-    #[prost(string, optional, tag = "2")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-}
-
-/// `Labels`: 1 labels rep.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Labels {
-    /// The labels, in order.
-    #[prost(message, repeated, tag = "1")]
-    pub labels: Vec<Label>,
 }

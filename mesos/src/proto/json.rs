@@ -1,14 +1,23 @@
-//! Serde helpers for Mesos' JSON mapping of protobuf messages.
+//! Mesos' JSON mapping of the protobuf messages.
 //!
 //! Mesos maps protobuf to JSON with the proto's snake_case field names, enum
-//! values as their name strings and `bytes` as base64. prost keeps enums as
-//! `i32` and bytes as `Vec<u8>`, so those fields route through the helpers
-//! here. Unknown keys are ignored by serde's default, which is what Mesos does.
+//! values as their name strings, `bytes` as base64 and 64-bit integers as
+//! JSON numbers. An absent optional field is left out; a proto2 `required`
+//! scalar is always written, zero or not. Decoding starts from the message's
+//! default, so a missing key keeps it, and unknown keys are ignored, as
+//! Mesos does.
+//!
+//! `build.rs` walks the `.proto` files and writes one [`message!`] call per
+//! message and one [`wire_enum!`] call per enum; the serde code itself is
+//! here, written once.
+
+use std::fmt;
+use std::marker::PhantomData;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serializer};
+use serde::de::{DeserializeSeed, Error as _, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An enum that has a wire name for every value (`TASK_RUNNING`, `SUBSCRIBE`…).
 pub trait WireEnum: Sized + Copy {
@@ -30,128 +39,254 @@ enum NameOrNumber {
     Number(i32),
 }
 
-fn parse<E: WireEnum, Err: serde::de::Error>(raw: NameOrNumber) -> Result<i32, Err> {
-    let value = match &raw {
-        NameOrNumber::Name(name) => E::from_wire_name(name),
-        NameOrNumber::Number(n) => E::from_number(*n),
-    };
-    match (value, raw) {
-        (Some(v), _) => Ok(v.number()),
-        (None, NameOrNumber::Name(name)) => {
-            Err(Err::custom(format!("unknown enum value \"{name}\"")))
+/// An enum field's number, written as its name and read from a name or a
+/// number; a value the enum does not have is an error both ways.
+pub struct EnumField<E>(pub i32, PhantomData<E>);
+
+impl<E> EnumField<E> {
+    /// Wraps an enum field's number.
+    pub fn new(n: i32) -> Self {
+        Self(n, PhantomData)
+    }
+}
+
+impl<E: WireEnum> Serialize for EnumField<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let name = E::from_number(self.0)
+            .map(WireEnum::wire_name)
+            .ok_or_else(|| {
+                serde::ser::Error::custom(format!("enum number {} has no name", self.0))
+            })?;
+        s.serialize_str(name)
+    }
+}
+
+impl<'de, E: WireEnum> Deserialize<'de> for EnumField<E> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = NameOrNumber::deserialize(d)?;
+        let value = match &raw {
+            NameOrNumber::Name(name) => E::from_wire_name(name),
+            NameOrNumber::Number(n) => E::from_number(*n),
+        };
+        match (value, raw) {
+            (Some(v), _) => Ok(Self::new(v.number())),
+            (None, NameOrNumber::Name(name)) => {
+                Err(D::Error::custom(format!("unknown enum value \"{name}\"")))
+            }
+            (None, NameOrNumber::Number(n)) => {
+                Err(D::Error::custom(format!("unknown enum number {n}")))
+            }
         }
-        (None, NameOrNumber::Number(n)) => Err(Err::custom(format!("unknown enum number {n}"))),
     }
 }
 
-fn name_of<E: WireEnum>(n: i32) -> Result<&'static str, String> {
-    E::from_number(n)
-        .map(WireEnum::wire_name)
-        .ok_or_else(|| format!("enum number {n} has no name"))
-}
+/// A `bytes` field, as a standard base64 string.
+pub struct Base64(pub Vec<u8>);
 
-/// Serializes a required enum field as its name.
-pub fn enum_ser<E: WireEnum, S: Serializer>(v: &i32, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(name_of::<E>(*v).map_err(serde::ser::Error::custom)?)
-}
+/// A borrowed `bytes` field, for writing.
+pub struct Base64Ref<'a>(pub &'a [u8]);
 
-/// Deserializes a required enum field from its name.
-pub fn enum_de<'de, E: WireEnum, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
-    parse::<E, D::Error>(NameOrNumber::deserialize(d)?)
-}
-
-/// Serializes an optional enum field as its name.
-pub fn enum_opt_ser<E: WireEnum, S: Serializer>(v: &Option<i32>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(n) => s.serialize_some(name_of::<E>(*n).map_err(serde::ser::Error::custom)?),
-        None => s.serialize_none(),
+impl Serialize for Base64Ref<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(self.0))
     }
 }
 
-/// Deserializes an optional enum field from its name.
-pub fn enum_opt_de<'de, E: WireEnum, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
-    match Option::<NameOrNumber>::deserialize(d)? {
-        Some(raw) => parse::<E, D::Error>(raw).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// Serializes a repeated enum field as a list of names.
-pub fn enum_vec_ser<E: WireEnum, S: Serializer>(v: &[i32], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = s.serialize_seq(Some(v.len()))?;
-    for n in v {
-        seq.serialize_element(name_of::<E>(*n).map_err(serde::ser::Error::custom)?)?;
-    }
-    seq.end()
-}
-
-/// Deserializes a repeated enum field from a list of names.
-pub fn enum_vec_de<'de, E: WireEnum, D: Deserializer<'de>>(d: D) -> Result<Vec<i32>, D::Error> {
-    Vec::<NameOrNumber>::deserialize(d)?
-        .into_iter()
-        .map(parse::<E, D::Error>)
-        .collect()
-}
-
-/// `bytes` fields as base64 strings.
-pub mod b64 {
-    use super::*;
-
-    /// Encodes bytes as standard base64.
-    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&STANDARD.encode(v))
-    }
-
-    /// Decodes standard base64.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+impl<'de> Deserialize<'de> for Base64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         STANDARD
             .decode(text.as_bytes())
+            .map(Base64)
             .map_err(|e| D::Error::custom(format!("invalid base64: {e}")))
     }
 }
 
-/// Optional `bytes` fields as base64 strings.
-pub mod b64_opt {
-    use super::*;
+/// Reads an object key as the index of the message field it names, without
+/// allocating; `None` for a key the message does not have.
+pub struct FieldKey(pub &'static [&'static str]);
 
-    /// Encodes bytes as standard base64.
-    pub fn serialize<S: Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(bytes) => s.serialize_some(&STANDARD.encode(bytes)),
-            None => s.serialize_none(),
-        }
-    }
+impl<'de> DeserializeSeed<'de> for FieldKey {
+    type Value = Option<usize>;
 
-    /// Decodes standard base64.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            Some(text) => STANDARD
-                .decode(text.as_bytes())
-                .map(Some)
-                .map_err(|e| D::Error::custom(format!("invalid base64: {e}"))),
-            None => Ok(None),
-        }
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_identifier(self)
     }
 }
 
-/// Declares a protobuf enum that also knows its Mesos wire names.
-macro_rules! wire_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
-        #[repr(i32)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant = $num),+
+impl Visitor<'_> for FieldKey {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|name| *name == key))
+    }
+}
+
+/// The fields already read from one object: a key given twice is an error,
+/// as it was with serde's derive.
+#[derive(Default)]
+pub struct Seen(u64);
+
+impl Seen {
+    /// Marks field `i` read, or fails if it already was.
+    pub fn first<E: serde::de::Error>(
+        &mut self,
+        fields: &[&'static str],
+        i: usize,
+    ) -> Result<(), E> {
+        let bit = 1u64 << i;
+        if self.0 & bit != 0 {
+            return Err(E::duplicate_field(fields[i]));
+        }
+        self.0 |= bit;
+        Ok(())
+    }
+}
+
+/// Writes one field of a message; how depends on its kind (see [`message!`]).
+macro_rules! ser_field {
+    ($st:ident, $key:literal, $v:expr, value) => {
+        $st.serialize_field($key, $v)?
+    };
+    ($st:ident, $key:literal, $v:expr, list_always) => {
+        $st.serialize_field($key, $v)?
+    };
+    ($st:ident, $key:literal, $v:expr, opt) => {
+        match $v {
+            Some(v) => $st.serialize_field($key, v)?,
+            None => $st.skip_field($key)?,
+        }
+    };
+    ($st:ident, $key:literal, $v:expr, list) => {
+        match $v.is_empty() {
+            false => $st.serialize_field($key, $v)?,
+            true => $st.skip_field($key)?,
+        }
+    };
+    ($st:ident, $key:literal, $v:expr, map) => {
+        $crate::proto::json::ser_field!($st, $key, $v, list)
+    };
+    ($st:ident, $key:literal, $v:expr, bytes) => {
+        $st.serialize_field($key, &$crate::proto::json::Base64Ref($v))?
+    };
+    ($st:ident, $key:literal, $v:expr, bytes_opt) => {
+        match $v {
+            Some(v) => $st.serialize_field($key, &$crate::proto::json::Base64Ref(v))?,
+            None => $st.skip_field($key)?,
+        }
+    };
+    ($st:ident, $key:literal, $v:expr, enum_value($e:ty)) => {
+        $st.serialize_field($key, &$crate::proto::json::EnumField::<$e>::new(*$v))?
+    };
+    ($st:ident, $key:literal, $v:expr, enum_opt($e:ty)) => {
+        match $v {
+            Some(n) => $st.serialize_field($key, &$crate::proto::json::EnumField::<$e>::new(*n))?,
+            None => $st.skip_field($key)?,
+        }
+    };
+}
+pub(crate) use ser_field;
+
+/// Reads one field of a message from the map's next value.
+macro_rules! de_field {
+    ($map:ident, $place:expr, bytes) => {
+        $place = $map.next_value::<$crate::proto::json::Base64>()?.0
+    };
+    ($map:ident, $place:expr, bytes_opt) => {
+        $place = $map
+            .next_value::<Option<$crate::proto::json::Base64>>()?
+            .map(|b| b.0)
+    };
+    ($map:ident, $place:expr, enum_value($e:ty)) => {
+        $place = $map.next_value::<$crate::proto::json::EnumField<$e>>()?.0
+    };
+    ($map:ident, $place:expr, enum_opt($e:ty)) => {
+        $place = $map
+            .next_value::<Option<$crate::proto::json::EnumField<$e>>>()?
+            .map(|e| e.0)
+    };
+    // value, opt, list, list_always, map: serde's own impls for the type.
+    ($map:ident, $place:expr, $kind:ident) => {
+        $place = $map.next_value()?
+    };
+}
+pub(crate) use de_field;
+
+/// Implements Mesos' JSON mapping for one message.
+///
+/// Each field is `index name: "key" kind`, where kind is `value` (a
+/// required scalar, always written), `opt` (an `Option`, left out when
+/// absent), `list` (left out when empty), `list_always` (written even when
+/// empty), `map`, `bytes`, `bytes_opt`, `enum_value(Enum)` or
+/// `enum_opt(Enum)`.
+macro_rules! message {
+    ($ty:ty, $name:literal, $len:literal {
+        $($i:literal $field:ident: $key:literal $kind:ident $(($e:ty))?,)*
+    }) => {
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use ::serde::ser::SerializeStruct as _;
+                #[allow(unused_mut)]
+                let mut st = s.serialize_struct($name, $len)?;
+                $($crate::proto::json::ser_field!(st, $key, &self.$field, $kind $(($e))?);)*
+                st.end()
+            }
         }
 
-        impl $crate::proto::json::WireEnum for $name {
+        impl<'de> ::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                const FIELDS: &[&str] = &[$($key),*];
+                struct MessageVisitor;
+                impl<'de> ::serde::de::Visitor<'de> for MessageVisitor {
+                    type Value = $ty;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("message ", $name))
+                    }
+
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<$ty, A::Error> {
+                        #[allow(unused_mut)]
+                        let mut msg = <$ty>::default();
+                        #[allow(unused_mut, unused_variables)]
+                        let mut seen = $crate::proto::json::Seen::default();
+                        while let Some(i) = map.next_key_seed($crate::proto::json::FieldKey(FIELDS))? {
+                            match i {
+                                $(Some($i) => {
+                                    seen.first::<A::Error>(FIELDS, $i)?;
+                                    $crate::proto::json::de_field!(map, msg.$field, $kind $(($e))?);
+                                })*
+                                _ => {
+                                    map.next_value::<::serde::de::IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(msg)
+                    }
+                }
+                d.deserialize_struct($name, FIELDS, MessageVisitor)
+            }
+        }
+    };
+}
+pub(crate) use message;
+
+/// Gives generated protobuf enums their Mesos wire names ([`WireEnum`],
+/// `Display`), which are the names in the `.proto` file.
+macro_rules! wire_enum {
+    ($($ty:ty),* $(,)?) => {$(
+        impl $crate::proto::json::WireEnum for $ty {
             fn wire_name(self) -> &'static str {
-                match self { $(Self::$variant => $wire),+ }
+                self.as_str_name()
             }
             fn from_wire_name(name: &str) -> Option<Self> {
-                match name { $($wire => Some(Self::$variant),)+ _ => None }
+                Self::from_str_name(name)
             }
             fn from_number(n: i32) -> Option<Self> {
                 Self::try_from(n).ok()
@@ -161,11 +296,11 @@ macro_rules! wire_enum {
             }
         }
 
-        impl ::std::fmt::Display for $name {
+        impl ::std::fmt::Display for $ty {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str($crate::proto::json::WireEnum::wire_name(*self))
+                f.write_str(self.as_str_name())
             }
         }
-    };
+    )*};
 }
 pub(crate) use wire_enum;
