@@ -3,8 +3,13 @@
 //! # Contract
 //!
 //! - [`proto`]: every message of the v1 scheduler and executor APIs that
-//!   mesopod and localmesos use, with Apache Mesos' field numbers, proto2
-//!   `required`/`optional` respected, unknown fields skipped.
+//!   mesopod and localmesos use, with Apache Mesos' names and field numbers,
+//!   proto2 `required`/`optional` respected, unknown fields skipped. The
+//!   messages are written once, in the `.proto` files under `mesos/proto/`
+//!   (trimmed copies of Apache Mesos' `include/mesos/v1` protos); `build.rs`
+//!   generates the Rust types from them with `prost-build` and the pure-Rust
+//!   compiler `protox` (no `protoc`), and their JSON mapping from the same
+//!   descriptors. Hand-written helpers sit beside the generated code.
 //! - [`codec`]: the two encodings Mesos speaks, protobuf and Mesos' own JSON
 //!   mapping, chosen per connection from `Content-Type` / `Accept`.
 //! - [`recordio`]: the framing of event streams, decoded incrementally
@@ -19,6 +24,8 @@
 //! # Invariants
 //!
 //! - This crate knows nothing of pods, the registry or the API shim.
+//! - Field numbers and names exist only in the `.proto` files; no Rust code
+//!   types one.
 //! - Bytes from the network never panic a decoder: every decoder returns a
 //!   typed error, and every length read from the wire is bounded before
 //!   anything is allocated for it.

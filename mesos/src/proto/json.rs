@@ -245,7 +245,7 @@ macro_rules! message {
                     type Value = $ty;
 
                     fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                        f.write_str(concat!("message ", $name))
+                        f.write_str(concat!("struct ", $name))
                     }
 
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(
