@@ -257,9 +257,8 @@ fn write_message(
     let rust_name = message.name().to_upper_camel_case();
     writeln!(
         text,
-        "crate::proto::json::message!({}, {rust_name:?}, {} {{",
+        "crate::proto::json::message!({}, {rust_name:?} {{",
         scope.rust_type(message.name()),
-        message.field.len()
     )?;
     for (i, field) in message.field.iter().enumerate() {
         let kind = field_kind(types, &scope.package, &full, field)?;

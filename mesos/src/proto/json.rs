@@ -7,8 +7,8 @@
 //! default, so a missing key keeps it, and unknown keys are ignored, as
 //! Mesos does.
 //!
-//! `build.rs` walks the `.proto` files and writes one [`message!`] call per
-//! message and one [`wire_enum!`] call per enum; the serde code itself is
+//! `build.rs` walks the `.proto` files and writes one `message!` call per
+//! message and one `wire_enum!` call per enum; the serde code itself is
 //! here, written once.
 
 use std::fmt;
@@ -41,11 +41,11 @@ enum NameOrNumber {
 
 /// An enum field's number, written as its name and read from a name or a
 /// number; a value the enum does not have is an error both ways.
-pub struct EnumField<E>(pub i32, PhantomData<E>);
+pub(crate) struct EnumField<E>(pub(crate) i32, PhantomData<E>);
 
 impl<E> EnumField<E> {
     /// Wraps an enum field's number.
-    pub fn new(n: i32) -> Self {
+    pub(crate) fn new(n: i32) -> Self {
         Self(n, PhantomData)
     }
 }
@@ -81,10 +81,10 @@ impl<'de, E: WireEnum> Deserialize<'de> for EnumField<E> {
 }
 
 /// A `bytes` field, as a standard base64 string.
-pub struct Base64(pub Vec<u8>);
+pub(crate) struct Base64(pub(crate) Vec<u8>);
 
 /// A borrowed `bytes` field, for writing.
-pub struct Base64Ref<'a>(pub &'a [u8]);
+pub(crate) struct Base64Ref<'a>(pub(crate) &'a [u8]);
 
 impl Serialize for Base64Ref<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -104,7 +104,7 @@ impl<'de> Deserialize<'de> for Base64 {
 
 /// Reads an object key as the index of the message field it names, without
 /// allocating; `None` for a key the message does not have.
-pub struct FieldKey(pub &'static [&'static str]);
+pub(crate) struct FieldKey(pub(crate) &'static [&'static str]);
 
 impl<'de> DeserializeSeed<'de> for FieldKey {
     type Value = Option<usize>;
@@ -129,11 +129,11 @@ impl Visitor<'_> for FieldKey {
 /// The fields already read from one object: a key given twice is an error,
 /// as it was with serde's derive.
 #[derive(Default)]
-pub struct Seen(u64);
+pub(crate) struct Seen(u64);
 
 impl Seen {
     /// Marks field `i` read, or fails if it already was.
-    pub fn first<E: serde::de::Error>(
+    pub(crate) fn first<E: serde::de::Error>(
         &mut self,
         fields: &[&'static str],
         i: usize,
@@ -147,7 +147,32 @@ impl Seen {
     }
 }
 
-/// Writes one field of a message; how depends on its kind (see [`message!`]).
+/// Whether a field is written (1) or left out (0), for the length that
+/// `serialize_struct` announces, as serde's derive counts it.
+macro_rules! field_len {
+    ($v:expr, opt) => {
+        usize::from($v.is_some())
+    };
+    ($v:expr, bytes_opt) => {
+        usize::from($v.is_some())
+    };
+    ($v:expr, enum_opt($e:ty)) => {
+        usize::from($v.is_some())
+    };
+    ($v:expr, list) => {
+        usize::from(!$v.is_empty())
+    };
+    ($v:expr, map) => {
+        usize::from(!$v.is_empty())
+    };
+    // value, list_always, bytes, enum_value: always written.
+    ($v:expr, $kind:ident $(($e:ty))?) => {
+        1usize
+    };
+}
+pub(crate) use field_len;
+
+/// Writes one field of a message; how depends on its kind (see `message!`).
 macro_rules! ser_field {
     ($st:ident, $key:literal, $v:expr, value) => {
         $st.serialize_field($key, $v)?
@@ -224,14 +249,15 @@ pub(crate) use de_field;
 /// empty), `map`, `bytes`, `bytes_opt`, `enum_value(Enum)` or
 /// `enum_opt(Enum)`.
 macro_rules! message {
-    ($ty:ty, $name:literal, $len:literal {
+    ($ty:ty, $name:literal {
         $($i:literal $field:ident: $key:literal $kind:ident $(($e:ty))?,)*
     }) => {
         impl ::serde::Serialize for $ty {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeStruct as _;
+                let len = 0 $(+ $crate::proto::json::field_len!(&self.$field, $kind $(($e))?))*;
                 #[allow(unused_mut)]
-                let mut st = s.serialize_struct($name, $len)?;
+                let mut st = s.serialize_struct($name, len)?;
                 $($crate::proto::json::ser_field!(st, $key, &self.$field, $kind $(($e))?);)*
                 st.end()
             }
