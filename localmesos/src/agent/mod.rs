@@ -186,3 +186,30 @@ pub(crate) enum Report<'a> {
         generation: u64,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    /// Agent code knows nothing of the master or the HTTP layer (the
+    /// one-way rule of the crate doc): it reports, the master applies. This
+    /// fails if an import of either creeps back.
+    #[test]
+    fn agent_code_imports_neither_the_master_nor_http() {
+        let files = [
+            ("mod.rs", include_str!("mod.rs")),
+            ("executors.rs", include_str!("executors.rs")),
+            ("files.rs", include_str!("files.rs")),
+            ("launch.rs", include_str!("launch.rs")),
+            ("process.rs", include_str!("process.rs")),
+        ];
+        let forbidden = [
+            concat!("crate::", "master"),
+            concat!("crate::", "http"),
+            concat!("crate::", "faults"),
+        ];
+        for (file, src) in files {
+            for path in forbidden {
+                assert!(!src.contains(path), "agent/{file} uses {path}");
+            }
+        }
+    }
+}
