@@ -1,18 +1,14 @@
-//! Fault injection: what tests can break, and how.
+//! Fault injection: the knobs tests turn, shared by the Rust API and the
+//! `/admin/` routes.
 //!
-//! Agent faults (remove, partition, heal), executor kills and master
-//! restarts live with the code they break (`agent`, `master::subscribe`);
-//! this module holds the knobs they share with the `/admin/` routes.
+//! The faults themselves are applied by the master (`master::agents` for
+//! agents and executors, `master::subscribe::restart`, `master::tasks` for
+//! status updates), which stays the only writer of task state: a fault
+//! changes what an agent does or reports, never a task directly.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mesos::proto::task_status::Reason;
 use serde::{Deserialize, Serialize};
-
-use crate::agent::{self, executors, process::Exit};
-use crate::error::Error;
-use crate::master::Shared;
 
 /// Faults applied to the next reliable status updates sent to schedulers.
 /// Counters are consumed in the order drop, duplicate, delay.
@@ -69,84 +65,6 @@ pub struct RestartOptions {
     /// After recovery, how long agents stay "re-registering" (explicit
     /// reconciliation of their tasks gets no answer meanwhile), in ms.
     pub agent_reregistration_ms: u64,
-}
-
-/// Partitions an agent (see [`agent::partition`]).
-pub(crate) fn partition(cx: &Arc<Shared>, id: &str) -> Result<(), Error> {
-    let mut st = cx.lock();
-    agent::partition(cx, &mut st, id)
-}
-
-/// Heals an agent's partition.
-pub(crate) fn heal(cx: &Arc<Shared>, id: &str) -> Result<(), Error> {
-    let mut st = cx.lock();
-    agent::heal(cx, &mut st, id)
-}
-
-/// Removes an agent for good.
-pub(crate) fn remove(cx: &Arc<Shared>, id: &str) -> Result<(), Error> {
-    let mut st = cx.lock();
-    agent::remove(cx, &mut st, id)
-}
-
-/// Executor `exec` of framework `fw` on the agent, or which of them is unknown.
-fn executor_mut<'a>(
-    st: &'a mut crate::master::State,
-    agent_id: &str,
-    fw: &str,
-    exec: &str,
-) -> Result<&'a mut crate::agent::executors::Executor, Error> {
-    st.agents
-        .get_mut(agent_id)
-        .ok_or_else(|| Error::UnknownAgent(agent_id.to_owned()))?
-        .executors
-        .get_mut(&(fw.to_owned(), exec.to_owned()))
-        .ok_or_else(|| Error::UnknownExecutor {
-            agent: agent_id.to_owned(),
-            framework: fw.to_owned(),
-            executor: exec.to_owned(),
-        })
-}
-
-/// Kills an executor (or a command task's process) with SIGKILL; the agent
-/// then reports its tasks as it does for any executor that dies.
-pub(crate) fn kill_executor(
-    cx: &Arc<Shared>,
-    agent_id: &str,
-    fw: &str,
-    exec: &str,
-) -> Result<(), Error> {
-    let mut st = cx.lock();
-    match executor_mut(&mut st, agent_id, fw, exec)?.process {
-        Some(p) => p.kill(),
-        None => executors::terminate(
-            cx,
-            &mut st,
-            agent_id,
-            fw,
-            exec,
-            Reason::ReasonExecutorTerminated,
-            "Executor killed",
-            Some(Exit::Signal(9)),
-        ),
-    }
-    Ok(())
-}
-
-/// Drops an executor's event stream, as a broken agent connection would:
-/// the executor sees its subscription end, and (with checkpointing)
-/// re-subscribes with its unacknowledged tasks and updates.
-pub(crate) fn disconnect_executor(
-    cx: &Arc<Shared>,
-    agent_id: &str,
-    fw: &str,
-    exec: &str,
-) -> Result<(), Error> {
-    let mut st = cx.lock();
-    let ex = executor_mut(&mut st, agent_id, fw, exec)?;
-    // Dropping the sender ends the HTTP stream.
-    ex.sub = None;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -75,9 +75,17 @@
 //!
 //! - Bad input gets Mesos' status code and changes nothing; nothing from
 //!   the network panics.
+//! - The master is the only writer of task state: task records, their
+//!   reliable-update queues, and the resources and task lists agents keep
+//!   for them. Agents, real or simulated, and fault injection never move a
+//!   task; they report what happened (`agent::Report`: an executor sent
+//!   UPDATE or MESSAGE, a process exited, an executor was killed or its
+//!   stream ended) and the master applies it (`master::reports`).
 //! - Every task update an agent or executor produces goes through one state
 //!   machine (`master::tasks`): terminal tasks take no more updates, and
 //!   reliable updates reach the scheduler in order, one at a time.
+//! - Modules depend one way, `http` → `master` → `agent`: agent code knows
+//!   nothing of the master, and no module imports one that imports it.
 //! - An agent's used + offered resources never exceed its total.
 //! - Only loopback is bound; child processes lead their own process groups
 //!   and are killed on shutdown.
@@ -100,6 +108,7 @@
 //! - Simulated agents skip TASK_STARTING (real command tasks send it).
 
 mod agent;
+mod clock;
 mod config;
 mod error;
 mod faults;
@@ -124,7 +133,8 @@ pub use snapshot::{
     AgentSnapshot, ClusterState, ExecutorSnapshot, FrameworkSnapshot, TaskSnapshot,
 };
 
-use master::{Shared, State};
+use agent::ExecutorRef;
+use master::{Shared, State, agents};
 
 /// A running local cluster. Dropping it without [`LocalMesos::shutdown`]
 /// stops its tasks too, but without waiting.
@@ -164,7 +174,7 @@ impl LocalMesos {
             tokio::runtime::Handle::current(),
         );
         for agent in config.agents {
-            agent::add(&shared, agent).await?;
+            http::agent::add(&shared, agent).await?;
         }
         let router = http::router(shared.clone());
         let server = tokio::spawn(async move {
@@ -213,7 +223,7 @@ impl LocalMesos {
     /// # Errors
     /// A bind failure for a real agent's endpoint.
     pub async fn add_agent(&self, config: AgentConfig) -> Result<AgentId, Error> {
-        agent::add(&self.shared, config).await
+        http::agent::add(&self.shared, config).await
     }
 
     /// Partitions an agent: TASK_UNREACHABLE (TASK_LOST without
@@ -222,7 +232,7 @@ impl LocalMesos {
     /// # Errors
     /// Unknown agent, or one that is not active.
     pub fn partition_agent(&self, agent_id: &str) -> Result<(), Error> {
-        faults::partition(&self.shared, agent_id)
+        agents::partition(&self.shared, agent_id)
     }
 
     /// Heals a partition: the agent re-registers and is offered again.
@@ -230,7 +240,7 @@ impl LocalMesos {
     /// # Errors
     /// Unknown agent, or one that is not partitioned.
     pub fn heal_agent(&self, agent_id: &str) -> Result<(), Error> {
-        faults::heal(&self.shared, agent_id)
+        agents::heal(&self.shared, agent_id)
     }
 
     /// Removes an agent for good: TASK_GONE_BY_OPERATOR (TASK_LOST without
@@ -239,7 +249,7 @@ impl LocalMesos {
     /// # Errors
     /// Unknown agent, or one already removed.
     pub fn remove_agent(&self, agent_id: &str) -> Result<(), Error> {
-        faults::remove(&self.shared, agent_id)
+        agents::remove(&self.shared, agent_id)
     }
 
     /// Restarts the master: every stream drops, calls get 503 while it
@@ -259,7 +269,10 @@ impl LocalMesos {
         framework_id: &str,
         executor_id: &str,
     ) -> Result<(), Error> {
-        faults::kill_executor(&self.shared, agent_id, framework_id, executor_id)
+        agents::kill_executor(
+            &self.shared,
+            ExecutorRef::new(agent_id, framework_id, executor_id),
+        )
     }
 
     /// Drops an executor's connection to its agent (its event stream ends);
@@ -273,7 +286,10 @@ impl LocalMesos {
         framework_id: &str,
         executor_id: &str,
     ) -> Result<(), Error> {
-        faults::disconnect_executor(&self.shared, agent_id, framework_id, executor_id)
+        agents::disconnect_executor(
+            &self.shared,
+            ExecutorRef::new(agent_id, framework_id, executor_id),
+        )
     }
 
     /// Sets faults on the next reliable status updates sent to schedulers.
@@ -300,19 +316,7 @@ impl LocalMesos {
         // (SIGTERM, which executors treat as SHUTDOWN and pass on to their
         // tasks), give them the shutdown grace period, then kill what is
         // left. Killing at once would orphan the executors' own children.
-        let pids: Vec<u32> = {
-            let st = self.shared.lock();
-            st.agents
-                .values()
-                .flat_map(|a| a.executors.values())
-                .filter_map(|ex| {
-                    ex.process.and_then(|p| {
-                        p.terminate();
-                        p.pid
-                    })
-                })
-                .collect()
-        };
+        let pids = agents::terminate_processes(&self.shared.lock());
         let deadline = tokio::time::Instant::now() + self.shared.timing.executor_shutdown_grace;
         while pids
             .iter()
@@ -328,23 +332,7 @@ impl LocalMesos {
     }
 
     fn stop(&mut self) {
-        let mut st = self.shared.lock();
-        st.epoch += 1;
-        for agent in st.agents.values_mut() {
-            if let Some(server) = agent.server.take() {
-                server.abort();
-            }
-            for ex in agent.executors.values() {
-                if let Some(p) = ex.process {
-                    p.kill();
-                }
-            }
-            agent.executors.clear();
-        }
-        for fw in st.frameworks.values_mut() {
-            fw.conn = None;
-        }
-        drop(st);
+        agents::stop_all(&mut self.shared.lock());
         for t in &self.tasks {
             t.abort();
         }

@@ -123,7 +123,7 @@ impl ClusterState {
     }
 }
 
-fn task_snapshot(t: &crate::master::tasks::Task) -> TaskSnapshot {
+fn task_snapshot(t: &crate::master::task::Task) -> TaskSnapshot {
     TaskSnapshot {
         id: t.id().to_owned(),
         name: t.info.name.clone(),

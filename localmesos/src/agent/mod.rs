@@ -1,12 +1,19 @@
-//! Agents: their resources, their executors, their own HTTP endpoint
-//! (`/api/v1/executor` and `/files/*`), and the agent-side faults.
+//! Agents: their records (resources, executors, child processes), their
+//! sandboxes, and the [`Report`]s through which they tell the master what
+//! happened.
 //!
-//! An agent that is not simulated binds `127.0.0.1:0` and runs executors
-//! and command tasks as real child processes. A simulated agent binds
-//! nothing and runs nothing: it moves tasks itself, which keeps it to a few
-//! hundred bytes plus its resources.
+//! An agent that is not simulated runs executors and command tasks as real
+//! child processes, and has its own endpoint (`http::agent`). A simulated
+//! agent binds nothing and runs nothing, which keeps it to a few hundred
+//! bytes plus its resources.
+//!
+//! # Invariant
+//!
+//! Nothing here knows the master: no task record, no status update queue.
+//! An agent never moves a task; it runs processes and event streams and
+//! reports what they did ([`Report`]), and the master applies that through
+//! its task state machine (`master::reports`).
 
-pub(crate) mod api;
 pub(crate) mod executors;
 pub(crate) mod files;
 pub(crate) mod launch;
@@ -14,18 +21,15 @@ pub(crate) mod process;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mesos::proto::task_status::Reason;
-use mesos::proto::{AgentId, AgentInfo, Attribute, TaskState, TimeInfo};
+use mesos::proto::{AgentId, AgentInfo, Attribute, TaskStatus, TimeInfo};
 use mesos::resources::Resources;
 
+use crate::clock::now_secs;
 use crate::config::AgentConfig;
-use crate::error::Error;
-use crate::master::tasks::{self, master_status};
-use crate::master::{Shared, State, allocator, now_secs};
 use executors::Executor;
+use process::Exit;
 
 /// Where an agent stands with the master.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,6 +78,32 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
+    /// A newly registered agent `id`, the `index`th of the cluster, serving
+    /// `endpoint` (real agents) until `server` is aborted.
+    pub(crate) fn new(
+        id: AgentId,
+        index: u64,
+        config: AgentConfig,
+        endpoint: Option<SocketAddr>,
+        server: Option<tokio::task::AbortHandle>,
+    ) -> Self {
+        Agent {
+            id,
+            hostname: config.hostname.unwrap_or_else(|| format!("agent-{index}")),
+            attributes: config.attributes,
+            total: config.resources.unallocated(),
+            used: Resources::new(),
+            offered: Resources::new(),
+            status: AgentStatus::Active,
+            simulated: config.simulated,
+            task_duration: config.task_duration,
+            endpoint,
+            server,
+            executors: HashMap::new(),
+            registered_time: now_secs(),
+        }
+    }
+
     /// What neither tasks nor offers hold.
     pub(crate) fn available(&self) -> Resources {
         &(&self.total - &self.used) - &self.offered
@@ -98,235 +128,88 @@ impl Agent {
     }
 }
 
-/// Registers a new agent; real agents bind their endpoint first.
-pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId, Error> {
-    let (index, master_id) = {
-        let mut st = cx.lock();
-        let i = st.next_agent;
-        st.next_agent += 1;
-        (i, st.master_id.clone())
-    };
-    let id = AgentId::new(format!("{master_id}-S{index}"));
-    let (endpoint, server) = if config.simulated {
-        (None, None)
-    } else {
-        let (addr, handle) = api::serve(cx, id.clone()).await?;
-        (Some(addr), Some(handle))
-    };
-    let agent = Agent {
-        id: id.clone(),
-        hostname: config.hostname.unwrap_or_else(|| format!("agent-{index}")),
-        attributes: config.attributes,
-        total: config.resources.unallocated(),
-        used: Resources::new(),
-        offered: Resources::new(),
-        status: AgentStatus::Active,
-        simulated: config.simulated,
-        task_duration: config.task_duration,
-        endpoint,
-        server,
-        executors: HashMap::new(),
-        registered_time: now_secs(),
-    };
-    cx.lock().agents.insert(id.value.clone(), agent);
-    cx.allocate_now.notify_one();
-    Ok(id)
+/// Which executor: of framework `framework_id` on agent `agent_id`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExecutorRef<'a> {
+    pub(crate) agent_id: &'a str,
+    pub(crate) framework_id: &'a str,
+    pub(crate) executor_id: &'a str,
 }
 
-fn agent_mut<'a>(st: &'a mut State, id: &str) -> Result<&'a mut Agent, Error> {
-    st.agents
-        .get_mut(id)
-        .ok_or_else(|| Error::UnknownAgent(id.to_owned()))
+impl<'a> ExecutorRef<'a> {
+    /// Executor `executor_id` of framework `framework_id` on `agent_id`.
+    pub(crate) fn new(agent_id: &'a str, framework_id: &'a str, executor_id: &'a str) -> Self {
+        ExecutorRef {
+            agent_id,
+            framework_id,
+            executor_id,
+        }
+    }
+
+    /// The key of [`Agent::executors`].
+    pub(crate) fn key(self) -> (String, String) {
+        (self.framework_id.to_owned(), self.executor_id.to_owned())
+    }
 }
 
-/// Partitions an agent: its offers are rescinded, its tasks become
-/// TASK_UNREACHABLE for partition-aware frameworks and TASK_LOST for the
-/// others (master-generated, REASON_AGENT_REMOVED... as Mesos marks
-/// unreachable agents). Processes keep running.
-pub(crate) fn partition(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
-    let agent = agent_mut(st, id)?;
-    if agent.status != AgentStatus::Active && agent.status != AgentStatus::Reregistering {
-        return Err(Error::AgentState {
-            agent: id.to_owned(),
-            state: agent.status.name(),
-            what: "partition",
-        });
-    }
-    let since = TimeInfo {
-        nanoseconds: (now_secs() * 1e9) as i64,
-    };
-    agent.status = AgentStatus::Unreachable(since);
-    allocator::rescind_agent_offers(st, id);
-    let agent_id = AgentId::new(id);
-    for fw in st.frameworks.values_mut() {
-        let aware = fw.partition_aware();
-        let mut updates = Vec::new();
-        for task in fw.tasks.values_mut() {
-            if task.agent_id.value != id || task.state.is_terminal() {
-                continue;
-            }
-            task.before_partition = Some(task.state);
-            task.state = TaskState::TaskUnreachable;
-            task.unreachable_time = Some(since);
-            let state = if aware {
-                TaskState::TaskUnreachable
-            } else {
-                TaskState::TaskLost
-            };
-            let mut status = master_status(
-                task.info.task_id.as_ref().unwrap_or(&Default::default()),
-                Some(&agent_id),
-                state,
-                Reason::ReasonAgentRemoved,
-                format!("Agent {id} is unreachable"),
-            );
-            status.unreachable_time = Some(since);
-            updates.push(status);
-        }
-        for u in updates {
-            fw.send_update(u);
-        }
-    }
-    let _ = cx;
-    Ok(())
+/// What happened on an agent, for the master to apply: the only way agent
+/// code changes a task. Borrowed, so reporting allocates nothing.
+// A report is built and applied at once, never stored or queued: its size
+// costs one move, where boxing the status would cost an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Report<'a> {
+    /// The executor sent UPDATE (or replayed one it holds unacknowledged
+    /// when it re-subscribed).
+    Update {
+        executor: ExecutorRef<'a>,
+        status: TaskStatus,
+    },
+    /// The executor sent MESSAGE for its scheduler.
+    Message {
+        executor: ExecutorRef<'a>,
+        data: Vec<u8>,
+    },
+    /// A child ended: a custom executor, or a command task's process
+    /// (`executor` is then named after the task), of `container_id`.
+    Exited {
+        executor: ExecutorRef<'a>,
+        container_id: &'a str,
+        exit: Exit,
+    },
+    /// An executor with no process to signal (on a simulated agent) was
+    /// killed: it ends as one that died of SIGKILL.
+    Killed { executor: ExecutorRef<'a> },
+    /// The event stream of subscription `generation` ended.
+    Disconnected {
+        executor: ExecutorRef<'a>,
+        generation: u64,
+    },
 }
 
-/// Heals a partition: the agent re-registers. Tasks of partition-aware
-/// frameworks resume their state (reconciliation shows it); tasks of the
-/// others were already reported LOST, so the agent kills them, as Mesos
-/// shuts down non-partition-aware frameworks on a re-registering agent.
-pub(crate) fn heal(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
-    let agent = agent_mut(st, id)?;
-    if !matches!(agent.status, AgentStatus::Unreachable(_)) {
-        return Err(Error::AgentState {
-            agent: id.to_owned(),
-            state: agent.status.name(),
-            what: "heal",
-        });
-    }
-    agent.status = AgentStatus::Active;
-    let mut doomed_tasks = Vec::new();
-    for fw in st.frameworks.values_mut() {
-        let aware = fw.partition_aware();
-        for task in fw.tasks.values_mut() {
-            if task.agent_id.value != id {
-                continue;
-            }
-            if let Some(before) = task.before_partition.take() {
-                task.unreachable_time = None;
-                if task.state != TaskState::TaskUnreachable {
-                    // It ended while partitioned; that update stands.
-                } else if aware {
-                    task.state = before;
-                } else {
-                    // Already reported LOST: it ends here, silently.
-                    task.state = TaskState::TaskLost;
-                    task.pending.clear();
-                    doomed_tasks.push((
-                        fw.id.value.clone(),
-                        task.id().to_owned(),
-                        task.executor_id.value.clone(),
-                        task.resources.clone(),
-                    ));
-                }
+#[cfg(test)]
+mod tests {
+    /// Agent code knows nothing of the master or the HTTP layer (the
+    /// one-way rule of the crate doc): it reports, the master applies. This
+    /// fails if an import of either creeps back.
+    #[test]
+    fn agent_code_imports_neither_the_master_nor_http() {
+        let files = [
+            ("mod.rs", include_str!("mod.rs")),
+            ("executors.rs", include_str!("executors.rs")),
+            ("files.rs", include_str!("files.rs")),
+            ("launch.rs", include_str!("launch.rs")),
+            ("process.rs", include_str!("process.rs")),
+        ];
+        let forbidden = [
+            concat!("crate::", "master"),
+            concat!("crate::", "http"),
+            concat!("crate::", "faults"),
+        ];
+        for (file, src) in files {
+            for path in forbidden {
+                assert!(!src.contains(path), "agent/{file} uses {path}");
             }
         }
     }
-    // Updates held during the partition go out now.
-    for fw in st.frameworks.values() {
-        for task in fw.tasks.values() {
-            if task.agent_id.value == id
-                && let Some(head) = task.pending.front()
-            {
-                fw.send_update(head.clone());
-            }
-        }
-    }
-    for (fw, task_id, exec, resources) in doomed_tasks {
-        if let Some(agent) = st.agents.get_mut(id) {
-            agent.used -= &resources;
-        }
-        executors::shutdown(cx, st, id, &fw, &exec, true);
-        if let Some(f) = st.frameworks.get_mut(&fw)
-            && let Some(t) = f.tasks.remove(&task_id)
-        {
-            f.completed.push_back(t);
-        }
-    }
-    cx.allocate_now.notify_one();
-    Ok(())
-}
-
-/// Removes an agent for good (operator removal): its tasks become
-/// TASK_GONE_BY_OPERATOR (TASK_LOST without PARTITION_AWARE), its processes
-/// are killed and its resources leave the cluster.
-pub(crate) fn remove(cx: &Shared, st: &mut State, id: &str) -> Result<(), Error> {
-    let agent = agent_mut(st, id)?;
-    if agent.status == AgentStatus::Gone {
-        return Err(Error::AgentState {
-            agent: id.to_owned(),
-            state: "gone",
-            what: "remove",
-        });
-    }
-    agent.status = AgentStatus::Gone;
-    if let Some(server) = agent.server.take() {
-        server.abort();
-    }
-    allocator::rescind_agent_offers(st, id);
-    let agent_id = AgentId::new(id);
-    let keys: Vec<(String, String)> = st
-        .agents
-        .get(id)
-        .map(|a| a.executors.keys().cloned().collect())
-        .unwrap_or_default();
-    for (fw, ex) in &keys {
-        executors::kill_process_only(st, id, fw, ex);
-    }
-    if let Some(agent) = st.agents.get_mut(id) {
-        agent.executors.clear();
-        agent.used = Resources::new();
-    }
-    let fw_ids: Vec<String> = st.frameworks.keys().cloned().collect();
-    for fw_id in fw_ids {
-        let Some(fw) = st.frameworks.get_mut(&fw_id) else {
-            continue;
-        };
-        let aware = fw.partition_aware();
-        let on_agent: Vec<String> = fw
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.agent_id.value == id)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for task_id in on_agent {
-            let Some(task) = fw.tasks.get_mut(&task_id) else {
-                continue;
-            };
-            let was_terminal = task.state.is_terminal();
-            task.state = TaskState::TaskGoneByOperator;
-            task.pending.clear();
-            if !was_terminal {
-                let state = if aware {
-                    TaskState::TaskGoneByOperator
-                } else {
-                    TaskState::TaskLost
-                };
-                let status = master_status(
-                    task.info.task_id.as_ref().unwrap_or(&Default::default()),
-                    Some(&agent_id),
-                    state,
-                    Reason::ReasonAgentRemovedByOperator,
-                    format!("Agent {id} was removed by the operator"),
-                );
-                fw.send_update(status);
-            }
-        }
-        let ids: Vec<String> = fw.tasks.keys().cloned().collect();
-        for t in ids {
-            tasks::complete_if_done(st, &fw_id, &t);
-        }
-    }
-    let _ = cx;
-    Ok(())
 }

@@ -27,11 +27,12 @@ use axum::routing::post;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::agent;
+use crate::agent::ExecutorRef;
 use crate::config::AgentConfig;
 use crate::error::Error;
 use crate::faults::{RestartOptions, UpdateFault};
-use crate::master::Shared;
-use crate::{agent, faults as faults_api};
+use crate::master::{Shared, agents};
 
 fn err(e: Error) -> Response {
     let code = match e {
@@ -104,15 +105,15 @@ async fn add_agent(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {
 }
 
 async fn partition(AxState(cx): AxState<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    faults_api::partition(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
+    agents::partition(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
 }
 
 async fn heal(AxState(cx): AxState<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    faults_api::heal(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
+    agents::heal(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
 }
 
 async fn remove(AxState(cx): AxState<Arc<Shared>>, Path(id): Path<String>) -> Response {
-    faults_api::remove(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
+    agents::remove(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
 }
 
 async fn restart(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {
@@ -126,19 +127,19 @@ async fn restart(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {
 
 #[derive(Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
-struct ExecutorRef {
+struct ExecutorBody {
     agent_id: String,
     framework_id: String,
     executor_id: String,
 }
 
 async fn kill_executor(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {
-    let r: ExecutorRef = match parse(&body) {
+    let r: ExecutorBody = match parse(&body) {
         Ok(r) => r,
         Err(bad) => return bad.into_response(),
     };
-    faults_api::kill_executor(&cx, &r.agent_id, &r.framework_id, &r.executor_id)
-        .map_or_else(err, |()| StatusCode::OK.into_response())
+    let executor = ExecutorRef::new(&r.agent_id, &r.framework_id, &r.executor_id);
+    agents::kill_executor(&cx, executor).map_or_else(err, |()| StatusCode::OK.into_response())
 }
 
 async fn set_update_fault(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {

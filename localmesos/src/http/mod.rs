@@ -1,9 +1,13 @@
-//! The master's HTTP layer: routing, the scheduler API, the event streams,
-//! operator endpoints and the admin (fault) routes. Handlers decode and
-//! check HTTP-level rules, then call into `master`; they hold no state.
+//! The HTTP layer: the master's routes (the scheduler API, the event
+//! streams, operator endpoints and the admin (fault) routes) and each real
+//! agent's endpoint (the executor API, its `/state` and sandbox files).
+//! Handlers decode and check HTTP-level rules, then call into `master`;
+//! they hold no state.
 
 pub(crate) mod admin;
+pub(crate) mod agent;
 pub(crate) mod operator;
+pub(crate) mod request;
 pub(crate) mod scheduler;
 pub(crate) mod stream;
 

@@ -11,7 +11,7 @@ use mesos::resources::{Resources, attribute_text};
 use serde_json::{Map, Value, json};
 
 use crate::agent::AgentStatus;
-use crate::master::tasks::Task;
+use crate::master::task::Task;
 use crate::master::{MESOS_VERSION, Shared, State};
 
 pub(crate) async fn version() -> Json<Value> {

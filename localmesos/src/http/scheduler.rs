@@ -17,9 +17,10 @@ use axum::body::Bytes;
 use axum::extract::State as AxState;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mesos::codec::{Codec, MediaTypeError};
+use mesos::codec::Codec;
 use mesos::proto::scheduler::{Call, Event, call::Type, event};
 
+use super::request::{self, CallNames, text};
 use super::stream::{OnDrop, event_body};
 use crate::master::Shared;
 use crate::master::calls::{self, Outcome};
@@ -29,23 +30,14 @@ use crate::validation;
 /// The header carrying a subscription's id.
 pub(crate) const STREAM_ID: &str = "Mesos-Stream-Id";
 
-fn text(status: StatusCode, msg: impl Into<String>) -> Response {
-    (status, msg.into()).into_response()
-}
-
 pub(crate) async fn scheduler(
     AxState(cx): AxState<Arc<Shared>>,
     method: Method,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if method != Method::POST {
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            [(header::ALLOW, "POST")],
-            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
-        )
-            .into_response();
+    if let Err(r) = request::post_only(&method) {
+        return r.into_response();
     }
     if let Some(leader) = &cx.redirect_to {
         let location = format!("//{leader}/api/v1/scheduler");
@@ -61,38 +53,19 @@ pub(crate) async fn scheduler(
             "Master has not finished recovery",
         );
     }
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let codec = match Codec::from_content_type(ct) {
-        Ok(c) => c,
-        Err(e @ MediaTypeError::Missing) => return text(StatusCode::BAD_REQUEST, e.to_string()),
-        Err(e) => return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.to_string()),
+    let names = CallNames {
+        parsed: "Call protobuf",
+        validated: "scheduler::Call",
     };
-    let call: Call = match codec.decode(&body) {
+    let (call, kind) = match request::decode(&headers, &body, &names, validation::scheduler_call) {
         Ok(c) => c,
-        Err(e) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("Failed to parse body into Call protobuf: {e}"),
-            );
-        }
-    };
-    let kind = match validation::scheduler_call(&call) {
-        Ok(k) => k,
-        Err(e) => {
-            return text(
-                StatusCode::BAD_REQUEST,
-                format!("Failed to validate scheduler::Call: {e}"),
-            );
-        }
+        Err(r) => return r.into_response(),
     };
     let stream_id = headers.get(STREAM_ID).and_then(|v| v.to_str().ok());
     // Mesos checks `Accept` for every call, before looking at the type.
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let out = match Codec::from_accept(accept) {
+    let out = match request::accepted_codec(&headers) {
         Ok(c) => c,
-        Err(e) => return text(StatusCode::NOT_ACCEPTABLE, e.to_string()),
+        Err(r) => return r.into_response(),
     };
     if kind == Type::Subscribe {
         if stream_id.is_some() {

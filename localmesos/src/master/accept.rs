@@ -24,9 +24,10 @@ use mesos::proto::task_status::Reason;
 use mesos::proto::{AgentId, ExecutorId, ExecutorInfo, FrameworkId, TaskInfo, TaskState};
 use mesos::resources::Resources;
 
-use super::tasks::{Task, master_status};
-use super::{Shared, State, allocator, now_secs};
-use crate::agent::launch::{self, Launch};
+use super::launch::{self, Launch};
+use super::task::{Task, master_status};
+use super::{Shared, State, allocator};
+use crate::clock::now_secs;
 use crate::validation;
 
 fn resources_of(protos: &[mesos::proto::Resource]) -> Result<Resources, String> {

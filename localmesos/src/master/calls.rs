@@ -4,8 +4,8 @@
 use mesos::proto::executor::{Event as ExecEvent, event as exev};
 use mesos::proto::scheduler::{Call, call::Type};
 
-use super::{Shared, State, accept, allocator, reconcile, subscribe, tasks};
-use crate::agent::executors;
+use super::{Shared, State, accept, allocator, executors, reconcile, subscribe, tasks};
+use crate::agent::ExecutorRef;
 
 /// What the HTTP layer answers.
 #[derive(Debug, PartialEq)]
@@ -70,7 +70,7 @@ pub(crate) fn dispatch(
             if let Some(sd) = call.shutdown {
                 let agent = sd.agent_id.unwrap_or_default().value;
                 let exec = sd.executor_id.unwrap_or_default().value;
-                executors::shutdown(cx, st, &agent, fw_id, &exec, false);
+                executors::shutdown(cx, st, ExecutorRef::new(&agent, fw_id, &exec), false);
             }
         }
         Type::Acknowledge => {

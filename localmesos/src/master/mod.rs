@@ -4,6 +4,15 @@
 //!
 //! # Invariants
 //!
+//! - The master is the only writer of task state: task records, their
+//!   reliable-update queues, and the resources and task lists the agents'
+//!   records keep for them. Agents report what happened
+//!   ([`crate::agent::Report`], applied by [`reports::apply`]); every
+//!   status an agent or executor produces goes through
+//!   [`tasks::status_update`].
+//! - Dependencies point one way: `http` → `master` → `agent`. Inside the
+//!   master, `mod.rs` uses only `task` (the record); the modules that
+//!   change tasks build on `tasks`.
 //! - The lock is never held across an `.await`: handlers lock, mutate,
 //!   queue events on unbounded channels, and unlock.
 //! - An agent's `used + offered` never exceeds its `total` (all three in
@@ -12,17 +21,22 @@
 //!   watch, and do nothing when either moved on (restart, re-subscribe).
 
 pub(crate) mod accept;
+pub(crate) mod agents;
 pub(crate) mod allocator;
 pub(crate) mod calls;
+pub(crate) mod executors;
+pub(crate) mod launch;
 pub(crate) mod reconcile;
+pub(crate) mod reports;
 pub(crate) mod subscribe;
+pub(crate) mod task;
 pub(crate) mod tasks;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use mesos::proto::scheduler::{Event, event};
 use mesos::proto::{FrameworkId, FrameworkInfo, MasterInfo, TaskStatus};
@@ -32,7 +46,7 @@ use tokio::sync::{Notify, mpsc};
 use crate::agent::Agent;
 use crate::config::Timing;
 use crate::faults::UpdateFault;
-use tasks::Task;
+use task::Task;
 
 /// The Mesos release whose behaviour localmesos copies (reported by `/version`).
 pub(crate) const MESOS_VERSION: &str = "1.11.0";
@@ -246,12 +260,4 @@ impl State {
             }),
         }
     }
-}
-
-/// Seconds since the epoch, as Mesos timestamps are.
-pub(crate) fn now_secs() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default()
 }

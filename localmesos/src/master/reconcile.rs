@@ -20,7 +20,7 @@ use mesos::proto::scheduler::call::reconcile;
 use mesos::proto::task_status::Reason;
 use mesos::proto::{AgentId, TaskId, TaskState, TaskStatus};
 
-use super::tasks::{Task, master_status};
+use super::task::{Task, master_status};
 use super::{Framework, State};
 use crate::agent::AgentStatus;
 

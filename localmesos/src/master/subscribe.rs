@@ -10,9 +10,10 @@ use mesos::proto::scheduler::{Event, call, event};
 use tokio::sync::mpsc;
 
 use super::{
-    Conn, Framework, MAX_COMPLETED, RemovedFramework, Shared, State, allocator, now_secs, tasks,
+    Conn, Framework, MAX_COMPLETED, RemovedFramework, Shared, State, allocator, executors, tasks,
 };
-use crate::agent::{AgentStatus, executors};
+use crate::agent::{AgentStatus, ExecutorRef};
+use crate::clock::now_secs;
 use crate::faults::RestartOptions;
 
 /// The outcome of a SUBSCRIBE.
@@ -199,7 +200,7 @@ pub(crate) fn remove_framework(cx: &Shared, st: &mut State, framework_id: &str) 
             })
             .unwrap_or_default();
         for (f, e) in keys {
-            executors::shutdown(cx, st, &a, &f, &e, true);
+            executors::shutdown(cx, st, ExecutorRef::new(&a, &f, &e), true);
         }
     }
     st.removed_frameworks.push_back(RemovedFramework {
@@ -246,7 +247,7 @@ pub(crate) fn restart(cx: &Arc<Shared>, opts: RestartOptions) {
                 .map(|ag| ag.executors.keys().cloned().collect())
                 .unwrap_or_default();
             for (f, e) in keys {
-                executors::shutdown(cx, &mut st, &a, &f, &e, true);
+                executors::shutdown(cx, &mut st, ExecutorRef::new(&a, &f, &e), true);
             }
             if let Some(agent) = st.agents.get_mut(&a) {
                 agent.used = mesos::resources::Resources::new();

@@ -23,40 +23,13 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use mesos::proto::task_status::{Reason, Source};
-use mesos::proto::{AgentId, ExecutorId, TaskInfo, TaskState, TaskStatus, TimeInfo};
-use mesos::resources::Resources;
+use mesos::proto::{TaskState, TaskStatus};
 
-use super::{Framework, MAX_COMPLETED, Shared, State, now_secs};
-
-/// A task the master tracks.
-pub(crate) struct Task {
-    pub(crate) info: TaskInfo,
-    pub(crate) agent_id: AgentId,
-    /// The executor running it (for command tasks, an internal one named
-    /// after the task, as Mesos' command executor is).
-    pub(crate) executor_id: ExecutorId,
-    /// Whether the framework gave an executor (custom) or a command.
-    pub(crate) custom_executor: bool,
-    /// Unallocated form.
-    pub(crate) resources: Resources,
-    pub(crate) role: String,
-    pub(crate) state: TaskState,
-    /// The state before a partition, restored on heal.
-    pub(crate) before_partition: Option<TaskState>,
-    pub(crate) unreachable_time: Option<TimeInfo>,
-    pub(crate) statuses: Vec<(TaskState, f64)>,
-    pub(crate) last_status: Option<TaskStatus>,
-    /// Reliable updates not yet acknowledged; the head is in flight.
-    pub(crate) pending: VecDeque<TaskStatus>,
-    pub(crate) backoff: Duration,
-    pub(crate) kill_requested: bool,
-}
-
-impl Task {
-    pub(crate) fn id(&self) -> &str {
-        self.info.task_id.as_ref().map_or("", |t| t.value.as_str())
-    }
-}
+use super::task::agent_status;
+use super::{Framework, MAX_COMPLETED, Shared, State};
+use crate::agent::AgentStatus;
+use crate::clock::now_secs;
+use crate::faults::Action;
 
 /// Whether a task in `from` may move to `to`.
 pub(crate) fn transition_allowed(from: TaskState, to: TaskState) -> bool {
@@ -70,46 +43,29 @@ pub(crate) fn transition_allowed(from: TaskState, to: TaskState) -> bool {
     }
 }
 
-/// The status the agent (or an executor) reports; `uuid` set means reliable.
-pub(crate) fn agent_status(
-    task: &Task,
+/// A status the agent (or its command executor) produces for a task: a new
+/// reliable update, fed to [`status_update`]. Agents never call this; the
+/// master does, for what they reported or what it runs on their behalf.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn agent_update(
+    cx: &Shared,
+    st: &mut State,
+    framework_id: &str,
+    task_id: &str,
     state: TaskState,
     source: Source,
     reason: Option<Reason>,
-    message: impl Into<String>,
-) -> TaskStatus {
-    TaskStatus {
-        task_id: task.info.task_id.clone(),
-        state: state as i32,
-        message: Some(message.into()),
-        source: Some(source as i32),
-        reason: reason.map(|r| r as i32),
-        agent_id: Some(task.agent_id.clone()),
-        executor_id: task.custom_executor.then(|| task.executor_id.clone()),
-        timestamp: Some(now_secs()),
-        uuid: Some(uuid::Uuid::new_v4().as_bytes().to_vec()),
-        ..Default::default()
-    }
-}
-
-/// A master-generated status: no uuid, never retried.
-pub(crate) fn master_status(
-    task_id: &mesos::proto::TaskId,
-    agent_id: Option<&AgentId>,
-    state: TaskState,
-    reason: Reason,
-    message: impl Into<String>,
-) -> TaskStatus {
-    TaskStatus {
-        task_id: Some(task_id.clone()),
-        state: state as i32,
-        message: Some(message.into()),
-        source: Some(Source::SourceMaster as i32),
-        reason: Some(reason as i32),
-        agent_id: agent_id.cloned(),
-        timestamp: Some(now_secs()),
-        ..Default::default()
-    }
+    message: &str,
+) {
+    let Some(task) = st
+        .frameworks
+        .get(framework_id)
+        .and_then(|f| f.tasks.get(task_id))
+    else {
+        return;
+    };
+    let status = agent_status(task, state, source, reason, message);
+    status_update(cx, st, framework_id, status);
 }
 
 /// Takes a status update from an agent or executor: moves the task, frees
@@ -190,11 +146,11 @@ pub(crate) fn forward_head(cx: &Shared, st: &mut State, framework_id: &str, task
         .get(framework_id)
         .and_then(|f| f.tasks.get(task_id))
         .and_then(|t| st.agents.get(&t.agent_id.value))
-        .is_none_or(|a| !matches!(a.status, crate::agent::AgentStatus::Unreachable(_)));
+        .is_none_or(|a| !matches!(a.status, AgentStatus::Unreachable(_)));
     let fault = if reachable {
         st.update_fault.take_one()
     } else {
-        crate::faults::Action::Drop
+        Action::Drop
     };
     let Some(fw) = st.frameworks.get_mut(framework_id) else {
         return;
@@ -231,8 +187,7 @@ pub(crate) fn forward_head(cx: &Shared, st: &mut State, framework_id: &str, task
 }
 
 /// Sends one update, unless a fault says otherwise.
-fn deliver(cx: &Shared, fw: &Framework, status: TaskStatus, fault: crate::faults::Action) {
-    use crate::faults::Action;
+fn deliver(cx: &Shared, fw: &Framework, status: TaskStatus, fault: Action) {
     match fault {
         Action::Deliver => {
             fw.send_update(status);

@@ -1,0 +1,209 @@
+//! An agent's own HTTP endpoint, on `127.0.0.1:0`: `POST /api/v1/executor`,
+//! `GET /state` and the sandbox file routes. What an executor calls is
+//! reported to the master as [`Report`]s, as an agent relays its
+//! executors' calls to a Mesos master.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State as AxState;
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use mesos::codec::Codec;
+use mesos::proto::AgentId;
+use mesos::proto::executor::{Call, Event, call::Type, event};
+
+use super::request::{self, CallNames, text};
+use super::stream::{OnDrop, event_body};
+use crate::agent::{Agent, ExecutorRef, Report, files};
+use crate::config::AgentConfig;
+use crate::error::Error;
+use crate::master::{Shared, State, agents, executors, reports};
+use crate::validation;
+
+#[derive(Clone)]
+struct AgentCx {
+    shared: Arc<Shared>,
+    agent_id: String,
+}
+
+/// Registers a new agent; a real one binds its endpoint first.
+///
+/// # Errors
+/// A bind failure.
+pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId, Error> {
+    let (index, id) = agents::next_id(cx);
+    let (endpoint, server) = if config.simulated {
+        (None, None)
+    } else {
+        let (addr, handle) = serve(cx, id.clone()).await?;
+        (Some(addr), Some(handle))
+    };
+    agents::register(cx, Agent::new(id.clone(), index, config, endpoint, server));
+    Ok(id)
+}
+
+/// Binds the agent's endpoint and serves it until aborted.
+async fn serve(
+    shared: &Arc<Shared>,
+    agent_id: AgentId,
+) -> std::io::Result<(SocketAddr, tokio::task::AbortHandle)> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let cx = AgentCx {
+        shared: shared.clone(),
+        agent_id: agent_id.value,
+    };
+    let files_cx = files::FilesCx {
+        root: shared.work_dir.clone(),
+    };
+    let router = Router::new()
+        .route("/api/v1/executor", any(executor_api))
+        .route("/state", get(agent_state))
+        .route("/slave(1)/state", get(agent_state))
+        .with_state(cx)
+        .merge(files::router(files_cx));
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::warn!(error = %e, "agent endpoint stopped");
+        }
+    });
+    Ok((addr, task.abort_handle()))
+}
+
+async fn agent_state(AxState(cx): AxState<AgentCx>) -> axum::Json<serde_json::Value> {
+    let st = cx.shared.lock();
+    axum::Json(super::operator::agent_state_json(
+        &cx.shared,
+        &st,
+        &cx.agent_id,
+    ))
+}
+
+async fn executor_api(
+    AxState(cx): AxState<AgentCx>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = request::post_only(&method) {
+        return r.into_response();
+    }
+    let names = CallNames {
+        parsed: "Call",
+        validated: "executor::Call",
+    };
+    let (call, kind) = match request::decode(&headers, &body, &names, validation::executor_call) {
+        Ok(c) => c,
+        Err(r) => return r.into_response(),
+    };
+    let fw = call.framework_id.clone().unwrap_or_default().value;
+    let exec = call.executor_id.clone().unwrap_or_default().value;
+    let executor = ExecutorRef::new(&cx.agent_id, &fw, &exec);
+    let shared = cx.shared.clone();
+    let mut st = shared.lock();
+    if st.recovering {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Agent has not finished recovery",
+        );
+    }
+    if !st.frameworks.contains_key(&fw) {
+        return text(StatusCode::BAD_REQUEST, "Framework cannot be found");
+    }
+    let Some(ex) = st
+        .agents
+        .get(&cx.agent_id)
+        .and_then(|a| a.executors.get(&executor.key()))
+    else {
+        return text(StatusCode::BAD_REQUEST, "Executor cannot be found");
+    };
+    if !ex.custom {
+        return text(StatusCode::BAD_REQUEST, "Executor cannot be found");
+    }
+    let report = match kind {
+        Type::Subscribe => {
+            let out = match request::accepted_codec(&headers) {
+                Ok(c) => c,
+                Err(r) => return r.into_response(),
+            };
+            return subscribe(&cx, &mut st, executor, out, call);
+        }
+        _ if ex.sub.is_none() => {
+            return text(StatusCode::FORBIDDEN, "Executor is not subscribed");
+        }
+        Type::Update => Report::Update {
+            executor,
+            status: call.update.and_then(|u| u.status).unwrap_or_default(),
+        },
+        Type::Message => Report::Message {
+            executor,
+            data: call.message.map(|m| m.data).unwrap_or_default(),
+        },
+        Type::Heartbeat => return StatusCode::ACCEPTED.into_response(),
+        Type::Unknown => {
+            return text(StatusCode::NOT_IMPLEMENTED, "Received 'UNKNOWN' call");
+        }
+    };
+    reports::apply(&shared, &mut st, report);
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// SUBSCRIBED and what the executor missed, then its event stream; when
+/// the stream ends the agent reports the executor disconnected.
+fn subscribe(
+    cx: &AgentCx,
+    st: &mut State,
+    executor: ExecutorRef<'_>,
+    codec: Codec,
+    call: Call,
+) -> Response {
+    let replay: Vec<mesos::proto::TaskStatus> = call
+        .subscribe
+        .map(|s| {
+            s.unacknowledged_updates
+                .into_iter()
+                .filter_map(|u| u.status)
+                .collect()
+        })
+        .unwrap_or_default();
+    let (rx, generation) = match executors::subscribe(&cx.shared, st, executor, replay) {
+        Ok(sub) => sub,
+        Err(msg) => return text(StatusCode::BAD_REQUEST, msg),
+    };
+    let (weak, agent_id, fw, exec) = (
+        Arc::downgrade(&cx.shared),
+        executor.agent_id.to_owned(),
+        executor.framework_id.to_owned(),
+        executor.executor_id.to_owned(),
+    );
+    let guard = OnDrop::new(move || {
+        if let Some(shared) = weak.upgrade() {
+            let mut st = shared.lock();
+            let executor = ExecutorRef::new(&agent_id, &fw, &exec);
+            let report = Report::Disconnected {
+                executor,
+                generation,
+            };
+            reports::apply(&shared, &mut st, report);
+        }
+    });
+    let heartbeat = Event {
+        r#type: Some(event::Type::Heartbeat as i32),
+        ..Default::default()
+    };
+    let body = event_body(
+        rx,
+        codec,
+        Some((cx.shared.timing.heartbeat_interval, heartbeat)),
+        guard,
+    );
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, codec.content_type())
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

@@ -1,0 +1,300 @@
+//! The master's view of agents: registering them, and the agent and
+//! executor faults (partition, heal, operator removal, a killed or
+//! disconnected executor). The master decides what each does to tasks;
+//! what happens to the agent's processes comes back as
+//! [`crate::agent::Report`]s.
+
+use mesos::proto::task_status::Reason;
+use mesos::proto::{AgentId, TaskState, TimeInfo};
+use mesos::resources::Resources;
+
+use super::task::master_status;
+use super::{Shared, State, allocator, executors, reports, tasks};
+use crate::agent::executors::Executor;
+use crate::agent::{Agent, AgentStatus, ExecutorRef, Report};
+use crate::clock::now_secs;
+use crate::error::Error;
+
+/// The index and id the next agent gets: `<master id>-S<index>`.
+pub(crate) fn next_id(cx: &Shared) -> (u64, AgentId) {
+    let mut st = cx.lock();
+    let i = st.next_agent;
+    st.next_agent += 1;
+    (i, AgentId::new(format!("{}-S{i}", st.master_id)))
+}
+
+/// Registers an agent; it is offered at the next allocation.
+pub(crate) fn register(cx: &Shared, agent: Agent) {
+    cx.lock().agents.insert(agent.id.value.clone(), agent);
+    cx.allocate_now.notify_one();
+}
+
+fn agent_mut<'a>(st: &'a mut State, id: &str) -> Result<&'a mut Agent, Error> {
+    st.agents
+        .get_mut(id)
+        .ok_or_else(|| Error::UnknownAgent(id.to_owned()))
+}
+
+/// Partitions an agent: its offers are rescinded, its tasks become
+/// TASK_UNREACHABLE for partition-aware frameworks and TASK_LOST for the
+/// others (master-generated, REASON_AGENT_REMOVED... as Mesos marks
+/// unreachable agents). Processes keep running.
+pub(crate) fn partition(cx: &Shared, id: &str) -> Result<(), Error> {
+    let st = &mut *cx.lock();
+    let agent = agent_mut(st, id)?;
+    if agent.status != AgentStatus::Active && agent.status != AgentStatus::Reregistering {
+        return Err(Error::AgentState {
+            agent: id.to_owned(),
+            state: agent.status.name(),
+            what: "partition",
+        });
+    }
+    let since = TimeInfo {
+        nanoseconds: (now_secs() * 1e9) as i64,
+    };
+    agent.status = AgentStatus::Unreachable(since);
+    allocator::rescind_agent_offers(st, id);
+    let agent_id = AgentId::new(id);
+    for fw in st.frameworks.values_mut() {
+        let aware = fw.partition_aware();
+        let mut updates = Vec::new();
+        for task in fw.tasks.values_mut() {
+            if task.agent_id.value != id || task.state.is_terminal() {
+                continue;
+            }
+            task.before_partition = Some(task.state);
+            task.state = TaskState::TaskUnreachable;
+            task.unreachable_time = Some(since);
+            let state = if aware {
+                TaskState::TaskUnreachable
+            } else {
+                TaskState::TaskLost
+            };
+            let mut status = master_status(
+                task.info.task_id.as_ref().unwrap_or(&Default::default()),
+                Some(&agent_id),
+                state,
+                Reason::ReasonAgentRemoved,
+                format!("Agent {id} is unreachable"),
+            );
+            status.unreachable_time = Some(since);
+            updates.push(status);
+        }
+        for u in updates {
+            fw.send_update(u);
+        }
+    }
+    Ok(())
+}
+
+/// Heals a partition: the agent re-registers. Tasks of partition-aware
+/// frameworks resume their state (reconciliation shows it); tasks of the
+/// others were already reported LOST, so the agent kills them, as Mesos
+/// shuts down non-partition-aware frameworks on a re-registering agent.
+pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
+    let st = &mut *cx.lock();
+    let agent = agent_mut(st, id)?;
+    if !matches!(agent.status, AgentStatus::Unreachable(_)) {
+        return Err(Error::AgentState {
+            agent: id.to_owned(),
+            state: agent.status.name(),
+            what: "heal",
+        });
+    }
+    agent.status = AgentStatus::Active;
+    let mut doomed_tasks = Vec::new();
+    for fw in st.frameworks.values_mut() {
+        let aware = fw.partition_aware();
+        for task in fw.tasks.values_mut() {
+            if task.agent_id.value != id {
+                continue;
+            }
+            if let Some(before) = task.before_partition.take() {
+                task.unreachable_time = None;
+                if task.state != TaskState::TaskUnreachable {
+                    // It ended while partitioned; that update stands.
+                } else if aware {
+                    task.state = before;
+                } else {
+                    // Already reported LOST: it ends here, silently.
+                    task.state = TaskState::TaskLost;
+                    task.pending.clear();
+                    doomed_tasks.push((
+                        fw.id.value.clone(),
+                        task.id().to_owned(),
+                        task.executor_id.value.clone(),
+                        task.resources.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    // Updates held during the partition go out now.
+    for fw in st.frameworks.values() {
+        for task in fw.tasks.values() {
+            if task.agent_id.value == id
+                && let Some(head) = task.pending.front()
+            {
+                fw.send_update(head.clone());
+            }
+        }
+    }
+    for (fw, task_id, exec, resources) in doomed_tasks {
+        if let Some(agent) = st.agents.get_mut(id) {
+            agent.used -= &resources;
+        }
+        executors::shutdown(cx, st, ExecutorRef::new(id, &fw, &exec), true);
+        if let Some(f) = st.frameworks.get_mut(&fw)
+            && let Some(t) = f.tasks.remove(&task_id)
+        {
+            f.completed.push_back(t);
+        }
+    }
+    cx.allocate_now.notify_one();
+    Ok(())
+}
+
+/// Removes an agent for good (operator removal): its tasks become
+/// TASK_GONE_BY_OPERATOR (TASK_LOST without PARTITION_AWARE), its processes
+/// are killed and its resources leave the cluster.
+pub(crate) fn remove(cx: &Shared, id: &str) -> Result<(), Error> {
+    let st = &mut *cx.lock();
+    let agent = agent_mut(st, id)?;
+    if agent.status == AgentStatus::Gone {
+        return Err(Error::AgentState {
+            agent: id.to_owned(),
+            state: "gone",
+            what: "remove",
+        });
+    }
+    agent.status = AgentStatus::Gone;
+    if let Some(server) = agent.server.take() {
+        server.abort();
+    }
+    allocator::rescind_agent_offers(st, id);
+    let agent_id = AgentId::new(id);
+    if let Some(agent) = st.agents.get_mut(id) {
+        // The exits find no record, so they report nothing: the tasks are
+        // answered below.
+        for ex in agent.executors.values() {
+            if let Some(p) = ex.process {
+                p.kill();
+            }
+        }
+        agent.executors.clear();
+        agent.used = Resources::new();
+    }
+    let fw_ids: Vec<String> = st.frameworks.keys().cloned().collect();
+    for fw_id in fw_ids {
+        let Some(fw) = st.frameworks.get_mut(&fw_id) else {
+            continue;
+        };
+        let aware = fw.partition_aware();
+        let on_agent: Vec<String> = fw
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.agent_id.value == id)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for task_id in on_agent {
+            let Some(task) = fw.tasks.get_mut(&task_id) else {
+                continue;
+            };
+            let was_terminal = task.state.is_terminal();
+            task.state = TaskState::TaskGoneByOperator;
+            task.pending.clear();
+            if !was_terminal {
+                let state = if aware {
+                    TaskState::TaskGoneByOperator
+                } else {
+                    TaskState::TaskLost
+                };
+                let status = master_status(
+                    task.info.task_id.as_ref().unwrap_or(&Default::default()),
+                    Some(&agent_id),
+                    state,
+                    Reason::ReasonAgentRemovedByOperator,
+                    format!("Agent {id} was removed by the operator"),
+                );
+                fw.send_update(status);
+            }
+        }
+        let ids: Vec<String> = fw.tasks.keys().cloned().collect();
+        for t in ids {
+            tasks::complete_if_done(st, &fw_id, &t);
+        }
+    }
+    Ok(())
+}
+
+/// Executor `exec` of framework `fw` on the agent, or which of them is unknown.
+fn executor_mut<'a>(
+    st: &'a mut State,
+    executor: ExecutorRef<'_>,
+) -> Result<&'a mut Executor, Error> {
+    st.agents
+        .get_mut(executor.agent_id)
+        .ok_or_else(|| Error::UnknownAgent(executor.agent_id.to_owned()))?
+        .executors
+        .get_mut(&executor.key())
+        .ok_or_else(|| Error::UnknownExecutor {
+            agent: executor.agent_id.to_owned(),
+            framework: executor.framework_id.to_owned(),
+            executor: executor.executor_id.to_owned(),
+        })
+}
+
+/// Kills an executor (or a command task's process) with SIGKILL; the agent
+/// then reports its end as it does for any executor that dies.
+pub(crate) fn kill_executor(cx: &Shared, executor: ExecutorRef<'_>) -> Result<(), Error> {
+    let mut st = cx.lock();
+    match executor_mut(&mut st, executor)?.process {
+        Some(p) => p.kill(),
+        None => reports::apply(cx, &mut st, Report::Killed { executor }),
+    }
+    Ok(())
+}
+
+/// Drops an executor's event stream, as a broken agent connection would:
+/// the executor sees its subscription end, and (with checkpointing)
+/// re-subscribes with its unacknowledged tasks and updates.
+pub(crate) fn disconnect_executor(cx: &Shared, executor: ExecutorRef<'_>) -> Result<(), Error> {
+    let mut st = cx.lock();
+    // Dropping the sender ends the HTTP stream.
+    executor_mut(&mut st, executor)?.sub = None;
+    Ok(())
+}
+
+/// Asks every executor process to stop (SIGTERM); returns their pids.
+pub(crate) fn terminate_processes(st: &State) -> Vec<u32> {
+    st.agents
+        .values()
+        .flat_map(|a| a.executors.values())
+        .filter_map(|ex| {
+            ex.process.and_then(|p| {
+                p.terminate();
+                p.pid
+            })
+        })
+        .collect()
+}
+
+/// Stops everything: timers of this epoch, agent endpoints, child
+/// processes (SIGKILL) and scheduler streams.
+pub(crate) fn stop_all(st: &mut State) {
+    st.epoch += 1;
+    for agent in st.agents.values_mut() {
+        if let Some(server) = agent.server.take() {
+            server.abort();
+        }
+        for ex in agent.executors.values() {
+            if let Some(p) = ex.process {
+                p.kill();
+            }
+        }
+        agent.executors.clear();
+    }
+    for fw in st.frameworks.values_mut() {
+        fw.conn = None;
+    }
+}
