@@ -5,11 +5,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use apiserver::store::MemoryStore;
-use apiserver::{Api, ApiError, Binding, Clock, EventKind, Finalized, ManualClock, NoLogs};
+use apiserver::{ApiError, Binding, Clock, EventKind, Finalized};
 use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
