@@ -111,18 +111,7 @@ async fn apply_creates_then_patches_and_server_side_apply_creates_when_missing()
         )
         .await;
     assert_eq!(ok(&again).trim(), "pod/ssa serverside-applied");
-    assert_eq!(
-        server
-            .api
-            .get_pod("default", "ssa")
-            .unwrap()
-            .spec
-            .unwrap()
-            .containers[0]
-            .image
-            .as_deref(),
-        Some("redis:8")
-    );
+    assert_eq!(image(&server, "ssa").as_deref(), Some("redis:8"));
 
     ok(&kubectl(KUBECTL, &server.url)
         .run(&["label", "pod", "ssa", "team=blue"])
@@ -141,19 +130,21 @@ async fn apply_creates_then_patches_and_server_side_apply_creates_when_missing()
         )
         .await;
     assert_eq!(ok(&replaced).trim(), "pod/ssa replaced");
-    assert_eq!(
-        server
-            .api
-            .get_pod("default", "ssa")
-            .unwrap()
-            .spec
-            .unwrap()
-            .containers[0]
-            .image
-            .as_deref(),
-        Some("redis:9")
-    );
+    assert_eq!(image(&server, "ssa").as_deref(), Some("redis:9"));
     server.stop().await;
+}
+
+/// The image of the pod's first container, as stored.
+fn image(server: &Server, name: &str) -> Option<String> {
+    server
+        .api
+        .get_pod("default", name)
+        .unwrap()
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone()
 }
 
 /// Reads lines from a running `kubectl get -w` until one contains all of `want`.
