@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs pymesos, the third-party scheduler library localmesos' interop test
-# runs unchanged (localmesos/tests/pymesos_interop.rs).
+# runs unchanged (tests/tests/pymesos_interop.rs).
 #
 # pymesos needs `http-parser`, whose C extension does not build on Python
 # 3.11 and whose setup.py offers no switch to skip it. http-parser ships a

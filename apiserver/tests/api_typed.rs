@@ -5,29 +5,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use apiserver::store::MemoryStore;
-use apiserver::{Api, ApiError, Binding, Clock, EventKind, Finalized, ManualClock, NoLogs};
+use apiserver::{ApiError, Binding, Clock, EventKind, Finalized};
 use common::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
-
-async fn api_with_clock() -> (Api, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock::new(
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
-    ));
-    let api = Api::start(
-        Arc::new(MemoryStore::new().unwrap()),
-        clock.clone(),
-        Arc::new(NoLogs),
-    )
-    .await
-    .unwrap();
-    (api, clock)
-}
 
 fn pod(name: &str) -> Pod {
     serde_yaml_ng::from_str(&pod_yaml(name, "nginx", "app: web")).unwrap()
@@ -290,37 +274,6 @@ async fn a_bound_pod_waits_for_finalize_or_its_grace_period_by_the_injected_cloc
         (EventKind::Deleted, "g"),
     ];
     assert_eq!(seen, expected.map(|(k, n)| (k, n.to_string())));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_delete_returns_once_the_grace_period_runs_out_on_the_servers_clock() {
-    let (api, clock) = api_with_clock().await;
-    let server = Server::serve(api.clone()).await;
-    api.create_pod("default", pod("slow")).await.unwrap();
-    api.bind_pod("default", "slow", &bind_to("n"))
-        .await
-        .unwrap();
-    let mut cmd = command(
-        KUBECTL,
-        &server.url,
-        &["delete", "pod", "slow", "--grace-period=10"],
-    );
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().unwrap();
-    assert!(
-        eventually(Duration::from_secs(30), || api
-            .get_pod("default", "slow")
-            .is_ok_and(|p| p.metadata.deletion_timestamp.is_some()))
-        .await
-    );
-    clock.advance(Duration::from_secs(11));
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(ok(&out).trim(), "pod \"slow\" deleted");
-    server.stop().await;
 }
 
 #[tokio::test]

@@ -1,121 +1,17 @@
-//! The pod runtime with real processes (`/bin/sh` scripts), no agent.
+//! The pod runtime with real processes (`/bin/sh` scripts), no agent: what
+//! a pod reports as it runs and ends, kill, and shutdown.
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
-use executor::backoff::Backoff;
-use executor::layout::{LogStream, log_file};
-use executor::{PodPlan, PodState, PodUpdate, Runtime, RuntimeConfig};
-use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use common::pods::*;
+use executor::PodState;
+use executor::layout::LogStream;
 use mesos::proto::TaskId;
-use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
-
-/// Bounds every wait on a process in these tests; generous for a loaded CI box.
-const WAIT: Duration = Duration::from_secs(20);
-
-fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
-    Runtime::new(RuntimeConfig {
-        sandbox: sandbox.to_path_buf(),
-        host_ip: "127.0.0.1".into(),
-        node_name: "agent-host".into(),
-        backoff: Backoff {
-            initial: Duration::from_millis(50),
-            max: Duration::from_millis(200),
-        },
-    })
-}
-
-fn pod(name: &str, restart: &str, containers: Value) -> PodPlan {
-    pod_with(
-        name,
-        json!({"restartPolicy": restart, "containers": containers}),
-    )
-}
-
-fn pod_with(name: &str, spec: Value) -> PodPlan {
-    let pod = json!({
-        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}")},
-        "spec": spec,
-    });
-    PodPlan::from_task_data(Some(&serde_json::to_vec(&pod).unwrap())).unwrap()
-}
-
-fn sh(name: &str, script: &str) -> Value {
-    json!({"name": name, "image": "busybox:1.36", "command": ["/bin/sh", "-c", script]})
-}
-
-async fn next(rx: &mut UnboundedReceiver<PodUpdate>) -> PodUpdate {
-    tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("an update in time")
-        .expect("runtime alive")
-}
-
-/// Every update up to and including the terminal one.
-async fn until_terminal(rx: &mut UnboundedReceiver<PodUpdate>) -> Vec<PodUpdate> {
-    let mut all = Vec::new();
-    loop {
-        let u = next(rx).await;
-        let done = u.state.is_terminal();
-        all.push(u);
-        if done {
-            return all;
-        }
-    }
-}
-
-/// Waits for the first update matching `pred`.
-async fn until(
-    rx: &mut UnboundedReceiver<PodUpdate>,
-    pred: impl Fn(&PodUpdate) -> bool,
-) -> PodUpdate {
-    loop {
-        let u = next(rx).await;
-        assert!(
-            !u.state.is_terminal() || pred(&u),
-            "ended before the condition: {u:?}"
-        );
-        if pred(&u) {
-            return u;
-        }
-    }
-}
-
-fn status(u: &PodUpdate) -> &PodStatus {
-    u.status.as_ref().unwrap()
-}
-
-fn container<'a>(s: &'a PodStatus, name: &str) -> &'a ContainerStatus {
-    s.container_statuses
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap()
-}
-
-fn read_log(sandbox: &Path, pod: &str, container: &str, stream: LogStream) -> String {
-    std::fs::read_to_string(sandbox.join(log_file(
-        "ns",
-        pod,
-        &format!("uid-{pod}"),
-        container,
-        stream,
-    )))
-    .unwrap_or_default()
-}
-
-async fn wait_for_file(path: &Path) {
-    tokio::time::timeout(WAIT, async {
-        while !path.exists() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("file appears in time");
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn a_pod_runs_reports_starting_running_finished_and_keeps_its_logs() {
@@ -286,13 +182,7 @@ async fn kill_sends_sigterm_to_the_group_and_waits_for_the_trap() {
     rt.launch(TaskId::new("t-graceful"), plan).unwrap();
     until(&mut rx, |u| u.state == PodState::Running).await;
     wait_for_file(&dir.path().join("pods/ns_graceful_uid-graceful/c/stdout")).await;
-    tokio::time::timeout(WAIT, async {
-        while read_log(dir.path(), "graceful", "c", LogStream::Stdout).is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    wait_for_output(dir.path(), "graceful", "c").await;
     assert!(rt.kill(&TaskId::new("t-graceful"), None));
     let last = until_terminal(&mut rx).await.pop().unwrap();
     assert_eq!(last.state, PodState::Killed);
@@ -304,25 +194,9 @@ async fn kill_sends_sigterm_to_the_group_and_waits_for_the_trap() {
 async fn kill_escalates_to_sigkill_after_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
     let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod(
-        "stubborn",
-        "Always",
-        json!([sh(
-            "c",
-            "trap '' TERM; echo up; while true; do sleep 0.05; done"
-        )]),
-    );
-    rt.launch(TaskId::new("t-stubborn"), plan).unwrap();
-    until(&mut rx, |u| u.state == PodState::Running).await;
-    tokio::time::timeout(WAIT, async {
-        while read_log(dir.path(), "stubborn", "c", LogStream::Stdout).is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    let task = launch_ignoring_term(&mut rt, &mut rx, dir.path(), "stubborn", "Always").await;
     let started = std::time::Instant::now();
-    assert!(rt.kill(&TaskId::new("t-stubborn"), Some(Duration::from_millis(300))));
+    assert!(rt.kill(&task, Some(Duration::from_millis(300))));
     let last = until_terminal(&mut rx).await.pop().unwrap();
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(last.state, PodState::Killed);
@@ -334,180 +208,6 @@ async fn kill_escalates_to_sigkill_after_the_grace_period() {
         .terminated
         .unwrap();
     assert_eq!(term.exit_code, 128 + 9);
-}
-
-#[tokio::test]
-async fn always_restarts_with_crash_loop_backoff_and_counts_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod("loop", "Always", json!([sh("c", "echo run; exit 0")]));
-    rt.launch(TaskId::new("t-loop"), plan).unwrap();
-    let backoff = until(&mut rx, |u| {
-        let c = container(status(u), "c");
-        c.state
-            .as_ref()
-            .unwrap()
-            .waiting
-            .as_ref()
-            .and_then(|w| w.reason.as_deref())
-            == Some("CrashLoopBackOff")
-            && c.restart_count >= 2
-    })
-    .await;
-    assert_eq!(backoff.state, PodState::Running);
-    let c = container(status(&backoff), "c");
-    assert_eq!(
-        c.last_state
-            .as_ref()
-            .unwrap()
-            .terminated
-            .as_ref()
-            .unwrap()
-            .exit_code,
-        0
-    );
-    assert!(
-        read_log(dir.path(), "loop", "c", LogStream::Stdout)
-            .matches("run")
-            .count()
-            >= 3
-    );
-    assert!(rt.kill(&TaskId::new("t-loop"), Some(Duration::ZERO)));
-    assert_eq!(
-        until_terminal(&mut rx).await.pop().unwrap().state,
-        PodState::Killed
-    );
-}
-
-#[tokio::test]
-async fn on_failure_restarts_until_success_then_finishes() {
-    let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("count");
-    let (mut rt, mut rx) = runtime(dir.path());
-    // Fails twice, then succeeds.
-    let script = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ge 3 ]",
-        c = counter.display()
-    );
-    let plan = pod("flaky", "OnFailure", json!([sh("c", &script)]));
-    rt.launch(TaskId::new("t-flaky"), plan).unwrap();
-    let last = until_terminal(&mut rx).await.pop().unwrap();
-    assert_eq!(last.state, PodState::Finished, "{:?}", last.message);
-    assert_eq!(container(status(&last), "c").restart_count, 2);
-}
-
-#[tokio::test]
-async fn never_does_not_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod("once", "Never", json!([sh("c", "echo run; exit 1")]));
-    rt.launch(TaskId::new("t-once"), plan).unwrap();
-    let last = until_terminal(&mut rx).await.pop().unwrap();
-    assert_eq!(last.state, PodState::Failed);
-    assert_eq!(container(status(&last), "c").restart_count, 0);
-    assert_eq!(
-        read_log(dir.path(), "once", "c", LogStream::Stdout),
-        "run\n"
-    );
-}
-
-#[tokio::test]
-async fn init_containers_run_first_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let order = dir.path().join("order");
-    let (mut rt, mut rx) = runtime(dir.path());
-    let o = order.display();
-    let plan = pod_with(
-        "init",
-        json!({
-            "restartPolicy": "Never",
-            "initContainers": [sh("first", &format!("echo first >> {o}")), sh("second", &format!("echo second >> {o}"))],
-            "containers": [sh("main", &format!("echo main >> {o}"))]
-        }),
-    );
-    rt.launch(TaskId::new("t-init"), plan).unwrap();
-    let updates = until_terminal(&mut rx).await;
-    let last = updates.last().unwrap();
-    assert_eq!(last.state, PodState::Finished);
-    assert_eq!(
-        std::fs::read_to_string(&order).unwrap(),
-        "first\nsecond\nmain\n"
-    );
-    let inits = status(last).init_container_statuses.clone().unwrap();
-    assert_eq!(inits.len(), 2);
-    assert!(inits.iter().all(|c| {
-        c.state
-            .as_ref()
-            .unwrap()
-            .terminated
-            .as_ref()
-            .unwrap()
-            .exit_code
-            == 0
-    }));
-    // While init containers ran, the pod was Pending and not Initialized.
-    let first = &updates[0];
-    assert_eq!(status(first).phase.as_deref(), Some("Pending"));
-}
-
-#[tokio::test]
-async fn a_failed_init_container_stops_the_pod_under_never() {
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("main-ran");
-    let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod_with(
-        "initfail",
-        json!({
-            "restartPolicy": "Never",
-            "initContainers": [sh("setup", "exit 7")],
-            "containers": [sh("main", &format!("touch {}", marker.display()))]
-        }),
-    );
-    rt.launch(TaskId::new("t-initfail"), plan).unwrap();
-    let last = until_terminal(&mut rx).await.pop().unwrap();
-    assert_eq!(last.state, PodState::Failed);
-    assert!(last.message.unwrap().contains("setup=7"));
-    assert!(
-        !marker.exists(),
-        "the main container must not run after a failed init"
-    );
-}
-
-#[tokio::test]
-async fn a_failed_init_container_is_retried_under_on_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("count");
-    let (mut rt, mut rx) = runtime(dir.path());
-    let script = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ge 2 ]",
-        c = counter.display()
-    );
-    let plan = pod_with(
-        "initretry",
-        json!({"restartPolicy": "OnFailure", "initContainers": [sh("setup", &script)], "containers": [sh("main", "exit 0")]}),
-    );
-    rt.launch(TaskId::new("t-initretry"), plan).unwrap();
-    let last = until_terminal(&mut rx).await.pop().unwrap();
-    assert_eq!(last.state, PodState::Finished);
-    assert_eq!(
-        status(&last).init_container_statuses.as_ref().unwrap()[0].restart_count,
-        1
-    );
-}
-
-#[tokio::test]
-async fn active_deadline_stops_the_pod_as_failed() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod_with(
-        "late",
-        json!({"activeDeadlineSeconds": 1, "terminationGracePeriodSeconds": 0, "containers": [sh("c", "sleep 30")]}),
-    );
-    rt.launch(TaskId::new("t-late"), plan).unwrap();
-    let last = until_terminal(&mut rx).await.pop().unwrap();
-    assert_eq!(last.state, PodState::Failed);
-    assert!(last.deadline_exceeded);
-    assert_eq!(status(&last).reason.as_deref(), Some("DeadlineExceeded"));
 }
 
 #[tokio::test]
@@ -595,25 +295,9 @@ async fn a_duplicate_task_id_is_refused() {
 async fn a_later_shorter_kill_moves_sigkill_earlier() {
     let dir = tempfile::tempdir().unwrap();
     let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod(
-        "slow",
-        "Never",
-        json!([sh(
-            "c",
-            "trap '' TERM; echo up; while true; do sleep 0.05; done"
-        )]),
-    );
-    rt.launch(TaskId::new("t-slow"), plan).unwrap();
-    until(&mut rx, |u| u.state == PodState::Running).await;
-    tokio::time::timeout(WAIT, async {
-        while read_log(dir.path(), "slow", "c", LogStream::Stdout).is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
+    let task = launch_ignoring_term(&mut rt, &mut rx, dir.path(), "slow", "Never").await;
     // A KILL with an hour of grace, then a shutdown that allows none.
-    assert!(rt.kill(&TaskId::new("t-slow"), Some(Duration::from_secs(3600))));
+    assert!(rt.kill(&task, Some(Duration::from_secs(3600))));
     rt.kill_all(Duration::ZERO);
     let last = until_terminal(&mut rx).await.pop().unwrap();
     assert_eq!(last.state, PodState::Killed);

@@ -1,9 +1,4 @@
-//! The `mesopod` binary: parses the command line and hands over to a subcommand.
-
-use anyhow::Context as _;
-use clap::Parser;
-use framework::cli::{Cli, Command};
-use framework::cmd;
+//! The `mesopod` binary: [`framework::cmd::main`] with mesopod's allocator.
 
 // glibc's malloc spent a fifth of the scale benchmark's CPU in its own
 // bookkeeping and kept freed memory in per-thread arenas; mimalloc does both
@@ -17,13 +12,5 @@ use framework::cmd;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    let args = framework::cli::splice_config(std::env::args().collect()).context("bad --config")?;
-    let cli = Cli::parse_from(args);
-    match cli.command {
-        None => cmd::scheduler::run(cli.scheduler),
-        Some(Command::Scheduler(args)) => cmd::scheduler::run(*args),
-        Some(Command::Executor(args)) => cmd::executor::run(args),
-        Some(Command::Localmesos(args)) => cmd::localmesos::run(args),
-        Some(Command::Bench(args)) => cmd::bench::run(args),
-    }
+    framework::cmd::main()
 }

@@ -193,51 +193,25 @@ async fn calls_carry_the_stream_id_and_202_is_success() {
 /// The body a status error carries, if it is the expected variant.
 type BodyOf = fn(&ClientError) -> Option<&str>;
 
+/// The [`BodyOf`] of the variant `ClientError::$variant(body)`.
+macro_rules! body_of {
+    ($variant:ident) => {
+        |e| match e {
+            ClientError::$variant(b) => Some(b),
+            _ => None,
+        }
+    };
+}
+
 #[tokio::test]
 async fn error_statuses_become_typed_errors_with_the_body() {
     let cases: [(u16, BodyOf); 7] = [
-        (400, |e| {
-            if let ClientError::BadRequest(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
-        (403, |e| {
-            if let ClientError::Forbidden(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
-        (405, |e| {
-            if let ClientError::MethodNotAllowed(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
-        (406, |e| {
-            if let ClientError::NotAcceptable(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
-        (415, |e| {
-            if let ClientError::UnsupportedMediaType(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
-        (503, |e| {
-            if let ClientError::ServiceUnavailable(b) = e {
-                Some(b)
-            } else {
-                None
-            }
-        }),
+        (400, body_of!(BadRequest)),
+        (403, body_of!(Forbidden)),
+        (405, body_of!(MethodNotAllowed)),
+        (406, body_of!(NotAcceptable)),
+        (415, body_of!(UnsupportedMediaType)),
+        (503, body_of!(ServiceUnavailable)),
         (500, |e| match e {
             ClientError::UnexpectedStatus { status: 500, body } => Some(body),
             _ => None,

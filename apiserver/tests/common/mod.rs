@@ -1,25 +1,17 @@
-//! Shared by the end-to-end tests: an in-process server on 127.0.0.1:0 with the durable
-//! store in a temporary directory, a test log source, and a real kubectl runner.
+//! An in-process server on 127.0.0.1:0 with the durable store in a temporary
+//! directory, and a test log source. Shared with the end-to-end tests of
+//! the `tests` crate, which include this file (kubectl against the shim).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use apiserver::{Api, LogError, LogRequest, LogSource, SystemClock};
+use apiserver::store::MemoryStore;
+use apiserver::{Api, LogError, LogRequest, LogSource, ManualClock, NoLogs, SystemClock};
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::oneshot;
-
-/// The dispatcher, which runs kubectl.1.<server minor>.
-pub const KUBECTL: &str = "/usr/bin/kubectl";
-/// An older and the matching kubectl, run directly.
-pub const KUBECTL_131: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.31";
-pub const KUBECTL_133: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
-
-/// Every kubectl the tests exercise.
-pub const ALL_KUBECTLS: [&str; 3] = [KUBECTL, KUBECTL_131, KUBECTL_133];
 
 /// Serves "line 1".."line N" for every container; follow adds two more lines later.
 pub struct TestLogs;
@@ -126,84 +118,24 @@ impl Server {
     }
 }
 
-/// The kubectl command line with the server and a fresh cache directory.
-pub fn command(kubectl: &str, server: &str, args: &[&str]) -> tokio::process::Command {
-    let cache = tempfile::tempdir().unwrap().keep();
-    let mut cmd = tokio::process::Command::new(kubectl);
-    cmd.arg(format!("--server={server}"))
-        .arg(format!("--cache-dir={}", cache.display()))
-        .args(args)
-        .env("HOME", &cache)
-        .env("KUBECONFIG", cache.join("none"))
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    cmd
+/// An in-memory API on a manual clock, started at a fixed time.
+pub async fn api_with_clock() -> (Api, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+    ));
+    let api = Api::start(
+        Arc::new(MemoryStore::new().unwrap()),
+        clock.clone(),
+        Arc::new(NoLogs),
+    )
+    .await
+    .unwrap();
+    (api, clock)
 }
 
-/// Runs kubectl to completion (bounded) and returns its output.
-pub async fn kubectl(kubectl: &str, server: &str, args: &[&str]) -> Output {
-    kubectl_stdin(kubectl, server, args, None).await
-}
-
-/// Runs kubectl with `stdin` as its input (for `-f -`).
-pub async fn kubectl_stdin(
-    kubectl: &str,
-    server: &str,
-    args: &[&str],
-    stdin: Option<&str>,
-) -> Output {
-    use tokio::io::AsyncWriteExt;
-    let mut cmd = command(kubectl, server, args);
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    if stdin.is_some() {
-        cmd.stdin(std::process::Stdio::piped());
-    }
-    let mut child = cmd.spawn().unwrap();
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input.as_bytes()).await.unwrap();
-        drop(pipe);
-    }
-    tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("kubectl did not finish within 60s")
-        .unwrap()
-}
-
-pub fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Asserts success and returns stdout.
-pub fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "kubectl failed: {}\nstdout: {}",
-        stderr(o),
-        stdout(o)
-    );
-    stdout(o)
-}
-
+/// A pod with one container of `image`, port 80 and `labels` (`k: v, ...`).
 pub fn pod_yaml(name: &str, image: &str, labels: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\nspec:\n  containers:\n  - name: main\n    image: {image}\n    ports:\n    - containerPort: 80\n"
     )
-}
-
-/// Polls `cond` every 20 ms until it holds or `limit` passes.
-pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    cond()
 }

@@ -5,6 +5,27 @@ pub mod executor;
 pub mod localmesos;
 pub mod scheduler;
 
+use anyhow::Context as _;
+use clap::Parser as _;
+
+use crate::cli::{Cli, Command};
+
+/// The `mesopod` command line: parses the process's arguments (with
+/// `--config` spliced in) and runs the subcommand. The `mesopod` binary and
+/// the end-to-end tests' copy of it (`tests/src/bin/mesopod-e2e.rs`) are
+/// this function and a global allocator.
+pub fn main() -> anyhow::Result<()> {
+    let args = crate::cli::splice_config(std::env::args().collect()).context("bad --config")?;
+    let cli = Cli::parse_from(args);
+    match cli.command {
+        None => scheduler::run(cli.scheduler),
+        Some(Command::Scheduler(args)) => scheduler::run(*args),
+        Some(Command::Executor(args)) => executor::run(args),
+        Some(Command::Localmesos(args)) => localmesos::run(args),
+        Some(Command::Bench(args)) => bench::run(args),
+    }
+}
+
 /// Logs to stderr, filtered by `RUST_LOG` (else by `default`, e.g. `info`).
 pub fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -354,14 +354,7 @@ pub fn state_of(s: &TaskStatus) -> TaskState {
 
 /// Polls `cond` until true or [`WAIT`] passes (for conditions with no event).
 pub async fn eventually(mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not met in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    testkit::wait_until("the condition", WAIT, async || cond(), |met| *met).await;
 }
 
 pub async fn get_json(url: &str) -> serde_json::Value {

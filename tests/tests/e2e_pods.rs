@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::cluster::*;
 use k8s_openapi::api::core::v1::Pod;
+use testkit::{Kubectl, ok};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -16,12 +17,9 @@ async fn a_pod_runs_then_succeeds_and_its_logs_show_its_output() {
     let app = start(Setup::default()).await;
     let server = app.api_url();
     let yaml = pod_yaml("hello", "", "echo hello from mesopod; sleep 1; echo bye");
-    let out = tokio::task::spawn_blocking({
-        let s = server.clone();
-        move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml))
-    })
-    .await
-    .unwrap();
+    let out = Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .await;
     assert!(ok(&out).contains("pod/hello created"));
 
     let running = wait_pod(app.api(), "default", "hello", T, |p| {
@@ -45,22 +43,16 @@ async fn a_pod_runs_then_succeeds_and_its_logs_show_its_output() {
     let term = cs.state.as_ref().unwrap().terminated.as_ref().unwrap();
     assert_eq!(term.exit_code, 0);
 
-    let logs = tokio::task::spawn_blocking({
-        let s = server.clone();
-        move || kubectl(&s, &["logs", "hello"])
-    })
-    .await
-    .unwrap();
+    let logs = Kubectl::new(&server).run(&["logs", "hello"]).await;
     let text = ok(&logs);
     assert!(
         text.contains("hello from mesopod") && text.contains("bye"),
         "{text}"
     );
 
-    let wide =
-        tokio::task::spawn_blocking(move || kubectl(&server, &["get", "pods", "-o", "wide"]))
-            .await
-            .unwrap();
+    let wide = Kubectl::new(&server)
+        .run(&["get", "pods", "-o", "wide"])
+        .await;
     let table = ok(&wide);
     assert!(
         table.contains("hello") && table.contains("Completed") || table.contains("Succeeded"),
@@ -79,11 +71,9 @@ async fn a_pod_too_big_waits_with_a_reason_until_an_agent_with_room_appears() {
     .await;
     let yaml = pod_yaml("big", "", "sleep 30").replace("cpu: 100m", "cpu: \"3\"");
     let server = app.api_url();
-    ok(&tokio::task::spawn_blocking(move || {
-        kubectl_stdin(&server, &["create", "-f", "-"], Some(&yaml))
-    })
-    .await
-    .unwrap());
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["create", "-f", "-"], Some(&yaml))
+        .await);
     let pending = wait_pod(app.api(), "default", "big", T, |p| {
         p.status
             .as_ref()
@@ -147,16 +137,9 @@ async fn node_selectors_on_agent_attributes_and_host_port_conflicts() {
             "    ports:\n    - containerPort: 8080\n      hostPort: 31005\n    resources:",
         ));
     }
-    let s = server.clone();
-    ok(&tokio::task::spawn_blocking(move || {
-        kubectl_stdin(
-            &s,
-            &["apply", "-f", "-"],
-            Some(&format!("{selected}{ported}")),
-        )
-    })
-    .await
-    .unwrap());
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&format!("{selected}{ported}")))
+        .await);
     let p = wait_pod(app.api(), "default", "on-r2", T, |p| phase(p) == "Running").await;
     assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("agent-2"));
 
@@ -210,12 +193,9 @@ async fn deleting_a_pod_kills_its_task_within_the_grace_period() {
         "  terminationGracePeriodSeconds: 3\n",
         "trap 'echo got TERM; exit 0' TERM; echo started; while true; do sleep 0.1; done",
     );
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
-            .await
-            .unwrap(),
-    );
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .await);
     let running = wait_pod(app.api(), "default", "graceful", T, |p| {
         phase(p) == "Running"
     })
@@ -223,12 +203,9 @@ async fn deleting_a_pod_kills_its_task_within_the_grace_period() {
     let task_id = running.metadata.annotations.unwrap()["mesopod.io/task-id"].clone();
 
     let started = std::time::Instant::now();
-    let s = server.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        kubectl(&s, &["delete", "pod", "graceful", "--timeout=30s"])
-    })
-    .await
-    .unwrap();
+    let out = Kubectl::new(&server)
+        .run(&["delete", "pod", "graceful", "--timeout=30s"])
+        .await;
     assert!(ok(&out).contains("deleted"));
     assert!(
         app.api().get_pod("default", "graceful").is_err(),
@@ -254,12 +231,9 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
     .await;
     let server = app.api_url();
     let yaml = pod_yaml("steady", "", "sleep 120");
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
-            .await
-            .unwrap(),
-    );
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .await);
     let p = wait_pod(app.api(), "default", "steady", T, |p| phase(p) == "Running").await;
     let agent_id = p.metadata.annotations.unwrap()["mesopod.io/agent-id"].clone();
 
@@ -272,12 +246,9 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
             ..Default::default()
         });
     let yaml = pod_yaml("after-restart", "", "sleep 120");
-    let s = server.clone();
-    ok(
-        &tokio::task::spawn_blocking(move || kubectl_stdin(&s, &["apply", "-f", "-"], Some(&yaml)))
-            .await
-            .unwrap(),
-    );
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .await);
     wait_pod(app.api(), "default", "after-restart", T, |p| {
         phase(p) == "Running"
     })
@@ -312,11 +283,9 @@ async fn a_hundred_pods_pack_onto_three_agents_without_overcommit() {
         yaml.push_str(&pod_yaml(&format!("packed-{i}"), "", "sleep 120"));
     }
     let server = app.api_url();
-    ok(&tokio::task::spawn_blocking(move || {
-        kubectl_stdin(&server, &["apply", "-f", "-"], Some(&yaml))
-    })
-    .await
-    .unwrap());
+    ok(&Kubectl::new(&server)
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml))
+        .await);
     for i in 0..100 {
         wait_pod(
             app.api(),
@@ -372,9 +341,7 @@ async fn every_example_manifest_is_accepted_and_hello_runs() {
     let app = start(Setup::default()).await;
     let server = app.api_url();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
-    let out = tokio::task::spawn_blocking(move || kubectl(&server, &["apply", "-f", dir]))
-        .await
-        .unwrap();
+    let out = Kubectl::new(&server).run(&["apply", "-f", dir]).await;
     let text = ok(&out);
     for name in ["hello", "web", "on-rack-r1", "init-demo"] {
         assert!(text.contains(&format!("pod/{name} created")), "{text}");

@@ -3,14 +3,31 @@
 //! when python or pymesos is missing and `CI` is not `true`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use localmesos::{AgentConfig, Config, LocalMesos, Timing};
 use mesos::proto::TaskState;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
+use testkit::{ProcessGuard, wait_until};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
+
+/// One real agent, and timings that never make the test sleep through
+/// Mesos' production intervals.
+async fn cluster() -> LocalMesos {
+    LocalMesos::start(Config {
+        agents: vec![AgentConfig::from_flags("cpus:2;mem:1024", "", 0).unwrap()],
+        timing: Timing {
+            allocation_interval: Duration::from_millis(50),
+            status_update_retry_min: Duration::from_millis(300),
+            status_update_retry_max: Duration::from_secs(2),
+            executor_shutdown_grace: Duration::from_millis(300),
+            ..Timing::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap()
+}
 
 fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
@@ -36,19 +53,25 @@ async fn pymesos_subscribes_launches_a_command_task_and_acknowledges_its_updates
         eprintln!("\n!!!!!!!! SKIPPED pymesos interop test: {msg} !!!!!!!!\n");
         return;
     }
-    let cluster = cluster(vec![agent("cpus:2;mem:1024", false)], fast_timing()).await;
+    let cluster = cluster().await;
     let addr = cluster.master_addr().to_string();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pymesos_scheduler.py");
-    let mut child = tokio::process::Command::new(python())
-        .arg(script)
-        .arg(&addr)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = ProcessGuard::spawn(
+        tokio::process::Command::new(python())
+            .arg(script)
+            .arg(&addr)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     let stdin = child.stdin.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text).await;
+        text
+    });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let finished = tokio::time::timeout(Duration::from_secs(60), async {
@@ -64,11 +87,11 @@ async fn pymesos_subscribes_launches_a_command_task_and_acknowledges_its_updates
     .unwrap_or(false);
     if !finished {
         drop(stdin);
-        let out = child.wait_with_output().await.unwrap();
+        child.wait().await.unwrap();
         panic!(
             "pymesos did not see TASK_FINISHED\nstdout:\n{}\nstderr:\n{}",
             seen.join("\n"),
-            String::from_utf8_lossy(&out.stderr)
+            stderr.await.unwrap()
         );
     }
     let seen = seen.join("\n");
@@ -76,32 +99,33 @@ async fn pymesos_subscribes_launches_a_command_task_and_acknowledges_its_updates
     assert!(seen.contains("LAUNCHED"), "{seen}");
     assert!(seen.contains("STATE TASK_RUNNING True"), "{seen}");
     // pymesos acknowledged both updates: nothing is owed, the task completed.
-    eventually(|| {
-        cluster
-            .state()
-            .task("pymesos-task")
-            .is_some_and(|t| t.state == TaskState::TaskFinished && t.unacknowledged_updates == 0)
-            && cluster
-                .state()
-                .frameworks
-                .iter()
-                .all(|f| f.tasks.is_empty())
-    })
+    wait_until(
+        "the task finished, acknowledged and completed",
+        Duration::from_secs(10),
+        async || {
+            let state = cluster.state();
+            let task = state
+                .task("pymesos-task")
+                .map(|t| (t.state, t.unacknowledged_updates));
+            let live: usize = state.frameworks.iter().map(|f| f.tasks.len()).sum();
+            (task, live)
+        },
+        |(task, live)| *task == Some((TaskState::TaskFinished, 0)) && *live == 0,
+    )
     .await;
     drop(stdin);
     let mut rest = Vec::new();
     while let Some(line) = lines.next_line().await.unwrap() {
         rest.push(line);
     }
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
         .expect("pymesos exits once told to")
         .unwrap();
     assert!(
-        out.status.success() && rest.iter().any(|l| l == "DONE"),
-        "{:?}\n{rest:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+        status.success() && rest.iter().any(|l| l == "DONE"),
+        "{status:?}\n{rest:?}\n{}",
+        stderr.await.unwrap()
     );
     cluster.shutdown().await;
 }

@@ -3,23 +3,24 @@
 
 mod common;
 
+use common::shim::*;
 use common::*;
+use testkit::{KUBECTL, ok, stderr};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_then_get_in_every_form_with_each_kubectl() {
     let server = Server::start().await;
     for (i, k) in ALL_KUBECTLS.iter().enumerate() {
         let name = format!("web-{i}");
-        let out = kubectl_stdin(
-            k,
-            &server.url,
-            &["create", "-f", "-"],
-            Some(&pod_yaml(&name, "nginx:1.25", "app: web, tier: front")),
-        )
-        .await;
+        let out = kubectl(k, &server.url)
+            .run_stdin(
+                &["create", "-f", "-"],
+                Some(&pod_yaml(&name, "nginx:1.25", "app: web, tier: front")),
+            )
+            .await;
         assert_eq!(ok(&out).trim(), format!("pod/{name} created"), "{k}");
 
-        let table = ok(&kubectl(k, &server.url, &["get", "pods"]).await);
+        let table = ok(&kubectl(k, &server.url).run(&["get", "pods"]).await);
         let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
         assert_eq!(
             header,
@@ -37,13 +38,17 @@ async fn create_then_get_in_every_form_with_each_kubectl() {
             "AGE is formatted by the server: {row}"
         );
 
-        let wide = ok(&kubectl(k, &server.url, &["get", "pods", "-o", "wide"]).await);
+        let wide = ok(&kubectl(k, &server.url)
+            .run(&["get", "pods", "-o", "wide"])
+            .await);
         let header = wide.lines().next().unwrap();
         for col in ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"] {
             assert!(header.contains(col), "{k}: wide lacks {col}: {header}");
         }
 
-        let yaml = ok(&kubectl(k, &server.url, &["get", "pod", &name, "-o", "yaml"]).await);
+        let yaml = ok(&kubectl(k, &server.url)
+            .run(&["get", "pod", &name, "-o", "yaml"])
+            .await);
         assert!(
             yaml.contains("kind: Pod")
                 && yaml.contains("image: nginx:1.25")
@@ -55,12 +60,9 @@ async fn create_then_get_in_every_form_with_each_kubectl() {
             "{yaml}"
         );
 
-        let list: serde_json::Value = serde_json::from_str(&ok(&kubectl(
-            k,
-            &server.url,
-            &["get", "pods", "-o", "json"],
-        )
-        .await))
+        let list: serde_json::Value = serde_json::from_str(&ok(&kubectl(k, &server.url)
+            .run(&["get", "pods", "-o", "json"])
+            .await))
         .unwrap();
         assert_eq!(
             list["kind"], "List",
@@ -81,23 +83,23 @@ async fn create_then_get_in_every_form_with_each_kubectl() {
 async fn all_namespaces_and_label_selectors_filter_as_kubectl_users_expect() {
     let server = Server::start().await;
     let k = KUBECTL;
-    ok(&kubectl(k, &server.url, &["create", "namespace", "team-a"]).await);
-    ok(&kubectl_stdin(
-        k,
-        &server.url,
-        &["create", "-f", "-"],
-        Some(&pod_yaml("front", "nginx", "app: web")),
-    )
-    .await);
-    ok(&kubectl_stdin(
-        k,
-        &server.url,
-        &["create", "-n", "team-a", "-f", "-"],
-        Some(&pod_yaml("db", "postgres", "app: db")),
-    )
-    .await);
+    ok(&kubectl(k, &server.url)
+        .run(&["create", "namespace", "team-a"])
+        .await);
+    ok(&kubectl(k, &server.url)
+        .run_stdin(
+            &["create", "-f", "-"],
+            Some(&pod_yaml("front", "nginx", "app: web")),
+        )
+        .await);
+    ok(&kubectl(k, &server.url)
+        .run_stdin(
+            &["create", "-n", "team-a", "-f", "-"],
+            Some(&pod_yaml("db", "postgres", "app: db")),
+        )
+        .await);
 
-    let all = ok(&kubectl(k, &server.url, &["get", "pods", "-A"]).await);
+    let all = ok(&kubectl(k, &server.url).run(&["get", "pods", "-A"]).await);
     assert!(
         all.lines().next().unwrap().starts_with("NAMESPACE"),
         "{all}"
@@ -107,37 +109,41 @@ async fn all_namespaces_and_label_selectors_filter_as_kubectl_users_expect() {
         "{all}"
     );
 
-    let web = ok(&kubectl(
-        k,
-        &server.url,
-        &["get", "pods", "-A", "-l", "app=web", "-o", "name"],
-    )
-    .await);
+    let web = ok(&kubectl(k, &server.url)
+        .run(&["get", "pods", "-A", "-l", "app=web", "-o", "name"])
+        .await);
     assert_eq!(web.trim(), "pod/front");
-    let not_web = ok(&kubectl(
-        k,
-        &server.url,
-        &["get", "pods", "-A", "-l", "app notin (web)", "-o", "name"],
-    )
-    .await);
+    let not_web = ok(&kubectl(k, &server.url)
+        .run(&["get", "pods", "-A", "-l", "app notin (web)", "-o", "name"])
+        .await);
     assert_eq!(not_web.trim(), "pod/db");
-    let default_only = ok(&kubectl(k, &server.url, &["get", "pods", "-o", "name"]).await);
+    let default_only = ok(&kubectl(k, &server.url)
+        .run(&["get", "pods", "-o", "name"])
+        .await);
     assert_eq!(default_only.trim(), "pod/front");
 
-    let namespaces = ok(&kubectl(k, &server.url, &["get", "namespaces"]).await);
+    let namespaces = ok(&kubectl(k, &server.url).run(&["get", "namespaces"]).await);
     for ns in ["default", "kube-system", "team-a"] {
         assert!(namespaces.contains(ns), "{namespaces}");
     }
-    let busy = kubectl(k, &server.url, &["delete", "namespace", "team-a"]).await;
+    let busy = kubectl(k, &server.url)
+        .run(&["delete", "namespace", "team-a"])
+        .await;
     assert!(
         !busy.status.success(),
         "a namespace with pods is not deleted"
     );
     assert!(stderr(&busy).contains("not empty"), "{}", stderr(&busy));
-    ok(&kubectl(k, &server.url, &["delete", "pod", "db", "-n", "team-a"]).await);
-    let gone = ok(&kubectl(k, &server.url, &["delete", "namespace", "team-a"]).await);
+    ok(&kubectl(k, &server.url)
+        .run(&["delete", "pod", "db", "-n", "team-a"])
+        .await);
+    let gone = ok(&kubectl(k, &server.url)
+        .run(&["delete", "namespace", "team-a"])
+        .await);
     assert_eq!(gone.trim(), "namespace \"team-a\" deleted");
-    let system = kubectl(k, &server.url, &["delete", "namespace", "kube-system"]).await;
+    let system = kubectl(k, &server.url)
+        .run(&["delete", "namespace", "kube-system"])
+        .await;
     assert!(
         stderr(&system).contains("may not be deleted"),
         "{}",
@@ -150,22 +156,20 @@ async fn all_namespaces_and_label_selectors_filter_as_kubectl_users_expect() {
 async fn duplicate_missing_and_invalid_pods_are_refused_with_kubernetes_errors() {
     let server = Server::start().await;
     for k in [KUBECTL_131, KUBECTL_133] {
-        ok(&kubectl_stdin(
-            k,
-            &server.url,
-            &["create", "-f", "-"],
-            Some(&pod_yaml("dup", "nginx", "a: b")),
-        )
-        .await);
+        ok(&kubectl(k, &server.url)
+            .run_stdin(
+                &["create", "-f", "-"],
+                Some(&pod_yaml("dup", "nginx", "a: b")),
+            )
+            .await);
         let rv_before = server.api.resource_version();
 
-        let dup = kubectl_stdin(
-            k,
-            &server.url,
-            &["create", "-f", "-"],
-            Some(&pod_yaml("dup", "nginx", "a: b")),
-        )
-        .await;
+        let dup = kubectl(k, &server.url)
+            .run_stdin(
+                &["create", "-f", "-"],
+                Some(&pod_yaml("dup", "nginx", "a: b")),
+            )
+            .await;
         assert!(!dup.status.success());
         assert!(
             stderr(&dup).contains(r#"pods "dup" already exists"#),
@@ -173,7 +177,7 @@ async fn duplicate_missing_and_invalid_pods_are_refused_with_kubernetes_errors()
             stderr(&dup)
         );
 
-        let missing = kubectl(k, &server.url, &["get", "pod", "nope"]).await;
+        let missing = kubectl(k, &server.url).run(&["get", "pod", "nope"]).await;
         assert!(!missing.status.success());
         assert!(
             stderr(&missing).contains(r#"pods "nope" not found"#),
@@ -182,7 +186,9 @@ async fn duplicate_missing_and_invalid_pods_are_refused_with_kubernetes_errors()
         );
 
         let bad = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  restartPolicy: Sometimes\n  containers:\n  - name: a\n    image: x\n    resources: {limits: {cpu: lots}}\n  - name: a\n";
-        let invalid = kubectl_stdin(k, &server.url, &["create", "-f", "-"], Some(bad)).await;
+        let invalid = kubectl(k, &server.url)
+            .run_stdin(&["create", "-f", "-"], Some(bad))
+            .await;
         assert!(!invalid.status.success());
         let err = stderr(&invalid);
         assert!(err.contains(r#"Pod "Bad_Name" is invalid"#), "{k}: {err}");
@@ -197,7 +203,9 @@ async fn duplicate_missing_and_invalid_pods_are_refused_with_kubernetes_errors()
         }
 
         let unknown = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: strict\nspec:\n  containers:\n  - name: a\n    image: x\n    imagePolcy: Always\n";
-        let strict = kubectl_stdin(k, &server.url, &["create", "-f", "-"], Some(unknown)).await;
+        let strict = kubectl(k, &server.url)
+            .run_stdin(&["create", "-f", "-"], Some(unknown))
+            .await;
         assert!(!strict.status.success());
         assert!(
             stderr(&strict).contains("unknown field \"spec.containers[0].imagePolcy\""),
@@ -210,7 +218,7 @@ async fn duplicate_missing_and_invalid_pods_are_refused_with_kubernetes_errors()
             rv_before,
             "refused requests change nothing"
         );
-        ok(&kubectl(k, &server.url, &["delete", "pod", "dup"]).await);
+        ok(&kubectl(k, &server.url).run(&["delete", "pod", "dup"]).await);
     }
     server.stop().await;
 }

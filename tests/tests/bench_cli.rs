@@ -3,10 +3,12 @@
 //! scenarios are run by hand on a release build; see README.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
-const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod");
+use common::MESOPOD;
 
 fn bench(args: &[&str]) -> Output {
     Command::new(MESOPOD)

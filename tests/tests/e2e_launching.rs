@@ -6,7 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::cluster::*;
+use testkit::{Kubectl, ok};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -20,7 +21,9 @@ async fn a_pod_deleted_while_its_launch_is_under_way_is_killed_once_launched() {
     let mesos = app.local().expect("an embedded localmesos");
     mesos.hold_accepts();
 
-    kubectl_apply(&server, pod_yaml("held", "", "sleep 120")).await;
+    Kubectl::new(&server)
+        .apply(&pod_yaml("held", "", "sleep 120"))
+        .await;
     // Bound durably before the ACCEPT, which the master now holds.
     let bound = wait_pod(app.api(), "default", "held", T, |p| {
         p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
@@ -32,15 +35,14 @@ async fn a_pod_deleted_while_its_launch_is_under_way_is_killed_once_launched() {
         "the master has not seen the task yet"
     );
 
-    let s = server.clone();
-    ok(&tokio::task::spawn_blocking(move || {
-        kubectl(&s, &["delete", "pod", "held", "--wait=false"])
-    })
-    .await
-    .unwrap());
+    ok(&Kubectl::new(&server)
+        .run(&["delete", "pod", "held", "--wait=false"])
+        .await);
     // The core reads its pod watch in order: once a pod created after the
     // deletion is bound, the deletion has been handled (the KILL held).
-    kubectl_apply(&server, pod_yaml("after", "", "sleep 120")).await;
+    Kubectl::new(&server)
+        .apply(&pod_yaml("after", "", "sleep 120"))
+        .await;
     wait_pod(app.api(), "default", "after", T, |p| {
         p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
     })

@@ -1,10 +1,8 @@
-//! Helpers for end-to-end tests: a mesopod with an embedded localmesos whose
-//! agents run the real `mesopod executor`, the real kubectl, and waits that
-//! await store events instead of sleeping.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+//! A mesopod in the test's process with an embedded localmesos whose agents
+//! run the real `mesopod executor`, and waits that await store events
+//! instead of sleeping.
 
 use std::path::PathBuf;
-use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +17,7 @@ use localmesos::{AgentConfig, Timing};
 use mesos::codec::Codec;
 use procurement::{PortStrategy, ResourceDefaults, Scoring};
 
-/// The real binary cargo built for these tests.
-pub const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod");
+use super::MESOPOD;
 
 /// How a test cluster looks.
 pub struct Setup {
@@ -104,62 +101,6 @@ pub fn app_config(setup: Setup) -> AppConfig {
 
 pub async fn start(setup: Setup) -> App {
     App::start(app_config(setup)).await.expect("mesopod starts")
-}
-
-/// Runs kubectl against the app, with a private cache dir.
-pub fn kubectl(server: &str, args: &[&str]) -> Output {
-    kubectl_stdin(server, args, None)
-}
-
-pub fn kubectl_stdin(server: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    let cache = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new("kubectl");
-    cmd.arg("--server")
-        .arg(server)
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .args(args)
-        .env("KUBECONFIG", "/dev/null")
-        .stdin(if stdin.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("kubectl runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// `kubectl apply -f -` of `yaml`, off the async runtime; its output,
-/// asserted successful.
-pub async fn kubectl_apply(server: &str, yaml: String) -> String {
-    let server = server.to_owned();
-    let out = tokio::task::spawn_blocking(move || {
-        kubectl_stdin(&server, &["apply", "-f", "-"], Some(&yaml))
-    })
-    .await
-    .unwrap();
-    ok(&out)
-}
-
-pub fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "kubectl failed: {}\nstdout: {}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Awaits a pod for which `pred` holds, watching the store (no sleeping).

@@ -7,46 +7,30 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{MESOPOD, kubectl_stdin, ok, pod_yaml};
+use common::MESOPOD;
+use common::cluster::pod_yaml;
 use serde_json::Value;
+use testkit::{Kubectl, ProcessGuard, ok, wait_until_blocking};
 
-/// A child process stopped when dropped, so a failing test leaves nothing
+/// A mesopod stopped when dropped, so a failing test leaves nothing
 /// behind: SIGTERM first (localmesos then stops its executors and their
-/// pods), SIGKILL if it is still there after ten seconds.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.0.id().to_string()])
-                .status();
-            let end = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < end {
-                if let Ok(Some(_)) = self.0.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+/// pods), SIGKILL to its process group if it is still there after ten
+/// seconds.
+type Proc = ProcessGuard<Child>;
 
 /// Starts `mesopod ARGS` and returns it with the first stdout line containing `marker`.
 fn spawn(args: &[&str], marker: &str) -> (Proc, String) {
-    let mut child = Command::new(MESOPOD)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mesopod starts");
-    let stdout = child.stdout.take().unwrap();
+    let mut proc = Proc::spawn(
+        Command::new(MESOPOD)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .expect("mesopod starts");
+    let stdout = proc.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
-    let proc = Proc(child);
     let line = loop {
         match lines.next() {
             Some(Ok(l)) if l.contains(marker) => break l,
@@ -96,19 +80,6 @@ fn get_json(url: &str) -> Value {
         return Value::Null;
     }
     serde_json::from_str(body).unwrap_or(Value::Null)
-}
-
-/// Polls an observable condition with a bound: there is no event to await
-/// across processes other than what their HTTP endpoints show.
-fn eventually(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn running_pods(api: &str) -> Vec<(String, String)> {
@@ -186,26 +157,31 @@ fn sigkill_and_restart_rebuilds_the_registry_and_launches_nothing_twice() {
         yaml.push_str("---\n");
         yaml.push_str(&pod_yaml(name, "", "sleep 300"));
     }
-    ok(&kubectl_stdin(&api, &["apply", "-f", "-"], Some(&yaml)));
-    eventually("three pods Running", Duration::from_secs(60), || {
-        running_pods(&api).len() == 3
-    });
+    ok(&Kubectl::new(&api).run_stdin_blocking(&["apply", "-f", "-"], Some(&yaml)));
+    // No event to await across processes but what their endpoints show.
+    wait_until_blocking(
+        "three pods Running",
+        Duration::from_secs(60),
+        || running_pods(&api),
+        |pods| pods.len() == 3,
+    );
     let before = running_pods(&api);
     let framework_before = get_json(&format!("{api}/debug/framework"))["framework_id"].clone();
     assert!(framework_before.is_string());
 
-    first.0.kill().unwrap();
-    first.0.wait().unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
     let tasks_before = master_tasks(&master);
     assert_eq!(tasks_before.len(), 3, "{tasks_before:?}");
 
     let (_second, line) = spawn(&sched_args, "Kubernetes API");
     let api = url_in(&line);
-    eventually(
+    // No event to await across processes but what their endpoints show.
+    wait_until_blocking(
         "a completed reconciliation round",
         Duration::from_secs(60),
-        || {
-            let r = get_json(&format!("{api}/debug/reconciliation"));
+        || get_json(&format!("{api}/debug/reconciliation")),
+        |r| {
             r["rounds_completed"].as_u64().unwrap_or(0) >= 1
                 && r["waiting"].as_array().is_some_and(|w| w.is_empty())
         },

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "../examples/tenant_hook.rs"]
+#[path = "../../framework/examples/tenant_hook.rs"]
 #[allow(dead_code)]
 mod tenant_hook;
 
@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use apiserver::{Api, ManualClock};
 use axum::Json;
 use axum::routing::post;
-use common::*;
+use common::cluster::*;
 use framework::admission::{Admission, AdmissionConfig, Decision, Hook, HookFn, WebhookHook};
 use framework::app::App;
 use k8s_openapi::api::core::v1::Pod;

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use apiserver::Api;
-use common::*;
+use common::cluster::*;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 

@@ -7,8 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use common::cluster::*;
 use framework::admission::{Admission, AdmissionConfig, Changes, Decision, HookFn};
+use testkit::{Kubectl, ok};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -33,7 +34,7 @@ async fn a_service_account_set_by_a_hook_is_the_one_the_container_sees() {
     .await;
     let server = app.api_url();
     let yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: who\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", \"echo account=$SA\"]\n    env:\n    - name: SA\n      valueFrom:\n        fieldRef:\n          fieldPath: spec.serviceAccountName\n    resources:\n      requests:\n        cpu: 100m\n        memory: 32Mi\n";
-    kubectl_apply(&server, yaml.to_owned()).await;
+    Kubectl::new(&server).apply(yaml).await;
     let done = wait_pod(app.api(), "default", "who", T, |p| phase(p) == "Succeeded").await;
     // The store keeps the spec as written; the hook's change went to the
     // executor with the pod.
@@ -41,10 +42,7 @@ async fn a_service_account_set_by_a_hook_is_the_one_the_container_sees() {
         done.spec.unwrap().service_account_name.as_deref(),
         Some("builder")
     );
-    let s = server.clone();
-    let logs = tokio::task::spawn_blocking(move || kubectl(&s, &["logs", "who"]))
-        .await
-        .unwrap();
+    let logs = Kubectl::new(&server).run(&["logs", "who"]).await;
     let text = ok(&logs);
     assert!(text.contains("account=builder"), "{text}");
     app.shutdown().await;

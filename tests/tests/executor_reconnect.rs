@@ -5,6 +5,8 @@
 //! pods and exits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,9 +19,11 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use common::MESOPOD;
 use mesos::codec::Codec;
 use mesos::proto::executor::{Call, Event, call, event};
 use mesos::proto::{AgentId, AgentInfo, TaskId, TaskInfo, TaskState, TaskStatus};
+use testkit::{ProcessGuard, wait_until};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -75,7 +79,7 @@ struct Harness {
     /// Every UPDATE call, and whether the agent accepted it.
     updates: UnboundedReceiver<(TaskStatus, bool)>,
     down: Arc<AtomicBool>,
-    child: tokio::process::Child,
+    child: ProcessGuard<tokio::process::Child>,
     sandbox: tempfile::TempDir,
     server: tokio::task::JoinHandle<()>,
 }
@@ -99,24 +103,24 @@ async fn start(checkpoint: bool) -> Harness {
     });
     let sandbox = tempfile::tempdir().unwrap();
     let stderr = std::fs::File::create(sandbox.path().join("executor.stderr")).unwrap();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mesopod"))
-        .arg("executor")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("MESOS_AGENT_ENDPOINT", addr.to_string())
-        .env("MESOS_FRAMEWORK_ID", "fw")
-        .env("MESOS_EXECUTOR_ID", "ex")
-        .env("MESOS_SANDBOX", sandbox.path())
-        .env("MESOS_CHECKPOINT", if checkpoint { "1" } else { "0" })
-        .env("MESOS_SUBSCRIPTION_BACKOFF_MAX", "100ms")
-        .env("MESOS_RECOVERY_TIMEOUT", "20secs")
-        .env("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "3secs")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let child = ProcessGuard::spawn(
+        tokio::process::Command::new(MESOPOD)
+            .arg("executor")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("MESOS_AGENT_ENDPOINT", addr.to_string())
+            .env("MESOS_FRAMEWORK_ID", "fw")
+            .env("MESOS_EXECUTOR_ID", "ex")
+            .env("MESOS_SANDBOX", sandbox.path())
+            .env("MESOS_CHECKPOINT", if checkpoint { "1" } else { "0" })
+            .env("MESOS_SUBSCRIPTION_BACKOFF_MAX", "100ms")
+            .env("MESOS_RECOVERY_TIMEOUT", "20secs")
+            .env("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "3secs")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr),
+    )
+    .unwrap();
     Harness {
         subscribes,
         updates,
@@ -174,7 +178,7 @@ impl Harness {
 
 impl Drop for Harness {
     fn drop(&mut self) {
-        let _ = self.child.start_kill();
+        // The executor's guard ends its process group.
         self.server.abort();
     }
 }
@@ -210,13 +214,8 @@ fn ack(status: &TaskStatus) -> Event {
 }
 
 async fn wait_for(path: &Path) {
-    tokio::time::timeout(WAIT, async {
-        while !path.exists() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the file appears in time");
+    let what = format!("{} to appear", path.display());
+    wait_until(&what, WAIT, async || path.exists(), |e| *e).await;
 }
 
 fn pid_alive(pid: &str) -> bool {
@@ -327,14 +326,6 @@ async fn without_checkpointing_a_dropped_connection_stops_pods_and_exits() {
         h.stderr()
     );
     // A signalled process dies when next scheduled: poll, bounded.
-    let gone = tokio::time::timeout(WAIT, async {
-        while pid_alive(&pid) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(
-        gone.is_ok(),
-        "container process {pid} outlived the executor"
-    );
+    let what = format!("container process {pid} to end with the executor");
+    wait_until(&what, WAIT, async || pid_alive(&pid), |alive| !alive).await;
 }

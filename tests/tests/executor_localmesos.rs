@@ -3,11 +3,11 @@
 //! containers, or cannot be decoded; logs read back through `/files/read`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod executor_support;
+mod common;
 
 use std::time::Duration;
 
-use executor_support::{pod_dir, pod_status, sh_pod, start};
+use common::harness::{pod_dir, pod_status, sh_pod, start};
 use mesos::proto::TaskState;
 use mesos::proto::task_status::{Reason, Source};
 use serde_json::json;

@@ -1,7 +1,6 @@
 //! A minimal scheduler for the executor's end-to-end tests: it subscribes to
 //! a localmesos master, launches pods on the real `mesopod executor` binary,
 //! and acknowledges every update it reads.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -20,6 +19,7 @@ use mesos::proto::{
     KillPolicy, Offer, TaskId, TaskInfo, TaskState, TaskStatus,
 };
 use mesos::resources::scalar;
+use testkit::wait_until;
 
 /// Bounds every wait; generous for a loaded two-core CI machine.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -109,7 +109,7 @@ pub fn executor_info(framework_id: &FrameworkId) -> ExecutorInfo {
         framework_id: Some(framework_id.clone()),
         name: Some("mesopod executor".into()),
         command: Some(CommandInfo {
-            value: Some(format!("exec '{}' executor", env!("CARGO_BIN_EXE_mesopod"))),
+            value: Some(format!("exec '{}' executor", super::MESOPOD)),
             shell: Some(true),
             environment: Some(Environment {
                 variables: vec![
@@ -310,26 +310,23 @@ impl Sched {
 
     /// Waits until `path`, read through the agent, satisfies `pred`.
     pub async fn wait_file(&self, path: &str, pred: impl Fn(&str) -> bool) -> String {
-        tokio::time::timeout(WAIT, async {
-            loop {
-                let url = format!(
-                    "http://{}/files/read?path={path}&offset=0&length=65536",
-                    self.agent_endpoint()
-                );
-                if let Ok(resp) = reqwest::get(url).await
-                    && resp.status().is_success()
-                    && let Ok(body) = resp.json::<serde_json::Value>().await
-                {
-                    let data = body["data"].as_str().unwrap_or_default().to_owned();
-                    if pred(&data) {
-                        return data;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
+        let url = format!(
+            "http://{}/files/read?path={path}&offset=0&length=65536",
+            self.agent_endpoint()
+        );
+        let read = async || {
+            let resp = reqwest::get(&url).await.ok()?;
+            let body: serde_json::Value = resp.error_for_status().ok()?.json().await.ok()?;
+            Some(body["data"].as_str().unwrap_or_default().to_owned())
+        };
+        wait_until(
+            "the file to reach the expected content",
+            WAIT,
+            read,
+            |data| data.as_deref().is_some_and(&pred),
+        )
         .await
-        .expect("the file reached the expected content in time")
+        .unwrap_or_default()
     }
 
     /// Sends SHUTDOWN for the executor on every agent.
@@ -366,6 +363,8 @@ impl Sched {
             .flat_map(|a| a.executors.iter().filter_map(|e| e.sandbox.clone()))
             .collect();
         self.shutdown_executor().await;
+        // Polled, not awaited with wait_until: on a timeout the framework and
+        // the cluster are still torn down before the test fails.
         let gone = tokio::time::timeout(WAIT, async {
             loop {
                 if self

@@ -1,0 +1,24 @@
+//! Test helpers shared by every crate's tests and the end-to-end tests.
+//!
+//! # Contract
+//!
+//! - [`Kubectl`] runs a real kubectl against a server with a private cache
+//!   and no kubeconfig, and every run is bounded by a timeout: a hung
+//!   kubectl fails its test instead of hanging it.
+//! - [`ProcessGuard`] owns a child started in its own process group and
+//!   ends the whole group when dropped (SIGTERM, then SIGKILL after a
+//!   grace), so a failing test leaves no process behind.
+//! - [`wait_until`] polls an observation with a deadline and, on timeout,
+//!   panics with what it last saw. It is for conditions no event tells of
+//!   (another process's state); what can be awaited is awaited instead.
+//!
+//! testkit depends on none of mesopod's crates, so that any of them can
+//! take it as a dev-dependency without cargo building that crate twice.
+
+mod kubectl;
+mod process;
+mod wait;
+
+pub use kubectl::{KUBECTL, Kubectl, KubectlChild, ok, stderr, stdout};
+pub use process::{GroupCommand, ProcessGuard, Reap};
+pub use wait::{wait_until, wait_until_blocking};

@@ -1,0 +1,26 @@
+//! What the end-to-end tests share; each test file takes the parts it uses.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod cluster;
+pub mod harness;
+
+/// apiserver's own test server (in-process, on 127.0.0.1:0, with a test log
+/// source), shared with apiserver's tests rather than copied.
+#[path = "../../../apiserver/tests/common/mod.rs"]
+pub mod shim;
+
+/// The `mesopod` cargo built for these tests.
+pub const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod-e2e");
+
+/// An older and the matching kubectl, run directly (the dispatcher,
+/// [`testkit::KUBECTL`], runs kubectl.1.<server minor>).
+pub const KUBECTL_131: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.31";
+pub const KUBECTL_133: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+
+/// Every kubectl the tests exercise.
+pub const ALL_KUBECTLS: [&str; 3] = [testkit::KUBECTL, KUBECTL_131, KUBECTL_133];
+
+/// The kubectl `program` against `server`.
+pub fn kubectl(program: &str, server: &str) -> testkit::Kubectl {
+    testkit::Kubectl::new(server).program(program)
+}
