@@ -154,7 +154,6 @@ impl App {
             resources: cfg.resource_defaults,
             executor: executor_prototype(&cfg.executor),
         })?;
-        let pipeline: Arc<dyn procurement::Procurement + Send + Sync> = Arc::new(pipeline);
         let registry = Arc::new(InMemoryRegistry::with_retention(Retention {
             max_finished: cfg.scheduling.retain_finished,
             max_age: cfg.scheduling.retain_finished_for,
@@ -204,8 +203,7 @@ impl App {
             mesos: mesos.clone(),
             registry: registry.clone(),
             clock: cfg.clock.clone(),
-            pipeline,
-            scoring: cfg.scoring,
+            placer: procurement::Placer::new(pipeline, cfg.scoring),
             admission: cfg.admission,
             needs: procurement::PodResourcesProcurement::new(cfg.resource_defaults)?,
             config: cfg.scheduling.clone(),

@@ -30,12 +30,10 @@ mod launching;
 mod pods;
 mod recover;
 mod schedule;
-mod selector_index;
 mod status;
 mod sweep;
 
 pub use launching::{Launch, MAX_LAUNCHING};
-pub use schedule::MAX_CANDIDATES;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -44,7 +42,7 @@ use std::time::SystemTime;
 use apiserver::{Api, Clock};
 use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::{FrameworkId, TaskId};
-use procurement::Scoring;
+use procurement::{Cursor, Placer};
 use registry::{InMemoryRegistry, PodKey};
 use tokio::sync::mpsc;
 
@@ -108,10 +106,8 @@ pub struct CoreParts {
     pub registry: Arc<InMemoryRegistry>,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// The procurement pipeline.
-    pub pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
-    /// How offers are scored.
-    pub scoring: Scoring,
+    /// The procurement pipeline with its scoring: where pods go.
+    pub placer: Placer,
     /// Admission hooks.
     pub admission: Admission,
     /// Pod resource rules (to show hooks what a pod will be charged).
@@ -150,8 +146,7 @@ pub struct Core {
     mesos: MesosHandle,
     registry: Arc<InMemoryRegistry>,
     clock: Arc<dyn Clock>,
-    pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
-    scoring: Scoring,
+    placer: Placer,
     admission: Admission,
     needs: procurement::PodResourcesProcurement,
     config: SchedulingConfig,
@@ -177,7 +172,7 @@ pub struct Core {
     /// KILLs held back until the task's ACCEPT is answered.
     held_kills: HashMap<TaskId, (std::time::Duration, KillReason)>,
     /// Where the next scheduling scan starts, so pods spread over offers.
-    scan_start: usize,
+    cursor: Cursor,
     /// The exact `ExecutorInfo` each agent's executor was launched with:
     /// Mesos refuses a task whose executor info differs from the running
     /// executor's, so a reused executor must be named identically.
@@ -210,7 +205,7 @@ impl Core {
             killing: HashMap::new(),
             launching: HashSet::new(),
             held_kills: HashMap::new(),
-            scan_start: 0,
+            cursor: Cursor::default(),
             executors: HashMap::new(),
             next_sweep: std::time::Instant::now(),
             next_publish: std::time::Instant::now(),
@@ -218,8 +213,7 @@ impl Core {
             mesos: parts.mesos,
             registry: parts.registry,
             clock: parts.clock,
-            pipeline: parts.pipeline,
-            scoring: parts.scoring,
+            placer: parts.placer,
             admission: parts.admission,
             needs: parts.needs,
             config: parts.config,

@@ -6,22 +6,14 @@ use std::time::SystemTime;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
+use procurement::{AggregateFailure, OfferView};
 use registry::{Flag, PodKey, PodTask, Registry};
 
 use super::Core;
 use super::launching::Placed;
-use super::selector_index::SelectorIndex;
 use crate::admission::Changes;
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
-
-/// Feasible offers scored per pod before the best is taken. Scoring every
-/// offer of a 5,000-agent cluster for every pod costs more than it gains;
-/// like kube-scheduler's percentageOfNodesToScore, a sample that starts at
-/// a rotating offer keeps placements good and spread while bounding the
-/// cost of one attempt.
-pub const MAX_CANDIDATES: usize = 64;
 
 /// Pods one scheduling round takes from the queue (the highest priority
 /// first). A round binds and launches its pods concurrently, which costs
@@ -95,24 +87,33 @@ impl Core {
             return;
         }
         let tc = std::time::Instant::now();
-        let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
-        let mut index = None;
+        let round =
+            self.placer
+                .place_round(attempts.iter().map(|a| &a.task), &views, &mut self.cursor);
         let mut placed = Vec::new();
         let mut unschedulable = Vec::new();
-        for attempt in attempts {
+        for (attempt, result) in attempts.into_iter().zip(round) {
             let queued = self.queue.get(&attempt.key).map_or(now, |e| e.queued);
-            match self.place_one(&attempt, &views, &mut states, &mut index) {
-                Ok((task, offer)) => {
-                    self.queue.remove(&attempt.key);
-                    self.waiting.remove(&attempt.key);
-                    placed.push(Placed {
-                        task,
-                        offer: views[offer].id().clone(),
-                        queued,
-                        changes: attempt.changes,
-                    });
+            let placement = match result {
+                Ok(p) => p,
+                Err(failure) => {
+                    unschedulable.extend(self.unschedulable(&attempt, &failure, now));
+                    continue;
                 }
-                Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
+            };
+            let mut task = placement.task;
+            task.set(Flag::Launched);
+            self.forget_waiting(&attempt.key);
+            match self.registry.register(task) {
+                Ok(task) => placed.push(Placed {
+                    task,
+                    offer: placement.offer_id,
+                    queued,
+                    changes: attempt.changes,
+                }),
+                // The pod has a live task already: it must not get a
+                // second, and it is not waiting.
+                Err(e) => tracing::warn!(error = %e, "not launching a second task for a pod"),
             }
         }
         let td = std::time::Instant::now();
@@ -133,138 +134,6 @@ impl Core {
             report_us = td.elapsed().as_micros() as u64,
             "scheduling round"
         );
-    }
-
-    /// Finds the best offer for one pod, counting offers already used
-    /// this round as what is left of them. A pod with a `nodeSelector` is
-    /// tried only on the offers whose node carries it, when the pipeline
-    /// would refuse the others anyway; if none of those fits, every offer
-    /// is tried, so the failure names every agent's reason.
-    fn place_one<'v>(
-        &mut self,
-        attempt: &Attempt,
-        views: &'v [OfferView],
-        states: &mut [Option<ProcureState>],
-        index: &mut Option<SelectorIndex<'v>>,
-    ) -> Result<(PodTask, usize), AggregateFailure> {
-        let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
-        if !demand.node_selector().is_empty() && self.pipeline.enforces_node_selector() {
-            let only = index
-                .get_or_insert_with(|| SelectorIndex::new(views))
-                .narrowest(demand.node_selector());
-            if !only.is_empty()
-                && let Ok(placed) = self.scan(attempt, &demand, views, states, Some(only))
-            {
-                return Ok(placed);
-            }
-        }
-        self.scan(attempt, &demand, views, states, None)
-    }
-
-    /// Tries the pod on `only` these offers, or on all, from a rotating start.
-    fn scan(
-        &mut self,
-        attempt: &Attempt,
-        demand: &Arc<PodDemand>,
-        views: &[OfferView],
-        states: &mut [Option<ProcureState>],
-        only: Option<&[usize]>,
-    ) -> Result<(PodTask, usize), AggregateFailure> {
-        let mut task = attempt.task.clone();
-        let n = views.len();
-        let tries = only.map_or(n, <[usize]>::len);
-        let start = self.scan_start % tries;
-        self.scan_start = self.scan_start.wrapping_add(1);
-        // Built-in procurements never change the task, so one copy serves
-        // every candidate; a pipeline that may gets a fresh copy each time.
-        let copies = self.pipeline.modifies_task();
-        // Two states, swapped when a candidate becomes the best: most
-        // candidates fail (a node selector matches a tenth of the agents),
-        // and a failure then costs no allocation. Hostnames are copied only
-        // if the pod fits nowhere.
-        let mut scratch = views[0].state();
-        let mut best_state = views[0].state();
-        let mut best: Option<(usize, f64, Option<PodTask>)> = None;
-        let mut failures: Vec<(usize, procurement::ProcureError)> = Vec::new();
-        let mut feasible = 0;
-        for j in 0..tries {
-            let k = (start + j) % tries;
-            let i = only.map_or(k, |o| o[k]);
-            // A candidate works on its own copy of the offer's state (what
-            // is left of it if this round used it already), so a failure
-            // needs no rollback.
-            match &states[i] {
-                Some(used) => scratch.clone_from(used),
-                None => views[i].reset_state(&mut scratch),
-            }
-            scratch.seed_demand(demand.clone());
-            scratch.begin_pod();
-            let outcome = if copies {
-                let mut copy = task.clone();
-                self.pipeline
-                    .procure(&mut copy, views[i].node(), &mut scratch)
-                    .map(|()| Some(copy))
-            } else {
-                self.pipeline
-                    .procure(&mut task, views[i].node(), &mut scratch)
-                    .map(|()| None)
-            };
-            match outcome {
-                Err(e) => failures.push((i, e)),
-                Ok(candidate) => {
-                    let score = self.scoring.score(&scratch);
-                    let better = best.as_ref().is_none_or(|(bi, bs, ..)| {
-                        score > *bs
-                            || (score == *bs
-                                && (views[i].node().hostname(), &views[i].id().value)
-                                    < (views[*bi].node().hostname(), &views[*bi].id().value))
-                    });
-                    if better {
-                        std::mem::swap(&mut scratch, &mut best_state);
-                        best = Some((i, score, candidate));
-                    }
-                    feasible += 1;
-                    if feasible >= MAX_CANDIDATES {
-                        break;
-                    }
-                }
-            }
-        }
-        let failure = || AggregateFailure {
-            agents: n,
-            failures: failures
-                .iter()
-                .map(|(i, e)| (views[*i].node().hostname().to_owned(), e.clone()))
-                .collect(),
-        };
-        let Some((i, _, placed)) = best else {
-            return Err(failure());
-        };
-        let state = best_state;
-        // Only the winner's spec is written out: it costs more than the attempt.
-        let spec = state.spec();
-        if let Some(changed) = placed {
-            task = changed;
-        }
-        if let Some(roles) = state.pod_roles() {
-            task.roles = roles.clone();
-        }
-        task.spec = Some(Arc::new(spec));
-        task.offer_id = Some(views[i].id().clone());
-        task.set(Flag::Launched);
-        match self.registry.register(task) {
-            Ok(task) => {
-                // Later pods of the round see what is left of the offer.
-                states[i] = Some(state);
-                Ok((task, i))
-            }
-            Err(e) => {
-                // The pod has a live task already: it must not get a second.
-                // The offer is left as it was before this pod.
-                tracing::warn!(error = %e, "not launching a second task for a pod");
-                Err(failure())
-            }
-        }
     }
 
     /// Books a failed attempt; returns what to write when the pod is
