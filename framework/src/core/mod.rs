@@ -102,8 +102,9 @@ pub struct CoreParts {
     pub api: Api,
     /// Calls to Mesos.
     pub mesos: MesosHandle,
-    /// The task registry, shared read-only with the debug handlers.
-    pub registry: Arc<InMemoryRegistry>,
+    /// The task registry, which the core owns: it is its one writer, and
+    /// everyone else reads it through a [`registry::RegistryReader`].
+    pub registry: InMemoryRegistry,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// The procurement pipeline with its scoring: where pods go.
@@ -144,7 +145,7 @@ struct KillReason {
 pub struct Core {
     api: Api,
     mesos: MesosHandle,
-    registry: Arc<InMemoryRegistry>,
+    registry: InMemoryRegistry,
     clock: Arc<dyn Clock>,
     placer: Placer,
     admission: Admission,
