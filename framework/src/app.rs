@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::admission::Admission;
 use crate::config::{FrameworkConfig, SchedulingConfig};
-use crate::core::{Core, CoreError, CoreParts, Input};
+use crate::core::{CoreError, CoreParts, Input, Runner};
 use crate::driver::{self, DriverEvent, FRAMEWORK_ID_KEY, FrameworkIdStore};
 use crate::launch::{ExecutorCommand, executor_prototype};
 use crate::logs::{AgentDirectory, AgentLogSource};
@@ -199,7 +199,7 @@ impl App {
                 }
             })
         };
-        let core = Core::new(CoreParts {
+        let core = Runner::new(CoreParts {
             api: api.clone(),
             mesos: mesos.clone(),
             registry,
