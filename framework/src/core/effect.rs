@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod, PodCondition, PodStatus};
 use mesos::proto::scheduler::Call;
-use mesos::proto::{OfferId, TaskId, TaskStatus};
+use mesos::proto::{OfferId, TaskStatus};
 use registry::{PodKey, PodTask};
 
 use super::Input;
@@ -148,14 +148,4 @@ pub enum Effect {
     Launch(Round),
     /// Stop: another scheduler took over the framework.
     Stop(String),
-}
-
-impl Effect {
-    /// The task a KILL call is for, if this is one.
-    pub fn killed(&self) -> Option<&TaskId> {
-        match self {
-            Effect::Call(call, _) => call.kill.as_ref().and_then(|k| k.task_id.as_ref()),
-            _ => None,
-        }
-    }
 }

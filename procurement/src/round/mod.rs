@@ -92,11 +92,6 @@ impl Placer {
         }
     }
 
-    /// How offers are scored.
-    pub fn scoring(&self) -> &Scoring {
-        &self.scoring
-    }
-
     /// Places each task of a round, in order, on what is left of `offers`
     /// (see the module's guarantees). Returns one result per task, in the
     /// order given; `cursor` moves on by one per scan.
