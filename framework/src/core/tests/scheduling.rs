@@ -172,3 +172,19 @@ fn another_scheduler_taking_over_stops_the_core() {
         ["stop: Framework failed over"]
     );
 }
+
+#[test]
+fn after_a_restart_the_pods_still_waiting_are_queued_again() {
+    let mut core = core();
+    let mut bound = (*pod("done", "1")).clone();
+    bound.spec.as_mut().unwrap().node_name = Some("h1".into());
+    let recovered = Step::Recovered(vec![pod("web", "1"), Arc::new(bound)]);
+    assert!(core.step(recovered, at(0)).is_empty());
+    // One pod waits (the bound one is not ours to place): offers wanted.
+    assert_eq!(describe(&core.step(subscribed(), at(0))), ["REVIVE"]);
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    assert_eq!(
+        describe(&core.step(Step::Schedule, at(1))),
+        ["launch web on offer-h1"]
+    );
+}
