@@ -14,14 +14,14 @@ use localmesos::LocalMesos;
 use mesos::client::scheduler::SchedulerClient;
 use mesos::codec::Codec;
 use procurement::{PipelineConfig, PortStrategy, ResourceDefaults, Scoring, default_pipeline};
-use registry::{InMemoryRegistry, Retention};
+use registry::{InMemoryRegistry, RegistryReader, Retention};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::admission::Admission;
 use crate::config::{FrameworkConfig, SchedulingConfig};
-use crate::core::{Core, CoreError, CoreParts, Input};
+use crate::core::{CoreError, CoreParts, Input, Runner};
 use crate::driver::{self, DriverEvent, FRAMEWORK_ID_KEY, FrameworkIdStore};
 use crate::launch::{ExecutorCommand, executor_prototype};
 use crate::logs::{AgentDirectory, AgentLogSource};
@@ -91,7 +91,7 @@ pub struct App {
     addr: SocketAddr,
     master_url: String,
     local: Option<LocalMesos>,
-    registry: Arc<InMemoryRegistry>,
+    registry: RegistryReader,
     observed: Arc<Observed>,
     inputs: mpsc::UnboundedSender<Input>,
     /// The core's task, until `wait` has collected its result.
@@ -154,11 +154,11 @@ impl App {
             resources: cfg.resource_defaults,
             executor: executor_prototype(&cfg.executor),
         })?;
-        let pipeline: Arc<dyn procurement::Procurement + Send + Sync> = Arc::new(pipeline);
-        let registry = Arc::new(InMemoryRegistry::with_retention(Retention {
+        let registry = InMemoryRegistry::with_retention(Retention {
             max_finished: cfg.scheduling.retain_finished,
             max_age: cfg.scheduling.retain_finished_for,
-        }));
+        });
+        let reader = registry.reader();
         let observed = Arc::new(Observed::default());
 
         let listener = TcpListener::bind(cfg.listen)
@@ -199,13 +199,12 @@ impl App {
                 }
             })
         };
-        let core = Core::new(CoreParts {
+        let core = Runner::new(CoreParts {
             api: api.clone(),
             mesos: mesos.clone(),
-            registry: registry.clone(),
+            registry,
             clock: cfg.clock.clone(),
-            pipeline,
-            scoring: cfg.scoring,
+            placer: procurement::Placer::new(pipeline, cfg.scoring),
             admission: cfg.admission,
             needs: procurement::PodResourcesProcurement::new(cfg.resource_defaults)?,
             config: cfg.scheduling.clone(),
@@ -218,7 +217,7 @@ impl App {
         let (stop_http, stopped) = oneshot::channel::<()>();
         let router =
             apiserver::router(api.clone()).merge(crate::debug::router(crate::debug::DebugState {
-                registry: registry.clone(),
+                registry: reader.clone(),
                 observed: observed.clone(),
                 mesos,
                 inputs: inputs_tx.clone(),
@@ -243,7 +242,7 @@ impl App {
             addr,
             master_url,
             local,
-            registry,
+            registry: reader,
             observed,
             inputs: inputs_tx,
             core: Some(core),
@@ -277,8 +276,8 @@ impl App {
         self.local.as_ref()
     }
 
-    /// The task registry (read it; only the core writes).
-    pub fn registry(&self) -> &Arc<InMemoryRegistry> {
+    /// The task registry, read-only: only the core writes.
+    pub fn registry(&self) -> &RegistryReader {
         &self.registry
     }
 

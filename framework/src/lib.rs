@@ -5,7 +5,13 @@
 //!
 //! - The [`core`] is the one writer of pod status and task state. Mesos
 //!   updates, pod events, deletes and deadlines are inputs to it; sweeps
-//!   only turn time into inputs.
+//!   only turn time into inputs. It owns the task registry; everyone else
+//!   (the debug handlers, [`app::App::registry`]) holds a read-only
+//!   [`registry::RegistryReader`].
+//! - The core's decisions are a state machine without I/O
+//!   ([`core::Core::step`]: a step in, effects out); its [`core::Runner`]
+//!   performs the effects and feeds their results back. Where a pod goes
+//!   is decided by the procurement crate's [`procurement::Placer`].
 //! - A pod's task is registered and the pod bound durably before the
 //!   ACCEPT that launches it, so a restart never launches a pod twice.
 //!   The ACCEPTs run beside the core, and a KILL for a task whose ACCEPT is

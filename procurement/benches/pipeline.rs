@@ -1,4 +1,4 @@
-//! The default pipeline on a typical pod and offer, and best_fit over 5,000 offers.
+//! The default pipeline on a typical pod and offer, and one pod placed among 5,000 offers.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
@@ -9,7 +9,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::{Attribute, ExecutorInfo, Offer, Resource, value};
 use procurement::{
-    OfferView, PipelineConfig, PodDemand, Procurement, Scoring, best_fit, default_pipeline,
+    Cursor, OfferView, PipelineConfig, Placer, PodDemand, Procurement, Scoring, default_pipeline,
 };
 use registry::PodTask;
 use serde_json::json;
@@ -146,10 +146,16 @@ fn bench(c: &mut Criterion) {
             OfferView::new(&typical_offer(i, cpus, mem)).unwrap()
         })
         .collect();
-    let scoring = Scoring::default();
-    c.bench_function("best_fit/5000_offers", |b| {
+    let placer = Placer::new(pipeline, Scoring::default());
+    let mut cursor = Cursor::default();
+    c.bench_function("place_round/one_pod_5000_offers", |b| {
         b.iter(|| {
-            black_box(best_fit(&pipeline, &scoring, &mut task, &offers).map(|p| p.offer_index))
+            black_box(
+                placer
+                    .place_round([&task], &offers, &mut cursor)
+                    .pop()
+                    .map(|p| p.map(|p| p.offer_index)),
+            )
         })
     });
 }

@@ -11,8 +11,11 @@
 //!   asked and available.
 //! - **Exact accounting.** Everything procured plus everything left equals
 //!   the offer; nothing is taken twice; no port goes to two pods.
-//! - **Deterministic choice.** [`best_fit`] scores every offer that fits and
-//!   breaks ties by hostname then offer id, never by arrival or hash order.
+//! - **Deterministic choice.** [`Placer::place_round`], what the scheduler
+//!   runs, places a round's pods in order on what is left of the offers. A
+//!   pod goes to the best scoring of the feasible offers it samples (at
+//!   most [`MAX_CANDIDATES`], from a [`Cursor`] the caller keeps), ties
+//!   broken by hostname then offer id, never by arrival or hash order.
 //!
 //! # Conventions this crate defines
 //! - Taints travel as agent attributes `taint.mesopod.io/<key>` with text
@@ -30,20 +33,23 @@
 //!
 //! # Use
 //! ```no_run
-//! # fn demo(offers: &[mesos::proto::Offer], task: &mut registry::PodTask) -> Result<(), Box<dyn std::error::Error>> {
-//! use procurement::{OfferView, PipelineConfig, Placer, Scoring, default_pipeline};
+//! # fn demo(offers: &[mesos::proto::Offer], tasks: &[registry::PodTask]) -> Result<(), Box<dyn std::error::Error>> {
+//! use procurement::{Cursor, OfferView, PipelineConfig, Placer, Scoring, default_pipeline};
 //! let placer = Placer::new(default_pipeline(&PipelineConfig::default())?, Scoring::default());
 //! let views: Vec<OfferView> = offers.iter().filter_map(|o| OfferView::new(o).ok()).collect();
-//! match placer.best_fit(task, &views) {
-//!     Ok(p) => println!("{} on {}", p.offer_id, p.spec.hostname),
-//!     Err(why) => println!("{why}"), // 0/N agents available: 3 insufficient cpus, ...
+//! let mut cursor = Cursor::default(); // kept from round to round
+//! for placed in placer.place_round(tasks, &views, &mut cursor) {
+//!     match placed {
+//!         Ok(p) => println!("{} on {}", p.task.id, p.offer_id),
+//!         Err(why) => println!("{why}"), // 0/N agents available: 3 insufficient cpus, ...
+//!     }
 //! }
 //! # Ok(()) }
 //! ```
 //!
 //! # Performance
 //! A pod's demand is parsed once ([`PodDemand`], memoised in the state and
-//! shared by [`best_fit`] across offers); an offer is parsed once
+//! shared by the placer across offers); an offer is parsed once
 //! ([`OfferView`]); an attempt then works on integers and a small log, and
 //! a checkpoint is free. Mesos resources are written out only for results.
 
@@ -55,6 +61,7 @@ mod pipeline;
 mod pool;
 mod procure;
 mod quantity;
+mod round;
 mod score;
 mod state;
 
@@ -77,5 +84,6 @@ pub use procure::{
     PortsProcurement, ResourceDefaults, RolesProcurement, executor_id_for,
 };
 pub use quantity::QuantityError;
-pub use score::{Placement, Placer, Scoring, Strategy, best_fit};
+pub use round::{Cursor, MAX_CANDIDATES, Placement, Placer};
+pub use score::{Scoring, Strategy};
 pub use state::{Checkpoint, ProcureState};

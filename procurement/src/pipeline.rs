@@ -34,79 +34,53 @@ pub trait Procurement {
         state: &mut ProcureState,
     ) -> Result<(), ProcureError>;
 
-    /// Whether `procure` may change the task. [`AllOrNothing`] and
-    /// [`crate::best_fit`] copy the task before each attempt only when some
+    /// Whether `procure` may change the task. [`AllOrNothing`] and the
+    /// [`crate::Placer`] copy the task before each attempt only when some
     /// step says it may; the built-in procurements never do, which keeps an
     /// attempt free of allocations for the task. Say `true` when unsure.
+    ///
+    /// This and [`Procurement::enforces_node_selector`] are read by this
+    /// crate's placer and compositions; a scheduler never needs them.
     fn modifies_task(&self) -> bool {
         true
     }
 
     /// Whether `procure` refuses every node whose labels lack one of the
-    /// pod's `nodeSelector` entries. A scheduler may then skip such nodes
-    /// without asking: for a selector that matches a tenth of a large
-    /// cluster, most of the work. Say `false` when unsure.
+    /// pod's `nodeSelector` entries. The [`crate::Placer`] then tries such
+    /// a pod first on the nodes that carry its selector: for a selector
+    /// that matches a tenth of a large cluster, most of the work saved.
+    /// Say `false` when unsure.
     fn enforces_node_selector(&self) -> bool {
         false
     }
 }
 
-impl<P: Procurement + ?Sized> Procurement for &P {
-    fn procure(
-        &self,
-        task: &mut PodTask,
-        node: &NodeView,
-        state: &mut ProcureState,
-    ) -> Result<(), ProcureError> {
-        (**self).procure(task, node, state)
-    }
+/// A procurement behind a reference or a pointer is the same procurement,
+/// hints included.
+macro_rules! forward {
+    ($($holder:ty),*) => {$(
+        impl<P: Procurement + ?Sized> Procurement for $holder {
+            fn procure(
+                &self,
+                task: &mut PodTask,
+                node: &NodeView,
+                state: &mut ProcureState,
+            ) -> Result<(), ProcureError> {
+                (**self).procure(task, node, state)
+            }
 
-    fn modifies_task(&self) -> bool {
-        (**self).modifies_task()
-    }
+            fn modifies_task(&self) -> bool {
+                (**self).modifies_task()
+            }
 
-    fn enforces_node_selector(&self) -> bool {
-        (**self).enforces_node_selector()
-    }
+            fn enforces_node_selector(&self) -> bool {
+                (**self).enforces_node_selector()
+            }
+        }
+    )*};
 }
 
-impl<P: Procurement + ?Sized> Procurement for Box<P> {
-    fn procure(
-        &self,
-        task: &mut PodTask,
-        node: &NodeView,
-        state: &mut ProcureState,
-    ) -> Result<(), ProcureError> {
-        (**self).procure(task, node, state)
-    }
-
-    fn modifies_task(&self) -> bool {
-        (**self).modifies_task()
-    }
-
-    fn enforces_node_selector(&self) -> bool {
-        (**self).enforces_node_selector()
-    }
-}
-
-impl<P: Procurement + ?Sized> Procurement for Arc<P> {
-    fn procure(
-        &self,
-        task: &mut PodTask,
-        node: &NodeView,
-        state: &mut ProcureState,
-    ) -> Result<(), ProcureError> {
-        (**self).procure(task, node, state)
-    }
-
-    fn modifies_task(&self) -> bool {
-        (**self).modifies_task()
-    }
-
-    fn enforces_node_selector(&self) -> bool {
-        (**self).enforces_node_selector()
-    }
-}
+forward!(&P, Box<P>, Arc<P>);
 
 /// Adapts a plain function or closure into a [`Procurement`].
 #[derive(Debug, Clone, Copy)]

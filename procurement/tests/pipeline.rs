@@ -1,4 +1,4 @@
-//! Composition, several pods per offer, scoring and best_fit.
+//! Composition, several pods per offer, scoring and the best offer for a pod.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::*;
 use procurement::{
-    AllOrNothing, OfferView, PipelineConfig, Placer, ProcureError, Procurement, Scoring, Strategy,
-    default_pipeline, procurement_fn,
+    AggregateFailure, AllOrNothing, Cursor, OfferView, PipelineConfig, Placement, Placer,
+    ProcureError, Procurement, Scoring, Strategy, default_pipeline, procurement_fn,
 };
 use serde_json::{Value, json};
 
@@ -78,10 +78,7 @@ fn several_pods_share_one_offer_each_taking_from_what_is_left() {
         vec![],
     );
     let view = OfferView::new(&o).unwrap();
-    let placer = Placer::new(
-        default_pipeline(&PipelineConfig::default()).unwrap(),
-        Scoring::default(),
-    );
+    let pl = default_pipeline(&PipelineConfig::default()).unwrap();
     let mut state = view.state();
     let pod = |cpu: &str| {
         task(
@@ -91,15 +88,9 @@ fn several_pods_share_one_offer_each_taking_from_what_is_left() {
     };
     let mut placed = Vec::new();
     for _ in 0..3 {
-        placed.push(
-            placer
-                .place(&mut state, &mut pod("600m"), view.node())
-                .unwrap(),
-        );
+        placed.push(state.place(&pl, &mut pod("600m"), view.node()).unwrap());
     }
-    let e = placer
-        .place(&mut state, &mut pod("600m"), view.node())
-        .unwrap_err();
+    let e = state.place(&pl, &mut pod("600m"), view.node()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "insufficient cpus for the pod: asked 0.6, available 0.2"
@@ -119,6 +110,17 @@ fn several_pods_share_one_offer_each_taking_from_what_is_left() {
     for s in &placed {
         assert_eq!(amount(&s.resources, "cpus"), 0.6);
     }
+}
+
+/// The best offer for one pod: a round of one.
+fn best_fit(
+    placer: &Placer,
+    t: &registry::PodTask,
+    views: &[OfferView],
+) -> Result<Placement, AggregateFailure> {
+    let mut round = placer.place_round([t], views, &mut Cursor::default());
+    assert_eq!(round.len(), 1);
+    round.remove(0)
 }
 
 fn sized_offer(host: &str, cpus: f64, mem: f64) -> mesos::proto::Offer {
@@ -142,10 +144,11 @@ fn pick(scoring: Scoring, offers: &[mesos::proto::Offer]) -> String {
         default_pipeline(&PipelineConfig::default()).unwrap(),
         scoring,
     );
-    let mut t = small_pod();
-    let p = placer.best_fit(&mut t, &views).unwrap();
+    let t = small_pod();
+    let p = best_fit(&placer, &t, &views).unwrap();
     assert_eq!(p.offer_id, *views[p.offer_index].id());
-    p.spec.hostname
+    assert_eq!(p.task.offer_id.as_ref(), Some(&p.offer_id));
+    p.task.spec.as_ref().unwrap().hostname.clone()
 }
 
 #[test]
@@ -226,12 +229,12 @@ fn best_fit_explains_kubernetes_style_when_nothing_fits_and_leaves_the_task_alon
         default_pipeline(&PipelineConfig::default()).unwrap(),
         Scoring::default(),
     );
-    let mut t = task(
+    let t = task(
         json!({"nodeSelector": {"zone": "z1"}, "containers": [container("c", json!({"cpu": "1", "memory": "100Mi"}), Value::Null, Value::Null)]}),
         Value::Null,
     );
     let before = t.clone();
-    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    let e = best_fit(&placer, &t, &views).unwrap_err();
     assert_eq!(t, before);
     // Node checks come first, so the short-on-cpu agents also fail the selector.
     assert_eq!(
@@ -240,22 +243,22 @@ fn best_fit_explains_kubernetes_style_when_nothing_fits_and_leaves_the_task_alon
     );
     assert_eq!(e.failures.len(), 5);
 
-    let mut t = task(
+    let t = task(
         json!({"containers": [container("c", json!({"cpu": "1", "memory": "100Mi"}), Value::Null, Value::Null)]}),
         json!({"mesopod.io/roles": ""}),
     );
-    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    let e = best_fit(&placer, &t, &views).unwrap_err();
     assert_eq!(
         e.to_string(),
         "0/5 agents available: 5 empty roles annotation."
     );
 
-    let mut t = task(
+    let t = task(
         json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z2"]}]}]}}},
                "containers": [container("c", json!({"cpu": "2", "memory": "5000Mi"}), Value::Null, Value::Null)]}),
         Value::Null,
     );
-    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    let e = best_fit(&placer, &t, &views).unwrap_err();
     assert_eq!(
         e.to_string(),
         "0/5 agents available: 3 insufficient cpus, 1 insufficient mem, 1 node affinity mismatch."
@@ -280,11 +283,11 @@ fn an_invalid_pod_is_reported_as_such_on_every_agent() {
         default_pipeline(&PipelineConfig::default()).unwrap(),
         Scoring::default(),
     );
-    let mut t = task(
+    let t = task(
         json!({"containers": [container("c", json!({"cpu": "-1"}), Value::Null, Value::Null)]}),
         Value::Null,
     );
-    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    let e = best_fit(&placer, &t, &views).unwrap_err();
     assert!(e.is_invalid_pod(), "{e}");
     assert!(
         e.to_string().starts_with(
@@ -304,7 +307,7 @@ fn a_launched_task_that_let_go_of_its_pod_is_never_placed_again() {
     );
     let mut t = small_pod();
     t.release_pod();
-    let e = placer.best_fit(&mut t, &views).unwrap_err();
+    let e = best_fit(&placer, &t, &views).unwrap_err();
     assert!(e.is_invalid_pod(), "{e}");
     assert!(e.to_string().contains("no longer holds its pod"), "{e}");
 }

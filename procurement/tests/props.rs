@@ -178,17 +178,31 @@ proptest! {
     }
 }
 
+/// Gives the pod a `nodeSelector` on the rack (racks r0, r1; r9 is on no offer).
+fn with_rack(t: &registry::PodTask, rack: Option<&str>) -> registry::PodTask {
+    let Some(rack) = rack else { return t.clone() };
+    let mut pod: k8s_openapi::api::core::v1::Pod = (**t.pod().unwrap()).clone();
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    spec.node_selector = Some([("rack".to_owned(), rack.to_owned())].into());
+    let mut t = t.clone();
+    t.set_pod(std::sync::Arc::new(pod)).unwrap();
+    t
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
-    /// best_fit picks what trying every offer by hand and taking the highest
-    /// score (ties: lowest hostname) picks, whatever the offers' order.
+    /// A round places each pod where trying every offer by hand, on what
+    /// the earlier pods left, and taking the highest score (ties: lowest
+    /// hostname, then offer id) places it, whatever the offers' order and
+    /// the cursor; narrowing by node selector changes nothing.
     #[test]
-    fn best_fit_agrees_with_trying_every_offer(
+    fn a_round_agrees_with_trying_every_offer_by_hand(
         offers in prop::collection::vec(arb_offer(), 1..8),
-        mut t in arb_pod(),
+        pods in prop::collection::vec((arb_pod(), prop_oneof![2 => Just(None), 1 => Just(Some("r0")), 1 => Just(Some("r1")), 1 => Just(Some("r9"))]), 1..5),
         spread in any::<bool>(),
         rotate in 0usize..8,
+        start in 0usize..100,
     ) {
         let cfg = config();
         let pl = default_pipeline(&cfg).unwrap();
@@ -204,39 +218,49 @@ proptest! {
                 let mut o = o.clone();
                 o.hostname = format!("h{}", i % 3); // force hostname ties too
                 o.id = Some(format!("o{i}").into());
+                o.attributes = vec![text_attr("rack", &format!("r{}", i % 2))];
                 OfferView::new(&o).unwrap()
             })
             .collect();
         let n = views.len();
         views.rotate_left(rotate % n);
-        let mut expected: Option<(f64, String, String)> = None;
-        for v in &views {
-            let mut st = v.state();
-            let mut tt = t.clone();
-            if st.place(&pl, &mut tt, v.node()).is_ok() {
-                let key = (scoring.score(&st), v.node().hostname().to_owned(), v.id().value.clone());
-                let better = match &expected {
-                    None => true,
-                    Some(e) => key.0 > e.0 || (key.0 == e.0 && (&key.1, &key.2) < (&e.1, &e.2)),
-                };
-                if better {
-                    expected = Some(key);
+        let tasks: Vec<registry::PodTask> = pods.iter().map(|(t, rack)| with_rack(t, *rack)).collect();
+        let placer = procurement::Placer::new(default_pipeline(&cfg).unwrap(), scoring);
+        let mut cursor = procurement::Cursor(start);
+        let round = placer.place_round(&tasks, &views, &mut cursor);
+        prop_assert_eq!(round.len(), tasks.len());
+        let mut left: Vec<procurement::ProcureState> = views.iter().map(OfferView::state).collect();
+        for (t, got) in tasks.iter().zip(round) {
+            let mut expected: Option<(f64, String, String, usize, procurement::ProcureState)> = None;
+            for (i, v) in views.iter().enumerate() {
+                let mut st = left[i].clone();
+                let mut tt = t.clone();
+                if st.place(&pl, &mut tt, v.node()).is_ok() {
+                    let key = (scoring.score(&st), v.node().hostname().to_owned(), v.id().value.clone());
+                    let better = match &expected {
+                        None => true,
+                        Some(e) => key.0 > e.0 || (key.0 == e.0 && (&key.1, &key.2) < (&e.1, &e.2)),
+                    };
+                    if better {
+                        expected = Some((key.0, key.1, key.2, i, st));
+                    }
                 }
             }
-        }
-        let before = t.clone();
-        match (procurement::best_fit(&pl, &scoring, &mut t, &views), expected) {
-            (Ok(p), Some((score, _, id))) => {
-                prop_assert_eq!(&p.offer_id.value, &id);
-                prop_assert_eq!(p.score, score);
-                prop_assert_eq!(p.spec, p.state.spec());
+            match (got, expected) {
+                (Ok(p), Some((score, _, id, i, st))) => {
+                    prop_assert_eq!(&p.offer_id.value, &id);
+                    prop_assert_eq!(p.offer_index, i);
+                    prop_assert_eq!(p.score, score);
+                    prop_assert_eq!(p.task.spec.as_deref(), Some(&st.spec()));
+                    prop_assert_eq!(p.task.offer_id.as_ref(), Some(&p.offer_id));
+                    left[i] = st;
+                }
+                (Err(e), None) => {
+                    prop_assert_eq!(e.agents, n);
+                    prop_assert_eq!(e.failures.len(), n);
+                }
+                (got, want) => prop_assert!(false, "round {:?}, by hand {:?}", got.map(|p| p.offer_id), want.map(|w| w.2)),
             }
-            (Err(e), None) => {
-                prop_assert_eq!(e.agents, n);
-                prop_assert_eq!(e.failures.len(), n);
-                prop_assert_eq!(&t, &before);
-            }
-            (got, want) => prop_assert!(false, "best_fit {:?}, by hand {:?}", got.map(|p| p.offer_id), want),
         }
     }
 }

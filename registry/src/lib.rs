@@ -7,6 +7,10 @@
 //!   changes under its holder.
 //! - The [`Registry`] holds at most one live task per pod, claimed
 //!   atomically. Its [`InMemoryRegistry`] is safe to share between threads.
+//! - **One writer, by type.** An [`InMemoryRegistry`] is not `Clone`: its
+//!   owner is the only one that can change it. Every other holder gets a
+//!   [`RegistryReader`] ([`InMemoryRegistry::reader`]), which reads the
+//!   same tasks and has no method that writes.
 //! - A task's state moves only by Mesos status updates through one total
 //!   state machine ([`machine`]): no input panics, duplicates change
 //!   nothing, an old update never moves a task backwards, Finished absorbs
@@ -38,7 +42,7 @@ mod state;
 mod task;
 
 pub use machine::{InvalidStatus, StaleReason, StatusOutcome, Transition};
-pub use memory::InMemoryRegistry;
+pub use memory::{InMemoryRegistry, RegistryReader};
 pub use recovery::{RecoveryError, recover_from, save_recovery_info};
 pub use registry::{RegisterError, Registry, UpdateError};
 pub use retention::Retention;

@@ -1,4 +1,5 @@
-//! The in-memory [`Registry`], on two concurrent maps.
+//! The in-memory [`Registry`], on two concurrent maps, and the read-only
+//! [`RegistryReader`] every holder but the writer gets.
 //!
 //! `tasks` holds every task by id; `live` maps each pod to its live task and
 //! is the dedup guard. Locks are always taken `live` before `tasks`, never
@@ -33,12 +34,79 @@ impl LiveKey {
     }
 }
 
-/// A [`Registry`] in memory, safe to share between threads.
+/// The maps, shared by the writer and its readers.
 #[derive(Debug, Default)]
-pub struct InMemoryRegistry {
+struct Maps {
     tasks: DashMap<TaskId, PodTask>,
     live: DashMap<LiveKey, TaskId>,
+}
+
+impl Maps {
+    fn get(&self, id: &TaskId) -> Option<PodTask> {
+        self.tasks.get(id).map(|t| t.clone())
+    }
+
+    fn for_pod(&self, pod: &PodKey) -> Option<PodTask> {
+        let id = self.live.get(&LiveKey::of(pod))?.clone();
+        self.get(&id).filter(PodTask::is_live)
+    }
+
+    fn list(&self, filter: &dyn Fn(&PodTask) -> bool) -> Vec<PodTask> {
+        self.tasks
+            .iter()
+            .filter(|t| filter(t.value()))
+            .map(|t| t.value().clone())
+            .collect()
+    }
+}
+
+/// A [`Registry`] in memory, safe to share between threads.
+///
+/// It is not `Clone`: whoever owns it is the writer (in mesopod, the
+/// scheduler core). Everyone else holds a [`RegistryReader`], which can
+/// read the same tasks and has no way to change them.
+#[derive(Debug, Default)]
+pub struct InMemoryRegistry {
+    maps: std::sync::Arc<Maps>,
     retention: Retention,
+}
+
+/// A read-only handle on an [`InMemoryRegistry`]: cheap to clone, sees
+/// every change the writer makes, and cannot write.
+///
+/// # Caveats
+/// Reads may be stale the moment they return; the writer may apply a
+/// status update right after.
+#[derive(Debug, Clone)]
+pub struct RegistryReader {
+    maps: std::sync::Arc<Maps>,
+}
+
+impl RegistryReader {
+    /// The task with this id.
+    pub fn get(&self, id: &TaskId) -> Option<PodTask> {
+        self.maps.get(id)
+    }
+
+    /// The pod's live task, if it has one.
+    pub fn for_pod(&self, pod: &PodKey) -> Option<PodTask> {
+        self.maps.for_pod(pod)
+    }
+
+    /// Every task `filter` accepts (see [`Registry::list`]).
+    pub fn list(&self, filter: &dyn Fn(&PodTask) -> bool) -> Vec<PodTask> {
+        self.maps.list(filter)
+    }
+
+    /// How many tasks are registered, live or finished.
+    pub fn len(&self) -> usize {
+        self.maps.tasks.len()
+    }
+
+    /// Whether no task is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl InMemoryRegistry {
@@ -60,10 +128,17 @@ impl InMemoryRegistry {
         self.retention
     }
 
+    /// A read-only handle on this registry.
+    pub fn reader(&self) -> RegistryReader {
+        RegistryReader {
+            maps: std::sync::Arc::clone(&self.maps),
+        }
+    }
+
     /// Inserts into `tasks` unless the id is taken. Called with the pod's
     /// `live` entry held (or for a finished task, with nothing held).
     fn insert_task(&self, task: &PodTask) -> Result<(), RegisterError> {
-        match self.tasks.entry(task.id.clone()) {
+        match self.maps.tasks.entry(task.id.clone()) {
             Entry::Occupied(_) => Err(RegisterError::DuplicateTaskId(task.id.clone())),
             Entry::Vacant(slot) => {
                 slot.insert(task.clone());
@@ -74,12 +149,13 @@ impl InMemoryRegistry {
 
     /// Drops the pod's index entry if it still names task `id`.
     fn unindex(&self, key: &PodKey, id: &TaskId) {
-        self.live
+        self.maps
+            .live
             .remove_if(&LiveKey::of(key), |_, live_id| live_id == id);
     }
 
     fn is_live(&self, id: &TaskId) -> bool {
-        self.tasks.get(id).is_some_and(|t| t.is_live())
+        self.maps.tasks.get(id).is_some_and(|t| t.is_live())
     }
 }
 
@@ -91,7 +167,7 @@ impl Registry for InMemoryRegistry {
             return Ok(task);
         }
         let key = task.pod_key();
-        match self.live.entry(LiveKey::of(&key)) {
+        match self.maps.live.entry(LiveKey::of(&key)) {
             Entry::Occupied(mut claim) => {
                 let existing = claim.get().clone();
                 if existing != task.id && self.is_live(&existing) {
@@ -114,7 +190,7 @@ impl Registry for InMemoryRegistry {
     }
 
     fn unregister(&self, id: &TaskId) -> Option<PodTask> {
-        let (_, task) = self.tasks.remove(id)?;
+        let (_, task) = self.maps.tasks.remove(id)?;
         self.unindex(&task.pod_key(), id);
         tracing::debug!(task = %id, "task unregistered");
         Some(task)
@@ -122,6 +198,7 @@ impl Registry for InMemoryRegistry {
 
     fn update(&self, task: PodTask) -> Result<PodTask, UpdateError> {
         let mut stored = self
+            .maps
             .tasks
             .get_mut(&task.id)
             .ok_or_else(|| UpdateError::NotFound(task.id.clone()))?;
@@ -143,20 +220,15 @@ impl Registry for InMemoryRegistry {
     }
 
     fn get(&self, id: &TaskId) -> Option<PodTask> {
-        self.tasks.get(id).map(|t| t.clone())
+        self.maps.get(id)
     }
 
     fn for_pod(&self, pod: &PodKey) -> Option<PodTask> {
-        let id = self.live.get(&LiveKey::of(pod))?.clone();
-        self.get(&id).filter(PodTask::is_live)
+        self.maps.for_pod(pod)
     }
 
     fn list(&self, filter: &dyn Fn(&PodTask) -> bool) -> Vec<PodTask> {
-        self.tasks
-            .iter()
-            .filter(|t| filter(t.value()))
-            .map(|t| t.value().clone())
-            .collect()
+        self.maps.list(filter)
     }
 
     fn update_status(&self, status: &TaskStatus, now: SystemTime) -> StatusOutcome {
@@ -167,7 +239,7 @@ impl Registry for InMemoryRegistry {
                 return StatusOutcome::Invalid(invalid);
             }
         };
-        let Some(mut stored) = self.tasks.get_mut(checked.task_id) else {
+        let Some(mut stored) = self.maps.tasks.get_mut(checked.task_id) else {
             tracing::debug!(task = %checked.task_id, state = %checked.state, "status for unknown task");
             return StatusOutcome::UnknownTask {
                 task_id: checked.task_id.clone(),
@@ -206,6 +278,7 @@ impl Registry for InMemoryRegistry {
 
     fn gc(&self, now: SystemTime) -> Vec<PodTask> {
         let finished: Vec<(TaskId, SystemTime)> = self
+            .maps
             .tasks
             .iter()
             .filter(|t| !t.is_live())
@@ -215,7 +288,7 @@ impl Registry for InMemoryRegistry {
         for id in retention::select(&self.retention, finished, now) {
             // Finished is absorbing, so the check only guards against a
             // concurrent unregister having replaced nothing else.
-            if let Some((_, task)) = self.tasks.remove_if(&id, |_, t| !t.is_live()) {
+            if let Some((_, task)) = self.maps.tasks.remove_if(&id, |_, t| !t.is_live()) {
                 self.unindex(&task.pod_key(), &id);
                 removed.push(task);
             }
@@ -227,6 +300,6 @@ impl Registry for InMemoryRegistry {
     }
 
     fn len(&self) -> usize {
-        self.tasks.len()
+        self.maps.tasks.len()
     }
 }

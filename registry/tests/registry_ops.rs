@@ -181,3 +181,17 @@ fn gc_keeps_the_newest_finished_within_the_period_and_returns_the_rest() {
     );
     assert!(reg.get(&live).is_some());
 }
+
+#[test]
+fn a_reader_sees_every_change_the_writer_makes() {
+    let reg = InMemoryRegistry::new();
+    let reader = reg.reader();
+    assert!(reader.is_empty());
+    let t = reg.register(task("ns", "web")).unwrap();
+    let copy = reader.clone();
+    assert_eq!(copy.get(&t.id).map(|t| t.id), Some(t.id.clone()));
+    assert_eq!(copy.for_pod(&t.pod_key()).map(|t| t.id), Some(t.id.clone()));
+    assert_eq!(copy.list(&|_: &PodTask| true).len(), 1);
+    reg.unregister(&t.id);
+    assert!(copy.get(&t.id).is_none() && copy.is_empty());
+}

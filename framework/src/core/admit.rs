@@ -1,27 +1,40 @@
-//! The admission step of a scheduling round: runs the hooks for the pods
-//! that are due, applies their changes, and holds or fails pods.
+//! The admission step of a scheduling round: which pods are tried, the
+//! requests for the hooks (run by the runner: a webhook is I/O), and what
+//! their answers do: change, hold or fail pods.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use registry::{PodKey, PodTask};
 
 use super::Core;
-use super::schedule::{Attempt, set_condition};
+use super::effect::{Effect, Write};
+use super::schedule::set_condition;
 use crate::admission::{Changes, Outcome, Request, apply_changes};
+use crate::objects::pod_event;
+
+/// A pod tried this round, with the task it would launch.
+#[derive(Debug)]
+pub(super) struct Attempt {
+    pub(super) key: PodKey,
+    pub(super) task: PodTask,
+    /// The pod as it will be placed (after the admission hooks' changes).
+    pub(super) pod: Arc<Pod>,
+    /// What the admission hooks changed, persisted with the binding.
+    pub(super) changes: Changes,
+}
 
 impl Core {
-    /// Runs the admission hooks for the ready pods, concurrently.
-    pub(super) async fn admit(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<Attempt> {
-        let mut candidates = Vec::new();
+    /// The attempts for the ready pods; a pod that cannot make a task fails.
+    pub(super) fn attempts(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<Attempt> {
+        let mut attempts = Vec::new();
         for key in ready {
-            let Some(pod) = self.waiting.get(&key).cloned() else {
+            let Some(pod) = self.pending.pod(&key).cloned() else {
                 continue;
             };
             match PodTask::new(pod.clone(), Vec::new(), now) {
-                Ok(task) => candidates.push(Attempt {
+                Ok(task) => attempts.push(Attempt {
                     key,
                     task,
                     pod,
@@ -29,27 +42,32 @@ impl Core {
                 }),
                 Err(e) => {
                     let msg = format!("mesopod cannot make a task for this pod: {e}");
-                    self.fail_unbound(&key, &pod, "InvalidPod", &msg, now).await;
+                    self.fail_unbound(&key, &pod, "InvalidPod", &msg, now);
                 }
             }
         }
-        if self.admission.is_empty() {
-            return candidates;
-        }
-        let admission = self.admission.clone();
-        let requests: Vec<Request> = candidates
+        attempts
+    }
+
+    /// What the hooks are asked about each attempt.
+    pub(super) fn admission_requests(&self, attempts: &[Attempt]) -> Vec<Request> {
+        attempts
             .iter()
             .map(|a| {
-                let entry = self.queue.get(&a.key);
+                let entry = self.pending.entry(&a.key);
                 let attempt = entry.map_or(1, |e| e.attempts + e.holds + 1);
                 crate::demand::admission_request(&self.needs, &a.task, &a.pod, attempt)
             })
-            .collect();
-        let outcomes = join_all(requests.into_iter().map(|r| {
-            let admission = admission.clone();
-            async move { admission.admit(r).await }
-        }))
-        .await;
+            .collect()
+    }
+
+    /// Applies the hooks' answers; returns the attempts admitted.
+    pub(super) fn on_admitted(
+        &mut self,
+        candidates: Vec<Attempt>,
+        outcomes: Vec<Outcome>,
+        now: SystemTime,
+    ) -> Vec<Attempt> {
         let mut admitted = Vec::new();
         for (mut attempt, outcome) in candidates.into_iter().zip(outcomes) {
             let pod = attempt.pod.clone();
@@ -61,8 +79,7 @@ impl Core {
                         "admitWith"
                     });
                     for w in warnings {
-                        self.event(&pod, "Warning", "AdmissionFailOpen", w, now)
-                            .await;
+                        self.event(&pod, "Warning", "AdmissionFailOpen", w, now);
                     }
                     if !changes.is_empty() {
                         let changed = Arc::new(apply_changes(&pod, &changes));
@@ -79,40 +96,40 @@ impl Core {
                 }
                 Outcome::Hold(reason) => {
                     self.observed.metrics.admission("hold");
-                    self.on_hold(&attempt, reason, now).await;
+                    self.on_hold(&attempt, reason, now);
                 }
                 Outcome::Refuse(reason) => {
                     self.observed.metrics.admission("refuse");
-                    self.fail_unbound(&attempt.key, &pod, "AdmissionRefused", &reason, now)
-                        .await;
+                    self.fail_unbound(&attempt.key, &pod, "AdmissionRefused", &reason, now);
                 }
             }
         }
         admitted
     }
 
-    async fn on_hold(&mut self, attempt: &Attempt, reason: String, now: SystemTime) {
+    fn on_hold(&mut self, attempt: &Attempt, reason: String, now: SystemTime) {
         let window = self.admission.config().hold_window;
-        let first = self.queue.get(&attempt.key).and_then(|e| e.first_hold);
+        let first = self.pending.entry(&attempt.key).and_then(|e| e.first_hold);
         if first.is_some_and(|f| now.duration_since(f).unwrap_or_default() >= window) {
             let msg = format!(
                 "held by admission for longer than {}s: {reason}",
                 window.as_secs()
             );
-            self.fail_unbound(&attempt.key, &attempt.pod, "AdmissionHeld", &msg, now)
-                .await;
+            self.fail_unbound(&attempt.key, &attempt.pod, "AdmissionHeld", &msg, now);
             return;
         }
         let first_time = first.is_none();
-        self.queue.hold(&attempt.key, now, reason.clone());
+        self.pending
+            .queue_mut()
+            .hold(&attempt.key, now, reason.clone());
         if first_time {
-            self.event(&attempt.pod, "Normal", "AdmissionHeld", reason, now)
-                .await;
+            self.event(&attempt.pod, "Normal", "AdmissionHeld", reason, now);
         }
     }
 
-    /// Fails a pod that never got a task, for good.
-    async fn fail_unbound(
+    /// Fails a pod that never got a task, for good: the event first, so
+    /// whoever sees the pod Failed can read why.
+    pub(super) fn fail_unbound(
         &mut self,
         key: &PodKey,
         pod: &Pod,
@@ -120,22 +137,32 @@ impl Core {
         message: &str,
         now: SystemTime,
     ) {
-        self.queue.remove(key);
-        self.waiting.remove(key);
+        self.pending.forget(key);
         let mut status = pod.status.clone().unwrap_or_default();
         status.phase = Some("Failed".into());
         status.reason = Some(reason.into());
         status.message = Some(message.into());
         set_condition(&mut status, "PodScheduled", "False", reason, message, now);
-        // The event first: whoever sees the pod Failed can read why.
-        self.event(pod, "Warning", reason, message.to_owned(), now)
-            .await;
-        if let Err(e) = self
-            .api
-            .update_pod_status(&key.namespace, &key.name, status)
-            .await
-        {
-            tracing::warn!(pod = %key.name, error = %e, "could not fail the pod");
-        }
+        let event = pod_event(pod, "Warning", reason, message.to_owned(), now);
+        self.emit(Effect::Store(vec![
+            Write::Event(Box::new(event)),
+            Write::PodStatus {
+                key: key.clone(),
+                status: Box::new(status),
+            },
+        ]));
+    }
+
+    /// Records an event about a pod.
+    pub(super) fn event(
+        &mut self,
+        pod: &Pod,
+        type_: &str,
+        reason: &str,
+        message: String,
+        now: SystemTime,
+    ) {
+        let event = pod_event(pod, type_, reason, message, now);
+        self.emit(Effect::Store(vec![Write::Event(Box::new(event))]));
     }
 }

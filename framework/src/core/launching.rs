@@ -1,20 +1,11 @@
-//! Launching a scheduling round's placements: durable bindings, then one
-//! ACCEPT per offer, run by a task of their own while the core goes on.
+//! Launching and killing: which tasks are on their way to Mesos, the KILLs
+//! held back for them, and the KILLs sent and not yet answered.
 //!
-//! # Why a task of its own
+//! # Order, which makes launching safe
 //!
-//! Binding waits for the store's group commit and an ACCEPT for the
-//! master; awaited inside the loop, a round of 2,048 pods held up every
-//! status update and the next round's placement for a quarter of a second.
-//! Now the core places a round, hands it to a launch task and turns again;
-//! the launch task reports back as [`Input::Launch`], so every registry
-//! write is still the core's.
-//!
-//! # Order, which makes it safe
-//!
-//! 1. The core registers each task (Pending + Launched) and takes the offers
-//!    it used *before* the launch task starts: no later round can place on
-//!    them or place the same pod again.
+//! 1. The core registers each task (Pending + Launched) and takes the
+//!    offers it used *before* it hands the round to a launch task: no later
+//!    round can place on them or place the same pod again.
 //! 2. The launch task binds every pod durably, then reports
 //!    [`Launch::Bound`], then sends the ACCEPTs. Mesos can only say
 //!    something about a task after its ACCEPT, so the core always reads
@@ -24,45 +15,23 @@
 //!    make Mesos call it unknown; so the core holds such KILLs back until
 //!    the ACCEPT is answered and leaves launching tasks out of explicit
 //!    reconciliation.
-//! 4. At most [`MAX_LAUNCHING`] pods are launching at once, which bounds the
-//!    memory a burst holds in flight (each carries its bound pod's JSON).
+//! 4. At most [`MAX_LAUNCHING`] pods are launching at once (two rounds: one
+//!    is placed while the previous launches), which bounds the memory a
+//!    burst holds in flight (each carries its bound pod's JSON).
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
-use apiserver::{Api, Binding};
-use futures::future::join_all;
-use k8s_openapi::api::core::v1::Pod;
-use mesos::proto::offer::{Operation, operation};
 use mesos::proto::scheduler::{Call, call};
-use mesos::proto::task_status::{Reason, Source};
-use mesos::proto::{Filters, OfferId, TaskId, TaskInfo, TaskState, TaskStatus};
-use registry::{Flag, PodTask, Registry, save_recovery_info};
-use tokio::sync::mpsc;
+use mesos::proto::{DurationInfo, KillPolicy, TaskId, TaskStatus};
+use registry::{Flag, PodTask, Registry};
 
-use super::{Core, Input, KillReason};
-use crate::admission::{Changes, apply_changes};
-use crate::driver::MesosHandle;
-use crate::launch::task_info;
-use crate::objects::{PodRef, event_about};
-use crate::observe::Observed;
+use super::Core;
+use super::effect::{Effect, Reply};
 
 /// Pods that may be launching (placed, ACCEPT not yet answered) at once:
 /// two full rounds, so one round is placed while the previous launches.
 pub const MAX_LAUNCHING: usize = 2 * super::schedule::MAX_ROUND;
-
-/// A task placed this round, on its way to Mesos.
-pub(super) struct Placed {
-    pub(super) task: PodTask,
-    /// The offer it was placed on.
-    pub(super) offer: OfferId,
-    /// When its pod was queued, for the scheduling latency.
-    pub(super) queued: SystemTime,
-    /// What the admission hooks changed, persisted with the binding.
-    pub(super) changes: Changes,
-}
 
 /// What a launch task reports to the core.
 #[derive(Debug)]
@@ -80,79 +49,58 @@ pub enum Launch {
     },
 }
 
-/// What a launch task needs from the core.
-struct Launcher {
-    api: Api,
-    mesos: MesosHandle,
-    inputs: mpsc::UnboundedSender<Input>,
-    observed: Arc<Observed>,
+/// Why a task is being killed, for the pod's status once it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KillReason {
+    /// The pod's reason (`Deleted`, `StartDeadlineExceeded`, ...).
+    pub reason: String,
+    /// The pod's message.
+    pub message: String,
 }
 
-/// A placed task once bound, with what the executor gets.
-struct Bound {
-    placed: Placed,
-    /// The bound pod's JSON as stored.
-    json: Vec<u8>,
-    /// Its resourceVersion, for the Scheduled event.
-    rv: Option<u64>,
+/// Tasks on their way to Mesos, and KILLs.
+#[derive(Debug, Default)]
+pub(crate) struct Launching {
+    /// Tasks placed whose ACCEPT is not answered yet.
+    launching: HashSet<TaskId>,
+    /// KILLs held back until the task's ACCEPT is answered.
+    held: HashMap<TaskId, (Duration, KillReason)>,
+    /// Tasks a KILL was sent for, with when: resent if nothing happens.
+    pub(crate) killing: HashMap<TaskId, SystemTime>,
+    /// Why each killed task was killed.
+    pub(crate) reasons: HashMap<TaskId, KillReason>,
+}
+
+impl Launching {
+    /// How many tasks are launching.
+    pub(crate) fn len(&self) -> usize {
+        self.launching.len()
+    }
+
+    /// Whether the task's ACCEPT is under way.
+    pub(crate) fn contains(&self, id: &TaskId) -> bool {
+        self.launching.contains(id)
+    }
+
+    /// The task is on its way to Mesos.
+    pub(crate) fn start(&mut self, id: TaskId) {
+        self.launching.insert(id);
+    }
+
+    /// Ends a task's launch; returns the KILL held back for it, if any.
+    pub(crate) fn end(&mut self, id: &TaskId) -> Option<(Duration, KillReason)> {
+        self.launching.remove(id);
+        self.held.remove(id)
+    }
+
+    /// A task is done: nothing to kill any more.
+    pub(crate) fn forget_kill(&mut self, id: &TaskId) {
+        self.killing.remove(id);
+        self.reasons.remove(id);
+    }
 }
 
 impl Core {
-    /// Whether another round may be placed now.
-    pub(super) fn may_place(&self) -> bool {
-        self.launching.len() < MAX_LAUNCHING
-    }
-
-    /// Hands a round's placements to a launch task of their own.
-    pub(super) fn launch(&mut self, placed: Vec<Placed>, now: SystemTime) {
-        for p in &placed {
-            self.offers.take(&p.offer.value);
-            self.launching.insert(p.task.id.clone());
-        }
-        let executors = self.remember_executors(&placed);
-        let launcher = Launcher {
-            api: self.api.clone(),
-            mesos: self.mesos.clone(),
-            inputs: self.inputs.clone(),
-            observed: Arc::clone(&self.observed),
-        };
-        let round: Vec<TaskId> = placed.iter().map(|p| p.task.id.clone()).collect();
-        let inputs = self.inputs.clone();
-        let launch = tokio::spawn(async move {
-            let t0 = std::time::Instant::now();
-            let n = placed.len();
-            let (bound, ()) = futures::join!(launcher.bind(placed), executors);
-            let t1 = std::time::Instant::now();
-            launcher.accept(bound, now).await;
-            tracing::trace!(
-                target: "mesopod::turns",
-                pods = n,
-                bind_us = (t1 - t0).as_micros() as u64,
-                accept_us = t1.elapsed().as_micros() as u64,
-                "launch"
-            );
-        });
-        // A launch that never reports (a bug that panicked it) must not hold
-        // its round's places for ever: the round is released as if every
-        // task had reached Mesos, so held KILLs go out (one for a task Mesos
-        // never got is answered as unknown), and reconciliation settles the
-        // rest.
-        tokio::spawn(async move {
-            if let Err(e) = launch.await
-                && e.is_panic()
-            {
-                tracing::error!(
-                    pods = round.len(),
-                    "a launch task failed; its round is released"
-                );
-                let _ = inputs.send(Input::Launch(Launch::Done {
-                    launched: round,
-                    dropped: Vec::new(),
-                }));
-            }
-        });
-    }
-
     /// The bindings of a round: a bound task keeps only its pod's key, a
     /// pod that could not be bound (deleted meanwhile) loses its task.
     pub(super) fn on_bound(&mut self, results: Vec<(TaskId, Result<(), String>)>) {
@@ -173,7 +121,7 @@ impl Core {
                 }
                 Err(e) => {
                     tracing::info!(task = %id, error = %e, "pod could not be bound; not launching");
-                    self.not_launching(&id);
+                    self.launching.end(&id);
                     self.registry.unregister(&id);
                 }
             }
@@ -182,249 +130,61 @@ impl Core {
 
     /// A round's ACCEPTs were answered: its tasks are no longer launching,
     /// KILLs held back for the launched ones go out now, and those for
-    /// dropped ones are moot (the drop ends the task).
-    pub(super) async fn on_launched(&mut self, launched: Vec<TaskId>, dropped: &[TaskStatus]) {
+    /// dropped ones are moot (the drop ends the task, and is applied as an
+    /// update).
+    pub(super) fn on_launched(
+        &mut self,
+        launched: Vec<TaskId>,
+        dropped: Vec<TaskStatus>,
+        now: SystemTime,
+    ) {
         for id in dropped.iter().filter_map(|s| s.task_id.as_ref()) {
-            self.not_launching(id);
+            self.launching.end(id);
         }
         for id in launched {
-            let held = self.not_launching(&id);
-            if let Some((grace, why)) = held
+            if let Some((grace, why)) = self.launching.end(&id)
                 && let Some(task) = self.registry.get(&id)
             {
-                self.kill(&task, grace, why).await;
+                self.kill(&task, grace, why, now);
             }
         }
-    }
-
-    /// Ends a task's launch; returns the KILL held back for it, if any.
-    fn not_launching(&mut self, id: &TaskId) -> Option<(Duration, KillReason)> {
-        self.launching.remove(id);
-        self.held_kills.remove(id)
-    }
-
-    /// Holds back a KILL for a task whose launch is under way; true if held.
-    pub(super) fn hold_kill(&mut self, task: &PodTask, grace: Duration, why: &KillReason) -> bool {
-        if !self.launching.contains(&task.id) {
-            return false;
+        for status in dropped {
+            self.on_update(status, now);
         }
-        self.held_kills
-            .insert(task.id.clone(), (grace, why.clone()));
-        true
-    }
-}
-
-impl Launcher {
-    /// Binds every placed pod durably, concurrently, and reports the
-    /// outcome to the core before anything is sent to Mesos.
-    async fn bind(&self, placed: Vec<Placed>) -> Vec<Bound> {
-        let results = join_all(placed.iter().map(|p| self.bind_one(p))).await;
-        let mut report = Vec::with_capacity(placed.len());
-        let mut bound = Vec::with_capacity(placed.len());
-        for (p, result) in placed.into_iter().zip(results) {
-            match result {
-                Ok((json, rv)) => {
-                    report.push((p.task.id.clone(), Ok(())));
-                    bound.push(Bound {
-                        placed: p,
-                        json,
-                        rv,
-                    });
-                }
-                Err(e) => report.push((p.task.id, Err(e.to_string()))),
-            }
-        }
-        // Sent before any ACCEPT: the core sees the binding before any
-        // update Mesos sends about these tasks.
-        let _ = self.inputs.send(Input::Launch(Launch::Bound(report)));
-        bound
     }
 
-    /// Binds one pod and returns its bound JSON for the executor.
-    async fn bind_one(&self, p: &Placed) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
-        let key = p.task.pod_key();
-        let mut annotations = p.changes.annotations.clone();
-        annotations.extend(save_recovery_info(&p.task));
-        let binding = Binding {
-            node_name: p
-                .task
-                .spec
-                .as_ref()
-                .map(|s| s.hostname.clone())
-                .unwrap_or_default(),
-            annotations,
-            condition: None,
-        };
-        let pod = self
-            .api
-            .bind_pod_raw(&key.namespace, &key.name, &binding)
-            .await?;
-        // The hooks' annotations came with the binding: only labels and
-        // spec changes need more than the stored pod.
-        if p.changes.labels.is_empty() && !p.changes.changes_spec() {
-            return encode_bound(pod.as_ref(), apiserver::store::object_rv(&pod));
+    /// Asks Mesos to kill a task with a grace period, and remembers why. A
+    /// task whose ACCEPT is under way gets its KILL once the ACCEPT is
+    /// answered: a KILL never overtakes its LAUNCH.
+    pub(super) fn kill(
+        &mut self,
+        task: &PodTask,
+        grace: Duration,
+        why: KillReason,
+        now: SystemTime,
+    ) {
+        let held = self.launching.contains(&task.id);
+        if held {
+            self.launching
+                .held
+                .insert(task.id.clone(), (grace, why.clone()));
         }
-        let pod = if p.changes.labels.is_empty() {
-            serde_json::from_value::<Pod>((*pod).clone()).map_err(|e| {
-                apiserver::ApiError::Internal(format!("cannot read a bound pod: {e}"))
-            })?
-        } else {
-            // The hook's labels are kept on the stored pod, as a mutating
-            // admission webhook's would be.
-            let patch = serde_json::json!({"metadata": {"labels": p.changes.labels}});
-            self.api
-                .patch_pod(
-                    &key.namespace,
-                    &key.name,
-                    apiserver::patch::PatchType::Merge,
-                    &patch,
-                )
-                .await?
-        };
-        let rv = pod
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse().ok());
-        encode_bound(for_executor(&pod, &p.changes).as_ref(), rv)
-    }
-
-    /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled
-    /// events, and the outcome to the core.
-    async fn accept(&self, bound: Vec<Bound>, now: SystemTime) {
-        let mut by_offer: BTreeMap<String, (OfferId, Vec<Bound>)> = BTreeMap::new();
-        for b in bound {
-            by_offer
-                .entry(b.placed.offer.value.clone())
-                .or_insert_with(|| (b.placed.offer.clone(), Vec::new()))
-                .1
-                .push(b);
+        self.launching.reasons.insert(task.id.clone(), why);
+        self.launching.killing.insert(task.id.clone(), now);
+        if held {
+            return;
         }
-        let mut calls = Vec::with_capacity(by_offer.len());
-        for (offer_id, mut tasks) in by_offer.into_values() {
-            let infos: Vec<TaskInfo> = tasks
-                .iter_mut()
-                .filter_map(|b| task_info(&b.placed.task, std::mem::take(&mut b.json)).ok())
-                .collect();
-            calls.push((accept_call(offer_id, infos), tasks));
-        }
-        let results = join_all(calls.iter_mut().map(|(call, _)| {
-            let mesos = self.mesos.clone();
-            let call = std::mem::take(call);
-            async move { mesos.call(call).await }
-        }))
-        .await;
-        let mut launched = Vec::new();
-        let mut dropped = Vec::new();
-        let mut events = Vec::new();
-        for ((_, tasks), result) in calls.into_iter().zip(results) {
-            match result {
-                Ok(()) => {
-                    for b in tasks {
-                        let latency = now.duration_since(b.placed.queued).unwrap_or_default();
-                        self.observed.metrics.scheduled(latency);
-                        events.push(scheduled_event(&b, now));
-                        launched.push(b.placed.task.id);
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "ACCEPT failed; its tasks are dropped");
-                    let why = format!("the ACCEPT call to Mesos failed: {e}");
-                    dropped.extend(tasks.iter().map(|b| dropped_status(&b.placed.task, &why)));
-                }
-            }
-        }
-        let _ = self
-            .inputs
-            .send(Input::Launch(Launch::Done { launched, dropped }));
-        // Nothing waits on the events.
-        join_all(events.into_iter().map(|ev| {
-            let api = self.api.clone();
-            async move {
-                let ns = ev.metadata.namespace.clone().unwrap_or_default();
-                if let Err(e) = api.create_event(&ns, ev).await {
-                    tracing::debug!(error = %e, "could not record an event");
-                }
-            }
-        }))
-        .await;
-    }
-}
-
-fn scheduled_event(b: &Bound, now: SystemTime) -> k8s_openapi::api::core::v1::Event {
-    let key = b.placed.task.pod_key();
-    let host = b
-        .placed
-        .task
-        .spec
-        .as_ref()
-        .map_or("", |s| s.hostname.as_str());
-    let msg = format!(
-        "Successfully assigned {}/{} to {host}",
-        key.namespace, key.name
-    );
-    let about = PodRef {
-        namespace: &key.namespace,
-        name: &key.name,
-        uid: Some(key.uid.as_str()).filter(|u| !u.is_empty()),
-        resource_version: b.rv.map(|rv| rv.to_string()),
-    };
-    event_about(&about, "Normal", "Scheduled", msg, now)
-}
-
-/// The pod the executor runs: the bound pod as stored, with the admission
-/// hooks' changes to its spec (a service account, node selectors,
-/// tolerations, a priority class). The store keeps the spec as the user
-/// wrote it, as Kubernetes keeps a pod's spec fixed once created; the
-/// labels and annotations are on the stored pod already, and merging them
-/// again changes nothing.
-fn for_executor<'a>(bound: &'a Pod, changes: &Changes) -> Cow<'a, Pod> {
-    if changes.changes_spec() {
-        Cow::Owned(apply_changes(bound, changes))
-    } else {
-        Cow::Borrowed(bound)
-    }
-}
-
-/// The bound pod's JSON for the executor, with its resourceVersion.
-fn encode_bound(
-    pod: &impl serde::Serialize,
-    rv: Option<u64>,
-) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
-    serde_json::to_vec(pod)
-        .map(|json| (json, rv))
-        .map_err(|e| apiserver::ApiError::Internal(format!("cannot encode a bound pod: {e}")))
-}
-
-fn accept_call(offer_id: OfferId, task_infos: Vec<TaskInfo>) -> Call {
-    Call {
-        r#type: Some(call::Type::Accept as i32),
-        accept: Some(call::Accept {
-            offer_ids: vec![offer_id],
-            operations: vec![Operation {
-                r#type: Some(operation::Type::Launch as i32),
-                launch: Some(operation::Launch { task_infos }),
-                ..Default::default()
-            }],
-            // What is left of the offer comes back at the next allocation:
-            // more pods may be waiting for it.
-            filters: Some(Filters {
-                refuse_seconds: Some(0.0),
+        let call = Call {
+            r#type: Some(call::Type::Kill as i32),
+            kill: Some(call::Kill {
+                task_id: Some(task.id.clone()),
+                agent_id: task.spec.as_ref().map(|s| s.agent_id.clone()),
+                kill_policy: Some(KillPolicy {
+                    grace_period: Some(DurationInfo::from_duration(grace)),
+                }),
             }),
-        }),
-        ..Default::default()
-    }
-}
-
-/// The update mesopod applies itself when a launch never reached Mesos.
-fn dropped_status(task: &PodTask, message: &str) -> TaskStatus {
-    TaskStatus {
-        task_id: Some(task.id.clone()),
-        state: TaskState::TaskDropped as i32,
-        source: Some(Source::SourceMaster as i32),
-        reason: Some(Reason::ReasonInvalidOffers as i32),
-        message: Some(message.into()),
-        agent_id: task.spec.as_ref().map(|s| s.agent_id.clone()),
-        ..Default::default()
+            ..Default::default()
+        };
+        self.emit(Effect::Call(call, Reply::None));
     }
 }

@@ -1,67 +1,106 @@
-//! The scheduler core: one task that owns every decision and every write of
-//! a pod's status or a task's state.
+//! The scheduler core: a state machine that owns every decision and every
+//! change of a task's state, and a thin runner that does its I/O.
 //!
 //! # Contract
 //!
 //! - **One writer.** Mesos updates, pod watch events, kubectl deletes,
 //!   deadlines and debug actions all arrive as [`Input`]s on one channel;
-//!   the core applies them one at a time. Sweeps (offer TTLs, start
-//!   deadlines, reconciliation, GC) run inside the same loop and only turn
-//!   time into work for it.
+//!   the [`Runner`] feeds them to [`Core::step`] one at a time. The core
+//!   owns the registry (everyone else holds a [`registry::RegistryReader`])
+//!   and decides every pod status; the runner only performs what it asks.
+//! - **Sans-IO.** [`Core::step`] takes a [`Step`] and the time and returns
+//!   the [`Effect`]s to perform: store writes, Mesos calls, admission, a
+//!   round to launch. It awaits nothing, opens nothing and reads no clock;
+//!   the results of effects come back as steps ([`Step::StatusWritten`],
+//!   [`Step::Admitted`], [`Step::Called`], [`Input::Launch`]). So every
+//!   behaviour can be tested by feeding steps and reading effects
+//!   (`core/tests/`). Besides effects it updates in-memory observers only
+//!   (metrics, the debug history, the agent directory).
 //! - **Nothing launched twice.** A task is registered (Pending + Launched)
-//!   and its pod bound durably *before* the ACCEPT is sent; the registry
-//!   refuses a second live task for a pod, and a bound pod is never queued.
+//!   and its pod bound durably *before* the ACCEPT is sent (see
+//!   `launching`); the registry refuses a second live task for a pod, and a
+//!   bound pod is never queued.
 //! - **ACK after durability.** A status update with a uuid is acknowledged
-//!   only once the pod status it implies is in the store, so a crash in
-//!   between makes Mesos resend it instead of losing it.
+//!   only once the pod status it implies is in the store
+//!   ([`Step::StatusWritten`]), so a crash in between makes Mesos resend it
+//!   instead of losing it.
+//! - **A KILL never overtakes its LAUNCH.** KILLs for a task whose ACCEPT
+//!   is under way are held until [`Launch::Done`]; at most
+//!   [`MAX_LAUNCHING`] pods (two rounds) are launching at once.
 //! - **Idempotent.** Every handler can see the same input twice (replayed
 //!   watch events, duplicate updates, restarts) and reach the same state.
 //!
-//! Within one turn of the loop the core drains every queued input, then
-//! runs the sweeps, then places one scheduling round and hands it to a
-//! launch task (bind, then ACCEPT) that reports back as an input, then
-//! publishes a snapshot for the debug handlers. Store writes of one turn
+//! # A turn
+//!
+//! The runner drains up to [`MAX_BATCH`] queued inputs, steps each, steps
+//! [`Step::Tick`] when the sweeps are due and [`Step::Schedule`], then
+//! performs every effect of the turn at once: the store writes of one turn
 //! run concurrently, so a burst of pods costs one group commit, not one
-//! fsync per pod.
+//! fsync per pod. Results are stepped as they come back until the turn is
+//! quiet; a round goes to a launch task of its own (bind, then ACCEPT)
+//! while the loop turns again.
+//!
+//! # Leadership
+//!
+//! Leader election fits as one more input and one guard, not a new code
+//! path: losing the lease becomes a [`Step`] after which the core asks for
+//! nothing, and [`Runner`]'s `perform` (the one place effects leave the
+//! core) drops every effect while this mesopod does not lead.
 
 mod admit;
-mod executors;
+mod agents;
+mod effect;
 mod launching;
+mod pending;
 mod pods;
 mod recover;
+mod runner;
 mod schedule;
-mod selector_index;
 mod status;
+mod subscription;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
-pub use launching::{Launch, MAX_LAUNCHING};
-pub use schedule::MAX_CANDIDATES;
+pub use effect::{Effect, Placed, Reply, Round, StatusWrite, Step, Write, Written};
+pub use launching::{KillReason, Launch, MAX_LAUNCHING};
+pub use runner::{CoreParts, Runner};
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use apiserver::{Api, Clock};
 use k8s_openapi::api::core::v1::Pod;
-use mesos::proto::{FrameworkId, TaskId};
-use procurement::Scoring;
+use mesos::proto::FrameworkId;
+use procurement::{Cursor, Placer};
 use registry::{InMemoryRegistry, PodKey};
-use tokio::sync::mpsc;
 
 use crate::admission::Admission;
 use crate::config::SchedulingConfig;
-use crate::driver::{DriverEvent, MesosHandle};
+use crate::driver::DriverEvent;
 use crate::logs::AgentDirectory;
 use crate::observe::Observed;
 use crate::offers::OfferStore;
 use crate::queue::PodQueue;
 use crate::reconcile::Reconciler;
+use admit::Attempt;
+use agents::Agents;
+use launching::Launching;
+use pending::Pending;
+use subscription::Subscription;
 
 /// Schedulers whose pods mesopod places: its own name and Kubernetes'
 /// default, so pods written for any cluster run unchanged.
 pub const SCHEDULER_NAMES: [&str; 2] = ["mesopod", "default-scheduler"];
 
-/// What the core reacts to.
+/// Prefix of the meta keys (one per agent) holding the info each agent's
+/// executor was launched with.
+pub const EXECUTORS_KEY: &str = "mesopod/executor";
+
+/// Inputs handled per turn of the loop before the sweeps and a scheduling
+/// round run; bounds the latency a flood of updates adds to scheduling.
+pub const MAX_BATCH: usize = 4096;
+
+/// What the core reacts to, from outside.
 #[derive(Debug)]
 pub enum Input {
     /// From the Mesos driver.
@@ -98,288 +137,173 @@ pub enum CoreError {
     Panicked(String),
 }
 
-/// Everything the core needs from outside.
-pub struct CoreParts {
-    /// The API shim (store).
-    pub api: Api,
-    /// Calls to Mesos.
-    pub mesos: MesosHandle,
-    /// The task registry, shared read-only with the debug handlers.
-    pub registry: Arc<InMemoryRegistry>,
-    /// Time.
-    pub clock: Arc<dyn Clock>,
-    /// The procurement pipeline.
-    pub pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
-    /// How offers are scored.
-    pub scoring: Scoring,
-    /// Admission hooks.
+/// What the core may read synchronously from the store: data that is
+/// already there, never a write. The runner reads the real store; tests
+/// give a fixed one.
+pub trait Lookup: Send + Sync {
+    /// A meta value (an executor info stored by an earlier mesopod).
+    fn meta(&self, key: &str) -> Option<Vec<u8>>;
+    /// Every pod, to find the pod that names a task Mesos reports and the
+    /// registry does not know.
+    fn pods(&self) -> Vec<Pod>;
+}
+
+/// What the core decides with: its settings and the parts it owns.
+pub struct CoreConfig {
+    /// The task registry; the core is its one writer.
+    pub registry: InMemoryRegistry,
+    /// The procurement pipeline with its scoring: where pods go.
+    pub placer: Placer,
+    /// Admission hooks (the core reads their settings; the runner runs them).
     pub admission: Admission,
     /// Pod resource rules (to show hooks what a pod will be charged).
     pub needs: procurement::PodResourcesProcurement,
     /// Scheduling settings.
     pub config: SchedulingConfig,
+    /// Synchronous reads of the store.
+    pub lookup: Box<dyn Lookup>,
     /// Agent addresses for the log source.
     pub directory: Arc<AgentDirectory>,
-    /// Where the core publishes what the debug handlers show.
+    /// Where the core's metrics and status history go.
     pub observed: Arc<Observed>,
-    /// The sending side of the core's own input channel (for the pod watch).
-    pub inputs: mpsc::UnboundedSender<Input>,
 }
 
-/// What the core remembers of an agent.
-#[derive(Debug, Clone)]
-struct AgentInfo {
-    hostname: String,
-    /// The most of each scalar the agent has offered: its capacity, as far
-    /// as offers tell.
-    capacity: std::collections::BTreeMap<&'static str, f64>,
-    /// Whether its Node has been written.
-    written: bool,
-}
-
-/// Why a task is being killed, for the pod's status once it is.
-#[derive(Debug, Clone)]
-struct KillReason {
-    reason: String,
-    message: String,
-}
-
-/// The scheduler core.
+/// The scheduler core: every decision, as a state machine (see the module
+/// docs). Its state is split by job: the pending queue, launching and
+/// kills, agents and executors, the subscription, the offers.
 pub struct Core {
-    api: Api,
-    mesos: MesosHandle,
-    registry: Arc<InMemoryRegistry>,
-    clock: Arc<dyn Clock>,
-    pipeline: Arc<dyn procurement::Procurement + Send + Sync>,
-    scoring: Scoring,
+    registry: InMemoryRegistry,
+    placer: Placer,
     admission: Admission,
     needs: procurement::PodResourcesProcurement,
     config: SchedulingConfig,
+    lookup: Box<dyn Lookup>,
     directory: Arc<AgentDirectory>,
     observed: Arc<Observed>,
-    inputs: mpsc::UnboundedSender<Input>,
 
+    pending: Pending,
+    launching: Launching,
+    agents: Agents,
+    subscription: Subscription,
     offers: OfferStore,
-    queue: PodQueue<PodKey>,
-    /// Unbound pods waiting in the queue, by key.
-    waiting: HashMap<PodKey, Arc<Pod>>,
-    reconciler: Reconciler,
-    framework_id: Option<FrameworkId>,
-    subscribed: bool,
-    suppressed: bool,
-    last_revive: Option<SystemTime>,
-    agents: HashMap<String, AgentInfo>,
-    kill_reasons: HashMap<TaskId, KillReason>,
-    /// Tasks a KILL was sent for, with when: resent if nothing happens.
-    killing: HashMap<TaskId, SystemTime>,
-    /// Tasks placed whose ACCEPT is not answered yet (see `launching.rs`).
-    launching: HashSet<TaskId>,
-    /// KILLs held back until the task's ACCEPT is answered.
-    held_kills: HashMap<TaskId, (std::time::Duration, KillReason)>,
-    /// Where the next scheduling scan starts, so pods spread over offers.
-    scan_start: usize,
-    /// The exact `ExecutorInfo` each agent's executor was launched with:
-    /// Mesos refuses a task whose executor info differs from the running
-    /// executor's, so a reused executor must be named identically.
-    executors: HashMap<String, Arc<mesos::proto::ExecutorInfo>>,
-    /// When the sweeps run next (they scan the registry: not every turn).
-    next_sweep: std::time::Instant,
-    /// When the debug snapshot is refreshed next.
-    next_publish: std::time::Instant,
+    /// Where the next placement scan starts, so pods spread over offers.
+    cursor: Cursor,
+    /// The round waiting for its admission answers.
+    admitting: Option<Vec<Attempt>>,
+    /// What this step asks for.
+    out: Vec<Effect>,
 }
 
-/// Prefix of the meta keys (one per agent) holding the info each agent's
-/// executor was launched with.
-pub const EXECUTORS_KEY: &str = "mesopod/executor";
-
 impl Core {
-    /// A core over `parts`.
-    pub fn new(parts: CoreParts) -> Self {
+    /// A core with an empty state.
+    pub fn new(parts: CoreConfig) -> Self {
         let reconciler = Reconciler::new(parts.config.implicit_reconcile_interval);
-        Self {
+        Core {
             offers: OfferStore::new(parts.config.offer_ttl),
-            queue: PodQueue::default(),
-            waiting: HashMap::new(),
-            reconciler,
-            framework_id: None,
-            subscribed: false,
-            suppressed: false,
-            last_revive: None,
-            agents: HashMap::new(),
-            kill_reasons: HashMap::new(),
-            killing: HashMap::new(),
-            launching: HashSet::new(),
-            held_kills: HashMap::new(),
-            scan_start: 0,
-            executors: HashMap::new(),
-            next_sweep: std::time::Instant::now(),
-            next_publish: std::time::Instant::now(),
-            api: parts.api,
-            mesos: parts.mesos,
+            pending: Pending::default(),
+            launching: Launching::default(),
+            agents: Agents::default(),
+            subscription: Subscription::new(reconciler),
+            cursor: Cursor::default(),
+            admitting: None,
+            out: Vec::new(),
             registry: parts.registry,
-            clock: parts.clock,
-            pipeline: parts.pipeline,
-            scoring: parts.scoring,
+            placer: parts.placer,
             admission: parts.admission,
             needs: parts.needs,
             config: parts.config,
+            lookup: parts.lookup,
             directory: parts.directory,
             observed: parts.observed,
-            inputs: parts.inputs,
         }
     }
 
-    /// Runs until the input channel closes or the framework is taken over.
-    ///
-    /// # Errors
-    /// [`CoreError::FailedOver`] when another scheduler took over;
-    /// [`CoreError::Store`] when the store cannot be read at start.
-    pub async fn run(
-        mut self,
-        mut inputs: mpsc::UnboundedReceiver<Input>,
-    ) -> Result<(), CoreError> {
-        self.recover().await?;
-        self.publish();
-        // Turn at least as often as the snapshot is due, so the debug
-        // pages trail the core by one publish interval at most.
-        let mut tick = tokio::time::interval(self.config.sweep_interval.min(PUBLISH_EVERY));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut batch = Vec::new();
-        loop {
-            tokio::select! {
-                input = inputs.recv() => match input {
-                    None => return Ok(()),
-                    Some(first) => {
-                        batch.push(first);
-                        while batch.len() < MAX_BATCH {
-                            match inputs.try_recv() {
-                                Ok(more) => batch.push(more),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                },
-                _ = tick.tick() => {}
+    /// Applies one step at time `now` and returns what to do about it.
+    #[must_use = "the effects are what the step decided"]
+    pub fn step(&mut self, step: Step, now: SystemTime) -> Vec<Effect> {
+        match step {
+            Step::Input(input) => self.input(input, now),
+            Step::Recovered(pods) => self.recover(pods, now),
+            Step::Tick => self.sweep(now),
+            Step::Schedule => self.schedule(now),
+            Step::Admitted(outcomes) => self.admitted(outcomes, now),
+            Step::StatusWritten { task, written, ack } => {
+                self.on_status_written(&task, written, ack, now);
             }
-            let t0 = std::time::Instant::now();
-            let inputs_handled = batch.len();
-            let mut updates = Vec::new();
-            for input in batch.drain(..) {
-                self.handle(input, &mut updates).await?;
-            }
-            let updates_applied = updates.len();
-            let t1 = std::time::Instant::now();
-            if !updates.is_empty() {
-                self.apply_updates(updates).await;
-            }
-            let t2 = std::time::Instant::now();
-            // Pacing is about CPU, not about the business clock: it reads
-            // the monotonic clock, so a test's frozen clock cannot stop it.
-            let pace = std::time::Instant::now();
-            if pace >= self.next_sweep {
-                self.next_sweep = pace + self.config.sweep_interval;
-                self.sweep().await;
-            }
-            let t3 = std::time::Instant::now();
-            let (queued, offers) = (self.queue.len(), self.offers.len());
-            self.schedule().await;
-            let t4 = std::time::Instant::now();
-            // Where a turn's time went: the first thing to read when the
-            // loop falls behind (RUST_LOG=mesopod::turns=trace).
-            tracing::trace!(
-                target: "mesopod::turns",
-                inputs_handled,
-                updates_applied,
-                queued,
-                offers,
-                handle_us = (t1 - t0).as_micros() as u64,
-                apply_us = (t2 - t1).as_micros() as u64,
-                sweep_us = (t3 - t2).as_micros() as u64,
-                schedule_us = (t4 - t3).as_micros() as u64,
-                "turn"
-            );
-            if pace >= self.next_publish {
-                self.next_publish = pace + PUBLISH_EVERY;
-                self.publish();
-            }
+            Step::Called { call, ok } => self.on_called(call, ok),
         }
+        std::mem::take(&mut self.out)
     }
 
-    async fn handle(
-        &mut self,
-        input: Input,
-        updates: &mut Vec<mesos::proto::TaskStatus>,
-    ) -> Result<(), CoreError> {
+    fn input(&mut self, input: Input, now: SystemTime) {
         match input {
-            Input::Driver(DriverEvent::FailedOver { message }) => {
-                return Err(CoreError::FailedOver(message));
-            }
+            Input::Driver(DriverEvent::FailedOver { message }) => self.emit(Effect::Stop(message)),
             Input::Driver(DriverEvent::Subscribed {
                 framework_id,
                 heartbeat,
                 master,
-            }) => self.on_subscribed(framework_id, heartbeat, master).await,
+            }) => self.on_subscribed(framework_id, heartbeat, master, now),
             Input::Driver(DriverEvent::Disconnected { reason }) => self.on_disconnected(&reason),
-            Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, updates).await,
-            Input::PodUpsert(pod) => self.on_pod(pod).await,
-            Input::PodDeleted(pod) => self.on_pod_deleted(&pod).await,
-            Input::PodSettled(key) => self.forget_waiting(&key),
-            Input::PodResync(pods) => self.on_resync(pods).await,
+            Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, now),
+            Input::PodUpsert(pod) => self.on_pod(pod, now),
+            Input::PodDeleted(pod) => self.on_pod_deleted(&pod, now),
+            Input::PodSettled(key) => self.pending.forget(&key),
+            Input::PodResync(pods) => self.on_resync(pods, now),
             Input::Launch(Launch::Bound(results)) => self.on_bound(results),
             Input::Launch(Launch::Done { launched, dropped }) => {
-                self.on_launched(launched, &dropped).await;
-                updates.extend(dropped);
+                self.on_launched(launched, dropped, now);
             }
             Input::Reconcile { explicit } => {
                 if explicit {
-                    self.start_explicit_reconciliation();
+                    self.start_explicit_reconciliation(now);
                 } else {
-                    self.reconciler.request_implicit();
+                    self.subscription.reconciler.request_implicit();
                 }
             }
         }
-        Ok(())
     }
 
-    fn now(&self) -> SystemTime {
-        self.clock.now()
+    fn emit(&mut self, effect: Effect) {
+        self.out.push(effect);
     }
 
-    /// Refreshes what the debug handlers and metrics show.
-    fn publish(&self) {
-        self.observed.publish(crate::observe::Snapshot::take(self));
+    /// Pods queued, and live offers: for the turn's trace.
+    pub fn load(&self) -> (usize, usize) {
+        (self.pending.queue().len(), self.offers.len())
+    }
+
+    /// What the debug handlers and metrics show, as of `now`.
+    pub fn snapshot(&self, now: SystemTime) -> crate::observe::Snapshot {
+        crate::observe::Snapshot::take(&Observing { core: self, now })
     }
 }
 
-/// How often the debug snapshot is refreshed: a snapshot copies every
-/// offer and queued pod, too much to do on every turn at scale, and a
-/// person reading `/debug/` cannot tell 200 ms apart.
-const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// The core as the snapshot reads it.
+struct Observing<'c> {
+    core: &'c Core,
+    now: SystemTime,
+}
 
-/// Inputs handled per turn of the loop before the sweeps and a scheduling
-/// round run; bounds the latency a flood of updates adds to scheduling.
-const MAX_BATCH: usize = 4096;
-
-impl crate::observe::Source for Core {
+impl crate::observe::Source for Observing<'_> {
     fn offers(&self) -> &OfferStore {
-        &self.offers
+        &self.core.offers
     }
     fn queue(&self) -> &PodQueue<PodKey> {
-        &self.queue
+        self.core.pending.queue()
     }
     fn reconciler(&self) -> &Reconciler {
-        &self.reconciler
+        &self.core.subscription.reconciler
     }
     fn framework_id(&self) -> Option<&FrameworkId> {
-        self.framework_id.as_ref()
+        self.core.subscription.framework_id.as_ref()
     }
     fn subscribed(&self) -> bool {
-        self.subscribed
+        self.core.subscription.subscribed
     }
     fn suppressed(&self) -> bool {
-        self.suppressed
+        self.core.subscription.suppressed
     }
     fn now(&self) -> SystemTime {
-        Core::now(self)
+        self.now
     }
 }

@@ -1,5 +1,5 @@
 //! Recovery after a restart: rebuild the registry from the pods' recovery
-//! annotations, queue the pods still waiting, then follow the store.
+//! annotations, then queue the pods still waiting.
 //!
 //! A pod whose annotations cannot be read is reported (log and a Warning
 //! event) and left alone: recovery never deletes or fails a user's pod on
@@ -7,22 +7,21 @@
 //! open (see `sweep`).
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
+use k8s_openapi::api::core::v1::Pod;
 use registry::{Registry, recover_from};
 
-use super::{Core, CoreError};
-use crate::core::pods::spawn_pod_watch;
+use super::Core;
+use super::effect::{Effect, Write};
+use crate::objects::pod_event;
 
 impl Core {
-    pub(super) async fn recover(&mut self) -> Result<(), CoreError> {
-        let now = self.now();
-        let list = self.api.list_pods(None, "", "")?;
+    pub(super) fn recover(&mut self, pods: Vec<Arc<Pod>>, now: SystemTime) {
         let mut recovered = 0usize;
         let mut broken = Vec::new();
-        let mut pods = Vec::with_capacity(list.items.len());
-        for pod in list.items {
-            let pod = Arc::new(pod);
-            match recover_from(&pod, now) {
+        for pod in &pods {
+            match recover_from(pod, now) {
                 Ok(Some(task)) => match self.registry.register(task) {
                     Ok(_) => recovered += 1,
                     Err(e) => tracing::warn!(error = %e, "recovered task not registered"),
@@ -30,7 +29,6 @@ impl Core {
                 Ok(None) => {}
                 Err(e) => broken.push((pod.clone(), e.to_string())),
             }
-            pods.push(pod);
         }
         tracing::info!(
             recovered,
@@ -39,19 +37,12 @@ impl Core {
         );
         for (pod, why) in broken {
             tracing::warn!(pod = ?pod.metadata.name, %why, "cannot recover this pod's task; leaving the pod alone");
-            self.event(
-                &pod,
-                "Warning",
-                "RecoveryFailed",
-                format!("mesopod cannot recover this pod's task: {why}"),
-                now,
-            )
-            .await;
+            let message = format!("mesopod cannot recover this pod's task: {why}");
+            let event = pod_event(&pod, "Warning", "RecoveryFailed", message, now);
+            self.emit(Effect::Store(vec![Write::Event(Box::new(event))]));
         }
         for pod in pods {
-            self.on_pod(pod).await;
+            self.on_pod(pod, now);
         }
-        spawn_pod_watch(self.api.clone(), list.resource_version, self.inputs.clone());
-        Ok(())
     }
 }

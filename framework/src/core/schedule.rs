@@ -1,299 +1,203 @@
-//! One scheduling round: admission, procurement over every live offer and
-//! registration; the round is then launched (`launching.rs`).
+//! One scheduling round: the pods that are due, admission (see `admit`),
+//! placement by the procurement crate's [`procurement::Placer`] over every
+//! live offer, registration, and the round handed to a launch task.
 
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use futures::future::join_all;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
-use procurement::{AggregateFailure, OfferView, PodDemand, ProcureState};
-use registry::{Flag, PodKey, PodTask, Registry};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use procurement::{AggregateFailure, OfferView};
+use registry::{Flag, Registry};
 
 use super::Core;
-use super::launching::Placed;
-use super::selector_index::SelectorIndex;
-use crate::admission::Changes;
+use super::admit::Attempt;
+use super::effect::{Effect, Placed, Round, Write};
+use super::launching::MAX_LAUNCHING;
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
 
-/// Feasible offers scored per pod before the best is taken. Scoring every
-/// offer of a 5,000-agent cluster for every pod costs more than it gains;
-/// like kube-scheduler's percentageOfNodesToScore, a sample that starts at
-/// a rotating offer keeps placements good and spread while bounding the
-/// cost of one attempt.
-pub const MAX_CANDIDATES: usize = 64;
-
 /// Pods one scheduling round takes from the queue (the highest priority
 /// first). A round binds and launches its pods concurrently, which costs
-/// memory per pod in flight, and the loop applies no status update while a
-/// round runs: a burst of 50,000 pods goes through in rounds of this size.
+/// memory per pod in flight: a burst of 50,000 pods goes through in rounds
+/// of this size.
 pub(super) const MAX_ROUND: usize = 2048;
 
 /// How soon a pod that saw only part of the cluster is tried again: about
 /// the time Mesos takes to offer back what an ACCEPT left over.
 const DEFER: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// A pod admitted for this round, with the task it would launch.
-pub(super) struct Attempt {
-    pub(super) key: PodKey,
-    pub(super) task: PodTask,
-    /// The pod as it will be placed (after the admission hooks' changes).
-    pub(super) pod: Arc<Pod>,
-    /// What the admission hooks changed, persisted with the binding.
-    pub(super) changes: Changes,
-}
-
-/// What to write about a pod that fits nowhere.
-struct Unschedulable {
-    key: PodKey,
-    event: k8s_openapi::api::core::v1::Event,
-    status: PodStatus,
-}
-
 impl Core {
-    pub(super) async fn schedule(&mut self) {
-        if !self.subscribed || self.queue.is_empty() || !self.may_place() {
+    /// Starts a round: the due pods go to admission, or straight to
+    /// placement when no hook is configured.
+    pub(super) fn schedule(&mut self, now: SystemTime) {
+        if !self.subscription.subscribed
+            || self.pending.queue().is_empty()
+            || self.launching.len() >= MAX_LAUNCHING
+            || self.admitting.is_some()
+        {
             return;
         }
-        let now = self.now();
-        let ready = self.queue.ready_up_to(now, MAX_ROUND);
+        let ready = self.pending.queue().ready_up_to(now, MAX_ROUND);
         if ready.is_empty() || self.offers.is_empty() {
             return;
         }
-        let ta = std::time::Instant::now();
-        let attempts = self.admit(ready, now).await;
-        let tb = std::time::Instant::now();
+        let attempts = self.attempts(ready, now);
         if attempts.is_empty() {
             return;
         }
+        if self.admission.is_empty() {
+            self.place(attempts, now);
+            return;
+        }
+        let requests = self.admission_requests(&attempts);
+        self.admitting = Some(attempts);
+        self.emit(Effect::Admit(requests));
+    }
 
+    /// The hooks answered for the round under admission: place what they
+    /// admitted.
+    pub(super) fn admitted(&mut self, outcomes: Vec<crate::admission::Outcome>, now: SystemTime) {
+        let Some(candidates) = self.admitting.take() else {
+            tracing::warn!("admission answers for no round; ignored");
+            return;
+        };
+        let attempts = self.on_admitted(candidates, outcomes, now);
+        if !attempts.is_empty() {
+            self.place(attempts, now);
+        }
+    }
+
+    /// Places the admitted pods on every live offer, registers what was
+    /// placed and hands it to a launch task.
+    fn place(&mut self, attempts: Vec<Attempt>, now: SystemTime) {
+        let ta = std::time::Instant::now();
+        let views = self.offer_views();
+        if views.is_empty() {
+            return;
+        }
+        let round =
+            self.placer
+                .place_round(attempts.iter().map(|a| &a.task), &views, &mut self.cursor);
+        let tb = std::time::Instant::now();
+        let mut placed = Vec::new();
+        let mut unschedulable = 0;
+        for (attempt, result) in attempts.into_iter().zip(round) {
+            let queued = self.pending.entry(&attempt.key).map_or(now, |e| e.queued);
+            let placement = match result {
+                Ok(p) => p,
+                Err(failure) => {
+                    unschedulable += usize::from(self.unschedulable(&attempt, &failure, now));
+                    continue;
+                }
+            };
+            let mut task = placement.task;
+            task.set(Flag::Launched);
+            self.pending.forget(&attempt.key);
+            match self.registry.register(task) {
+                Ok(task) => placed.push(Placed {
+                    task,
+                    offer: placement.offer_id,
+                    queued,
+                    changes: attempt.changes,
+                }),
+                // The pod has a live task already: it must not get a
+                // second, and it is not waiting.
+                Err(e) => tracing::warn!(error = %e, "not launching a second task for a pod"),
+            }
+        }
+        tracing::trace!(
+            target: "mesopod::turns",
+            placed = placed.len(),
+            unschedulable,
+            place_us = (tb - ta).as_micros() as u64,
+            "scheduling round"
+        );
+        if !placed.is_empty() {
+            self.launch(placed, now);
+        }
+    }
+
+    /// Every live offer as procurement sees it, in offer id order, with the
+    /// executor an agent runs for us already.
+    fn offer_views(&mut self) -> Vec<OfferView> {
         let mut live: Vec<_> = self.offers.iter().cloned().collect();
         live.sort_by(|a, b| a.id().cmp(b.id()));
-        let views: Vec<OfferView> = live
-            .iter()
+        live.iter()
             .filter_map(|o| {
                 let view = o.view.clone()?;
                 let running = if o.offer.executor_ids.is_empty() {
                     None
                 } else {
-                    self.executor_on(o.agent_id()).filter(|info| {
-                        info.executor_id
-                            .as_ref()
-                            .is_some_and(|id| o.offer.executor_ids.contains(id))
-                    })
+                    self.agents
+                        .executor_on(o.agent_id(), self.lookup.as_ref())
+                        .filter(|info| {
+                            info.executor_id
+                                .as_ref()
+                                .is_some_and(|id| o.offer.executor_ids.contains(id))
+                        })
                 };
                 Some(match running {
                     Some(info) => {
-                        let node = view.node().clone().with_running_executor(info.clone());
+                        let node = view.node().clone().with_running_executor(info);
                         view.with_node(node)
                     }
                     None => view,
                 })
             })
-            .collect();
-        if views.is_empty() {
-            return;
-        }
-        let tc = std::time::Instant::now();
-        let mut states: Vec<Option<ProcureState>> = vec![None; views.len()];
-        let mut index = None;
-        let mut placed = Vec::new();
-        let mut unschedulable = Vec::new();
-        for attempt in attempts {
-            let queued = self.queue.get(&attempt.key).map_or(now, |e| e.queued);
-            match self.place_one(&attempt, &views, &mut states, &mut index) {
-                Ok((task, offer)) => {
-                    self.queue.remove(&attempt.key);
-                    self.waiting.remove(&attempt.key);
-                    placed.push(Placed {
-                        task,
-                        offer: views[offer].id().clone(),
-                        queued,
-                        changes: attempt.changes,
-                    });
-                }
-                Err(failure) => unschedulable.extend(self.unschedulable(&attempt, &failure, now)),
-            }
-        }
-        let td = std::time::Instant::now();
-        let n_unschedulable = unschedulable.len();
-        self.report_unschedulable(unschedulable).await;
-        if placed.is_empty() {
-            return;
-        }
-        let n_placed = placed.len();
-        self.launch(placed, now);
-        tracing::trace!(
-            target: "mesopod::turns",
-            placed = n_placed,
-            unschedulable = n_unschedulable,
-            admit_us = (tb - ta).as_micros() as u64,
-            offers_us = (tc - tb).as_micros() as u64,
-            place_us = (td - tc).as_micros() as u64,
-            report_us = td.elapsed().as_micros() as u64,
-            "scheduling round"
-        );
+            .collect()
     }
 
-    /// Finds the best offer for one pod, counting offers already used
-    /// this round as what is left of them. A pod with a `nodeSelector` is
-    /// tried only on the offers whose node carries it, when the pipeline
-    /// would refuse the others anyway; if none of those fits, every offer
-    /// is tried, so the failure names every agent's reason.
-    fn place_one<'v>(
-        &mut self,
-        attempt: &Attempt,
-        views: &'v [OfferView],
-        states: &mut [Option<ProcureState>],
-        index: &mut Option<SelectorIndex<'v>>,
-    ) -> Result<(PodTask, usize), AggregateFailure> {
-        let demand = Arc::new(PodDemand::new(Arc::clone(&attempt.pod)));
-        if !demand.node_selector().is_empty() && self.pipeline.enforces_node_selector() {
-            let only = index
-                .get_or_insert_with(|| SelectorIndex::new(views))
-                .narrowest(demand.node_selector());
-            if !only.is_empty()
-                && let Ok(placed) = self.scan(attempt, &demand, views, states, Some(only))
-            {
-                return Ok(placed);
-            }
+    /// Takes the round's offers and hands the round to a launch task.
+    fn launch(&mut self, placed: Vec<Placed>, now: SystemTime) {
+        for p in &placed {
+            self.offers.take(&p.offer.value);
+            self.launching.start(p.task.id.clone());
         }
-        self.scan(attempt, &demand, views, states, None)
-    }
-
-    /// Tries the pod on `only` these offers, or on all, from a rotating start.
-    fn scan(
-        &mut self,
-        attempt: &Attempt,
-        demand: &Arc<PodDemand>,
-        views: &[OfferView],
-        states: &mut [Option<ProcureState>],
-        only: Option<&[usize]>,
-    ) -> Result<(PodTask, usize), AggregateFailure> {
-        let mut task = attempt.task.clone();
-        let n = views.len();
-        let tries = only.map_or(n, <[usize]>::len);
-        let start = self.scan_start % tries;
-        self.scan_start = self.scan_start.wrapping_add(1);
-        // Built-in procurements never change the task, so one copy serves
-        // every candidate; a pipeline that may gets a fresh copy each time.
-        let copies = self.pipeline.modifies_task();
-        // Two states, swapped when a candidate becomes the best: most
-        // candidates fail (a node selector matches a tenth of the agents),
-        // and a failure then costs no allocation. Hostnames are copied only
-        // if the pod fits nowhere.
-        let mut scratch = views[0].state();
-        let mut best_state = views[0].state();
-        let mut best: Option<(usize, f64, Option<PodTask>)> = None;
-        let mut failures: Vec<(usize, procurement::ProcureError)> = Vec::new();
-        let mut feasible = 0;
-        for j in 0..tries {
-            let k = (start + j) % tries;
-            let i = only.map_or(k, |o| o[k]);
-            // A candidate works on its own copy of the offer's state (what
-            // is left of it if this round used it already), so a failure
-            // needs no rollback.
-            match &states[i] {
-                Some(used) => scratch.clone_from(used),
-                None => views[i].reset_state(&mut scratch),
-            }
-            scratch.seed_demand(demand.clone());
-            scratch.begin_pod();
-            let outcome = if copies {
-                let mut copy = task.clone();
-                self.pipeline
-                    .procure(&mut copy, views[i].node(), &mut scratch)
-                    .map(|()| Some(copy))
-            } else {
-                self.pipeline
-                    .procure(&mut task, views[i].node(), &mut scratch)
-                    .map(|()| None)
-            };
-            match outcome {
-                Err(e) => failures.push((i, e)),
-                Ok(candidate) => {
-                    let score = self.scoring.score(&scratch);
-                    let better = best.as_ref().is_none_or(|(bi, bs, ..)| {
-                        score > *bs
-                            || (score == *bs
-                                && (views[i].node().hostname(), &views[i].id().value)
-                                    < (views[*bi].node().hostname(), &views[*bi].id().value))
-                    });
-                    if better {
-                        std::mem::swap(&mut scratch, &mut best_state);
-                        best = Some((i, score, candidate));
-                    }
-                    feasible += 1;
-                    if feasible >= MAX_CANDIDATES {
-                        break;
-                    }
-                }
-            }
-        }
-        let failure = || AggregateFailure {
-            agents: n,
-            failures: failures
-                .iter()
-                .map(|(i, e)| (views[*i].node().hostname().to_owned(), e.clone()))
-                .collect(),
+        let executors = self.agents.remember_executors(&placed);
+        let condition = PodCondition {
+            type_: "PodScheduled".into(),
+            status: "True".into(),
+            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                timestamp(now),
+            )),
+            ..Default::default()
         };
-        let Some((i, _, placed)) = best else {
-            return Err(failure());
-        };
-        let state = best_state;
-        // Only the winner's spec is written out: it costs more than the attempt.
-        let spec = state.spec();
-        if let Some(changed) = placed {
-            task = changed;
-        }
-        if let Some(roles) = state.pod_roles() {
-            task.roles = roles.clone();
-        }
-        task.spec = Some(Arc::new(spec));
-        task.offer_id = Some(views[i].id().clone());
-        task.set(Flag::Launched);
-        match self.registry.register(task) {
-            Ok(task) => {
-                // Later pods of the round see what is left of the offer.
-                states[i] = Some(state);
-                Ok((task, i))
-            }
-            Err(e) => {
-                // The pod has a live task already: it must not get a second.
-                // The offer is left as it was before this pod.
-                tracing::warn!(error = %e, "not launching a second task for a pod");
-                Err(failure())
-            }
-        }
+        self.emit(Effect::Launch(Round {
+            placed,
+            condition,
+            executors,
+            now,
+        }));
     }
 
-    /// Books a failed attempt; returns what to write when the pod is
-    /// newly or differently unschedulable.
+    /// Books a failed attempt, and writes the event and condition when the
+    /// pod is newly or differently unschedulable (true then).
     fn unschedulable(
         &mut self,
         attempt: &Attempt,
         failure: &AggregateFailure,
         now: SystemTime,
-    ) -> Option<Unschedulable> {
+    ) -> bool {
         if failure.agents < self.agents.len() && !failure.is_invalid_pod() {
             // Some agents had no offer out (their resources are being used
             // or re-offered): the pod may fit there. Look again soon, without
             // calling it unschedulable or growing its backoff.
             self.observed.metrics.attempt("deferred", &[]);
-            self.queue.defer(&attempt.key, now + DEFER);
-            return None;
+            self.pending.queue_mut().defer(&attempt.key, now + DEFER);
+            return false;
         }
         let message = failure.to_string();
         self.observed
             .metrics
             .attempt("unschedulable", &failure.counts());
         let changed = self
-            .queue
-            .get(&attempt.key)
+            .pending
+            .entry(&attempt.key)
             .is_none_or(|e| e.last_reason.as_deref() != Some(message.as_str()));
-        self.queue.backoff(&attempt.key, now, message.clone());
+        self.pending
+            .queue_mut()
+            .backoff(&attempt.key, now, message.clone());
         if !changed {
-            return None;
+            return false;
         }
         let mut status = attempt.pod.status.clone().unwrap_or_default();
         status.phase.get_or_insert_with(|| "Pending".into());
@@ -305,45 +209,15 @@ impl Core {
             &message,
             now,
         );
-        Some(Unschedulable {
-            key: attempt.key.clone(),
-            event: pod_event(&attempt.pod, "Warning", "FailedScheduling", message, now),
-            status,
-        })
-    }
-
-    /// Writes the FailedScheduling events, then the conditions, concurrently.
-    async fn report_unschedulable(&self, all: Vec<Unschedulable>) {
-        let api = self.api.clone();
-        join_all(all.into_iter().map(|u| {
-            let api = api.clone();
-            async move {
-                let ns = u.key.namespace.clone();
-                if let Err(e) = api.create_event(&ns, u.event).await {
-                    tracing::debug!(error = %e, "could not record an event");
-                }
-                if let Err(e) = api.update_pod_status(&ns, &u.key.name, u.status).await {
-                    tracing::debug!(pod = %u.key.name, error = %e, "could not mark the pod unschedulable");
-                }
-            }
-        }))
-        .await;
-    }
-
-    /// Records an event about a pod; failures are logged, never fatal.
-    pub(super) async fn event(
-        &self,
-        pod: &Pod,
-        type_: &str,
-        reason: &str,
-        message: String,
-        now: SystemTime,
-    ) {
-        let ev = pod_event(pod, type_, reason, message, now);
-        let ns = ev.metadata.namespace.clone().unwrap_or_default();
-        if let Err(e) = self.api.create_event(&ns, ev).await {
-            tracing::debug!(error = %e, "could not record an event");
-        }
+        let event = pod_event(&attempt.pod, "Warning", "FailedScheduling", message, now);
+        self.emit(Effect::Store(vec![
+            Write::Event(Box::new(event)),
+            Write::PodStatus {
+                key: attempt.key.clone(),
+                status: Box::new(status),
+            },
+        ]));
+        true
     }
 }
 

@@ -6,111 +6,70 @@
 use std::time::{Duration, SystemTime};
 
 use mesos::proto::scheduler::{Call, call};
-use mesos::proto::{FrameworkId, Offer, OfferId};
-use procurement::NodeView;
+use mesos::proto::{FrameworkId, OfferId};
 use registry::{Flag, PodTask, Registry, State};
 
-use super::{AgentInfo, Core, KillReason};
+use super::Core;
+use super::effect::{Effect, Reply};
+use super::launching::KillReason;
 use crate::launch::grace_period;
-use crate::objects::node_for;
 use crate::reconcile::ReconcileRequest;
 
 /// How long after a KILL without an answer it is sent again: Mesos does
 /// not retry KILLs, and an agent that was away may have missed it.
-const KILL_RETRY: Duration = Duration::from_secs(30);
+pub(crate) const KILL_RETRY: Duration = Duration::from_secs(30);
 
 impl Core {
-    pub(super) async fn on_subscribed(
+    pub(super) fn on_subscribed(
         &mut self,
         id: FrameworkId,
         heartbeat: Duration,
         master: String,
+        now: SystemTime,
     ) {
         tracing::info!(framework = %id, %master, ?heartbeat, "subscribed to Mesos");
         self.directory.set_framework_id(&id.value);
-        self.framework_id = Some(id);
-        self.subscribed = true;
+        self.subscription.framework_id = Some(id);
+        self.subscription.subscribed = true;
         // The master rescinds every outstanding offer on re-subscribe.
         self.offers.clear();
-        self.suppressed = false;
+        self.subscription.suppressed = false;
         self.observed.metrics.subscriptions.inc();
         self.observed.set_master(Some(master), Some(heartbeat));
-        self.start_explicit_reconciliation();
-        self.revive_or_suppress(true).await;
+        self.start_explicit_reconciliation(now);
+        self.revive_or_suppress(true, now);
     }
 
     pub(super) fn on_disconnected(&mut self, reason: &str) {
         tracing::warn!(reason, "lost the Mesos subscription");
-        self.subscribed = false;
+        self.subscription.subscribed = false;
         self.offers.clear();
-        self.reconciler.abort();
+        self.subscription.reconciler.abort();
         self.observed.metrics.reconnects.inc();
         self.observed.set_master(None, None);
     }
 
     /// Every live task, asked about explicitly.
-    pub(super) fn start_explicit_reconciliation(&mut self) {
-        let now = self.now();
+    pub(super) fn start_explicit_reconciliation(&mut self, now: SystemTime) {
+        let launching = &self.launching;
         let tasks = self
             .registry
             .list(&|t: &PodTask| t.is_live() && t.has(Flag::Launched))
             .into_iter()
             // Mesos has not heard of a task whose ACCEPT is under way, and
             // would call it unknown (lost) just before launching it.
-            .filter(|t| !self.launching.contains(&t.id))
+            .filter(|t| !launching.contains(&t.id))
             .map(|t| {
                 let agent = t.spec.as_ref().map(|s| s.agent_id.value.clone());
                 (t.id.value, agent)
             });
-        self.reconciler.start_explicit(tasks, now);
+        self.subscription.reconciler.start_explicit(tasks, now);
     }
 
-    /// Keeps the Node object of an agent current: written when the agent
-    /// is first seen and whenever it offers more than ever before.
-    pub(super) async fn note_agent(&mut self, offer: &Offer, now: SystemTime) {
-        let Some(agent_id) = offer.agent_id.as_ref().map(|a| a.value.clone()) else {
-            return;
-        };
-        // Summed straight from the wire: this runs for every offer.
-        let mut offered: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
-        for r in &offer.resources {
-            if let Some(s) = &r.scalar {
-                *offered.entry(r.name.as_str()).or_default() += s.value;
-            }
-        }
-        let offered_scalar = |name: &str| offered.get(name).copied().unwrap_or(0.0);
-        let entry = self.agents.entry(agent_id).or_insert_with(|| AgentInfo {
-            hostname: offer.hostname.clone(),
-            capacity: Default::default(),
-            written: false,
-        });
-        let mut changed = !entry.written || entry.hostname != offer.hostname;
-        entry.hostname.clone_from(&offer.hostname);
-        for name in ["cpus", "mem", "disk", "gpus"] {
-            let seen = entry.capacity.entry(name).or_insert(0.0);
-            if offered_scalar(name) > *seen {
-                *seen = offered_scalar(name);
-                changed = true;
-            }
-        }
-        if !changed {
-            return;
-        }
-        let Ok(view) = NodeView::from_offer(offer) else {
-            return;
-        };
-        let node = node_for(&view, &entry.capacity, now);
-        entry.written = true;
-        if let Err(e) = self.api.upsert_node(node).await {
-            tracing::warn!(host = %offer.hostname, error = %e, "could not write the agent's Node");
-        }
-    }
-
-    pub(super) async fn decline(&self, ids: Vec<OfferId>) {
+    pub(super) fn decline(&mut self, ids: Vec<OfferId>) {
         if ids.is_empty() {
             return;
         }
-        let n = ids.len() as u64;
         let call = Call {
             r#type: Some(call::Type::Decline as i32),
             decline: Some(call::Decline {
@@ -121,14 +80,10 @@ impl Core {
             }),
             ..Default::default()
         };
-        match self.mesos.call(call).await {
-            Ok(()) => self.observed.metrics.offers_declined.add(n),
-            Err(e) => tracing::debug!(error = %e, "DECLINE not sent"),
-        }
+        self.emit(Effect::Call(call, Reply::None));
     }
 
-    pub(super) async fn sweep(&mut self) {
-        let now = self.now();
+    pub(super) fn sweep(&mut self, now: SystemTime) {
         // Offers held past their TTL go back, refused for a while.
         let expired: Vec<OfferId> = self
             .offers
@@ -140,15 +95,13 @@ impl Core {
             .metrics
             .offers_expired
             .add(expired.len() as u64);
-        if self.subscribed {
-            self.decline(expired).await;
-        }
-        if !self.subscribed {
+        if !self.subscription.subscribed {
             return;
         }
-        self.start_deadlines(now).await;
-        self.retry_kills(now).await;
-        for request in self.reconciler.poll(now) {
+        self.decline(expired);
+        self.start_deadlines(now);
+        self.retry_kills(now);
+        for request in self.subscription.reconciler.poll(now) {
             self.observed.metrics.reconciliations.inc();
             let tasks = match request {
                 ReconcileRequest::Implicit => Vec::new(),
@@ -165,20 +118,18 @@ impl Core {
                 reconcile: Some(call::Reconcile { tasks }),
                 ..Default::default()
             };
-            if let Err(e) = self.mesos.call(call).await {
-                tracing::debug!(error = %e, "RECONCILE not sent");
-            }
+            self.emit(Effect::Call(call, Reply::None));
         }
         for gone in self.registry.gc(now) {
             tracing::debug!(task = %gone.id, "finished task retired from the registry");
             self.observed.forget_task(&gone.id.value);
         }
-        self.revive_or_suppress(false).await;
+        self.revive_or_suppress(false, now);
     }
 
     /// A launched task not RUNNING within the start deadline is killed; its
     /// pod fails with the reason once the kill is confirmed.
-    async fn start_deadlines(&mut self, now: SystemTime) {
+    fn start_deadlines(&mut self, now: SystemTime) {
         let deadline = self.config.start_deadline;
         let late = self.registry.list(&|t: &PodTask| {
             t.state == State::Pending
@@ -186,7 +137,7 @@ impl Core {
                 && now.duration_since(t.created).unwrap_or_default() >= deadline
         });
         for task in late {
-            if self.killing.contains_key(&task.id) {
+            if self.launching.killing.contains_key(&task.id) {
                 continue;
             }
             let why = KillReason {
@@ -196,67 +147,85 @@ impl Core {
                     deadline.as_secs()
                 ),
             };
-            self.kill(&task, grace_period(&task), why).await;
+            self.kill(&task, grace_period(&task), why, now);
         }
     }
 
-    async fn retry_kills(&mut self, now: SystemTime) {
-        let due: Vec<_> = self
+    fn retry_kills(&mut self, now: SystemTime) {
+        let mut due: Vec<_> = self
+            .launching
             .killing
             .iter()
             .filter(|(_, sent)| now.duration_since(**sent).unwrap_or_default() >= KILL_RETRY)
             .map(|(id, _)| id.clone())
             .collect();
+        // In a fixed order, so the effects do not depend on hashing.
+        due.sort();
         for id in due {
             match self.registry.get(&id) {
                 Some(task) if task.is_live() => {
-                    let why = self.kill_reasons.get(&id).cloned().unwrap_or(KillReason {
-                        reason: "Killed".into(),
-                        message: "killed by mesopod".into(),
-                    });
-                    self.kill(&task, grace_period(&task), why).await;
+                    let why = self
+                        .launching
+                        .reasons
+                        .get(&id)
+                        .cloned()
+                        .unwrap_or(KillReason {
+                            reason: "Killed".into(),
+                            message: "killed by mesopod".into(),
+                        });
+                    self.kill(&task, grace_period(&task), why, now);
                 }
-                _ => {
-                    self.killing.remove(&id);
-                    self.kill_reasons.remove(&id);
-                }
+                _ => self.launching.forget_kill(&id),
             }
         }
     }
 
     /// SUPPRESS when nothing waits; REVIVE, at most once per interval, when
-    /// pods wait and offers are suppressed or missing.
-    pub(super) async fn revive_or_suppress(&mut self, force: bool) {
-        if !self.subscribed {
+    /// pods wait and offers are suppressed or missing. The core counts on
+    /// the call succeeding and sets itself back if it did not
+    /// ([`Core::on_called`]).
+    pub(super) fn revive_or_suppress(&mut self, force: bool, now: SystemTime) {
+        let sub = &mut self.subscription;
+        if !sub.subscribed {
             return;
         }
-        let now = self.now();
-        if self.queue.is_empty() {
-            if !self.suppressed || force {
+        if self.pending.queue().is_empty() {
+            if !sub.suppressed || force {
+                sub.suppressed = true;
                 let call = Call {
                     r#type: Some(call::Type::Suppress as i32),
                     suppress: Some(call::Suppress::default()),
                     ..Default::default()
                 };
-                if self.mesos.call(call).await.is_ok() {
-                    self.suppressed = true;
-                }
+                self.emit(Effect::Call(call, Reply::Suppress));
             }
             return;
         }
-        let want = self.suppressed || force;
-        let allowed = self.last_revive.is_none_or(|t| {
+        let want = sub.suppressed || force;
+        let allowed = sub.last_revive.is_none_or(|t| {
             now.duration_since(t).unwrap_or_default() >= self.config.revive_min_interval
         });
         if want && (allowed || force) {
+            sub.suppressed = false;
+            sub.revive_before = sub.last_revive.replace(now);
             let call = Call {
                 r#type: Some(call::Type::Revive as i32),
                 revive: Some(call::Revive::default()),
                 ..Default::default()
             };
-            if self.mesos.call(call).await.is_ok() {
-                self.suppressed = false;
-                self.last_revive = Some(now);
+            self.emit(Effect::Call(call, Reply::Revive));
+        }
+    }
+
+    /// A REVIVE or SUPPRESS ended; one that failed changed nothing.
+    pub(super) fn on_called(&mut self, call: Reply, ok: bool) {
+        let sub = &mut self.subscription;
+        match (call, ok) {
+            (_, true) | (Reply::None, _) => {}
+            (Reply::Suppress, false) => sub.suppressed = false,
+            (Reply::Revive, false) => {
+                sub.suppressed = true;
+                sub.last_revive = sub.revive_before.take();
             }
         }
     }

@@ -13,8 +13,9 @@
 //! | `/healthz`, `/readyz` | up; subscribed and store ready |
 //! | `/metrics` | Prometheus text |
 //!
-//! Handlers only read: the registry (concurrent map) and the core's
-//! published snapshot, which may be one loop turn old.
+//! Handlers only read: the registry, through a read-only
+//! [`registry::RegistryReader`], and the core's published snapshot,
+//! which may be one loop turn old.
 
 mod page;
 mod tasks;
@@ -29,7 +30,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use registry::{InMemoryRegistry, PodTask, Registry};
+use registry::{PodTask, RegistryReader};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
@@ -40,8 +41,8 @@ use crate::observe::Observed;
 /// What the handlers read.
 #[derive(Clone)]
 pub struct DebugState {
-    /// The task registry.
-    pub registry: Arc<InMemoryRegistry>,
+    /// The task registry, read-only.
+    pub registry: RegistryReader,
     /// The core's snapshot and metrics.
     pub observed: Arc<Observed>,
     /// To know whether a subscription is open.
@@ -99,42 +100,54 @@ struct FormatQuery {
     format: Option<String>,
 }
 
+/// `rows` as an aligned table under `columns` when the client asked for
+/// text (each row's cells from `cells`), else as JSON.
+fn table_or_json<R>(
+    headers: &HeaderMap,
+    q: &FormatQuery,
+    rows: &[R],
+    columns: &[&str],
+    cells: impl Fn(&R) -> Vec<String>,
+    as_json: impl FnOnce(&[R]) -> Response,
+) -> Response {
+    if wants_text(headers, q.format.as_deref()) {
+        return plain(text::table(columns, rows.iter().map(cells).collect()));
+    }
+    as_json(rows)
+}
+
 async fn offers(
     State(s): State<DebugState>,
     headers: HeaderMap,
     Query(q): Query<FormatQuery>,
 ) -> Response {
-    let snap = s.observed.snapshot();
-    if wants_text(&headers, q.format.as_deref()) {
-        let rows = snap
-            .offers
-            .iter()
-            .map(|o| {
-                vec![
-                    o.id.clone(),
-                    o.hostname.clone(),
-                    o.agent_id.clone(),
-                    format!("{:.1}s", o.age_seconds),
-                    format!("{:.1}s", o.ttl_left_seconds),
-                    o.resources(),
-                ]
-            })
-            .collect();
-        return plain(text::table(
-            &["OFFER", "HOST", "AGENT", "AGE", "TTL LEFT", "RESOURCES"],
-            rows,
-        ));
-    }
-    let rows: Vec<serde_json::Value> = snap
-        .offers
-        .iter()
-        .map(|o| {
-            let mut v = serde_json::to_value(o).unwrap_or_default();
-            v["resources"] = serde_json::Value::String(o.resources());
-            v
-        })
-        .collect();
-    json(&rows)
+    table_or_json(
+        &headers,
+        &q,
+        &s.observed.snapshot().offers,
+        &["OFFER", "HOST", "AGENT", "AGE", "TTL LEFT", "RESOURCES"],
+        |o| {
+            vec![
+                o.id.clone(),
+                o.hostname.clone(),
+                o.agent_id.clone(),
+                format!("{:.1}s", o.age_seconds),
+                format!("{:.1}s", o.ttl_left_seconds),
+                o.resources(),
+            ]
+        },
+        |offers| {
+            let rows: Vec<serde_json::Value> = offers
+                .iter()
+                .map(|o| {
+                    let mut v = serde_json::to_value(o).unwrap_or_default();
+                    v["resources"] = serde_json::Value::String(o.resources());
+                    v
+                })
+                .collect();
+            json(&rows)
+        },
+    )
 }
 
 async fn queue(
@@ -142,35 +155,30 @@ async fn queue(
     headers: HeaderMap,
     Query(q): Query<FormatQuery>,
 ) -> Response {
-    let snap = s.observed.snapshot();
-    if wants_text(&headers, q.format.as_deref()) {
-        let rows = snap
-            .queue
-            .iter()
-            .map(|e| {
-                vec![
-                    format!("{}/{}", e.namespace, e.name),
-                    e.priority.to_string(),
-                    e.attempts.to_string(),
-                    e.holds.to_string(),
-                    format!("{:.1}s", e.next_try_in_seconds),
-                    e.last_reason.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
-        return plain(text::table(
-            &[
-                "POD",
-                "PRIORITY",
-                "ATTEMPTS",
-                "HOLDS",
-                "NEXT TRY",
-                "LAST REASON",
-            ],
-            rows,
-        ));
-    }
-    json(&snap.queue)
+    table_or_json(
+        &headers,
+        &q,
+        &s.observed.snapshot().queue,
+        &[
+            "POD",
+            "PRIORITY",
+            "ATTEMPTS",
+            "HOLDS",
+            "NEXT TRY",
+            "LAST REASON",
+        ],
+        |e| {
+            vec![
+                format!("{}/{}", e.namespace, e.name),
+                e.priority.to_string(),
+                e.attempts.to_string(),
+                e.holds.to_string(),
+                format!("{:.1}s", e.next_try_in_seconds),
+                e.last_reason.clone().unwrap_or_default(),
+            ]
+        },
+        |rows| json(&rows),
+    )
 }
 
 fn epoch_secs(t: Option<std::time::SystemTime>) -> Option<f64> {

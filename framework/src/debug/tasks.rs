@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mesos::proto::TaskId;
-use registry::{PodTask, Registry};
+use registry::PodTask;
 use serde::{Deserialize, Serialize};
 
 use super::{DebugState, json, plain, text, wants_text};

@@ -23,14 +23,6 @@ use crate::state::ProcureState;
 pub struct NodeProcurement;
 
 impl Procurement for NodeProcurement {
-    fn modifies_task(&self) -> bool {
-        false
-    }
-
-    fn enforces_node_selector(&self) -> bool {
-        true
-    }
-
     fn procure(
         &self,
         task: &mut PodTask,
@@ -73,6 +65,14 @@ impl Procurement for NodeProcurement {
             }
         }
         Ok(())
+    }
+
+    fn modifies_task(&self) -> bool {
+        false
+    }
+
+    fn enforces_node_selector(&self) -> bool {
+        true
     }
 }
 

@@ -3,13 +3,13 @@
 //! A pod that selects `zone=z3` in a cluster of ten zones fails on nine
 //! offers in ten; trying each of them (a state, a pipeline run, an error)
 //! was most of a scheduling round's time. When the pipeline refuses every
-//! node that lacks a selector entry ([`procurement::Procurement::
+//! node that lacks a selector entry ([`crate::Procurement::
 //! enforces_node_selector`]), the round tries only the offers whose node
 //! carries the pod's rarest entry; the pipeline still checks everything.
 
 use std::collections::HashMap;
 
-use procurement::OfferView;
+use crate::offer::OfferView;
 
 /// Offer indices by node label (key, then value), built once per round on
 /// first use.

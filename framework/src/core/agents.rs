@@ -1,0 +1,129 @@
+//! Agents and their executors: the Node each agent gets, and the exact
+//! executor info each agent runs (Mesos refuses a task whose executor info
+//! differs from the running executor's).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::Node;
+use mesos::proto::{ExecutorInfo, Offer};
+use procurement::NodeView;
+
+use super::Lookup;
+use super::effect::Placed;
+use crate::objects::node_for;
+
+/// What the core remembers of an agent.
+#[derive(Debug, Clone)]
+struct AgentInfo {
+    hostname: String,
+    /// The most of each scalar the agent has offered: its capacity, as far
+    /// as offers tell.
+    capacity: BTreeMap<&'static str, f64>,
+    /// Whether its Node has been written.
+    written: bool,
+}
+
+/// Every agent seen, and the executor info each runs.
+#[derive(Debug, Default)]
+pub(crate) struct Agents {
+    agents: HashMap<String, AgentInfo>,
+    /// The exact `ExecutorInfo` each agent's executor was launched with, so
+    /// a reused executor is named identically.
+    executors: HashMap<String, Arc<ExecutorInfo>>,
+}
+
+impl Agents {
+    /// How many agents have offered anything.
+    pub(crate) fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// The agent's Node when it is first seen or offers more than ever
+    /// before (its capacity as far as offers tell); `None` otherwise.
+    pub(crate) fn note(&mut self, offer: &Offer, now: SystemTime) -> Option<Node> {
+        let agent_id = offer.agent_id.as_ref()?.value.clone();
+        // Summed straight from the wire: this runs for every offer.
+        let mut offered: BTreeMap<&str, f64> = BTreeMap::new();
+        for r in &offer.resources {
+            if let Some(s) = &r.scalar {
+                *offered.entry(r.name.as_str()).or_default() += s.value;
+            }
+        }
+        let offered_scalar = |name: &str| offered.get(name).copied().unwrap_or(0.0);
+        let entry = self.agents.entry(agent_id).or_insert_with(|| AgentInfo {
+            hostname: offer.hostname.clone(),
+            capacity: BTreeMap::new(),
+            written: false,
+        });
+        let mut changed = !entry.written || entry.hostname != offer.hostname;
+        entry.hostname.clone_from(&offer.hostname);
+        for name in ["cpus", "mem", "disk", "gpus"] {
+            let seen = entry.capacity.entry(name).or_insert(0.0);
+            if offered_scalar(name) > *seen {
+                *seen = offered_scalar(name);
+                changed = true;
+            }
+        }
+        if !changed {
+            return None;
+        }
+        let view = NodeView::from_offer(offer).ok()?;
+        entry.written = true;
+        Some(node_for(&view, &entry.capacity, now))
+    }
+
+    /// Notes the executor info each placed task launches with on its agent,
+    /// and returns the durable writes of the ones that changed (one meta key
+    /// per agent), so later pods, and a restarted mesopod, name the
+    /// executor identically. They are written with the bindings, before the
+    /// ACCEPT. Recording an info whose launch then fails is harmless: it is
+    /// consulted only for an agent whose offers show the executor running,
+    /// and a fresh launch there overwrites it.
+    pub(crate) fn remember_executors(&mut self, placed: &[Placed]) -> BTreeMap<String, Vec<u8>> {
+        let mut writes = BTreeMap::new();
+        for spec in placed.iter().filter_map(|p| p.task.spec.as_ref()) {
+            let Some(info) = spec.executor.as_ref() else {
+                continue;
+            };
+            let agent = &spec.agent_id.value;
+            if self
+                .executors
+                .get(agent)
+                .is_some_and(|known| Arc::ptr_eq(known, info) || **known == **info)
+            {
+                continue;
+            }
+            match serde_json::to_vec(info.as_ref()) {
+                Ok(bytes) => {
+                    writes.insert(executor_key(agent), bytes);
+                }
+                Err(e) => tracing::warn!(error = %e, "could not encode an executor info"),
+            }
+            self.executors.insert(agent.clone(), Arc::clone(info));
+        }
+        writes
+    }
+
+    /// The info the agent's running executor was launched with: remembered,
+    /// or stored by an earlier mesopod.
+    pub(crate) fn executor_on(
+        &mut self,
+        agent: &str,
+        lookup: &dyn Lookup,
+    ) -> Option<Arc<ExecutorInfo>> {
+        if let Some(info) = self.executors.get(agent) {
+            return Some(info.clone());
+        }
+        let raw = lookup.meta(&executor_key(agent))?;
+        let info = Arc::new(serde_json::from_slice::<ExecutorInfo>(&raw).ok()?);
+        self.executors.insert(agent.to_owned(), info.clone());
+        Some(info)
+    }
+}
+
+/// The meta key of the executor info launched on `agent`.
+fn executor_key(agent: &str) -> String {
+    format!("{}/{agent}", super::EXECUTORS_KEY)
+}

@@ -1,0 +1,190 @@
+//! Subscription, placement, pods that fit nowhere, admission.
+
+use super::*;
+use crate::admission::{Changes, Outcome};
+
+#[test]
+fn subscribing_with_nothing_waiting_suppresses_offers() {
+    let mut core = core();
+    assert_eq!(describe(&core.step(subscribed(), at(0))), ["SUPPRESS"]);
+}
+
+#[test]
+fn a_pod_that_fits_is_placed_and_handed_to_a_launch_task() {
+    let mut core = core();
+    let _ = core.step(subscribed(), at(0));
+    let effects = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    assert_eq!(describe(&effects), ["node h1"], "a new agent gets its Node");
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(describe(&effects), ["launch web on offer-h1"]);
+    let Effect::Launch(round) = &effects[0] else {
+        unreachable!()
+    };
+    assert_eq!(round.condition.type_, "PodScheduled");
+    assert_eq!(round.condition.status, "True");
+    // The offer is taken: nothing is placed on it twice.
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("db", "1"))), at(1));
+    assert!(core.step(Step::Schedule, at(1)).is_empty());
+}
+
+#[test]
+fn subscribe_disconnect_and_subscribe_again() {
+    let mut core = core();
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(0));
+    // A pod waits: offers are asked for.
+    assert_eq!(describe(&core.step(subscribed(), at(0))), ["REVIVE"]);
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let lost = driver(DriverEvent::Disconnected {
+        reason: "stream closed".into(),
+    });
+    assert!(core.step(lost, at(1)).is_empty());
+    // The master took back every offer: nothing to place on, nothing sent.
+    assert!(core.step(Step::Schedule, at(1)).is_empty());
+    assert!(core.step(Step::Tick, at(1)).is_empty());
+    // A new subscription asks for offers again, whatever the last REVIVE.
+    assert_eq!(describe(&core.step(subscribed(), at(1))), ["REVIVE"]);
+}
+
+#[test]
+fn a_failed_revive_is_sent_again_at_the_next_sweep() {
+    let mut core = core();
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(0));
+    let _ = core.step(subscribed(), at(0));
+    let failed = Step::Called {
+        call: super::super::Reply::Revive,
+        ok: false,
+    };
+    assert!(core.step(failed, at(0)).is_empty());
+    // (The sweep also sends the reconciliation the subscription started.)
+    assert_eq!(
+        describe(&core.step(Step::Tick, at(5))),
+        ["RECONCILE 0 tasks", "REVIVE"]
+    );
+}
+
+#[test]
+fn a_pod_that_fits_nowhere_gets_one_failed_scheduling_event_per_reason() {
+    let mut core = cluster(&["h1"]);
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("huge", "64"))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(
+        describe(&effects),
+        ["event FailedScheduling huge, then status huge Pending"]
+    );
+    let Effect::Store(writes) = &effects[0] else {
+        unreachable!()
+    };
+    let Write::Event(event) = &writes[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        event.message.as_deref(),
+        Some("0/1 agents available: 1 insufficient cpus.")
+    );
+    // Tried again after its backoff, for the same reason: nothing new to say.
+    assert!(core.step(Step::Schedule, at(600)).is_empty());
+}
+
+#[test]
+fn a_pod_that_saw_only_part_of_the_cluster_is_deferred_quietly() {
+    let mut core = cluster(&["h1", "h2"]);
+    // h2's offer is in use elsewhere: only h1's is out.
+    let _ = core.step(rescind("offer-h2"), at(0));
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("huge", "64"))), at(1));
+    assert!(core.step(Step::Schedule, at(1)).is_empty());
+}
+
+#[test]
+fn admission_holds_then_refuses() {
+    let mut core = core_admitting();
+    let _ = core.step(subscribed(), at(0));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(1));
+    // Admission is I/O: the core asks, and places nothing until it hears.
+    assert_eq!(
+        describe(&core.step(Step::Schedule, at(1))),
+        ["admit 1 pods"]
+    );
+    assert!(
+        core.step(Step::Schedule, at(1)).is_empty(),
+        "one round at a time"
+    );
+    let held = Step::Admitted(vec![Outcome::Hold("quota".into())]);
+    assert_eq!(
+        describe(&core.step(held, at(1))),
+        ["event AdmissionHeld web"]
+    );
+    // Held again: no second event.
+    assert_eq!(
+        describe(&core.step(Step::Schedule, at(30))),
+        ["admit 1 pods"]
+    );
+    let held = Step::Admitted(vec![Outcome::Hold("quota".into())]);
+    assert!(core.step(held, at(30)).is_empty());
+    assert_eq!(
+        describe(&core.step(Step::Schedule, at(90))),
+        ["admit 1 pods"]
+    );
+    let refused = Step::Admitted(vec![Outcome::Refuse("no tenant".into())]);
+    assert_eq!(
+        describe(&core.step(refused, at(90))),
+        ["event AdmissionRefused web, then status web Failed"]
+    );
+    // Failed for good: never tried again.
+    assert!(core.step(Step::Schedule, at(900)).is_empty());
+}
+
+#[test]
+fn an_admitted_pod_is_placed_as_the_hooks_changed_it() {
+    let mut core = core_admitting();
+    let _ = core.step(subscribed(), at(0));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(1));
+    let _ = core.step(Step::Schedule, at(1));
+    let changes = Changes {
+        labels: [("tenant".to_owned(), "a".to_owned())].into(),
+        ..Changes::default()
+    };
+    let admitted = Step::Admitted(vec![Outcome::Admit {
+        changes: changes.clone(),
+        warnings: vec!["hook-b failed open".into()],
+    }]);
+    let effects = core.step(admitted, at(1));
+    assert_eq!(
+        describe(&effects),
+        ["event AdmissionFailOpen web", "launch web on offer-h1"]
+    );
+    let Effect::Launch(round) = &effects[1] else {
+        unreachable!()
+    };
+    assert_eq!(round.placed[0].changes, changes);
+}
+
+#[test]
+fn another_scheduler_taking_over_stops_the_core() {
+    let mut core = core();
+    let over = driver(DriverEvent::FailedOver {
+        message: "Framework failed over".into(),
+    });
+    assert_eq!(
+        describe(&core.step(over, at(0))),
+        ["stop: Framework failed over"]
+    );
+}
+
+#[test]
+fn after_a_restart_the_pods_still_waiting_are_queued_again() {
+    let mut core = core();
+    let mut bound = (*pod("done", "1")).clone();
+    bound.spec.as_mut().unwrap().node_name = Some("h1".into());
+    let recovered = Step::Recovered(vec![pod("web", "1"), Arc::new(bound)]);
+    assert!(core.step(recovered, at(0)).is_empty());
+    // One pod waits (the bound one is not ours to place): offers wanted.
+    assert_eq!(describe(&core.step(subscribed(), at(0))), ["REVIVE"]);
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    assert_eq!(
+        describe(&core.step(Step::Schedule, at(1))),
+        ["launch web on offer-h1"]
+    );
+}
