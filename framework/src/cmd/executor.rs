@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use executor::backoff::Backoff;
-use executor::duration::parse_duration;
 use executor::{Executor, ExecutorEnv, Options};
 use mesos::client::ExecutorClient;
 use mesos::codec::Codec;
@@ -48,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         |flag: &str, value: &Option<String>, default: Duration| -> anyhow::Result<Duration> {
             match value {
                 None => Ok(default),
-                Some(v) => parse_duration(v).with_context(|| format!("--{flag}")),
+                Some(v) => mesos::duration::parse(v).with_context(|| format!("--{flag}")),
             }
         };
     let restart_backoff = Backoff {
