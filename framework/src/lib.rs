@@ -19,7 +19,6 @@
 
 pub mod admission;
 pub mod app;
-pub mod backoff;
 pub mod cli;
 pub mod cmd;
 pub mod config;

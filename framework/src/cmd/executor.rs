@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use executor::backoff::Backoff;
+use executor::backoff::{Backoff, CRASH_LOOP};
 use executor::{Executor, ExecutorEnv, Options};
 use mesos::client::ExecutorClient;
 use mesos::codec::Codec;
@@ -51,15 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         };
     let restart_backoff = Backoff {
-        initial: duration(
-            "restart-backoff",
-            &args.restart_backoff,
-            Backoff::CRASH_LOOP.initial,
-        )?,
+        initial: duration("restart-backoff", &args.restart_backoff, CRASH_LOOP.initial)?,
         max: duration(
             "restart-backoff-max",
             &args.restart_backoff_max,
-            Backoff::CRASH_LOOP.max,
+            CRASH_LOOP.max,
         )?,
     };
     let options = Options {
