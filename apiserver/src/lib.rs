@@ -98,7 +98,6 @@ pub mod logs;
 mod openapi;
 pub mod patch;
 mod protobuf;
-mod quantity;
 pub mod resource;
 pub mod selectors;
 pub mod store;

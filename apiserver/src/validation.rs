@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::error::{ApiError, Cause, CauseKind};
-use crate::quantity;
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
@@ -366,19 +365,19 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
         for (which, map) in [("limits", &r.limits), ("requests", &r.requests)] {
             for (name, q) in map.iter().flatten() {
                 let field = format!("{path}.resources.{which}[{name}]");
-                match quantity::parse(&q.0) {
-                    None => causes.invalid(
+                match quantity::Quantity::parse(&q.0).map(|q| q.to_f64()) {
+                    Err(_) => causes.invalid(
                         field,
                         &q.0,
                         &format!(
                             "quantities must match the regular expression '{}'",
-                            quantity::QUANTITY_PATTERN
+                            quantity::PATTERN
                         ),
                     ),
-                    Some(v) if v < 0.0 => {
+                    Ok(v) if v < 0.0 => {
                         causes.invalid(field, &q.0, "must be greater than or equal to 0")
                     }
-                    Some(v) => {
+                    Ok(v) => {
                         parsed.insert((which, name.as_str()), v);
                     }
                 }

@@ -11,9 +11,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mesos::duration::DurationError;
 use mesos::proto::{ExecutorId, FrameworkId};
-
-use crate::duration::{DurationError, parse_duration};
 
 /// Mesos' default `--executor_shutdown_grace_period`.
 pub const DEFAULT_SHUTDOWN_GRACE_PERIOD: Duration = Duration::from_secs(5);
@@ -93,9 +92,8 @@ impl ExecutorEnv {
         let duration = |name: &'static str, default: Duration| -> Result<Duration, EnvError> {
             match vars.get(name) {
                 None => Ok(default),
-                Some(v) => {
-                    parse_duration(v).map_err(|source| EnvError::BadDuration { name, source })
-                }
+                Some(v) => mesos::duration::parse(v)
+                    .map_err(|source| EnvError::BadDuration { name, source }),
             }
         };
         let sandbox = vars

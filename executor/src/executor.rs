@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::agent::{Agent, AgentError, EventStream};
-use crate::backoff::Backoff;
+use crate::backoff::{self, Backoff};
 use crate::env::ExecutorEnv;
 use crate::pod::PodPlan;
 use crate::reliable::Unacknowledged;
@@ -98,7 +98,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            restart_backoff: Backoff::CRASH_LOOP,
+            restart_backoff: backoff::CRASH_LOOP,
             registration_timeout: REGISTRATION_TIMEOUT,
         }
     }

@@ -51,7 +51,6 @@
 
 pub mod agent;
 pub mod backoff;
-pub mod duration;
 pub mod env;
 pub mod executor;
 pub mod layout;

@@ -28,7 +28,7 @@ pub struct RuntimeConfig {
     pub host_ip: String,
     /// The node name for pods that do not carry `spec.nodeName`.
     pub node_name: String,
-    /// Crash-loop backoff ([`Backoff::CRASH_LOOP`] in production).
+    /// Crash-loop backoff ([`CRASH_LOOP`](crate::backoff::CRASH_LOOP) in production).
     pub backoff: Backoff,
 }
 

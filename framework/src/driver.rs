@@ -19,13 +19,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use mesos::client::ClientError;
+use mesos::client::backoff::Retry;
 use mesos::client::scheduler::{SchedulerClient, SubscriptionHandle};
 use mesos::proto::framework_info::{Capability, capability};
 use mesos::proto::scheduler::{Call, Event, call, event};
 use mesos::proto::{FrameworkId, FrameworkInfo};
 use tokio::sync::{mpsc, watch};
 
-use crate::backoff::Backoff;
 use crate::config::FrameworkConfig;
 
 /// A stream silent for this many heartbeat intervals is considered dead.
@@ -192,7 +192,7 @@ async fn run(
     events: mpsc::Sender<DriverEvent>,
     current: watch::Sender<Option<Subscribed>>,
 ) {
-    let mut backoff = Backoff::new(RECONNECT_INITIAL, RECONNECT_MAX);
+    let mut backoff = Retry::new(RECONNECT_INITIAL, RECONNECT_MAX);
     loop {
         let outcome = subscribe_once(
             &config,
@@ -240,7 +240,7 @@ async fn subscribe_once(
     ids: &dyn FrameworkIdStore,
     events: &mpsc::Sender<DriverEvent>,
     current: &watch::Sender<Option<Subscribed>>,
-    backoff: &mut Backoff,
+    backoff: &mut Retry,
 ) -> Ended {
     let stored = ids.load();
     let info = framework_info(config, stored.clone());

@@ -25,7 +25,6 @@
 
 pub mod admission;
 pub mod app;
-pub mod backoff;
 pub mod cli;
 pub mod cmd;
 pub mod config;

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::time::{Duration, SystemTime};
 
-use crate::backoff::Backoff;
+use mesos::client::backoff::Retry;
 
 /// First wait after a failed attempt (kube-scheduler uses the same floor).
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -43,8 +43,8 @@ pub struct QueueEntry<K> {
     pub last_reason: Option<String>,
     /// When the first hold happened, for the hold window.
     pub first_hold: Option<SystemTime>,
-    failure_backoff: Backoff,
-    hold_backoff: Backoff,
+    failure_backoff: Retry,
+    hold_backoff: Retry,
 }
 
 type OrderKey<K> = (Reverse<i32>, SystemTime, K);
@@ -101,8 +101,8 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
                 next_try: now,
                 last_reason: None,
                 first_hold: None,
-                failure_backoff: Backoff::new(self.initial, self.max),
-                hold_backoff: Backoff::new(self.initial, self.max),
+                failure_backoff: Retry::new(self.initial, self.max),
+                hold_backoff: Retry::new(self.initial, self.max),
             },
         );
     }

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use crate::backoff::Backoff;
+use mesos::client::backoff::Retry;
 
 /// First wait for answers before asking again.
 pub const INITIAL_RETRY: Duration = Duration::from_secs(1);
@@ -44,7 +44,7 @@ pub struct Round {
     /// How many times the round has asked.
     pub asks: u32,
     next_ask: SystemTime,
-    backoff: Backoff,
+    backoff: Retry,
 }
 
 /// A report for the debug handlers.
@@ -110,7 +110,7 @@ impl Reconciler {
             waiting: tasks,
             asks: 0,
             next_ask: now,
-            backoff: Backoff::new(INITIAL_RETRY, MAX_RETRY),
+            backoff: Retry::new(INITIAL_RETRY, MAX_RETRY),
         });
     }
 

@@ -17,6 +17,8 @@
 //! - [`client`]: HTTP clients for the scheduler API (SUBSCRIBE to one of
 //!   several masters, following 307s to the leader; calls with the stream
 //!   id) and the executor API. They never retry or resubscribe by themselves.
+//! - [`duration`]: Mesos' duration syntax (`5secs`, `1.5mins`), as agents
+//!   write it into an executor's environment.
 //! - [`resources`]: the `Resources` value type with Mesos' arithmetic
 //!   (fixed-point scalars, normalised ranges, sets, roles) and Mesos' text
 //!   syntax for `--resources` and `--attributes`.
@@ -36,6 +38,7 @@
 
 pub mod client;
 pub mod codec;
+pub mod duration;
 pub mod proto;
 pub mod recordio;
 pub mod resources;

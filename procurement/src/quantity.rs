@@ -1,11 +1,12 @@
 //! Kubernetes quantities ("500m", "1.5", "128Mi", "1e3", "2G") as exact
-//! Mesos fixed-point amounts.
+//! Mesos fixed-point amounts, from the `quantity` crate's exact parse.
 //!
 //! Mesos keeps scalars to three decimal places, so every amount in this crate
 //! is an `i64` count of thousandths ("millis") of the Mesos unit. Conversion
 //! rounds *up*: a pod asking for 1 byte more than a MiB boundary must not be
 //! given less than it asked for.
 
+use quantity::{ParseError, Quantity};
 use thiserror::Error;
 
 /// Bytes in one Mesos MB (Mesos' `mem` and `disk` are in MiB).
@@ -38,33 +39,20 @@ pub(crate) enum Unit {
     Mebibytes,
 }
 
-/// Parses `s` and returns it in thousandths of `unit`, rounded up.
+/// Parses `s` (spaces around it allowed) and returns it in thousandths of
+/// `unit`, rounded up.
 pub(crate) fn parse_millis(s: &str, unit: Unit) -> Result<i64, QuantityError> {
-    let syntax = || QuantityError::Syntax(s.to_owned());
     let too_large = || QuantityError::TooLarge(s.to_owned());
-    let t = s.trim();
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    // Split the number from its suffix.
-    let num_end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, suffix) = t.split_at(num_end);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-        return Err(syntax());
-    }
+    let q = Quantity::parse(s.trim()).map_err(|e| match e {
+        ParseError::Syntax => QuantityError::Syntax(s.to_owned()),
+        ParseError::ExponentOutOfRange => too_large(),
+    })?;
     // mantissa * 10^exp10 * 2^exp2
     let mut mantissa: i128 = 0;
     let mut exp10: i32 = 0;
-    let mut after_point = false;
-    for c in number.bytes() {
-        if c == b'.' {
-            after_point = true;
-            continue;
-        }
+    let integer = q.integer_digits().bytes().map(|c| (c, false));
+    let fraction = q.fraction_digits().bytes().map(|c| (c, true));
+    for (c, after_point) in integer.chain(fraction) {
         // Digits past what can matter are dropped, rounding up below if any was non-zero.
         if mantissa > 1_000_000_000_000_000_000_000 {
             if after_point {
@@ -80,36 +68,11 @@ pub(crate) fn parse_millis(s: &str, unit: Unit) -> Result<i64, QuantityError> {
             exp10 -= 1;
         }
     }
-    let (e10, e2): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        s if s.starts_with(['e', 'E']) => {
-            let e: i32 = s[1..].parse().map_err(|_| syntax())?;
-            if !(-30..=30).contains(&e) {
-                return Err(too_large());
-            }
-            (e, 0)
-        }
-        _ => return Err(syntax()),
-    };
-    if negative && mantissa != 0 {
+    if q.is_negative() {
         return Err(QuantityError::Negative(s.to_owned()));
     }
-    exp10 += e10;
+    exp10 += q.exp10();
+    let e2 = q.exp2();
     // value * 1000 / divisor, rounded up.
     let divisor = match unit {
         Unit::Count => 1,

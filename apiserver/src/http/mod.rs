@@ -14,12 +14,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use tokio::net::TcpListener;
 
 use crate::api::Api;
-use crate::error::ApiError;
 use crate::resource::Resource;
 use crate::{discovery, openapi};
 use extract::{ApiPath, Params};
@@ -32,25 +30,39 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// minute's slack costs nothing and spares reading every event every second.
 const EVENT_SWEEP_RATIO: u32 = 60;
 
-async fn list_ns(
-    api: State<Api>,
-    resource: Resource,
-    ApiPath(ns): ApiPath<String>,
-    params: Params,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    objects::list(api.0, resource, Some(ns), params, headers).await
+/// `GET` of a list: cluster-wide for a namespaced resource, or a cluster-scoped one.
+fn list_all(resource: Resource) -> MethodRouter<Api> {
+    get(move |State(api): State<Api>, p: Params, h: HeaderMap| {
+        objects::list(api, resource, None, p, h)
+    })
 }
 
-fn get_ns(
-    api: &Api,
-    resource: Resource,
-    ns: &str,
-    name: &str,
-    params: &Params,
-    headers: &HeaderMap,
-) -> Result<Response, ApiError> {
-    objects::get(api, resource, ns, name, params, headers)
+/// `GET` of a namespace's list (`/namespaces/{ns}/<resource>`).
+fn list_in_namespace(resource: Resource) -> MethodRouter<Api> {
+    get(
+        move |State(api): State<Api>, ApiPath(ns): ApiPath<String>, p: Params, h: HeaderMap| {
+            objects::list(api, resource, Some(ns), p, h)
+        },
+    )
+}
+
+/// `GET` of one object in a namespace (`/namespaces/{ns}/<resource>/{name}`).
+fn get_in_namespace(resource: Resource) -> MethodRouter<Api> {
+    get(
+        move |State(api): State<Api>,
+              ApiPath((ns, name)): ApiPath<(String, String)>,
+              p: Params,
+              h: HeaderMap| async move { objects::get(&api, resource, &ns, &name, &p, &h) },
+    )
+}
+
+/// `GET` of one cluster-scoped object (`/<resource>/{name}`).
+fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
+    get(
+        move |State(api): State<Api>, ApiPath(name): ApiPath<String>, p: Params, h: HeaderMap| async move {
+            objects::get(&api, resource, "", &name, &p, &h)
+        },
+    )
 }
 
 /// All routes of the shim, with `api` as their state. The framework may merge its own
@@ -64,27 +76,17 @@ pub fn router(api: Api) -> Router {
         .route("/api/v1", get(discovery::core_v1))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
-        .route(
-            "/api/v1/pods",
-            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
-                objects::list(api, Pods, None, p, h)
-            }),
-        )
+        .route("/api/v1/pods", list_all(Pods))
         .route(
             "/api/v1/namespaces/{ns}/pods",
-            get(|a: State<Api>, ns, p, h| list_ns(a, Pods, ns, p, h)).post(pods::create),
+            list_in_namespace(Pods).post(pods::create),
         )
         .route(
             "/api/v1/namespaces/{ns}/pods/{name}",
-            get(
-                |State(api): State<Api>,
-                 ApiPath((ns, name)): ApiPath<(String, String)>,
-                 p: Params,
-                 h: HeaderMap| async move { get_ns(&api, Pods, &ns, &name, &p, &h) },
-            )
-            .put(pods::replace)
-            .patch(pods::patch)
-            .delete(pods::delete),
+            get_in_namespace(Pods)
+                .put(pods::replace)
+                .patch(pods::patch)
+                .delete(pods::delete),
         )
         .route(
             "/api/v1/namespaces/{ns}/pods/{name}/status",
@@ -93,68 +95,25 @@ pub fn router(api: Api) -> Router {
                 .patch(pods::patch_status),
         )
         .route("/api/v1/namespaces/{ns}/pods/{name}/log", get(logs::get))
-        .route(
-            "/api/v1/nodes",
-            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
-                objects::list(api, Nodes, None, p, h)
-            }),
-        )
-        .route(
-            "/api/v1/nodes/{name}",
-            get(
-                |State(api): State<Api>,
-                 ApiPath(name): ApiPath<String>,
-                 p: Params,
-                 h: HeaderMap| async move { get_ns(&api, Nodes, "", &name, &p, &h) },
-            ),
-        )
-        .route(
-            "/api/v1/nodes/{name}/status",
-            get(
-                |State(api): State<Api>,
-                 ApiPath(name): ApiPath<String>,
-                 p: Params,
-                 h: HeaderMap| async move { get_ns(&api, Nodes, "", &name, &p, &h) },
-            ),
-        )
-        .route(
-            "/api/v1/events",
-            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
-                objects::list(api, Events, None, p, h)
-            }),
-        )
+        .route("/api/v1/nodes", list_all(Nodes))
+        .route("/api/v1/nodes/{name}", get_cluster_scoped(Nodes))
+        .route("/api/v1/nodes/{name}/status", get_cluster_scoped(Nodes))
+        .route("/api/v1/events", list_all(Events))
         .route(
             "/api/v1/namespaces/{ns}/events",
-            get(|a: State<Api>, ns, p, h| list_ns(a, Events, ns, p, h)).post(others::create_event),
+            list_in_namespace(Events).post(others::create_event),
         )
         .route(
             "/api/v1/namespaces/{ns}/events/{name}",
-            get(
-                |State(api): State<Api>,
-                 ApiPath((ns, name)): ApiPath<(String, String)>,
-                 p: Params,
-                 h: HeaderMap| async move { get_ns(&api, Events, &ns, &name, &p, &h) },
-            )
-            .delete(others::delete_event),
+            get_in_namespace(Events).delete(others::delete_event),
         )
         .route(
             "/api/v1/namespaces",
-            get(|State(api): State<Api>, p: Params, h: HeaderMap| {
-                objects::list(api, Namespaces, None, p, h)
-            })
-            .post(others::create_namespace),
+            list_all(Namespaces).post(others::create_namespace),
         )
         .route(
             "/api/v1/namespaces/{ns}",
-            get(
-                |State(api): State<Api>,
-                 ApiPath(name): ApiPath<String>,
-                 p: Params,
-                 h: HeaderMap| async move {
-                    get_ns(&api, Namespaces, "", &name, &p, &h)
-                },
-            )
-            .delete(others::delete_namespace),
+            get_cluster_scoped(Namespaces).delete(others::delete_namespace),
         )
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

@@ -53,10 +53,10 @@ pub struct Args {
     #[arg(long)]
     pub data_dir: Option<std::path::PathBuf>,
     /// The simulated master's allocation interval (Mesos' default is 1s).
-    #[arg(long, default_value = "1s", value_parser = crate::cmd::scheduler::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = mesos::duration::parse_flag)]
     pub allocation_interval: Duration,
     /// Give up after this long.
-    #[arg(long, default_value = "10m", value_parser = crate::cmd::scheduler::parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = mesos::duration::parse_flag)]
     pub timeout: Duration,
 }
 

@@ -7,8 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use executor::backoff::Backoff;
-use executor::duration::parse_duration;
+use executor::backoff::{Backoff, CRASH_LOOP};
 use executor::{Executor, ExecutorEnv, Options};
 use mesos::client::ExecutorClient;
 use mesos::codec::Codec;
@@ -48,19 +47,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         |flag: &str, value: &Option<String>, default: Duration| -> anyhow::Result<Duration> {
             match value {
                 None => Ok(default),
-                Some(v) => parse_duration(v).with_context(|| format!("--{flag}")),
+                Some(v) => mesos::duration::parse(v).with_context(|| format!("--{flag}")),
             }
         };
     let restart_backoff = Backoff {
-        initial: duration(
-            "restart-backoff",
-            &args.restart_backoff,
-            Backoff::CRASH_LOOP.initial,
-        )?,
+        initial: duration("restart-backoff", &args.restart_backoff, CRASH_LOOP.initial)?,
         max: duration(
             "restart-backoff-max",
             &args.restart_backoff_max,
-            Backoff::CRASH_LOOP.max,
+            CRASH_LOOP.max,
         )?,
     };
     let options = Options {

@@ -28,46 +28,23 @@ pub struct Args {
     #[arg(long, default_value = "agent-{i}")]
     pub hostname: String,
     /// Between allocation rounds (`1s`, `500ms`).
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "1s")]
     pub allocation_interval: Option<Duration>,
     /// Between HEARTBEAT events.
-    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "15s")]
     pub heartbeat_interval: Option<Duration>,
     /// Rescind offers not used within this time (default: never).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = mesos::duration::parse_flag)]
     pub offer_timeout: Option<Duration>,
     /// Simulate tasks: no process runs, tasks go RUNNING at once.
     #[arg(long)]
     pub simulate: bool,
     /// With `--simulate`, tasks finish after this long (default: never).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = mesos::duration::parse_flag)]
     pub task_duration: Option<Duration>,
     /// Where sandboxes go (default: a temporary directory).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
-}
-
-/// Parses `<n><unit>` with Mesos' units (ns, us, ms, s/secs, m/mins, h/hrs, days).
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("'{text}' has no unit (e.g. 1s, 500ms)"))?;
-    let (num, unit) = text.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration"))?;
-    let secs = match unit {
-        "ns" => n / 1e9,
-        "us" => n / 1e6,
-        "ms" => n / 1e3,
-        "s" | "secs" => n,
-        "m" | "mins" => n * 60.0,
-        "h" | "hrs" => n * 3600.0,
-        "d" | "days" => n * 86_400.0,
-        _ => return Err(format!("unknown unit '{unit}' in '{text}'")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("'{text}': {e}"))
 }
 
 fn config(args: &Args) -> anyhow::Result<Config> {
@@ -142,15 +119,6 @@ async fn wait_for_termination() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_use_mesos_units() {
-        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2mins"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5parsecs").is_err());
-    }
 
     #[tokio::test]
     async fn serves_three_agents_on_a_free_port_until_told_to_stop() {

@@ -19,23 +19,6 @@ use crate::app::{App, AppConfig};
 use crate::config::{FrameworkConfig, SchedulingConfig};
 use crate::launch::ExecutorCommand;
 
-/// Parses `10s`, `5m`, `1h`, `2d` or Mesos' own syntax (`10secs`, `5mins`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit = match unit {
-        "s" => "secs",
-        "m" => "mins",
-        "h" => "hrs",
-        "d" => "days",
-        other => other,
-    };
-    executor::duration::parse_duration(&format!("{num}{unit}")).map_err(|e| e.to_string())
-}
-
 /// Flags of `mesopod scheduler` (also accepted without the subcommand).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -70,13 +53,13 @@ pub struct Args {
     #[arg(long)]
     pub user: Option<String>,
     /// How long unused offers are kept before they are declined.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = mesos::duration::parse_flag)]
     pub offer_ttl: Duration,
     /// Longest time a launched pod may take to reach Running.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = mesos::duration::parse_flag)]
     pub start_deadline: Duration,
     /// Period of implicit reconciliation.
-    #[arg(long, default_value = "15m", value_parser = parse_duration)]
+    #[arg(long, default_value = "15m", value_parser = mesos::duration::parse_flag)]
     pub implicit_reconcile: Duration,
     /// Default host port mapping: fixed or wildcard.
     #[arg(long, default_value = "fixed")]
@@ -94,13 +77,13 @@ pub struct Args {
     #[arg(long = "admission-webhook")]
     pub admission_webhooks: Vec<String>,
     /// Deadline of each admission hook call (at most 30s).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = mesos::duration::parse_flag)]
     pub admission_timeout: Duration,
     /// Let attempts through when a hook errs or is late (default: hold them).
     #[arg(long)]
     pub admission_fail_open: bool,
     /// How long a pod may stay held before it fails.
-    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = mesos::duration::parse_flag)]
     pub admission_hold_window: Duration,
     /// Priority classes a hook may set (repeatable; none: any).
     #[arg(long = "admission-allow-priority-class")]

@@ -14,8 +14,10 @@
 //! # What the clients do not do
 //!
 //! They never retry on their own, resubscribe, or watch heartbeats: those
-//! are policy and belong to the caller (the framework and the executor).
+//! are policy and belong to the caller (the framework and the executor),
+//! which wait between attempts by [`backoff`].
 
+pub mod backoff;
 mod error;
 pub mod executor;
 mod http;

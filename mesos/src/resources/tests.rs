@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::proto::Attribute;
+use crate::proto::{Attribute, value};
 
 fn r(spec: &str) -> Resources {
     Resources::parse(spec).unwrap()
