@@ -152,17 +152,26 @@ impl Runner {
             for input in batch.drain(..) {
                 effects.extend(self.core.step(Step::Input(input), now));
             }
+            // The inputs' effects first (status writes above all): a pod's
+            // update must not wait behind the CPU of a scheduling round,
+            // and the round then sees the offers and tasks those inputs
+            // settled.
+            let mut effects_n = effects.len();
+            self.perform(effects).await?;
+            let t1 = std::time::Instant::now();
             // Pacing is about CPU, not about the business clock: it reads
             // the monotonic clock, so a test's frozen clock cannot stop it.
             let pace = std::time::Instant::now();
+            let now = self.clock.now();
+            let mut effects = Vec::new();
             if pace >= next_sweep {
                 next_sweep = pace + self.sweep_interval;
                 effects.extend(self.core.step(Step::Tick, now));
             }
             let (queued, offers) = self.core.load();
             effects.extend(self.core.step(Step::Schedule, now));
-            let t1 = std::time::Instant::now();
-            let effects_n = effects.len();
+            let t2 = std::time::Instant::now();
+            effects_n += effects.len();
             self.perform(effects).await?;
             // Where a turn's time went: the first thing to read when the
             // loop falls behind (RUST_LOG=mesopod::turns=trace).
@@ -172,8 +181,9 @@ impl Runner {
                 effects = effects_n,
                 queued,
                 offers,
-                step_us = (t1 - t0).as_micros() as u64,
-                perform_us = t1.elapsed().as_micros() as u64,
+                inputs_us = (t1 - t0).as_micros() as u64,
+                sweep_schedule_us = (t2 - t1).as_micros() as u64,
+                perform_us = t2.elapsed().as_micros() as u64,
                 "turn"
             );
             if pace >= next_publish {
