@@ -30,6 +30,7 @@ use crate::objects::{PodRef, event_about};
 use crate::observe::Observed;
 
 /// What a launch task needs.
+#[derive(Clone)]
 pub(super) struct Launcher {
     pub(super) api: Api,
     pub(super) mesos: MesosHandle,

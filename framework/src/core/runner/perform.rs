@@ -38,6 +38,7 @@ impl Runner {
         let mut calls = Vec::new();
         let mut acks = Vec::new();
         let mut admit = None;
+        let mut rounds = Vec::new();
         for effect in effects {
             match effect {
                 Effect::Store(writes) => stores.push(writes),
@@ -45,7 +46,7 @@ impl Runner {
                 Effect::Call(c, reply) => calls.push((c, reply)),
                 Effect::Acknowledge(c) => acks.push(c),
                 Effect::Admit(requests) => admit = Some(requests),
-                Effect::Launch(round) => super::launch::spawn(self.launcher(), round),
+                Effect::Launch(round) => rounds.push(round),
                 Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
             }
         }
@@ -92,9 +93,18 @@ impl Runner {
             let outcomes = join_all(requests.into_iter().map(|r| self.admission.admit(r))).await;
             Some(Step::Admitted(outcomes))
         };
+        // A round launches once the turn's events are stored: whoever sees
+        // a pod run can read why it was placed as it was (an admission
+        // warning, say).
+        let launcher = (!rounds.is_empty()).then(|| self.launcher());
         let ((), statuses, calls, admitted) = futures::join!(
             async {
                 stores.await;
+                if let Some(launcher) = launcher {
+                    for round in rounds {
+                        super::launch::spawn(launcher.clone(), round);
+                    }
+                }
             },
             statuses,
             calls,
