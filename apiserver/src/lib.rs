@@ -94,6 +94,7 @@ pub mod decode;
 pub mod discovery;
 mod error;
 mod http;
+mod kinds;
 pub mod logs;
 mod openapi;
 pub mod patch;

@@ -2,6 +2,7 @@
 //! the framework alike, so both share validation, defaulting and the store.
 
 mod events;
+mod kinds;
 mod logs;
 mod namespaces;
 mod nodes;
@@ -24,6 +25,7 @@ use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
+pub(crate) use kinds::decode_kind;
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};

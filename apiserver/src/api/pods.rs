@@ -10,6 +10,7 @@ use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, t
 use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
 use crate::decode::{FieldValidation, decode_typed};
 use crate::error::ApiError;
+use crate::kinds::DEFAULT_SERVICE_ACCOUNT;
 use crate::patch::{self, PatchType};
 use crate::resource::Resource;
 use crate::selectors::Selectors;
@@ -152,14 +153,9 @@ impl Api {
         });
         validate_pod(&pod)?;
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let ns_key = Resource::Namespaces.key("", ns);
+        self.admit_service_account(ns, &name, &mut pod)?;
         if opts.dry_run {
-            if self.get_value(&ns_key).is_none() {
-                return Err(ApiError::NotFound {
-                    resource: "namespaces".into(),
-                    name: ns.into(),
-                });
-            }
+            self.namespace_guard(PODS, ns, &name)?;
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {
                     resource: "pods".into(),
@@ -168,20 +164,41 @@ impl Api {
             }
             return Ok(pod);
         }
-        let changes = self
-            .commit(vec![
-                WriteOp::Check {
-                    key: ns_key,
-                    precondition: Precondition::Present,
-                },
-                WriteOp::Put {
-                    key: pod_key(ns, &name),
-                    object: to_value(&pod)?,
-                    precondition: Precondition::Absent,
-                },
-            ])
-            .await?;
+        let put = WriteOp::Put {
+            key: pod_key(ns, &name),
+            object: to_value(&pod)?,
+            precondition: Precondition::Absent,
+        };
+        let changes = self.commit_create(PODS, ns, &name, put).await?;
         as_stored(pod, &changes)
+    }
+
+    /// kube-apiserver's ServiceAccount admission: a pod without `serviceAccountName` runs
+    /// as `default`; the account must exist in the namespace (403 otherwise).
+    fn admit_service_account(&self, ns: &str, name: &str, pod: &mut Pod) -> Result<(), ApiError> {
+        let Some(spec) = pod.spec.as_mut() else {
+            return Ok(());
+        };
+        let account = match spec.service_account_name.as_deref().filter(|s| !s.is_empty()) {
+            Some(a) => a.to_string(),
+            // The deprecated `serviceAccount` still names the account when it is alone.
+            None => spec
+                .service_account
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| DEFAULT_SERVICE_ACCOUNT.into()),
+        };
+        spec.service_account_name = Some(account.clone());
+        spec.service_account = Some(account.clone());
+        if self
+            .get_value(&Resource::ServiceAccounts.key(ns, &account))
+            .is_none()
+        {
+            return Err(ApiError::Forbidden(format!(
+                "pods \"{name}\" is forbidden: error looking up service account {ns}/{account}: serviceaccount \"{account}\" not found"
+            )));
+        }
+        Ok(())
     }
 
     /// The pod `namespace/name`; 404 if missing.
@@ -336,6 +353,15 @@ impl Api {
             && new_spec.node_name.as_deref().is_none_or(str::is_empty)
         {
             new_spec.node_name.clone_from(&old_spec.node_name);
+        }
+        // Admission filled the account in at create; a replace that leaves it out keeps it.
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
+            && new_spec.service_account_name.as_deref().is_none_or(str::is_empty)
+        {
+            new_spec
+                .service_account_name
+                .clone_from(&old_spec.service_account_name);
+            new_spec.service_account.clone_from(&old_spec.service_account);
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
