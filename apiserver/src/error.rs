@@ -131,6 +131,9 @@ pub enum ApiError {
     /// 410: a watch's resourceVersion is older than the history.
     #[error("{0}")]
     Expired(String),
+    /// 406: no media type the client accepts can be served.
+    #[error("{0}")]
+    NotAcceptable(String),
     /// 413: the body is larger than the server accepts.
     #[error("the request body is {size} bytes or more, larger than the limit of {limit} bytes")]
     TooLarge {
@@ -173,6 +176,7 @@ impl ApiError {
             Self::TooLargeResourceVersion { .. } => (504, "Timeout"),
             Self::MethodNotAllowed(_) => (405, "MethodNotAllowed"),
             Self::Expired(_) => (410, "Expired"),
+            Self::NotAcceptable(_) => (406, "NotAcceptable"),
             Self::TooLarge { .. } => (413, "RequestEntityTooLarge"),
             Self::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
             Self::Unavailable(_) => (503, "ServiceUnavailable"),

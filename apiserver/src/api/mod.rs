@@ -193,7 +193,7 @@ mod tests {
             .into_iter()
             .filter_map(|n| n.metadata.name)
             .collect();
-        assert_eq!(names, ["default", "kube-system"]);
+        assert_eq!(names, ["default", "kube-public", "kube-system"]);
         let err = api.delete_namespace("kube-system").await.unwrap_err();
         assert_eq!(err.code_and_reason(), (403, "Forbidden"));
     }

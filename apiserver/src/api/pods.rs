@@ -153,9 +153,10 @@ impl Api {
         });
         validate_pod(&pod)?;
         let name = pod.metadata.name.clone().unwrap_or_default();
+        // A missing or terminating namespace is the first thing a create is told.
+        self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
         if opts.dry_run {
-            self.namespace_guard(PODS, ns, &name)?;
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {
                     resource: "pods".into(),

@@ -76,6 +76,7 @@ pub fn router(api: Api) -> Router {
         .route("/api", get(discovery::api_versions))
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
+        .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
         .route("/api/v1/pods", list_all(Pods))
