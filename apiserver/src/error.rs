@@ -108,7 +108,9 @@ pub enum ApiError {
     Forbidden(String),
     /// 403: a create in a namespace that is being deleted (Kubernetes' NamespaceLifecycle
     /// admission).
-    #[error("{resource} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated")]
+    #[error(
+        "{resource} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+    )]
     NamespaceTerminating {
         /// Plural resource name.
         resource: String,

@@ -92,6 +92,7 @@ mod api;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
+mod duplicates;
 mod error;
 mod http;
 mod kinds;

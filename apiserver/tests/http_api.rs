@@ -284,9 +284,18 @@ async fn put_uses_optimistic_concurrency_and_patches_of_every_kind_apply() {
     // Only the scheduler (in process) writes status; a client's write changes nothing.
     let status = json!({"status": {"phase": "Failed"}});
     for verb in ["PATCH", "PUT"] {
-        let ct = if verb == "PATCH" { "application/merge-patch+json" } else { "application/json" };
+        let ct = if verb == "PATCH" {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
         let (code, body) = http
-            .send(verb, &format!("{PODS}/p/status"), ct, serde_json::to_vec(&status).unwrap())
+            .send(
+                verb,
+                &format!("{PODS}/p/status"),
+                ct,
+                serde_json::to_vec(&status).unwrap(),
+            )
             .await;
         assert_eq!(code, 403, "{verb}: {body}");
         assert_status(&body, 403, "Forbidden");
@@ -467,7 +476,10 @@ async fn namespaces_and_events_follow_kubernetes_rules() {
         body["message"],
         "pods \"late\" is forbidden: unable to create new content in namespace tmp because it is being terminated"
     );
-    assert_eq!(body["details"]["causes"][0]["reason"], "NamespaceTerminating");
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
     let (code, body) = http
         .send("DELETE", "/api/v1/namespaces/tmp", "", Vec::new())
         .await;

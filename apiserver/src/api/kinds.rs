@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::pods::first_object;
 use super::{Api, RETRIES, WriteOptions};
-use crate::decode::decode_typed;
+use crate::decode::{decode_resource, decode_resource_body};
 use crate::error::ApiError;
 use crate::kinds::{self, Kind};
 use crate::patch::{self, PatchType};
@@ -116,7 +116,10 @@ impl Api {
             if explicit.is_some_and(|rv| rv != old_rv) {
                 return Err(ApiError::stale(K::RESOURCE.plural(), name));
             }
-            match self.update_object(ns, name, &old, old_rv, obj.clone(), opts).await {
+            match self
+                .update_object(ns, name, &old, old_rv, obj.clone(), opts)
+                .await
+            {
                 Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
                 other => return other,
             }
@@ -134,7 +137,10 @@ impl Api {
         patch: &Value,
         opts: WriteOptions,
     ) -> Result<(K, Vec<String>), ApiError> {
-        let explicit = match patch.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+        let explicit = match patch
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+        {
             Some(s) => Some(
                 s.parse::<u64>()
                     .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
@@ -231,17 +237,34 @@ impl Api {
     }
 }
 
-/// Decodes a body of kind `K` under the write's field validation. A Secret's decoding
-/// error never quotes the body (serde's messages may carry the offending value).
+/// Decodes an object of kind `K` under the write's field validation.
 pub(crate) fn decode_kind<K: Kind>(
     value: &Value,
     opts: WriteOptions,
 ) -> Result<(K, Vec<String>), ApiError> {
-    decode_typed::<K>(value, opts.field_validation).map_err(|e| match e {
-        ApiError::BadRequest(_) if K::SENSITIVE => ApiError::BadRequest(format!(
-            "{kind} in version \"v1\" cannot be handled as a {kind}: the object could not be decoded (its contents are not shown)",
-            kind = K::KIND
-        )),
+    decode_resource::<K>(value, opts.field_validation).map_err(redact::<K>)
+}
+
+/// [`decode_kind`] of a JSON or YAML body (duplicate keys checked too).
+pub(crate) fn decode_kind_body<K: Kind>(
+    bytes: &[u8],
+    content_type: &str,
+    opts: WriteOptions,
+) -> Result<(K, Vec<String>), ApiError> {
+    decode_resource_body::<K>(bytes, content_type, opts.field_validation).map_err(redact::<K>)
+}
+
+/// A Secret's decoding error never quotes the body: serde's messages may carry the
+/// offending value (a bad base64 string is the secret itself). Field-name problems
+/// (unknown or duplicate fields) name only fields and stay as they are.
+fn redact<K: Kind>(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(msg) if K::SENSITIVE && !msg.contains("strict decoding error") => {
+            ApiError::BadRequest(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: the object could not be decoded (its values are not shown)",
+                kind = K::KIND
+            ))
+        }
         other => other,
-    })
+    }
 }

@@ -30,7 +30,9 @@ const KUBERNETES_FINALIZER: &str = "kubernetes";
 /// Whether a stored namespace is being deleted.
 pub(crate) fn is_terminating(ns: &Value) -> bool {
     ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
-        || ns.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+        || ns
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
 }
 
 /// The `default` ServiceAccount of namespace `ns`, as a create operation.
@@ -73,12 +75,18 @@ impl Api {
         }
         let (all, _) = self.store().list(&NAMESPACES.prefix(None));
         for ns in all {
-            let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let name = ns
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let sa_key = Resource::ServiceAccounts.key(name, DEFAULT_SERVICE_ACCOUNT);
             if name.is_empty() || is_terminating(&ns) || self.get_value(&sa_key).is_some() {
                 continue;
             }
-            match self.commit(vec![default_service_account(name, self.now())?]).await {
+            match self
+                .commit(vec![default_service_account(name, self.now())?])
+                .await
+            {
                 Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
                 Err(e) => return Err(e),
             }
@@ -194,7 +202,10 @@ impl Api {
         let (all, _) = self.store().list(&NAMESPACES.prefix(None));
         let mut removed = 0;
         for ns in all.iter().filter(|v| is_terminating(v)) {
-            let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let name = ns
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if self.finalize_namespace(name).await? {
                 removed += 1;
             }
@@ -208,22 +219,38 @@ impl Api {
             let deleting = pod
                 .pointer("/metadata/deletionTimestamp")
                 .is_some_and(|t| !t.is_null());
-            let pod_name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let pod_name = pod
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if !deleting {
-                match self.delete_pod(name, pod_name, &DeleteOptions::default()).await {
+                match self
+                    .delete_pod(name, pod_name, &DeleteOptions::default())
+                    .await
+                {
                     Ok(_) | Err(ApiError::NotFound { .. }) => {}
                     Err(e) => return Err(e),
                 }
             }
         }
-        if self.store().list(&Resource::Pods.prefix(Some(name))).0.iter().next().is_some() {
+        if self
+            .store()
+            .list(&Resource::Pods.prefix(Some(name)))
+            .0
+            .iter()
+            .next()
+            .is_some()
+        {
             return Ok(false);
         }
         let mut ops = Vec::new();
         for r in Resource::NAMESPACE_CONTENTS {
             let (items, _) = self.store().list(&r.prefix(Some(name)));
             for item in items {
-                let obj = item.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                let obj = item
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 ops.push(WriteOp::Delete {
                     key: r.key(name, obj),
                     precondition: Precondition::None,

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
-use crate::decode::{FieldValidation, decode_typed};
+use crate::decode::{FieldValidation, decode_resource};
 use crate::error::ApiError;
 use crate::kinds::DEFAULT_SERVICE_ACCOUNT;
 use crate::patch::{self, PatchType};
@@ -180,7 +180,11 @@ impl Api {
         let Some(spec) = pod.spec.as_mut() else {
             return Ok(());
         };
-        let account = match spec.service_account_name.as_deref().filter(|s| !s.is_empty()) {
+        let account = match spec
+            .service_account_name
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
             Some(a) => a.to_string(),
             // The deprecated `serviceAccount` still names the account when it is alone.
             None => spec
@@ -300,7 +304,7 @@ impl Api {
             let live = match self.get_raw(PODS, ns, name) {
                 Ok(v) => v,
                 Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
-                    let (mut pod, warnings) = decode_typed::<Pod>(patch, opts.field_validation)?;
+                    let (mut pod, warnings) = decode_resource::<Pod>(patch, opts.field_validation)?;
                     check_name(&mut pod.metadata, name)?;
                     return Ok((self.create_pod_with(ns, pod, opts).await?, warnings));
                 }
@@ -311,7 +315,7 @@ impl Api {
                 return Err(ApiError::stale("pods", name));
             }
             let patched = patch::apply(ty, &live, patch, "Pod", name)?;
-            let (new, warnings) = decode_typed::<Pod>(&patched, opts.field_validation)?;
+            let (new, warnings) = decode_resource::<Pod>(&patched, opts.field_validation)?;
             let mut new = new;
             check_name(&mut new.metadata, name)?;
             bind_namespace(&mut new.metadata, ns)?;
@@ -357,12 +361,17 @@ impl Api {
         }
         // Admission filled the account in at create; a replace that leaves it out keeps it.
         if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
-            && new_spec.service_account_name.as_deref().is_none_or(str::is_empty)
+            && new_spec
+                .service_account_name
+                .as_deref()
+                .is_none_or(str::is_empty)
         {
             new_spec
                 .service_account_name
                 .clone_from(&old_spec.service_account_name);
-            new_spec.service_account.clone_from(&old_spec.service_account);
+            new_spec
+                .service_account
+                .clone_from(&old_spec.service_account);
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;

@@ -11,8 +11,8 @@ use super::extract::{ApiPath, Params, content_type, object_content_type, read_bo
 use super::pods::delete_options;
 use super::respond::{json, json_with_warnings};
 use super::{get_in_namespace, list_all, list_in_namespace};
-use crate::api::{Api, WriteOptions, decode_kind};
-use crate::decode::{FieldValidation, parse_object};
+use crate::api::{Api, WriteOptions, decode_kind, decode_kind_body};
+use crate::decode::FieldValidation;
 use crate::error::ApiError;
 use crate::kinds::Kind;
 use crate::patch::{self, PatchType};
@@ -42,9 +42,12 @@ async fn decode<K: Kind>(
     body: Body,
 ) -> Result<(K, Vec<String>, WriteOptions), ApiError> {
     let opts = params.write_options()?;
-    let ct = object_content_type(headers)?.to_string();
-    let value = parse_object(&read_body(headers, body).await?, &ct)?;
-    let (obj, warnings) = decode_kind::<K>(&value, opts)?;
+    let bytes = read_body(headers, body).await?;
+    let (obj, warnings) = if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
+        decode_kind::<K>(&crate::protobuf::decode_object(&bytes, K::KIND)?, opts)?
+    } else {
+        decode_kind_body::<K>(&bytes, object_content_type(headers)?, opts)?
+    };
     Ok((obj, warnings, opts))
 }
 

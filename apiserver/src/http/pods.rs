@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
 use super::respond::{json, json_with_warnings};
 use crate::api::{Api, WriteOptions};
-use crate::decode::{FieldValidation, decode_typed, parse_body, parse_object};
+use crate::decode::{FieldValidation, decode_resource_body, decode_typed, parse_body};
 use crate::error::ApiError;
 use crate::patch::{self, PatchType};
 
@@ -22,8 +22,7 @@ async fn decode_pod(
     let opts = params.write_options()?;
     let ct = object_content_type(headers)?.to_string();
     let bytes = read_body(headers, body).await?;
-    let value = parse_object(&bytes, &ct)?;
-    let (pod, warnings) = decode_typed::<Pod>(&value, opts.field_validation)?;
+    let (pod, warnings) = decode_resource_body::<Pod>(&bytes, &ct, opts.field_validation)?;
     Ok((pod, warnings, opts))
 }
 

@@ -58,7 +58,11 @@ pub(super) fn columns() -> Vec<Value> {
     let (name, age) = name_and_age();
     vec![
         name,
-        col("Data", "", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
+        col(
+            "Data",
+            "",
+            "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+        ),
         age,
     ]
 }
@@ -90,13 +94,32 @@ mod tests {
 
     #[test]
     fn keys_follow_kubernetes_rules_and_data_and_binary_data_are_disjoint() {
-        assert!(validate(&cm(json!({"metadata": {"name": "a"}, "data": {"k.e-y_1": "v"}})), None).is_ok());
+        assert!(
+            validate(
+                &cm(json!({"metadata": {"name": "a"}, "data": {"k.e-y_1": "v"}})),
+                None
+            )
+            .is_ok()
+        );
         let bad = cm(json!({"metadata": {"name": "a"},
             "data": {"a b": "v", "..x": "v", "same": "v"}, "binaryData": {"same": "AA=="}}));
         let f = fields(validate(&bad, None).unwrap_err());
-        assert!(f.iter().any(|(p, m)| p == "data[a b]" && m.starts_with("Invalid value: \"a b\": a valid config key")), "{f:?}");
-        assert!(f.iter().any(|(p, m)| p == "data[..x]" && m.ends_with("must not start with '..'")), "{f:?}");
-        assert!(f.iter().any(|(p, m)| p == "binaryData[same]" && m.ends_with("duplicate of key present in data")), "{f:?}");
+        assert!(
+            f.iter().any(|(p, m)| p == "data[a b]"
+                && m.starts_with("Invalid value: \"a b\": a valid config key")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter()
+                .any(|(p, m)| p == "data[..x]" && m.ends_with("must not start with '..'")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter()
+                .any(|(p, m)| p == "binaryData[same]"
+                    && m.ends_with("duplicate of key present in data")),
+            "{f:?}"
+        );
     }
 
     #[test]
@@ -106,7 +129,13 @@ mod tests {
         assert!(validate(&ok, None).is_ok());
         let over = cm(json!({"metadata": {"name": "a"}, "data": {"a": big, "b": "y"}}));
         let f = fields(validate(&over, None).unwrap_err());
-        assert_eq!(f, [(String::new(), "Too long: may not be more than 1048576 bytes".to_string())]);
+        assert_eq!(
+            f,
+            [(
+                String::new(),
+                "Too long: may not be more than 1048576 bytes".to_string()
+            )]
+        );
     }
 
     #[test]
@@ -116,7 +145,9 @@ mod tests {
         let f = fields(validate(&changed, Some(&old)).unwrap_err());
         let paths: Vec<&str> = f.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths, ["immutable", "data"]);
-        let relabelled = cm(json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"a": "1"}, "immutable": true}));
+        let relabelled = cm(
+            json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"a": "1"}, "immutable": true}),
+        );
         assert!(validate(&relabelled, Some(&old)).is_ok());
     }
 }

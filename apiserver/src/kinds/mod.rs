@@ -76,7 +76,10 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
 /// that does not decode).
 pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
     let age = crate::clock::age(crate::table::created(obj), now);
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let name = obj
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
     let mut row = vec![name];
     match resource {
         Resource::ConfigMaps => row.push(configmap::data_count(obj)),
@@ -96,8 +99,16 @@ fn col(name: &str, format: &str, description: &str) -> Value {
 /// The NAME column every plain kind starts with and the AGE column it ends with.
 fn name_and_age() -> (Value, Value) {
     (
-        col("Name", "name", "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"),
-        col("Age", "", "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+        col(
+            "Name",
+            "name",
+            "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        ),
+        col(
+            "Age",
+            "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        ),
     )
 }
 

@@ -97,7 +97,11 @@ impl Kind for Secret {
 }
 
 /// `data[key]` must be there and hold a JSON object (a Docker config file).
-fn check_json(causes: &mut Causes, data: &std::collections::BTreeMap<String, ByteString>, key: &str) {
+fn check_json(
+    causes: &mut Causes,
+    data: &std::collections::BTreeMap<String, ByteString>,
+    key: &str,
+) {
     let field = format!("data[{key}]");
     let Some(bytes) = data.get(key) else {
         causes.required(field);
@@ -131,8 +135,16 @@ pub(super) fn columns() -> Vec<Value> {
     let (name, age) = name_and_age();
     vec![
         name,
-        col("Type", "", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-        col("Data", "", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+        col(
+            "Type",
+            "",
+            "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+        ),
+        col(
+            "Data",
+            "",
+            "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+        ),
         age,
     ]
 }
@@ -140,7 +152,10 @@ pub(super) fn columns() -> Vec<Value> {
 /// TYPE and DATA (the number of keys; never a value).
 pub(super) fn type_and_count(obj: &Value) -> [Value; 2] {
     let ty = obj.get("type").and_then(Value::as_str).unwrap_or(OPAQUE);
-    let n = obj.get("data").and_then(Value::as_object).map_or(0, |m| m.len());
+    let n = obj
+        .get("data")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len());
     [json!(ty), json!(n)]
 }
 
@@ -168,7 +183,9 @@ mod tests {
 
     #[test]
     fn string_data_merges_into_data_over_the_same_key_and_type_defaults_to_opaque() {
-        let s = secret(json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="}, "stringData": {"a": "new"}}));
+        let s = secret(
+            json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eQ=="}, "stringData": {"a": "new"}}),
+        );
         assert_eq!(s.type_.as_deref(), Some("Opaque"));
         assert!(s.string_data.is_none());
         let data = s.data.unwrap();
@@ -178,11 +195,28 @@ mod tests {
 
     #[test]
     fn each_well_known_type_requires_its_keys() {
-        let of = |ty: &str, data: Value| secret(json!({"metadata": {"name": "s"}, "type": ty, "data": data}));
-        assert_eq!(messages(&of("kubernetes.io/tls", json!({}))), ["data[tls.crt]: Required value", "data[tls.key]: Required value"]);
-        assert_eq!(messages(&of("kubernetes.io/basic-auth", json!({}))), ["data[username]: Required value", "data[password]: Required value"]);
+        let of = |ty: &str, data: Value| {
+            secret(json!({"metadata": {"name": "s"}, "type": ty, "data": data}))
+        };
+        assert_eq!(
+            messages(&of("kubernetes.io/tls", json!({}))),
+            [
+                "data[tls.crt]: Required value",
+                "data[tls.key]: Required value"
+            ]
+        );
+        assert_eq!(
+            messages(&of("kubernetes.io/basic-auth", json!({}))),
+            [
+                "data[username]: Required value",
+                "data[password]: Required value"
+            ]
+        );
         assert!(messages(&of("kubernetes.io/basic-auth", json!({"password": ""}))).is_empty());
-        assert_eq!(messages(&of("kubernetes.io/dockerconfigjson", json!({}))), ["data[.dockerconfigjson]: Required value"]);
+        assert_eq!(
+            messages(&of("kubernetes.io/dockerconfigjson", json!({}))),
+            ["data[.dockerconfigjson]: Required value"]
+        );
         assert_eq!(
             messages(&of("kubernetes.io/service-account-token", json!({}))),
             ["metadata.annotations[kubernetes.io/service-account.name]: Required value"]
@@ -192,19 +226,31 @@ mod tests {
 
     #[test]
     fn a_malformed_docker_config_is_reported_without_its_contents() {
-        let s = secret(json!({"metadata": {"name": "s"}, "type": "kubernetes.io/dockerconfigjson",
-            "stringData": {".dockerconfigjson": "{\"auths\": hunter2"}}));
+        let s = secret(
+            json!({"metadata": {"name": "s"}, "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": "{\"auths\": hunter2"}}),
+        );
         let m = messages(&s);
         assert_eq!(m.len(), 1, "{m:?}");
-        assert!(m[0].starts_with("data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "), "{m:?}");
+        assert!(
+            m[0].starts_with(
+                "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "
+            ),
+            "{m:?}"
+        );
         assert!(!m[0].contains("hunter2"), "{m:?}");
     }
 
     #[test]
     fn the_type_cannot_change() {
         let old = secret(json!({"metadata": {"name": "s"}}));
-        let new = secret(json!({"metadata": {"name": "s"}, "type": "kubernetes.io/basic-auth", "data": {"username": ""}}));
+        let new = secret(
+            json!({"metadata": {"name": "s"}, "type": "kubernetes.io/basic-auth", "data": {"username": ""}}),
+        );
         let err = validate(&new, Some(&old)).unwrap_err().to_string();
-        assert!(err.contains("type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"), "{err}");
+        assert!(
+            err.contains("type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"),
+            "{err}"
+        );
     }
 }

@@ -23,12 +23,20 @@ pub(super) fn columns() -> Vec<Value> {
     let (name, age) = name_and_age();
     vec![
         name,
-        col("Secrets", "", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."),
+        col(
+            "Secrets",
+            "",
+            "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+        ),
         age,
     ]
 }
 
 /// SECRETS: how many secrets the account lists.
 pub(super) fn secret_count(obj: &Value) -> Value {
-    json!(obj.get("secrets").and_then(Value::as_array).map_or(0, Vec::len))
+    json!(
+        obj.get("secrets")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    )
 }

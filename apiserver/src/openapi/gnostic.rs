@@ -114,10 +114,20 @@ fn schema(v: &Value) -> Msg {
     }
     m.string(13, str_of(o, "pattern"));
     m.boolean(16, o.get("uniqueItems") == Some(&Value::Bool(true)));
-    for r in o.get("required").and_then(Value::as_array).into_iter().flatten() {
+    for r in o
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         m.string(19, r.as_str().unwrap_or(""));
     }
-    for e in o.get("enum").and_then(Value::as_array).into_iter().flatten() {
+    for e in o
+        .get("enum")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         m.msg(20, any(e));
     }
     match o.get("additionalProperties") {
@@ -158,7 +168,12 @@ fn schema(v: &Value) -> Msg {
         }
         m.msg(23, item);
     }
-    for s in o.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+    for s in o
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         m.msg(24, schema(s));
     }
     if let Some(props) = o.get("properties").and_then(Value::as_object) {
@@ -210,7 +225,10 @@ fn parameter(p: &Value) -> Msg {
         inner.string(3, str_of(&o, "description"));
         inner.string(4, str_of(&o, "name"));
         inner.string(type_field, str_of(&o, "type"));
-        inner.boolean(unique_field, o.get("uniqueItems") == Some(&Value::Bool(true)));
+        inner.boolean(
+            unique_field,
+            o.get("uniqueItems") == Some(&Value::Bool(true)),
+        );
         let mut non_body = Msg::default();
         non_body.msg(which, inner);
         param.msg(2, non_body);
@@ -231,7 +249,12 @@ fn operation(op: &Value) -> Msg {
             m.string(field, s.as_str().unwrap_or(""));
         }
     }
-    for p in o.get("parameters").and_then(Value::as_array).into_iter().flatten() {
+    for p in o
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         m.msg(8, parameter(p));
     }
     if let Some(responses) = o.get("responses").and_then(Value::as_object) {
@@ -273,7 +296,13 @@ pub(super) fn document(doc: &Value) -> Vec<u8> {
         let mut ps = Msg::default();
         for (path, item) in paths {
             let mut pi = Msg::default();
-            for (field, verb) in [(2, "get"), (3, "put"), (4, "post"), (5, "delete"), (8, "patch")] {
+            for (field, verb) in [
+                (2, "get"),
+                (3, "put"),
+                (4, "post"),
+                (5, "delete"),
+                (8, "patch"),
+            ] {
                 if let Some(op) = item.get(verb) {
                     pi.msg(field, operation(op));
                 }
@@ -306,7 +335,9 @@ mod tests {
         assert_eq!(&bytes[..3], &[0x22, 1, b'd']);
         let find = |tag: &[u8]| bytes.windows(tag.len()).any(|w| w == tag);
         assert!(find(&[0x9a, 0x01, 4, b'n', b'a', b'm', b'e']));
-        assert!(find(&[0xb2, 0x01, 8, 0x0a, 6, b'o', b'b', b'j', b'e', b'c', b't']));
+        assert!(find(&[
+            0xb2, 0x01, 8, 0x0a, 6, b'o', b'b', b'j', b'e', b'c', b't'
+        ]));
         assert!(find(&[0xca, 0x01]));
     }
 }

@@ -105,7 +105,9 @@ fn v2_document() -> Value {
             .iter()
             .map(|(name, ty)| json!({"name": name, "in": "query", "type": ty, "uniqueItems": true}))
             .collect();
-        params.push(json!({"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}));
+        params.push(
+            json!({"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}),
+        );
         let op = json!({
             "operationId": operation_id(s),
             "consumes": ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"],
@@ -185,7 +187,12 @@ pub(crate) async fn v2(headers: HeaderMap) -> Result<Response, ApiError> {
         .map(|r| r.split(';').next().unwrap_or("").trim())
         .collect();
     if ranges.iter().any(|r| PROTO_V2_ASKED.contains(r)) {
-        return Ok(serve(&docs().v2_proto, PROTO_V2_CONTENT_TYPE, &headers, false));
+        return Ok(serve(
+            &docs().v2_proto,
+            PROTO_V2_CONTENT_TYPE,
+            &headers,
+            false,
+        ));
     }
     if accept.is_empty()
         || ranges

@@ -14,8 +14,8 @@ mod columns;
 mod printers;
 
 pub use columns::columns;
-pub use printers::pod_status_reason;
 pub(crate) use printers::created;
+pub use printers::pod_status_reason;
 use printers::{event_cells, node_cells, pod_cells};
 
 /// What each row carries besides its cells (`includeObject`).
