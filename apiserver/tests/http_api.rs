@@ -19,49 +19,6 @@ fn pod(name: &str) -> Value {
         "spec": {"containers": [{"name": "main", "image": "nginx:1", "env": [{"name": "A", "value": "1"}]}]}})
 }
 
-struct Http {
-    client: reqwest::Client,
-    base: String,
-}
-
-impl Http {
-    fn new(server: &Server) -> Self {
-        Self {
-            client: reqwest::Client::new(),
-            base: server.url.clone(),
-        }
-    }
-
-    async fn send(&self, method: &str, path: &str, ct: &str, body: Vec<u8>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let resp = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .header("content-type", ct)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let code = resp.status().as_u16();
-        let bytes = resp.bytes().await.unwrap();
-        (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-    }
-
-    async fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
-        self.send(
-            method,
-            path,
-            "application/json",
-            serde_json::to_vec(body).unwrap(),
-        )
-        .await
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send("GET", path, "", Vec::new()).await
-    }
-}
-
 fn assert_status(body: &Value, code: u16, reason: &str) {
     assert_eq!(body["kind"], "Status", "{body}");
     assert_eq!(body["apiVersion"], "v1");
