@@ -8,19 +8,8 @@ mod common;
 use std::path::Path;
 
 use common::shim::*;
+use common::*;
 use testkit::{Kubectl, ok, stderr};
-
-/// The kubectl versions issue 18 names, run directly.
-const KUBECTLS: [&str; 4] = [
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.30",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
-];
-
-fn version(program: &str) -> &str {
-    program.rsplit("kubectl.").next().unwrap_or(program)
-}
 
 /// A kubectl whose `edit` runs `sed -i <expr>` on the file it opens: a wrapper script
 /// setting KUBE_EDITOR, since kubectl's editor comes from the environment.
@@ -62,8 +51,8 @@ async fn config_maps_from_literals_files_and_env_files_get_describe_edit_apply_d
     std::fs::write(&file, "verbose = true\n").unwrap();
     let env = dir.path().join("app.env");
     std::fs::write(&env, "MODE=fast\n# a comment\nLEVEL=3\n").unwrap();
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server.url);
         let name = format!("cm-{}", v.replace('.', "-"));
         let from_file = format!("--from-file={}", file.display());
@@ -172,8 +161,8 @@ async fn secrets_of_each_type_show_sizes_never_values_and_are_validated_by_type(
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server.url);
         let s = |kind: &str| format!("{kind}-{}", v.replace('.', "-"));
         let generic = s("generic");
@@ -245,13 +234,15 @@ async fn secrets_of_each_type_show_sizes_never_values_and_are_validated_by_type(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad-{tls}\ntype: kubernetes.io/tls\ndata: {{}}\n"
         );
         let out = kc.run_stdin(&["create", "-f", "-"], Some(&bad_tls)).await;
-        assert!(
-            stderr(&out).contains(&format!(
-                "Secret \"bad-{tls}\" is invalid: [data[tls.crt]: Required value, data[tls.key]: Required value]"
-            )),
-            "{v}: {}",
-            stderr(&out)
-        );
+        // kubectl lays the causes out one a line itself.
+        let err = stderr(&out);
+        for part in [
+            format!("The Secret \"bad-{tls}\" is invalid"),
+            "data[tls.crt]: Required value".into(),
+            "data[tls.key]: Required value".into(),
+        ] {
+            assert!(err.contains(&part), "{v}: {err}");
+        }
         let bad_docker = format!(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad-{docker}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\": topsecretvalue'\n"
         );
@@ -279,8 +270,8 @@ async fn secrets_of_each_type_show_sizes_never_values_and_are_validated_by_type(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_accounts_exist_per_namespace_and_pods_must_name_one_that_exists() {
     let server = Server::start().await;
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server.url);
         let ns = format!("team-{}", v.replace('.', "-"));
         ok(&kc.run(&["create", "namespace", &ns]).await);
@@ -370,8 +361,8 @@ async fn service_accounts_exist_per_namespace_and_pods_must_name_one_that_exists
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs() {
     let server = Server::start().await;
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let out = ok(&kubectl(k, &server.url)
             .run(&["api-resources", "-o", "wide"])
             .await);

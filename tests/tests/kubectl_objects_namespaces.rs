@@ -8,15 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::*;
-use common::kubectl;
+use common::{ISSUE_18_KUBECTLS, kubectl, kubectl_version};
 use testkit::{ok, stderr, wait_until};
-
-const KUBECTLS: [&str; 4] = [
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.30",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
-];
 
 const T: Duration = Duration::from_secs(60);
 
@@ -25,8 +18,8 @@ async fn deleting_a_namespace_stops_its_running_pods_then_removes_everything_in_
     let app = start(Setup::default()).await;
     let server = app.api_url();
     let http = reqwest::Client::new();
-    for k in KUBECTLS {
-        let v = k.rsplit("kubectl.").next().unwrap();
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server);
         let ns = format!("doomed-{}", v.replace('.', "-"));
         ok(&kc.run(&["create", "namespace", &ns]).await);

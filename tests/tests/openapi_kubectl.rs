@@ -6,24 +6,14 @@
 mod common;
 
 use common::shim::*;
+use common::*;
 use testkit::{ok, stderr};
-
-const KUBECTLS: [&str; 4] = [
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.30",
-    "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
-];
-
-fn version(program: &str) -> &str {
-    program.rsplit("kubectl.").next().unwrap_or(program)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_walks_the_served_schemas_from_v3_and_from_v2_protobuf() {
     let server = Server::start().await;
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server.url);
         let out = ok(&kc.run(&["explain", "pod.spec.containers"]).await);
         assert!(out.contains("KIND:") && out.contains("Pod"), "{v}: {out}");
@@ -63,8 +53,8 @@ async fn explain_walks_the_served_schemas_from_v3_and_from_v2_protobuf() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_27_and_1_28_load_openapi_v2_as_protobuf_then_leave_validation_to_the_server() {
     let server = Server::start().await;
-    for k in &KUBECTLS[..2] {
-        let v = version(k);
+    for k in &ISSUE_18_KUBECTLS[..2] {
+        let v = kubectl_version(k);
         let yaml =
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: verbose-VER\ndata:\n  a: b\n"
                 .replace("VER", &v.replace('.', "-"));
@@ -89,8 +79,8 @@ async fn kubectl_1_27_and_1_28_load_openapi_v2_as_protobuf_then_leave_validation
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_validation_refuses_unknown_fields_and_a_multi_document_file_applies() {
     let server = Server::start().await;
-    for k in KUBECTLS {
-        let v = version(k);
+    for k in ISSUE_18_KUBECTLS {
+        let v = kubectl_version(k);
         let kc = kubectl(k, &server.url);
         let tag = v.replace('.', "-");
         let bad = format!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
-use super::pods::first_object;
+use super::pods::{first_object, patch_precondition};
 use super::{Api, RETRIES, WriteOptions};
 use crate::decode::{decode_resource, decode_resource_body};
 use crate::error::ApiError;
@@ -137,16 +137,7 @@ impl Api {
         patch: &Value,
         opts: WriteOptions,
     ) -> Result<(K, Vec<String>), ApiError> {
-        let explicit = match patch
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-        {
-            Some(s) => Some(
-                s.parse::<u64>()
-                    .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
-            ),
-            None => None,
-        };
+        let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
             let live = match self.get_raw(K::RESOURCE, ns, name) {
                 Ok(v) => v,

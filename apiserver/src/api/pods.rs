@@ -290,16 +290,7 @@ impl Api {
         patch: &Value,
         opts: WriteOptions,
     ) -> Result<(Pod, Vec<String>), ApiError> {
-        let explicit = match patch
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-        {
-            Some(s) => Some(
-                s.parse::<u64>()
-                    .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
-            ),
-            None => None,
-        };
+        let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
             let live = match self.get_raw(PODS, ns, name) {
                 Ok(v) => v,
@@ -408,6 +399,20 @@ impl Api {
         from: u64,
     ) -> Result<RawStream, ApiError> {
         self.watch_raw(PODS, namespace, Some(from), Selectors::default())
+    }
+}
+
+/// The resourceVersion a patch names in its metadata: a precondition of the write.
+pub(crate) fn patch_precondition(patch: &Value) -> Result<Option<u64>, ApiError> {
+    match patch
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        Some(s) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}"))),
+        None => Ok(None),
     }
 }
 

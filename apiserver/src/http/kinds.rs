@@ -8,14 +8,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
-use super::pods::delete_options;
+use super::pods::{delete_options, patch_request};
 use super::respond::{json, json_with_warnings};
 use super::{get_in_namespace, list_all, list_in_namespace};
 use crate::api::{Api, WriteOptions, decode_kind, decode_kind_body};
-use crate::decode::FieldValidation;
 use crate::error::ApiError;
 use crate::kinds::Kind;
-use crate::patch::{self, PatchType};
 
 /// Adds the routes of kind `K` to `router`.
 pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
@@ -82,18 +80,7 @@ async fn patch<K: Kind>(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let ty = PatchType::from_content_type(content_type(&headers))?;
-    let mut opts = params.write_options()?;
-    if ty == PatchType::Apply && params.get("fieldManager").is_none() {
-        return Err(ApiError::BadRequest(
-            "PATCH with apply requires a fieldManager parameter".into(),
-        ));
-    }
-    let bytes = read_body(&headers, body).await?;
-    let patch = patch::parse_patch(ty, &bytes)?;
-    if ty == PatchType::Apply && params.get("fieldValidation").is_none() {
-        opts.field_validation = FieldValidation::Strict;
-    }
+    let (ty, patch, opts) = patch_request(&params, &headers, body).await?;
     let (obj, warnings) = api.patch_object::<K>(&ns, &name, ty, &patch, opts).await?;
     Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
 }

@@ -60,21 +60,31 @@ pub(crate) async fn patch(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let ty = PatchType::from_content_type(content_type(&headers))?;
+    let (ty, patch, opts) = patch_request(&params, &headers, body).await?;
+    let (pod, warnings) = api.patch_pod_with(&ns, &name, ty, &patch, opts).await?;
+    Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
+}
+
+/// A PATCH request of any kind: its type, the parsed patch and the write options.
+pub(crate) async fn patch_request(
+    params: &Params,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(PatchType, serde_json::Value, WriteOptions), ApiError> {
+    let ty = PatchType::from_content_type(content_type(headers))?;
     let mut opts = params.write_options()?;
     if ty == PatchType::Apply && params.get("fieldManager").is_none() {
         return Err(ApiError::BadRequest(
             "PATCH with apply requires a fieldManager parameter".into(),
         ));
     }
-    let bytes = read_body(&headers, body).await?;
+    let bytes = read_body(headers, body).await?;
     let patch = patch::parse_patch(ty, &bytes)?;
     if ty == PatchType::Apply && params.get("fieldValidation").is_none() {
         // Server-side apply validates strictly unless told otherwise, as in Kubernetes.
         opts.field_validation = FieldValidation::Strict;
     }
-    let (pod, warnings) = api.patch_pod_with(&ns, &name, ty, &patch, opts).await?;
-    Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
+    Ok((ty, patch, opts))
 }
 
 /// `DELETE /api/v1/namespaces/NS/pods/NAME`; the body (`DeleteOptions`) may be empty.
