@@ -104,10 +104,10 @@ fn random_and_mutated_bodies_for_the_new_kinds_are_answered_with_a_status_never_
         prop::collection::vec(any::<u8>(), 0..256),
         0usize..3,
     );
-    let mut n = 0usize;
+    let n = std::sync::atomic::AtomicUsize::new(0);
     runner
         .run(&strategy, |(graft, at, bytes, k)| {
-            n += 1;
+            let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let (plural, kind) = KINDS[k];
             let base = format!("/api/v1/namespaces/default/{plural}");
             let name = format!("fuzz-{n}");
