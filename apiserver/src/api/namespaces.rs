@@ -233,13 +233,11 @@ impl Api {
                 }
             }
         }
-        if self
+        if !self
             .store()
             .list(&Resource::Pods.prefix(Some(name)))
             .0
-            .iter()
-            .next()
-            .is_some()
+            .is_empty()
         {
             return Ok(false);
         }

@@ -59,17 +59,15 @@ impl Kind for Secret {
             }
             "kubernetes.io/dockercfg" => check_json(causes, &data, ".dockercfg"),
             "kubernetes.io/dockerconfigjson" => check_json(causes, &data, ".dockerconfigjson"),
-            "kubernetes.io/basic-auth" => {
-                // Either may be empty, but one of them must be there.
-                if !has("username") && !has("password") {
-                    causes.required("data[username]");
-                    causes.required("data[password]");
-                }
+            // Either may be empty, but one of them must be there.
+            "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+                causes.required("data[username]");
+                causes.required("data[password]");
             }
-            "kubernetes.io/ssh-auth" => {
-                if data.get("ssh-privatekey").is_none_or(|v| v.0.is_empty()) {
-                    causes.required("data[ssh-privatekey]");
-                }
+            "kubernetes.io/ssh-auth"
+                if data.get("ssh-privatekey").is_none_or(|v| v.0.is_empty()) =>
+            {
+                causes.required("data[ssh-privatekey]");
             }
             "kubernetes.io/tls" => {
                 for key in ["tls.crt", "tls.key"] {
