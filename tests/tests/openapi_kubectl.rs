@@ -197,6 +197,17 @@ async fn the_documents_are_served_as_kube_apiserver_serves_them() {
     let v3 = get(&url, "application/json").await.unwrap();
     assert_eq!(v3.headers()["cache-control"], "public, immutable");
     let v3: serde_json::Value = v3.json().await.unwrap();
+    let no_follow = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let stale = no_follow
+        .get(format!("{}/openapi/v3/api/v1?hash=0BSOLETE", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status().as_u16(), 301, "a stale hash moved");
+    assert_eq!(stale.headers()["location"], url.as_str());
     for kind in [
         "Pod",
         "Node",

@@ -214,12 +214,23 @@ pub(crate) async fn index() -> Response {
     )
 }
 
-/// `GET /openapi/v3/api/v1`; with the current `hash` it may be cached for good.
+/// `GET /openapi/v3/api/v1`; with the current `hash` it may be cached for good, with a
+/// stale one it moved (301 to the current URL), as kube-apiserver answers.
 pub(crate) async fn core_v1(
     axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
     let doc = &docs().v3_core;
-    let immutable = q.get("hash").is_some_and(|h| *h == doc.etag);
-    serve(doc, "application/json", &headers, immutable)
+    match q.get("hash") {
+        Some(h) if *h != doc.etag => {
+            let mut resp = StatusCode::MOVED_PERMANENTLY.into_response();
+            let to = format!("/openapi/v3/api/v1?hash={}", doc.etag);
+            if let Ok(v) = HeaderValue::from_str(&to) {
+                resp.headers_mut().insert(header::LOCATION, v);
+            }
+            resp
+        }
+        Some(_) => serve(doc, "application/json", &headers, true),
+        None => serve(doc, "application/json", &headers, false),
+    }
 }
