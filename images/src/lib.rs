@@ -75,5 +75,5 @@ pub use error::{PullError, StoreError};
 pub use manifest::ImageConfig;
 pub use policy::{PullPolicy, PullPolicyError};
 pub use reference::{Reference, ReferenceError};
-pub use rootfs::{Rootfs, RootfsError};
+pub use rootfs::{Rootfs, RootfsError, assemble, assemble_copy};
 pub use store::{Fetched, GcReport, Image, ImageStore, StoreConfig};

@@ -57,6 +57,25 @@ pub fn assemble(
     container_dir: &Path,
     read_only: bool,
 ) -> Result<Rootfs, RootfsError> {
+    build(image, container_dir, read_only, true)
+}
+
+/// [`assemble`] as a flattened copy, never an overlay (for a runtime that
+/// cannot take a mounted rootfs, and to compare the two).
+///
+/// # Errors
+///
+/// As [`assemble`].
+pub fn assemble_copy(image: &Image, container_dir: &Path) -> Result<Rootfs, RootfsError> {
+    build(image, container_dir, false, false)
+}
+
+fn build(
+    image: &Image,
+    container_dir: &Path,
+    read_only: bool,
+    overlay: bool,
+) -> Result<Rootfs, RootfsError> {
     let metas = image
         .layers
         .iter()
@@ -67,7 +86,7 @@ pub fn assemble(
         .collect::<Result<Vec<Unpacked>, _>>()?;
     let path = container_dir.join("rootfs");
     fs::create_dir_all(&path).map_err(io_at(&path))?;
-    if metas.iter().all(|m| m.overlay_ready) && !image.layers.is_empty() {
+    if overlay && metas.iter().all(|m| m.overlay_ready) && !image.layers.is_empty() {
         match mount_overlay(image, container_dir, &path, read_only) {
             Ok(()) => {
                 return Ok(Rootfs {

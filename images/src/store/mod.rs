@@ -90,8 +90,8 @@ struct Inner {
 
 impl ImageStore {
     /// Opens (creating) the store at `config.root` and reads
-    /// `registry_config`. Leftover temporary files of this process id are
-    /// removed.
+    /// `registry_config`. Temporary files of processes that no longer run
+    /// (a pull cut short by a crash) are removed.
     ///
     /// # Errors
     ///
@@ -118,6 +118,7 @@ impl ImageStore {
                 })?
             }
         };
+        record::remove_stale_temps(&layout);
         let clients =
             Clients::new(config.insecure_registries.clone()).map_err(|e| StoreError::Io {
                 path: config.root.clone(),
@@ -308,7 +309,15 @@ impl ImageStore {
                     Some(diff_id),
                 )
             });
-        futures::future::try_join_all(pulls).await?;
+        if let Err(e) = futures::future::try_join_all(pulls).await {
+            // The config alone is no image: it goes unless another has it.
+            let layout = inner.layout.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                record::remove_unreferenced_blob(&layout, &config_digest)
+            })
+            .await;
+            return Err(e);
+        }
         let layout = inner.layout.clone();
         let (image_id, manifest_digest) = (image_id.to_string(), manifest_digest.to_string());
         let full2 = full.clone();

@@ -144,3 +144,34 @@ pub(crate) fn disk_usage(path: &Path) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Removes the blob `digest` unless an image record names it (as config).
+pub(crate) fn remove_unreferenced_blob(layout: &Layout, digest: &str) {
+    let dir = layout.root.join("images");
+    let referenced = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .any(|e| read_json::<ImageRecord>(&e.path()).is_some_and(|r| r.config_digest == digest));
+    if !referenced {
+        let _ = std::fs::remove_file(layout.blob(digest));
+    }
+}
+
+/// Removes temporaries (`what.<pid>.<n>`) whose process is gone.
+pub(crate) fn remove_stale_temps(layout: &Layout) {
+    let dir = layout.root.join("tmp");
+    for entry in std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name.split('.').nth(1).and_then(|p| p.parse::<u32>().ok());
+        let alive = pid
+            .is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
+        if !alive {
+            let _ = crate::unpack::remove_any(&entry.path());
+        }
+    }
+}

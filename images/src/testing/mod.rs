@@ -257,3 +257,31 @@ impl Registry {
         format!("{}/{repository}:{tag}", self.host())
     }
 }
+
+/// Every path under `root`, relative and sorted, directories with a
+/// trailing `/`: to assert what a store holds.
+pub fn tree(root: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(format!("{rel}/"));
+                walk(root, &path, out);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
