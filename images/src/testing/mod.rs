@@ -45,12 +45,21 @@ pub fn require_root(test: &str) -> bool {
     require(test, rustix::process::geteuid().is_root(), "root")
 }
 
+/// The user of [`Registry::start_with_auth`]'s registry.
+pub const AUTH_USER: &str = "mesopod";
+/// Its password (a test fixture, not a secret).
+pub const AUTH_PASSWORD: &str = "test-password";
+/// bcrypt of [`AUTH_PASSWORD`], for the registry's htpasswd file.
+const AUTH_HTPASSWD: &str =
+    "mesopod:$2b$04$xcHwIreEBVuNei9waeAKwO6KOMdWtpRo.fd99jYk3W9qDqD0uLBAK\n";
+
 /// A `docker-registry` on 127.0.0.1, ended when dropped.
 pub struct Registry {
     guard: Option<testkit::ProcessGuard<std::process::Child>>,
     dir: tempfile::TempDir,
     port: u16,
     http: reqwest::Client,
+    auth: bool,
 }
 
 impl Registry {
@@ -78,6 +87,19 @@ impl Registry {
     ///
     /// When it does not start and answer within 30 s.
     pub async fn start() -> Self {
+        Self::start_inner(false).await
+    }
+
+    /// A registry that asks for basic auth ([`AUTH_USER`], [`AUTH_PASSWORD`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`Registry::start`].
+    pub async fn start_with_auth() -> Self {
+        Self::start_inner(true).await
+    }
+
+    async fn start_inner(auth: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         // The registry takes an address, not a listener: a port just freed
         // by the kernel is the nearest thing to port 0.
@@ -89,6 +111,16 @@ impl Registry {
             "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
             dir.path().join("storage").display()
         );
+        let config = if auth {
+            let htpasswd = dir.path().join("htpasswd");
+            std::fs::write(&htpasswd, AUTH_HTPASSWD).expect("htpasswd");
+            format!(
+                "{config}auth:\n  htpasswd:\n    realm: test\n    path: {}\n",
+                htpasswd.display()
+            )
+        } else {
+            config
+        };
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config).expect("registry config");
         let log = std::fs::File::create(dir.path().join("registry.log")).expect("registry log");
@@ -108,6 +140,7 @@ impl Registry {
             dir,
             port,
             http: reqwest::Client::new(),
+            auth,
         };
         let url = format!("{}/v2/", registry.base());
         let http = registry.http.clone();
@@ -121,7 +154,7 @@ impl Registry {
                     .map(|r| r.status().as_u16())
                     .ok()
             },
-            |s| *s == Some(200),
+            |s| *s == Some(200) || *s == Some(401),
         )
         .await;
         registry
@@ -154,11 +187,23 @@ impl Registry {
             .unwrap_or(0)
     }
 
+    fn with_auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if self.auth {
+            req.basic_auth(AUTH_USER, Some(AUTH_PASSWORD))
+        } else {
+            req
+        }
+    }
+
     /// Uploads `blob` to `repository`: a session, then one PUT.
     pub async fn push_blob(&self, repository: &str, blob: &[u8]) -> String {
         let digest = sha256(blob);
         let url = format!("{}/v2/{repository}/blobs/uploads/", self.base());
-        let resp = self.http.post(&url).send().await.expect("upload session");
+        let resp = self
+            .with_auth(self.http.post(&url))
+            .send()
+            .await
+            .expect("upload session");
         assert_eq!(
             resp.status().as_u16(),
             202,
@@ -178,8 +223,7 @@ impl Registry {
         };
         let sep = if location.contains('?') { '&' } else { '?' };
         let resp = self
-            .http
-            .put(format!("{location}{sep}digest={digest}"))
+            .with_auth(self.http.put(format!("{location}{sep}digest={digest}")))
             .header("content-type", "application/octet-stream")
             .body(blob.to_vec())
             .send()
@@ -204,8 +248,7 @@ impl Registry {
     ) -> String {
         let url = format!("{}/v2/{repository}/manifests/{reference}", self.base());
         let resp = self
-            .http
-            .put(&url)
+            .with_auth(self.http.put(&url))
             .header("content-type", media_type)
             .body(manifest.to_vec())
             .send()
