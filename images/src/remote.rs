@@ -97,7 +97,7 @@ impl Clients {
 }
 
 impl Remote {
-    fn reference(&self) -> String {
+    pub(crate) fn reference(&self) -> String {
         self.reference.to_string()
     }
 

@@ -32,6 +32,7 @@ impl Flights {
         key: String,
         work: impl FnOnce() -> BoxFuture<'static, Result<(), PullError>>,
     ) -> Result<(), PullError> {
+        let what = key.clone();
         let flight = {
             let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(key.clone())
@@ -42,7 +43,7 @@ impl Flights {
                     async move {
                         task.await.unwrap_or_else(|e| {
                             Err(PullError::Other {
-                                reference: String::new(),
+                                reference: what.clone(),
                                 detail: format!("pull task failed: {e}"),
                             })
                         })
@@ -70,6 +71,16 @@ pub(crate) enum Source {
     Local(String),
 }
 
+impl Source {
+    /// The reference a failure is reported for.
+    fn reference(&self) -> String {
+        match self {
+            Self::Remote(r) => r.reference(),
+            Self::Local(reference) => reference.clone(),
+        }
+    }
+}
+
 /// Makes the blob `digest` present, returning its path.
 pub(crate) async fn blob(
     layout: &Layout,
@@ -93,6 +104,7 @@ pub(crate) async fn blob(
                 if path2.exists() {
                     return Ok(());
                 }
+                let reference = source2.reference();
                 let remote = match source2 {
                     Source::Remote(r) => r,
                     Source::Local(reference) => {
@@ -106,7 +118,7 @@ pub(crate) async fn blob(
                 let result = remote.blob(&digest2, &temp).await;
                 let result = result.and_then(|()| {
                     std::fs::rename(&temp, &path2).map_err(|e| PullError::Other {
-                        reference: String::new(),
+                        reference,
                         detail: format!("cannot store blob {digest2}: {e}"),
                     })
                 });

@@ -208,7 +208,8 @@ impl ImageStore {
             let mut rec: ImageRecord = record::read_json(&layout.image(&image_id))?;
             let image = image_of(&layout, &rec, &reference.to_string())?;
             rec.last_used = record::now_nanos();
-            let _ = record::write_json(&layout, &layout.image(&image_id), &rec);
+            // Only gc's order depends on it: no fsync on every container start.
+            let _ = record::write_json_unsynced(&layout, &layout.image(&image_id), &rec);
             Some(image)
         })
         .await

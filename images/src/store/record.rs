@@ -92,11 +92,22 @@ impl Layout {
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub(crate) fn write_atomic(layout: &Layout, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_temp(layout, path, bytes, true)
+}
+
+fn write_through_temp(
+    layout: &Layout,
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> std::io::Result<()> {
     let temp = layout.temp("write");
     let result = (|| {
         let mut f = std::fs::File::create(&temp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         std::fs::rename(&temp, path)
     })();
     if result.is_err() {
@@ -117,6 +128,17 @@ pub(crate) fn write_json<T: Serialize>(
 ) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     write_atomic(layout, path, &bytes)
+}
+
+/// [`write_json`] without the fsync, for a record whose loss in a crash
+/// costs nothing (a read that fails is an image pulled again).
+pub(crate) fn write_json_unsynced<T: Serialize>(
+    layout: &Layout,
+    path: &Path,
+    value: &T,
+) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    write_through_temp(layout, path, &bytes, false)
 }
 
 /// Nanoseconds since the epoch, for `last_used`.
