@@ -13,6 +13,8 @@
 //!   present per policy and returns an [`Image`]: its `image_id`
 //!   (`registry/repo@sha256:…`, what `status.imageID` shows), its config's
 //!   Entrypoint, Cmd, Env, WorkingDir and User, and its unpacked layers.
+//!   [`ImageStore::ensure_fetched`] also says whether it pulled or found
+//!   the image ([`Fetched`], for the two forms of the `Pulled` event).
 //!   It never blocks the caller's runtime (file work runs on the blocking
 //!   pool) and concurrent pulls of one blob or layer share one download.
 //! - Registries on loopback are reached over plain HTTP, others over TLS
@@ -33,7 +35,8 @@
 //!   hardlinks outside) is refused whole. Whiteouts are honoured.
 //! - [`rootfs::assemble`] mounts an overlay (layers below, the container's
 //!   writable layer above) where the kernel allows it, else copies the
-//!   layers into one tree; [`rootfs::Rootfs::release`] unmounts.
+//!   layers into one tree ([`rootfs::assemble_copy`] always copies);
+//!   [`rootfs::Rootfs::release`] unmounts.
 //! - [`ImageStore::gc`] removes images not in use, least recently used
 //!   first, while the store is over [`StoreConfig::gc_threshold_bytes`].
 //! - [`ImageStore::load_archive`] imports a `docker save` tarball or an
@@ -43,7 +46,7 @@
 //!   `ErrImageNeverPull`, `InvalidImageName`) and whose message says what
 //!   failed, in containerd's words where it has them.
 //!
-//! With the `testing` feature, [`testing`] starts a real registry on
+//! With the `testing` feature, `images::testing` starts a real registry on
 //! loopback and builds small images to push to it.
 
 mod archive;

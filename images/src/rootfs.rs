@@ -44,7 +44,9 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> RootfsError + '_ {
     }
 }
 
-/// Builds `container_dir/rootfs` from `image`. With an overlay the
+/// Builds `container_dir/rootfs` from `image`; `container_dir` is one
+/// container instance's (a restarted container gets a fresh one, as in
+/// Kubernetes, or it keeps its earlier writes). With an overlay the
 /// writable layer is `container_dir/upper` (and `work`); `read_only` mounts
 /// it read-only. A flattened copy is writable whatever `read_only` says:
 /// the OCI runtime's `root.readonly` makes it read-only for the container.
