@@ -184,6 +184,20 @@ async fn docker_save_and_oci_archives_load_offline() {
         .await
         .expect("present");
 
+    // A zstd layer (OCI's `tar+zstd`) unpacks as well as gzip.
+    let tar = Layer::new().file("zstd-marker", 0o644, b"zstd").tar();
+    let zstd =
+        ruzstd::encoding::compress_to_vec(&tar[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let zimage = testing::image_with_blobs(vec![tar], vec![zstd], &Spec::default());
+    let zpath = dir.path().join("zstd.tar");
+    std::fs::write(
+        &zpath,
+        testing::oci_archive("example.com/team/zstd:v1", &zimage),
+    )
+    .expect("write");
+    let loaded = store.load_archive(&zpath).await.expect("zstd layer loads");
+    assert!(loaded[0].layers[0].join("zstd-marker").exists());
+
     let junk = dir.path().join("junk.tar");
     std::fs::write(&junk, b"not an archive").expect("write");
     let err = store.load_archive(&junk).await.expect_err("junk");
