@@ -89,6 +89,7 @@
 //! ```
 
 mod api;
+pub mod auth;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
@@ -102,6 +103,7 @@ pub mod resource;
 pub mod selectors;
 pub mod store;
 pub mod table;
+pub mod tls;
 pub mod validation;
 
 pub use api::{

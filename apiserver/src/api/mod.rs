@@ -26,6 +26,7 @@ use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 pub use events::EVENT_TTL;
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
+pub(crate) use objects::{bind_namespace, check_name, stamp_new};
 pub use objects::{k8s_time, system_time};
 pub use pod_status::{PodHead, StatusWrite};
 pub use pods::{Binding, Finalized};

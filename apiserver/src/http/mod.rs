@@ -1,6 +1,6 @@
 //! The HTTP face of the API: routes, and a server with the deletion sweep.
 
-mod extract;
+pub(crate) mod extract;
 mod logs;
 mod objects;
 mod others;
@@ -115,6 +115,7 @@ pub fn router(api: Api) -> Router {
             "/api/v1/namespaces/{ns}",
             get_cluster_scoped(Namespaces).delete(others::delete_namespace),
         )
+        .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)
         .with_state(api)
