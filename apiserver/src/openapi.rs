@@ -19,18 +19,24 @@ const DOC_HASH: &str = "mesopod-core-v1-1";
 
 /// `GET /openapi/v3`.
 pub(crate) async fn index() -> Response {
-    json(
-        StatusCode::OK,
-        &json!({"paths": {"api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={DOC_HASH}")}}}),
-    )
+    let mut paths =
+        json!({"api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={DOC_HASH}")}});
+    crate::auth::openapi_index(&mut paths);
+    json(StatusCode::OK, &json!({"paths": paths}))
 }
 
 fn patch_op(kind: &str) -> Value {
+    group_patch_op("", "CoreV1", kind)
+}
+
+/// The PATCH operation of `kind` in `group` (`op_prefix` names the group-version in
+/// the operation id, e.g. `RbacAuthorizationV1`).
+pub(crate) fn group_patch_op(group: &str, op_prefix: &str, kind: &str) -> Value {
     json!({
         "patch": {
-            "operationId": format!("patchCoreV1{kind}"),
+            "operationId": format!("patch{op_prefix}{kind}"),
             "x-kubernetes-action": "patch",
-            "x-kubernetes-group-version-kind": {"group": "", "version": "v1", "kind": kind},
+            "x-kubernetes-group-version-kind": {"group": group, "version": "v1", "kind": kind},
             "parameters": [
                 {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
                 {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},

@@ -12,15 +12,16 @@ use crate::error::ApiError;
 pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// The four bytes every Kubernetes protobuf body starts with.
-const MAGIC: &[u8] = b"k8s\0";
+pub(crate) const MAGIC: &[u8] = b"k8s\0";
 
-fn bad(msg: &str) -> ApiError {
+pub(crate) fn bad(msg: &str) -> ApiError {
     ApiError::BadRequest(format!("error decoding protobuf body: {msg}"))
 }
 
 /// One field of a protobuf message: number and, for length-delimited fields, the bytes.
-enum Field<'a> {
+pub(crate) enum Field<'a> {
     Bytes(u32, &'a [u8]),
+    Varint(u32, u64),
     Other,
 }
 
@@ -37,15 +38,15 @@ fn varint(buf: &mut &[u8]) -> Result<u64, ApiError> {
     Err(bad("varint too long"))
 }
 
-fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
+pub(crate) fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
     let mut out = Vec::new();
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
         let number = u32::try_from(key >> 3).map_err(|_| bad("field number"))?;
         match key & 7 {
             0 => {
-                varint(&mut buf)?;
-                out.push(Field::Other);
+                let v = varint(&mut buf)?;
+                out.push(Field::Varint(number, v));
             }
             1 | 5 => {
                 let n = if key & 7 == 1 { 8 } else { 4 };
@@ -64,7 +65,7 @@ fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
     Ok(out)
 }
 
-fn string(bytes: &[u8]) -> Result<String, ApiError> {
+pub(crate) fn string(bytes: &[u8]) -> Result<String, ApiError> {
     String::from_utf8(bytes.to_vec()).map_err(|_| bad("string is not UTF-8"))
 }
 
@@ -80,7 +81,7 @@ fn map_entry(bytes: &[u8]) -> Result<(String, String), ApiError> {
     Ok((k, v))
 }
 
-fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
     let mut meta = Map::new();
     let (mut labels, mut annotations) = (Map::new(), Map::new());
     for f in fields(bytes)? {

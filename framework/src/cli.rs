@@ -35,6 +35,8 @@ pub enum Command {
     Localmesos(cmd::localmesos::Args),
     /// The scale benchmark.
     Bench(cmd::bench::Args),
+    /// Prints the admin kubeconfig mesopod wrote in its data directory.
+    Kubeconfig(cmd::kubeconfig::Args),
 }
 
 /// Why a `--config` file could not be used.

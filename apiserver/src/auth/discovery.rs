@@ -49,7 +49,7 @@ fn resources(name: &str) -> Vec<Value> {
 }
 
 pub(super) fn routes() -> Router<Api> {
-    let mut r = Router::new();
+    let mut r = Router::new().route(&format!("/openapi/v3/apis/{RBAC}/v1"), get(rbac_openapi));
     for name in [RBAC, AUTHZ, AUTHN] {
         r = r
             .route(&format!("/apis/{name}"), get(move || async move {
@@ -63,4 +63,36 @@ pub(super) fn routes() -> Router<Api> {
             }));
     }
     r
+}
+
+/// Changes whenever the RBAC document does, so kubectl's cache of it stays right.
+const RBAC_DOC_HASH: &str = "mesopod-rbac-v1-1";
+
+pub(super) fn openapi_index(paths: &mut Value) {
+    paths[format!("apis/{RBAC}/v1")] =
+        json!({"serverRelativeURL": format!("/openapi/v3/apis/{RBAC}/v1?hash={RBAC_DOC_HASH}")});
+}
+
+/// The OpenAPI v3 document of the RBAC group: each kind's PATCH operation, which is
+/// what kubectl looks for to leave validation to the server (see `crate::openapi`).
+async fn rbac_openapi() -> axum::response::Response {
+    let mut paths = serde_json::Map::new();
+    for k in Kind::ALL {
+        let path = if k.namespaced() {
+            format!(
+                "/apis/{RBAC}/v1/namespaces/{{namespace}}/{}/{{name}}",
+                k.plural()
+            )
+        } else {
+            format!("/apis/{RBAC}/v1/{}/{{name}}", k.plural())
+        };
+        paths.insert(
+            path,
+            crate::openapi::group_patch_op(RBAC, "RbacAuthorizationV1", k.kind()),
+        );
+    }
+    json(
+        StatusCode::OK,
+        &json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": paths, "components": {"schemas": {}}}),
+    )
 }

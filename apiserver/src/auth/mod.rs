@@ -18,6 +18,7 @@
 pub mod authn;
 pub mod der;
 mod discovery;
+mod proto;
 pub mod rbac;
 pub mod request_info;
 mod reviews;
@@ -166,4 +167,24 @@ pub(crate) fn routes() -> Router<Api> {
 /// The API groups this module serves, for `/apis`.
 pub(crate) fn api_groups() -> Vec<serde_json::Value> {
     discovery::groups()
+}
+
+/// A request body as JSON: protobuf (what kubectl's typed clients send) for `kinds`,
+/// else JSON or YAML.
+pub(crate) async fn read_object(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    kinds: &[&str],
+) -> Result<serde_json::Value, crate::ApiError> {
+    use crate::http::extract::{content_type, object_content_type, read_body};
+    if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
+        return proto::decode(&read_body(headers, body).await?, kinds);
+    }
+    let ct = object_content_type(headers)?.to_string();
+    crate::decode::parse_object(&read_body(headers, body).await?, &ct)
+}
+
+/// Adds the OpenAPI v3 documents of this module's groups to the `/openapi/v3` index.
+pub(crate) fn openapi_index(paths: &mut serde_json::Value) {
+    discovery::openapi_index(paths);
 }

@@ -18,17 +18,15 @@ use super::request_info::Attributes;
 use super::sa::{TokenAuthority, TokenSpec};
 use super::user::UserInfo;
 use crate::api::{Api, k8s_time};
-use crate::decode::parse_object;
 use crate::error::ApiError;
-use crate::http::extract::{ApiPath, object_content_type, read_body};
+use crate::http::extract::ApiPath;
 use crate::http::respond::json;
 use crate::validation::Causes;
 
 type Checked = Option<Extension<(UserInfo, Arc<Rbac>)>>;
 
-async fn body(headers: &HeaderMap, body: Body) -> Result<Value, ApiError> {
-    let ct = object_content_type(headers)?.to_string();
-    parse_object(&read_body(headers, body).await?, &ct)
+async fn body(headers: &HeaderMap, body: Body, kind: &str) -> Result<Value, ApiError> {
+    super::read_object(headers, body, &[kind]).await
 }
 
 fn who(user: &Option<Extension<RequestUser>>) -> UserInfo {
@@ -47,7 +45,7 @@ async fn access_review(
     headers: HeaderMap,
     b: Body,
 ) -> Result<Response, ApiError> {
-    let mut review = body(&headers, b).await?;
+    let mut review = body(&headers, b, "SelfSubjectAccessReview").await?;
     let spec = &review["spec"];
     let attrs = if let Some(r) = spec.get("resourceAttributes").filter(|r| r.is_object()) {
         let mut a = Attributes::resource(
@@ -89,7 +87,7 @@ async fn rules_review(
     headers: HeaderMap,
     b: Body,
 ) -> Result<Response, ApiError> {
-    let mut review = body(&headers, b).await?;
+    let mut review = body(&headers, b, "SelfSubjectRulesReview").await?;
     let ns = s(&review["spec"], "namespace");
     let rules = match &checked {
         Some(Extension((_, rbac))) => rbac.rules_for(&who(&user), &ns),
@@ -141,7 +139,7 @@ async fn token_request(
     let Some(Extension(authority)) = authority.filter(|a| a.0.can_issue()) else {
         return Err(ApiError::NoRoute);
     };
-    let mut req = body(&headers, b).await?;
+    let mut req = body(&headers, b, "TokenRequest").await?;
     let sa = api
         .store()
         .get(&format!("serviceaccounts/{ns}/{name}"))

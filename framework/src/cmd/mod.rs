@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod executor;
+pub mod kubeconfig;
 pub mod localmesos;
 pub mod scheduler;
 
@@ -23,6 +24,7 @@ pub fn main() -> anyhow::Result<()> {
         Some(Command::Executor(args)) => executor::run(args),
         Some(Command::Localmesos(args)) => localmesos::run(args),
         Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Kubeconfig(args)) => kubeconfig::run(&args),
     }
 }
 

@@ -24,9 +24,9 @@ use crate::api::{Api, bind_namespace, check_name, stamp_new};
 use crate::auth::request_info::Attributes;
 use crate::auth::status::forbidden_message;
 use crate::auth::user::UserInfo;
-use crate::decode::{decode_typed, parse_object};
+use crate::decode::decode_typed;
 use crate::error::ApiError;
-use crate::http::extract::{ApiPath, Params, content_type, object_content_type, read_body};
+use crate::http::extract::{ApiPath, Params, content_type, read_body};
 use crate::http::respond::json_with_warnings;
 use crate::patch::{self, PatchType};
 use crate::store::{Precondition, WriteOp, object_rv};
@@ -248,9 +248,7 @@ async fn decode<T: RbacObject>(
     body: Body,
 ) -> Result<(T, Vec<String>, bool), ApiError> {
     let opts = params.write_options()?;
-    let ct = object_content_type(headers)?.to_string();
-    let bytes = read_body(headers, body).await?;
-    let value = parse_object(&bytes, &ct)?;
+    let value = crate::auth::read_object(headers, body, &[T::KIND.kind()]).await?;
     let (obj, warnings) = decode_typed::<T>(&value, opts.field_validation)?;
     Ok((obj, warnings, opts.dry_run))
 }
