@@ -57,6 +57,9 @@ struct Inner {
     /// Flips to true when the server shuts down, ending HTTP watches (which would
     /// otherwise hold a graceful shutdown open for as long as a client watches).
     closing: tokio::sync::watch::Sender<bool>,
+    /// Who the embedder's own pod status and binding writes are authorized as, once
+    /// authorization is on (`crate::auth::in_process`).
+    in_process: std::sync::OnceLock<crate::auth::InProcess>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -87,6 +90,7 @@ impl Api {
                 clock,
                 logs,
                 closing: tokio::sync::watch::Sender::new(false),
+                in_process: std::sync::OnceLock::new(),
             }),
         };
         api.ensure_system_namespaces().await?;
@@ -144,6 +148,10 @@ impl Api {
     pub(crate) async fn watches_closed(&self) {
         let mut rx = self.inner.closing.subscribe();
         let _ = rx.wait_for(|closing| *closing).await;
+    }
+
+    pub(crate) fn in_process(&self) -> &std::sync::OnceLock<crate::auth::InProcess> {
+        &self.inner.in_process
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn Store> {

@@ -18,6 +18,7 @@
 pub mod authn;
 pub mod der;
 mod discovery;
+mod in_process;
 mod proto;
 pub mod rbac;
 pub mod request_info;
@@ -35,6 +36,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub use authn::Authenticator;
+pub use in_process::InProcess;
 pub use rbac::Rbac;
 pub use request_info::Attributes;
 pub use user::UserInfo;
@@ -99,9 +101,10 @@ impl Auth {
         rbac: bool,
     ) -> Result<Arc<Self>, crate::ApiError> {
         let rbac = if rbac {
-            let r = Rbac::new(api.clone());
+            let r = Arc::new(Rbac::new(api.clone()));
             r.bootstrap().await?;
-            Some(Arc::new(r))
+            api.authorize_in_process(r.clone(), UserInfo::scheduler());
+            Some(r)
         } else {
             None
         };

@@ -321,3 +321,115 @@ impl TokenAuthority {
         Some(user)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::{Duration, SystemTime};
+
+    use base64::Engine as _;
+    use ring::rand::SystemRandom;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+
+    use super::*;
+    use crate::store::{Precondition, WriteOp};
+
+    fn key_file(dir: &Path) -> std::path::PathBuf {
+        let doc =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+                .unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(doc.as_ref());
+        let path = dir.join("sa.key");
+        std::fs::write(
+            &path,
+            format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n"),
+        )
+        .unwrap();
+        path
+    }
+
+    async fn put_sa(api: &Api, uid: &str) {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder", "namespace": "default", "uid": uid}});
+        api.commit(vec![WriteOp::Put {
+            key: "serviceaccounts/default/builder".into(),
+            object: sa,
+            precondition: Precondition::None,
+        }])
+        .await
+        .unwrap();
+    }
+
+    fn spec(expiration: u64) -> TokenSpec {
+        TokenSpec {
+            namespace: "default".into(),
+            name: "builder".into(),
+            uid: "u1".into(),
+            audiences: Vec::new(),
+            expiration: Duration::from_secs(expiration),
+            pod: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_names_its_service_account_until_it_expires_or_the_account_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = key_file(dir.path());
+        let issuer = "https://kubernetes.default.svc.cluster.local".to_owned();
+        let authority =
+            TokenAuthority::load(Some(&key), &[], vec![issuer.clone()], Vec::new()).unwrap();
+        let api = Api::in_memory().await.unwrap();
+        put_sa(&api, "u1").await;
+        let (token, expires) = authority.issue(&spec(3600), api.now()).unwrap();
+        assert!(expires > SystemTime::now() + Duration::from_secs(3500));
+        let user = authority.authenticate(&api, &token).unwrap();
+        assert_eq!(user.name, "system:serviceaccount:default:builder");
+        assert_eq!(
+            user.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:default",
+                "system:authenticated"
+            ]
+        );
+        assert!(user.extra["authentication.kubernetes.io/credential-id"][0].starts_with("JTI="));
+
+        let claims: Value =
+            serde_json::from_slice(&B64.decode(token.split('.').nth(1).unwrap()).unwrap()).unwrap();
+        assert_eq!(claims["iss"], issuer.as_str());
+        assert_eq!(claims["aud"], json!([issuer]));
+        assert_eq!(
+            claims["kubernetes.io"]["serviceaccount"],
+            json!({"name": "builder", "uid": "u1"})
+        );
+
+        let (old, _) = authority
+            .issue(&spec(600), SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
+        assert!(authority.authenticate(&api, &old).is_none(), "expired");
+        let mut other = spec(3600);
+        other.audiences = vec!["vault".into()];
+        let (vault, _) = authority.issue(&other, api.now()).unwrap();
+        assert!(
+            authority.authenticate(&api, &vault).is_none(),
+            "not for this API's audience"
+        );
+        let mut forged = token.clone();
+        forged.truncate(forged.len() - 4);
+        forged.push_str("AAAA");
+        assert!(
+            authority.authenticate(&api, &forged).is_none(),
+            "bad signature"
+        );
+        let verifier_only = TokenAuthority::load(None, &[&key], vec![issuer], Vec::new()).unwrap();
+        assert!(!verifier_only.can_issue());
+        assert!(
+            verifier_only.authenticate(&api, &token).is_some(),
+            "--service-account-key-file verifies"
+        );
+        put_sa(&api, "u2").await;
+        assert!(
+            authority.authenticate(&api, &token).is_none(),
+            "a recreated account does not honour old tokens"
+        );
+    }
+}
