@@ -2,6 +2,8 @@
 //! log line; a non-loopback address without TLS refused at startup naming the flags; and
 //! `mesopod kubeconfig` printing the admin kubeconfig of a secure start.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::process::Stdio;

@@ -2,6 +2,8 @@
 //! writes, a token user who may edit namespace `a` only, a `view` user, no credentials,
 //! escalation prevention, and the scheduler's identity.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::secure::Secure;

@@ -1,6 +1,8 @@
 //! The official Kubernetes Python client over TLS with a bearer token: a user who may
 //! edit namespace `a` lists and creates pods there, and gets 403 in `b`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
