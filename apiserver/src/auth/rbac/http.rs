@@ -120,57 +120,47 @@ fn check_binding(
     }
 }
 
-impl RbacObject for Role {
-    const KIND: Kind = Kind::Role;
-    fn meta(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn grant(&self) -> Grant {
-        Grant::Rules(self.rules.clone().unwrap_or_default())
-    }
-    fn check(&self, causes: &mut Causes) {
-        check_rules(causes, self.rules.as_deref(), false);
-    }
+/// The trait for a role kind (it grants its rules) or a binding kind (its roleRef).
+macro_rules! rbac_object {
+    (role $t:ty, $kind:expr, $cluster:expr) => {
+        impl RbacObject for $t {
+            const KIND: Kind = $kind;
+            fn meta(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+            fn grant(&self) -> Grant {
+                Grant::Rules(self.rules.clone().unwrap_or_default())
+            }
+            fn check(&self, causes: &mut Causes) {
+                check_rules(causes, self.rules.as_deref(), $cluster);
+            }
+        }
+    };
+    (binding $t:ty, $kind:expr, $namespaced:expr) => {
+        impl RbacObject for $t {
+            const KIND: Kind = $kind;
+            fn meta(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+            fn grant(&self) -> Grant {
+                Grant::Binding(self.role_ref.clone())
+            }
+            fn check(&self, causes: &mut Causes) {
+                check_binding(
+                    causes,
+                    &self.role_ref,
+                    self.subjects.as_deref(),
+                    $namespaced,
+                );
+            }
+        }
+    };
 }
 
-impl RbacObject for ClusterRole {
-    const KIND: Kind = Kind::ClusterRole;
-    fn meta(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn grant(&self) -> Grant {
-        Grant::Rules(self.rules.clone().unwrap_or_default())
-    }
-    fn check(&self, causes: &mut Causes) {
-        check_rules(causes, self.rules.as_deref(), true);
-    }
-}
-
-impl RbacObject for RoleBinding {
-    const KIND: Kind = Kind::RoleBinding;
-    fn meta(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn grant(&self) -> Grant {
-        Grant::Binding(self.role_ref.clone())
-    }
-    fn check(&self, causes: &mut Causes) {
-        check_binding(causes, &self.role_ref, self.subjects.as_deref(), true);
-    }
-}
-
-impl RbacObject for ClusterRoleBinding {
-    const KIND: Kind = Kind::ClusterRoleBinding;
-    fn meta(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn grant(&self) -> Grant {
-        Grant::Binding(self.role_ref.clone())
-    }
-    fn check(&self, causes: &mut Causes) {
-        check_binding(causes, &self.role_ref, self.subjects.as_deref(), false);
-    }
-}
+rbac_object!(role Role, Kind::Role, false);
+rbac_object!(role ClusterRole, Kind::ClusterRole, true);
+rbac_object!(binding RoleBinding, Kind::RoleBinding, true);
+rbac_object!(binding ClusterRoleBinding, Kind::ClusterRoleBinding, false);
 
 /// The caller, when authentication and RBAC are on (else writes are not checked).
 type Caller = Option<Extension<(UserInfo, Arc<Rbac>)>>;
