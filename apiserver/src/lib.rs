@@ -19,6 +19,10 @@
 //!   event.
 //! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
 //!   pod and container.
+//! - **Security** ([`auth`], [`tls`]): served over rustls with kube-apiserver's
+//!   authentication chain and RBAC (`rbac.authorization.k8s.io/v1`) when the embedder
+//!   wraps [`router`] with [`auth::Auth::layer`]; a request without an accepted credential
+//!   is 401, a denied one 403, before any handler runs.
 //! - The shim implements Kubernetes **1.33** ([`discovery::KUBERNETES_VERSION`]) and
 //!   reports it on `/version`.
 //!
