@@ -238,3 +238,140 @@ pub(super) fn routes() -> Router<Api> {
             post(token_request),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use axum::body::Body;
+    use axum::http::Request;
+    use base64::Engine as _;
+    use ring::rand::SystemRandom;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    use tower::ServiceExt as _;
+
+    use super::*;
+    use crate::auth::{Auth, Authenticator};
+    use crate::store::{Precondition, WriteOp};
+
+    async fn call(
+        router: &Router,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Value,
+    ) -> (u16, Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let resp = router.clone().oneshot(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    #[tokio::test]
+    async fn a_token_request_gives_a_token_that_authenticates_as_the_service_account() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+                .unwrap();
+        let key = dir.path().join("sa.key");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(doc.as_ref());
+        std::fs::write(
+            &key,
+            format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n"),
+        )
+        .unwrap();
+        let issuer = "https://kubernetes.default.svc.cluster.local".to_owned();
+        let authority = TokenAuthority::load(Some(&key), &[], vec![issuer], Vec::new()).unwrap();
+        let api = Api::in_memory().await.unwrap();
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "default", "uid": "sa-uid"}});
+        api.commit(vec![WriteOp::Put {
+            key: "serviceaccounts/default/default".into(),
+            object: sa,
+            precondition: Precondition::None,
+        }])
+        .await
+        .unwrap();
+        let admin = UserInfo::authenticated("admin", "", vec!["system:masters".into()]);
+        let authn = Authenticator {
+            tokens: [("admin-token".to_owned(), admin)].into(),
+            service_accounts: Some(Arc::new(authority)),
+            anonymous: false,
+        };
+        let auth = Auth::new(api.clone(), authn, true).await.unwrap();
+        let router = auth.layer(crate::router(api));
+
+        let ask = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}});
+        let (code, answer) = call(
+            &router,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            "admin-token",
+            ask.clone(),
+        )
+        .await;
+        assert_eq!(code, 201, "{answer}");
+        let token = answer["status"]["token"].as_str().unwrap().to_owned();
+        let (code, me) = call(
+            &router,
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &token,
+            json!({}),
+        )
+        .await;
+        assert_eq!(code, 201, "{me}");
+        assert_eq!(
+            me["status"]["userInfo"]["username"],
+            "system:serviceaccount:default:default"
+        );
+        assert_eq!(me["status"]["userInfo"]["uid"], "sa-uid");
+        // The service account may do nothing it was not granted.
+        let (code, denied) = call(
+            &router,
+            "GET",
+            "/api/v1/namespaces/default/pods",
+            &token,
+            Value::Null,
+        )
+        .await;
+        assert_eq!(code, 403);
+        assert_eq!(
+            denied["message"],
+            r#"pods is forbidden: User "system:serviceaccount:default:default" cannot list resource "pods" in API group "" in the namespace "default""#
+        );
+
+        let (code, _) = call(
+            &router,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/nobody/token",
+            "admin-token",
+            ask,
+        )
+        .await;
+        assert_eq!(code, 404);
+        let short = json!({"spec": {"expirationSeconds": 599}});
+        let (code, invalid) = call(
+            &router,
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            "admin-token",
+            short,
+        )
+        .await;
+        assert_eq!(code, 422, "{invalid}");
+        assert!(
+            invalid["message"]
+                .as_str()
+                .unwrap()
+                .contains("may not specify a duration less than 10 minutes")
+        );
+    }
+}
