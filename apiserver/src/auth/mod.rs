@@ -191,3 +191,63 @@ pub(crate) async fn read_object(
 pub(crate) fn openapi_index(paths: &mut serde_json::Value) {
     discovery::openapi_index(paths);
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    async fn get(router: &Router, path: &str) -> (u16, String) {
+        let req = Request::builder().uri(path).body(Body::empty()).unwrap();
+        let resp = router.clone().oneshot(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (code, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn anonymous_requests_are_401_unless_allowed_and_then_only_public_info() {
+        for anonymous in [false, true] {
+            let api = Api::in_memory().await.unwrap();
+            let authn = Authenticator {
+                anonymous,
+                ..Authenticator::default()
+            };
+            let router = Auth::new(api.clone(), authn, true)
+                .await
+                .unwrap()
+                .layer(crate::router(api));
+            let (code, body) = get(&router, "/api/v1/namespaces/default/pods").await;
+            if anonymous {
+                assert_eq!(code, 403);
+                assert!(
+                    body.contains(r#"User \"system:anonymous\" cannot list resource \"pods\""#),
+                    "{body}"
+                );
+                assert_eq!(
+                    get(&router, "/version").await.0,
+                    200,
+                    "system:public-info-viewer"
+                );
+                assert_eq!(
+                    get(&router, "/api").await.0,
+                    403,
+                    "discovery is for authenticated users"
+                );
+            } else {
+                assert_eq!(
+                    (code, body.contains(r#""reason":"Unauthorized""#)),
+                    (401, true),
+                    "{body}"
+                );
+                assert_eq!(get(&router, "/version").await.0, 401);
+            }
+        }
+    }
+}
