@@ -48,11 +48,11 @@ pub(crate) async fn api_versions(headers: HeaderMap) -> Response {
     )
 }
 
-/// `GET /apis`: no groups beyond the core group.
+/// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
     json(
         StatusCode::OK,
-        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": crate::auth::api_groups()}),
     )
 }
 

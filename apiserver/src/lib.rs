@@ -32,6 +32,10 @@
 //! - **Secrets** never appear in a message: validation errors say
 //!   `<secret contents redacted>` and a Secret body that does not decode is refused
 //!   without quoting it. The shim logs no object bodies.
+//! - **Security** ([`auth`], [`tls`]): served over rustls with kube-apiserver's
+//!   authentication chain and RBAC (`rbac.authorization.k8s.io/v1`) when the embedder
+//!   wraps [`router`] with [`auth::Auth::layer`]; a request without an accepted credential
+//!   is 401, a denied one 403, before any handler runs.
 //! - The shim implements Kubernetes **1.33** ([`discovery::KUBERNETES_VERSION`]) and
 //!   reports it on `/version`.
 //!
@@ -106,6 +110,7 @@
 //! ```
 
 mod api;
+pub mod auth;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
@@ -121,6 +126,7 @@ pub mod resource;
 pub mod selectors;
 pub mod store;
 pub mod table;
+pub mod tls;
 pub mod validation;
 
 pub use api::{

@@ -13,14 +13,14 @@ use crate::error::ApiError;
 pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// The four bytes every Kubernetes protobuf body starts with.
-const MAGIC: &[u8] = b"k8s\0";
+pub(crate) const MAGIC: &[u8] = b"k8s\0";
 
-fn bad(msg: &str) -> ApiError {
+pub(crate) fn bad(msg: &str) -> ApiError {
     ApiError::BadRequest(format!("error decoding protobuf body: {msg}"))
 }
 
 /// One field of a protobuf message: number and, for length-delimited fields, the bytes.
-enum Field<'a> {
+pub(crate) enum Field<'a> {
     Bytes(u32, &'a [u8]),
     Varint(u32, u64),
     Other,
@@ -39,7 +39,7 @@ fn varint(buf: &mut &[u8]) -> Result<u64, ApiError> {
     Err(bad("varint too long"))
 }
 
-fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
+pub(crate) fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
     let mut out = Vec::new();
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
@@ -66,7 +66,7 @@ fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
     Ok(out)
 }
 
-fn string(bytes: &[u8]) -> Result<String, ApiError> {
+pub(crate) fn string(bytes: &[u8]) -> Result<String, ApiError> {
     String::from_utf8(bytes.to_vec()).map_err(|_| bad("string is not UTF-8"))
 }
 
@@ -140,7 +140,7 @@ fn kind_fields(kind: &str, raw: &[u8], obj: &mut Map<String, Value>) -> Result<(
     Ok(())
 }
 
-fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
     let mut meta = Map::new();
     let (mut labels, mut annotations) = (Map::new(), Map::new());
     for f in fields(bytes)? {

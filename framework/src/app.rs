@@ -55,6 +55,8 @@ pub struct AppConfig {
     pub codec: Codec,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// TLS, authentication and authorization of the API (default: plain HTTP, loopback).
+    pub security: crate::security::Security,
 }
 
 /// Why mesopod could not start.
@@ -75,6 +77,12 @@ pub enum AppError {
     /// The pipeline settings cannot work.
     #[error("bad scheduling settings: {0}")]
     Pipeline(#[from] procurement::ConfigError),
+    /// The API would be open to the network without TLS and authentication.
+    #[error("{0}")]
+    Insecure(String),
+    /// The security configuration cannot be used.
+    #[error(transparent)]
+    Security(#[from] crate::security::SecurityError),
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -89,6 +97,7 @@ pub enum AppError {
 pub struct App {
     api: Api,
     addr: SocketAddr,
+    https: bool,
     master_url: String,
     local: Option<LocalMesos>,
     registry: RegistryReader,
@@ -126,6 +135,7 @@ impl App {
     /// # Errors
     /// [`AppError`] naming the part that failed.
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
+        refuse_insecure(&cfg)?;
         let store: Arc<dyn Store> = match &cfg.data_dir {
             Some(dir) => {
                 Arc::new(RedbStore::open(dir).map_err(|e| AppError::Store(e.to_string()))?)
@@ -160,6 +170,10 @@ impl App {
         });
         let reader = registry.reader();
         let observed = Arc::new(Observed::default());
+        let serving = match &cfg.security.secure {
+            Some(secure) => Some(secure.serving(&api).await?),
+            None => None,
+        };
 
         let listener = TcpListener::bind(cfg.listen)
             .await
@@ -171,6 +185,11 @@ impl App {
             addr: cfg.listen,
             source,
         })?;
+        if let Some(secure) = &cfg.security.secure
+            && let Some(path) = secure.write_kubeconfig(addr)?
+        {
+            tracing::info!(path = %path.display(), "wrote the admin kubeconfig");
+        }
 
         // Unbounded: every producer is bounded by what exists (pods in the
         // store, the master's events), and a full channel would stall the
@@ -224,13 +243,16 @@ impl App {
                 api: api.clone(),
                 clock: cfg.clock.clone(),
             }));
+        let (router, tls) = match serving {
+            Some(s) => (s.auth.layer(router), Some(s.tls)),
+            None => (router, None),
+        };
+        let https = tls.is_some();
         let http = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await
-            {
+            let stopped = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) = apiserver::tls::serve(listener, router, tls, stopped).await {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }
         });
@@ -240,6 +262,7 @@ impl App {
         Ok(App {
             api,
             addr,
+            https,
             master_url,
             local,
             registry: reader,
@@ -251,9 +274,10 @@ impl App {
         })
     }
 
-    /// The API shim's base URL (`http://127.0.0.1:PORT`).
+    /// The API shim's base URL (`http://127.0.0.1:PORT`, or `https://` when secure).
     pub fn api_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The address the API listens on.
@@ -330,5 +354,28 @@ impl App {
         if let Some(local) = self.local.take() {
             local.shutdown().await;
         }
+    }
+}
+
+/// Refuses to open the API beyond loopback without TLS and authentication.
+fn refuse_insecure(cfg: &AppConfig) -> Result<(), AppError> {
+    if cfg.listen.ip().is_loopback() {
+        return Ok(());
+    }
+    match &cfg.security.secure {
+        None => Err(AppError::Insecure(format!(
+            "refusing to serve the Kubernetes API on {} over plain HTTP without authentication: \
+             pass --secure-port (with --tls-cert-file and --tls-private-key-file, or let mesopod \
+             make them in --data-dir) and --client-ca-file or --token-auth-file, or --listen on a \
+             loopback address",
+            cfg.listen
+        ))),
+        Some(s) if s.anonymous && !s.rbac => Err(AppError::Insecure(format!(
+            "refusing to serve the Kubernetes API on {} to anonymous users with \
+             --authorization-mode=AlwaysAllow: drop --anonymous-auth=true or use \
+             --authorization-mode=RBAC",
+            cfg.listen
+        ))),
+        Some(_) => Ok(()),
     }
 }

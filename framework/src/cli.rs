@@ -37,6 +37,8 @@ pub enum Command {
     Bench(cmd::bench::Args),
     /// Images in the embedded cluster's store (`image load FILE`).
     Image(cmd::image::Args),
+    /// Prints the admin kubeconfig mesopod wrote in its data directory.
+    Kubeconfig(cmd::kubeconfig::Args),
 }
 
 /// Why a `--config` file could not be used.

@@ -38,6 +38,8 @@ pub mod metrics;
 pub mod objects;
 pub mod observe;
 pub mod offers;
+pub mod pki;
 pub mod podstatus;
 pub mod queue;
 pub mod reconcile;
+pub mod security;

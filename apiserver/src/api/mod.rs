@@ -29,6 +29,7 @@ pub use events::EVENT_TTL;
 pub(crate) use kinds::{decode_kind, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
+pub(crate) use objects::{bind_namespace, check_name, stamp_new};
 pub use objects::{k8s_time, system_time};
 pub use pod_status::{PodHead, StatusWrite};
 pub use pods::{Binding, Finalized};
@@ -59,6 +60,9 @@ struct Inner {
     /// Flips to true when the server shuts down, ending HTTP watches (which would
     /// otherwise hold a graceful shutdown open for as long as a client watches).
     closing: tokio::sync::watch::Sender<bool>,
+    /// Who the embedder's own pod status and binding writes are authorized as, once
+    /// authorization is on (`crate::auth::in_process`).
+    in_process: std::sync::OnceLock<crate::auth::InProcess>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -89,6 +93,7 @@ impl Api {
                 clock,
                 logs,
                 closing: tokio::sync::watch::Sender::new(false),
+                in_process: std::sync::OnceLock::new(),
             }),
         };
         api.ensure_system_namespaces().await?;
@@ -146,6 +151,10 @@ impl Api {
     pub(crate) async fn watches_closed(&self) {
         let mut rx = self.inner.closing.subscribe();
         let _ = rx.wait_for(|closing| *closing).await;
+    }
+
+    pub(crate) fn in_process(&self) -> &std::sync::OnceLock<crate::auth::InProcess> {
+        &self.inner.in_process
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn Store> {

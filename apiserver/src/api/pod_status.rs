@@ -87,6 +87,7 @@ impl Api {
         name: &str,
         status: PodStatus,
     ) -> Result<Pod, ApiError> {
+        self.check_in_process("update", "pods/status", namespace, name)?;
         self.write_status(namespace, name, None, false, |_| Ok(status.clone()))
             .await
     }
@@ -137,6 +138,7 @@ impl Api {
         name: &str,
         make: impl Fn(&PodHead) -> Option<PodStatus>,
     ) -> Result<StatusWrite, ApiError> {
+        self.check_in_process("update", "pods/status", namespace, name)?;
         for _ in 0..RETRIES {
             let old = self.get_raw(PODS, namespace, name)?;
             let old_rv = object_rv(&old).unwrap_or(0);
@@ -186,6 +188,7 @@ impl Api {
         name: &str,
         binding: &Binding,
     ) -> Result<Arc<Value>, ApiError> {
+        self.check_in_process("create", "pods/binding", namespace, name)?;
         let mut causes = Causes::default();
         check_subdomain_name(&mut causes, "target.name", &binding.node_name);
         for k in binding.annotations.keys() {

@@ -1,6 +1,6 @@
 //! The HTTP face of the API: routes, and a server with the deletion sweep.
 
-mod extract;
+pub(crate) mod extract;
 mod kinds;
 mod logs;
 mod objects;
@@ -79,6 +79,7 @@ pub fn router(api: Api) -> Router {
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
+        .route("/openapi/v3/apis/{group}/{version}", get(openapi::apis))
         .route("/api/v1/pods", list_all(Pods))
         .route(
             "/api/v1/namespaces/{ns}/pods",
@@ -121,6 +122,7 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
     kinds::routes::<ServiceAccount>(router)
+        .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)
         .with_state(api)

@@ -1,5 +1,5 @@
-//! OpenAPI v2 (`/openapi/v2`, JSON or gnostic protobuf) and v3 (`/openapi/v3`, the
-//! `api/v1` document), with the schemas of every served kind generated from
+//! OpenAPI v2 (`/openapi/v2`, JSON or gnostic protobuf) and v3 (`/openapi/v3`, one
+//! document per group-version: `api/v1`, `apis/rbac.authorization.k8s.io/v1`), with the schemas of every served kind generated from
 //! k8s-openapi's types (`schemas.rs`).
 //!
 //! What kubectl reads here: `explain` walks the v3 schemas (found by their
@@ -53,7 +53,8 @@ impl Doc {
 struct Docs {
     v2_json: Doc,
     v2_proto: Doc,
-    v3_core: Doc,
+    /// Each group-version's v3 document by its path (`api/v1`, `apis/GROUP/VERSION`).
+    v3: Vec<(String, Doc)>,
 }
 
 /// The documents, built on first use: they depend only on the types compiled in.
@@ -64,7 +65,10 @@ fn docs() -> &'static Docs {
         Docs {
             v2_json: Doc::new(serde_json::to_vec(&v2).unwrap_or_default()),
             v2_proto: Doc::new(gnostic::document(&v2)),
-            v3_core: Doc::new(serde_json::to_vec(&v3_core_document()).unwrap_or_default()),
+            v3: v3_documents()
+                .into_iter()
+                .map(|(path, doc)| (path, Doc::new(serde_json::to_vec(&doc).unwrap_or_default())))
+                .collect(),
         }
     })
 }
@@ -86,8 +90,27 @@ fn gvk(s: &Served) -> Value {
     json!({"group": s.group, "version": s.version, "kind": s.kind})
 }
 
+/// Kubernetes' operation ids: `patchCoreV1Pod`, `patchRbacAuthorizationV1Role`.
 fn operation_id(s: &Served) -> String {
-    format!("patchCore{}{}", capitalised(s.version), s.kind)
+    let group: String = if s.group.is_empty() {
+        "Core".into()
+    } else {
+        s.group
+            .trim_end_matches(".k8s.io")
+            .split('.')
+            .map(capitalised)
+            .collect()
+    };
+    format!("patch{group}{}{}", capitalised(s.version), s.kind)
+}
+
+/// Where a group-version's v3 document is, relative to `/openapi/v3/`.
+fn group_version_path(s: &Served) -> String {
+    if s.group.is_empty() {
+        format!("api/{}", s.version)
+    } else {
+        format!("apis/{}/{}", s.group, s.version)
+    }
 }
 
 fn capitalised(s: &str) -> String {
@@ -122,10 +145,21 @@ fn v2_document() -> Value {
     json!({"swagger": "2.0", "info": info(), "paths": paths, "definitions": definitions})
 }
 
-fn v3_core_document() -> Value {
+/// One v3 document per group-version, each with every schema (kube-apiserver's hold
+/// what their kinds reference; all of them is a superset kubectl reads the same way).
+fn v3_documents() -> Vec<(String, Value)> {
     let (served, schemas) = schemas::definitions(Flavour::V3);
-    let mut paths = serde_json::Map::new();
+    let mut docs: Vec<(String, serde_json::Map<String, Value>)> = Vec::new();
     for s in &served {
+        let gv = group_version_path(s);
+        let at = match docs.iter().position(|(p, _)| *p == gv) {
+            Some(at) => at,
+            None => {
+                docs.push((gv, serde_json::Map::new()));
+                docs.len() - 1
+            }
+        };
+        let paths = &mut docs[at].1;
         let params: Vec<Value> = WRITE_PARAMS
             .iter()
             .map(|(name, ty)| json!({"name": name, "in": "query", "schema": {"type": ty, "uniqueItems": true}}))
@@ -146,7 +180,12 @@ fn v3_core_document() -> Value {
         });
         paths.insert(s.path.clone(), json!({"patch": op}));
     }
-    json!({"openapi": "3.0.0", "info": info(), "paths": paths, "components": {"schemas": schemas}})
+    docs.into_iter()
+        .map(|(gv, paths)| {
+            let doc = json!({"openapi": "3.0.0", "info": info(), "paths": paths, "components": {"schemas": schemas}});
+            (gv, doc)
+        })
+        .collect()
 }
 
 /// A document answered with its ETag; 304 when the client holds it already.
@@ -208,23 +247,44 @@ pub(crate) async fn v2(headers: HeaderMap) -> Result<Response, ApiError> {
 
 /// `GET /openapi/v3`.
 pub(crate) async fn index() -> Response {
-    crate::http::respond::json(
-        StatusCode::OK,
-        &json!({"paths": {"api/v1": {"serverRelativeURL": format!("/openapi/v3/api/v1?hash={}", docs().v3_core.etag)}}}),
-    )
+    let paths: serde_json::Map<String, Value> = docs()
+        .v3
+        .iter()
+        .map(|(gv, doc)| {
+            let url = format!("/openapi/v3/{gv}?hash={}", doc.etag);
+            (gv.clone(), json!({"serverRelativeURL": url}))
+        })
+        .collect();
+    crate::http::respond::json(StatusCode::OK, &json!({ "paths": paths }))
 }
 
-/// `GET /openapi/v3/api/v1`; with the current `hash` it may be cached for good, with a
-/// stale one it moved (301 to the current URL), as kube-apiserver answers.
-pub(crate) async fn core_v1(
-    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+/// `GET /openapi/v3/api/v1`.
+pub(crate) async fn core_v1(query: HashQuery, headers: HeaderMap) -> Response {
+    group_version("api/v1", query, headers)
+}
+
+/// `GET /openapi/v3/apis/{group}/{version}`.
+pub(crate) async fn apis(
+    axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
+    query: HashQuery,
     headers: HeaderMap,
 ) -> Response {
-    let doc = &docs().v3_core;
+    group_version(&format!("apis/{group}/{version}"), query, headers)
+}
+
+type HashQuery =
+    axum::extract::Query<std::collections::HashMap<String, String>>;
+
+/// A group-version's document; with the current `hash` it may be cached for good, with
+/// a stale one it moved (301 to the current URL), as kube-apiserver answers.
+fn group_version(gv: &str, axum::extract::Query(q): HashQuery, headers: HeaderMap) -> Response {
+    let Some((_, doc)) = docs().v3.iter().find(|(p, _)| p == gv) else {
+        return ApiError::NoRoute.into_response();
+    };
     match q.get("hash") {
         Some(h) if *h != doc.etag => {
             let mut resp = StatusCode::MOVED_PERMANENTLY.into_response();
-            let to = format!("/openapi/v3/api/v1?hash={}", doc.etag);
+            let to = format!("/openapi/v3/{gv}?hash={}", doc.etag);
             if let Ok(v) = HeaderValue::from_str(&to) {
                 resp.headers_mut().insert(header::LOCATION, v);
             }

@@ -2,6 +2,7 @@
 //! implementations carry Kubernetes' published schemas), never written here.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
@@ -51,6 +52,10 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<ConfigMap>(true, "configmaps", generator),
         served::<Secret>(true, "secrets", generator),
         served::<ServiceAccount>(true, "serviceaccounts", generator),
+        served::<Role>(true, "roles", generator),
+        served::<ClusterRole>(false, "clusterroles", generator),
+        served::<RoleBinding>(true, "rolebindings", generator),
+        served::<ClusterRoleBinding>(false, "clusterrolebindings", generator),
     ]
 }
 

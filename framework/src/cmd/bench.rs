@@ -206,6 +206,7 @@ fn app_config(
         admission: Admission::none(),
         codec: Codec::Protobuf,
         clock: Arc::new(SystemClock),
+        security: Default::default(),
     })
 }
 

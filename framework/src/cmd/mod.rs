@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod executor;
 pub mod image;
+pub mod kubeconfig;
 pub mod localmesos;
 pub mod scheduler;
 
@@ -25,6 +26,7 @@ pub fn main() -> anyhow::Result<()> {
         Some(Command::Localmesos(args)) => localmesos::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Image(args)) => image::run(args),
+        Some(Command::Kubeconfig(args)) => kubeconfig::run(&args),
     }
 }
 

@@ -95,6 +95,9 @@ pub struct Args {
     /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// TLS, authentication and authorization of the API.
+    #[command(flatten)]
+    pub security: crate::security::SecurityArgs,
 }
 
 impl Args {
@@ -133,8 +136,13 @@ impl Args {
         if let Some(user) = &self.user {
             framework.user.clone_from(user);
         }
+        let (listen, security) = self
+            .security
+            .resolve(&self.data_dir, self.listen)
+            .context("bad security flags")?;
         Ok(AppConfig {
-            listen: self.listen,
+            listen,
+            security,
             data_dir: Some(self.data_dir.clone()),
             embedded: localmesos::Config {
                 agents,
@@ -197,6 +205,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let config = args.app_config()?;
+        match &config.security.secure {
+            None => tracing::info!(
+                "serving the Kubernetes API over plain HTTP without authentication on {}, which must be a loopback address; pass --secure-port for HTTPS with authentication and RBAC",
+                config.listen
+            ),
+            Some(s) => tracing::info!(
+                "serving the Kubernetes API over HTTPS on {} with authentication (client certificates{}{}) and authorization {}",
+                config.listen,
+                if s.token_file.is_some() { ", bearer tokens" } else { "" },
+                if s.anonymous { ", anonymous" } else { "" },
+                if s.rbac { "RBAC" } else { "AlwaysAllow" },
+            ),
+        }
         let embedded = args.master.is_empty();
         let mut app = App::start(config)
             .await
@@ -216,7 +237,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("  debug pages:    {}/debug/", app.api_url());
         println!();
         println!("Try:");
-        let server = if args.listen.port() == 8080 && args.listen.ip().is_loopback() {
+        let server = if args.security.secure_port.is_some() || args.security.tls_cert_file.is_some() {
+            format!(" --kubeconfig {}", crate::pki::kubeconfig_path(&args.data_dir).display())
+        } else if args.listen.port() == 8080 && args.listen.ip().is_loopback() {
             String::new()
         } else {
             format!(" --server {}", app.api_url())

@@ -1,0 +1,249 @@
+//! Authentication and authorization of API requests, as kube-apiserver does them.
+//!
+//! - [`authn::Authenticator`]: x509 client certificates (verified in the TLS handshake
+//!   against `--client-ca-file`; CN is the user, each O a group), `--token-auth-file`
+//!   bearer tokens, service account JWTs ([`sa::TokenAuthority`]), then anonymous if
+//!   `--anonymous-auth`. No accepted credential: 401 with Kubernetes' Status.
+//! - [`rbac::Rbac`]: `--authorization-mode=RBAC` over the Role, ClusterRole,
+//!   RoleBinding and ClusterRoleBinding objects in the store, with the bootstrap roles
+//!   and `system:masters`. A denial is a 403 worded as kube-apiserver words it.
+//! - [`Auth::layer`] puts both in front of a router: every request, the framework's
+//!   debug pages included, is authenticated and then authorized on the attributes its
+//!   path gives ([`request_info::Attributes`]). Lists and watches are authorized as a
+//!   whole, as in Kubernetes: a namespaced list needs `list` in that namespace, a list
+//!   across namespaces needs it cluster-wide; no object is filtered out of an answer.
+//! - The reviews (`kubectl auth can-i`, `kubectl auth whoami`) and TokenRequest
+//!   (`kubectl create token`) are in [`reviews`].
+
+pub mod authn;
+pub mod der;
+mod discovery;
+mod in_process;
+mod proto;
+pub mod rbac;
+pub mod request_info;
+mod reviews;
+pub mod sa;
+pub mod status;
+pub mod tokenfile;
+pub mod user;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+pub use authn::Authenticator;
+pub use in_process::InProcess;
+pub use rbac::Rbac;
+pub use request_info::Attributes;
+pub use user::UserInfo;
+
+use crate::api::Api;
+use crate::tls::PeerCertificates;
+
+/// Why the security configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// `--token-auth-file` is unreadable or malformed.
+    #[error("token file '{path}' {detail}")]
+    TokenFile {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A key file is unreadable or holds no usable key.
+    #[error("cannot use key file {path}: {detail}")]
+    Key {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A certificate or key for TLS serving cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
+}
+
+/// The authenticated user of a request, in its extensions once [`Auth::layer`] let it
+/// through.
+#[derive(Debug, Clone)]
+pub struct RequestUser(pub UserInfo);
+
+/// Authentication with an authorizer (`None`: `AlwaysAllow`).
+pub struct Auth {
+    api: Api,
+    authn: Authenticator,
+    rbac: Option<Arc<Rbac>>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("authn", &self.authn)
+            .field("rbac", &self.rbac.is_some())
+            .finish()
+    }
+}
+
+impl Auth {
+    /// Authentication by `authn`, authorization by RBAC when `rbac` is true (its bootstrap
+    /// roles are created first) or else everything allowed to whoever authenticated.
+    ///
+    /// # Errors
+    /// The bootstrap roles cannot be written.
+    pub async fn new(
+        api: Api,
+        authn: Authenticator,
+        rbac: bool,
+    ) -> Result<Arc<Self>, crate::ApiError> {
+        let rbac = if rbac {
+            let r = Arc::new(Rbac::new(api.clone()));
+            r.bootstrap().await?;
+            api.authorize_in_process(r.clone(), UserInfo::scheduler());
+            Some(r)
+        } else {
+            None
+        };
+        Ok(Arc::new(Self { api, authn, rbac }))
+    }
+
+    /// The RBAC authorizer, if authorization is RBAC.
+    pub fn rbac(&self) -> Option<&Arc<Rbac>> {
+        self.rbac.as_ref()
+    }
+
+    /// Whether `user` may do `a` (always, without an authorizer). The framework asks this
+    /// for its own in-process writes, as [`UserInfo::scheduler`].
+    pub fn authorize(&self, user: &UserInfo, a: &Attributes) -> bool {
+        self.rbac
+            .as_ref()
+            .is_none_or(|r| r.authorize(user, a).allowed)
+    }
+
+    /// `router` with every request authenticated and authorized first.
+    pub fn layer(self: &Arc<Self>, router: Router) -> Router {
+        router.layer(axum::middleware::from_fn_with_state(self.clone(), check))
+    }
+}
+
+async fn check(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
+    let Some(user) = auth.authn.authenticate(
+        &auth.api,
+        req.headers(),
+        req.extensions().get::<PeerCertificates>(),
+    ) else {
+        tracing::debug!(path = req.uri().path(), "unauthenticated request refused");
+        return status::unauthorized();
+    };
+    if let Some(rbac) = &auth.rbac {
+        let attrs = Attributes::from_request(req.method(), req.uri().path(), req.uri().query());
+        if !rbac.authorize(&user, &attrs).allowed {
+            tracing::debug!(
+                user = user.name,
+                verb = attrs.verb,
+                resource = attrs.resource,
+                namespace = attrs.namespace,
+                "request denied"
+            );
+            return status::denied(&user, &attrs);
+        }
+        req.extensions_mut().insert((user.clone(), rbac.clone()));
+    }
+    if let Some(sa) = &auth.authn.service_accounts {
+        req.extensions_mut().insert(sa.clone());
+    }
+    req.extensions_mut().insert(RequestUser(user));
+    next.run(req).await
+}
+
+/// The routes of the RBAC kinds, the reviews and TokenRequest, and their discovery.
+pub(crate) fn routes() -> Router<Api> {
+    rbac::routes()
+        .merge(reviews::routes())
+        .merge(discovery::routes())
+}
+
+/// The API groups this module serves, for `/apis`.
+pub(crate) fn api_groups() -> Vec<serde_json::Value> {
+    discovery::groups()
+}
+
+/// A request body as JSON: protobuf (what kubectl's typed clients send) for `kinds`,
+/// else JSON or YAML.
+pub(crate) async fn read_object(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    kinds: &[&str],
+) -> Result<serde_json::Value, crate::ApiError> {
+    use crate::http::extract::{content_type, object_content_type, read_body};
+    if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
+        return proto::decode(&read_body(headers, body).await?, kinds);
+    }
+    let ct = object_content_type(headers)?.to_string();
+    crate::decode::parse_object(&read_body(headers, body).await?, &ct)
+}
+
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    async fn get(router: &Router, path: &str) -> (u16, String) {
+        let req = Request::builder().uri(path).body(Body::empty()).unwrap();
+        let resp = router.clone().oneshot(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (code, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn anonymous_requests_are_401_unless_allowed_and_then_only_public_info() {
+        for anonymous in [false, true] {
+            let api = Api::in_memory().await.unwrap();
+            let authn = Authenticator {
+                anonymous,
+                ..Authenticator::default()
+            };
+            let router = Auth::new(api.clone(), authn, true)
+                .await
+                .unwrap()
+                .layer(crate::router(api));
+            let (code, body) = get(&router, "/api/v1/namespaces/default/pods").await;
+            if anonymous {
+                assert_eq!(code, 403);
+                assert!(
+                    body.contains(r#"User \"system:anonymous\" cannot list resource \"pods\""#),
+                    "{body}"
+                );
+                assert_eq!(
+                    get(&router, "/version").await.0,
+                    200,
+                    "system:public-info-viewer"
+                );
+                assert_eq!(
+                    get(&router, "/api").await.0,
+                    403,
+                    "discovery is for authenticated users"
+                );
+            } else {
+                assert_eq!(
+                    (code, body.contains(r#""reason":"Unauthorized""#)),
+                    (401, true),
+                    "{body}"
+                );
+                assert_eq!(get(&router, "/version").await.0, 401);
+            }
+        }
+    }
+}

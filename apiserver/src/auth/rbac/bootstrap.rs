@@ -1,0 +1,274 @@
+//! The roles and bindings every cluster starts with, as kube-apiserver's RBAC
+//! bootstrap policy defines them (trimmed to the resources that exist in clusters,
+//! without aggregation: `admin`, `edit` and `view` hold their rules directly).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::kinds::GROUP;
+use super::rules::{rule, url_rule};
+use crate::auth::user::{AUTHENTICATED, MASTERS, SCHEDULER, UNAUTHENTICATED};
+
+const READ: &[&str] = &["get", "list", "watch"];
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        labels: Some(BTreeMap::from([(
+            "kubernetes.io/bootstrapping".to_owned(),
+            "rbac-defaults".to_owned(),
+        )])),
+        annotations: Some(BTreeMap::from([(
+            "rbac.authorization.kubernetes.io/autoupdate".to_owned(),
+            "true".to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+fn role(name: &str, rules: Vec<PolicyRule>) -> ClusterRole {
+    ClusterRole {
+        metadata: meta(name),
+        rules: Some(rules),
+        ..ClusterRole::default()
+    }
+}
+
+fn view_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            &[""],
+            &[
+                "configmaps",
+                "endpoints",
+                "persistentvolumeclaims",
+                "persistentvolumeclaims/status",
+                "pods",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/status",
+            ],
+            READ,
+        ),
+        rule(
+            &[""],
+            &[
+                "bindings",
+                "events",
+                "limitranges",
+                "namespaces/status",
+                "pods/log",
+                "pods/status",
+                "replicationcontrollers/status",
+                "resourcequotas",
+                "resourcequotas/status",
+            ],
+            READ,
+        ),
+        rule(&[""], &["namespaces"], READ),
+        rule(
+            &["apps"],
+            &["daemonsets", "deployments", "replicasets", "statefulsets"],
+            READ,
+        ),
+        rule(&["batch"], &["cronjobs", "jobs"], READ),
+        rule(&["coordination.k8s.io"], &["leases"], READ),
+    ]
+}
+
+fn edit_rules() -> Vec<PolicyRule> {
+    let mut rules = view_rules();
+    rules.extend([
+        rule(
+            &[""],
+            &[
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy",
+                "secrets",
+                "services/proxy",
+            ],
+            READ,
+        ),
+        rule(&[""], &["serviceaccounts"], &["impersonate"]),
+        rule(
+            &[""],
+            &[
+                "pods",
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy",
+                "configmaps",
+                "events",
+                "persistentvolumeclaims",
+                "replicationcontrollers",
+                "secrets",
+                "serviceaccounts",
+                "services",
+                "services/proxy",
+            ],
+            WRITE,
+        ),
+        rule(&[""], &["serviceaccounts/token"], &["create"]),
+        rule(&[""], &["pods/eviction"], &["create"]),
+        rule(
+            &["apps"],
+            &["daemonsets", "deployments", "replicasets", "statefulsets"],
+            WRITE,
+        ),
+        rule(&["batch"], &["cronjobs", "jobs"], WRITE),
+    ]);
+    rules
+}
+
+fn admin_rules() -> Vec<PolicyRule> {
+    let mut rules = edit_rules();
+    let mut rw: Vec<&str> = READ.to_vec();
+    rw.extend(WRITE);
+    rules.extend([
+        rule(
+            &["authorization.k8s.io"],
+            &["localsubjectaccessreviews"],
+            &["create"],
+        ),
+        rule(&[GROUP], &["rolebindings", "roles"], &rw),
+    ]);
+    rules
+}
+
+/// What the scheduler's in-process writes need: it binds pods, writes their status,
+/// removes finished ones, keeps the Nodes of agents and writes events.
+fn scheduler_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&[""], &["pods"], &["get", "list", "watch", "delete"]),
+        rule(&[""], &["bindings", "pods/binding"], &["create"]),
+        rule(&[""], &["pods/status"], &["patch", "update"]),
+        rule(
+            &[""],
+            &["nodes"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+        rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["create", "get", "update"],
+        ),
+    ]
+}
+
+/// The bootstrap ClusterRoles.
+pub fn cluster_roles() -> Vec<ClusterRole> {
+    vec![
+        role(
+            "cluster-admin",
+            vec![rule(&["*"], &["*"], &["*"]), url_rule(&["*"], &["*"])],
+        ),
+        role("admin", admin_rules()),
+        role("edit", edit_rules()),
+        role("view", view_rules()),
+        role(
+            "system:basic-user",
+            vec![
+                rule(
+                    &["authorization.k8s.io"],
+                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    &["create"],
+                ),
+                rule(
+                    &["authentication.k8s.io"],
+                    &["selfsubjectreviews"],
+                    &["create"],
+                ),
+            ],
+        ),
+        role(
+            "system:discovery",
+            vec![url_rule(
+                &[
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/healthz",
+                    "/livez",
+                    "/openapi",
+                    "/openapi/*",
+                    "/readyz",
+                    "/version",
+                    "/version/",
+                ],
+                &["get"],
+            )],
+        ),
+        role(
+            "system:public-info-viewer",
+            vec![url_rule(
+                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
+                &["get"],
+            )],
+        ),
+        role(SCHEDULER, scheduler_rules()),
+    ]
+}
+
+fn binding(name: &str, role: &str, kind: &str, subjects: &[&str]) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta(name),
+        role_ref: RoleRef {
+            api_group: GROUP.into(),
+            kind: "ClusterRole".into(),
+            name: role.into(),
+        },
+        subjects: Some(
+            subjects
+                .iter()
+                .map(|s| Subject {
+                    api_group: Some(GROUP.into()),
+                    kind: kind.into(),
+                    name: (*s).into(),
+                    namespace: None,
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The bootstrap ClusterRoleBindings.
+pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
+    vec![
+        binding("cluster-admin", "cluster-admin", "Group", &[MASTERS]),
+        binding(
+            "system:basic-user",
+            "system:basic-user",
+            "Group",
+            &[AUTHENTICATED],
+        ),
+        binding(
+            "system:discovery",
+            "system:discovery",
+            "Group",
+            &[AUTHENTICATED],
+        ),
+        binding(
+            "system:public-info-viewer",
+            "system:public-info-viewer",
+            "Group",
+            &[AUTHENTICATED, UNAUTHENTICATED],
+        ),
+        binding(SCHEDULER, SCHEDULER, "User", &[SCHEDULER]),
+    ]
+}

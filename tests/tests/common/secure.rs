@@ -1,0 +1,104 @@
+//! A mesopod serving HTTPS with authentication and RBAC, on a PKI it made itself, with
+//! static token users; and kubectl runs as its admin, a token user, or nobody.
+
+use std::path::{Path, PathBuf};
+
+use framework::app::App;
+use framework::security::SecurityArgs;
+
+use super::cluster::{self, Setup};
+
+/// Static token users of the test cluster: token, user.
+pub const USERS: [(&str, &str); 4] = [
+    ("alice-token", "alice"),
+    ("victor-token", "victor"),
+    ("ada-token", "ada"),
+    ("nobody-token", "nobody"),
+];
+
+/// The security flags of the test cluster: HTTPS on 127.0.0.1, any port.
+pub fn security_args(token_file: &Path) -> SecurityArgs {
+    SecurityArgs {
+        secure_port: Some(0),
+        bind_address: [127, 0, 0, 1].into(),
+        tls_cert_file: None,
+        tls_private_key_file: None,
+        client_ca_file: None,
+        token_auth_file: Some(token_file.to_owned()),
+        anonymous_auth: false,
+        authorization_mode: "RBAC".into(),
+        service_account_signing_key_file: None,
+        service_account_key_files: Vec::new(),
+        service_account_issuers: Vec::new(),
+        api_audiences: Vec::new(),
+    }
+}
+
+/// A running secure mesopod with no agents (pods stay Pending, which is all the
+/// API tests need) and where its files are.
+pub struct Secure {
+    pub app: App,
+    pub dir: tempfile::TempDir,
+}
+
+impl Secure {
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = dir.path().join("tokens.csv");
+        let csv: String = USERS
+            .iter()
+            .enumerate()
+            .map(|(i, (t, u))| format!("{t},{u},{}\n", 1000 + i))
+            .collect();
+        std::fs::write(&tokens, csv).unwrap();
+        let data = dir.path().join("data");
+        let mut cfg = cluster::app_config(Setup {
+            agents: Vec::new(),
+            data_dir: Some(data.clone()),
+            ..Setup::default()
+        });
+        let (listen, security) = security_args(&tokens).resolve(&data, cfg.listen).unwrap();
+        cfg.listen = listen;
+        cfg.security = security;
+        let app = App::start(cfg).await.expect("secure mesopod starts");
+        Self { app, dir }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data_dir().join("kubeconfig")
+    }
+
+    pub fn ca(&self) -> String {
+        format!(
+            "--certificate-authority={}",
+            self.data_dir().join("pki/ca.crt").display()
+        )
+    }
+
+    /// kubectl `program` with `args` as the admin (the kubeconfig mesopod wrote).
+    pub async fn admin(&self, program: &str, args: &[&str]) -> std::process::Output {
+        let kc = format!("--kubeconfig={}", self.kubeconfig().display());
+        let mut all = vec![kc.as_str()];
+        all.extend_from_slice(args);
+        super::kubectl(program, &self.app.api_url()).run(&all).await
+    }
+
+    /// kubectl `program` with `args` as the user of `token` (`None`: no credentials).
+    pub async fn user(
+        &self,
+        program: &str,
+        token: Option<&str>,
+        args: &[&str],
+    ) -> std::process::Output {
+        let ca = self.ca();
+        let bearer = token.map(|t| format!("--token={t}"));
+        let mut all = vec![ca.as_str()];
+        all.extend(bearer.as_deref());
+        all.extend_from_slice(args);
+        super::kubectl(program, &self.app.api_url()).run(&all).await
+    }
+}
