@@ -63,6 +63,6 @@ mod process;
 mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
-pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL};
+pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

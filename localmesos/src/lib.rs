@@ -123,7 +123,8 @@ use std::sync::Arc;
 
 pub use config::{
     AgentConfig, Config, DEFAULT_ALLOCATION_INTERVAL, DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT,
-    DEFAULT_EXECUTOR_SHUTDOWN_GRACE, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_STATUS_UPDATE_RETRY_MAX,
+    DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT, DEFAULT_EXECUTOR_SHUTDOWN_GRACE,
+    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_RECOVERY_TIMEOUT, DEFAULT_STATUS_UPDATE_RETRY_MAX,
     DEFAULT_STATUS_UPDATE_RETRY_MIN, DEFAULT_TASK_KILL_GRACE, Timing,
 };
 pub use error::Error;
@@ -165,11 +166,12 @@ impl LocalMesos {
         };
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
+        let persistent = temp.is_none();
         let shared = Shared::new(
             State::new(),
             config.timing.clone(),
             addr,
-            work_dir,
+            (work_dir, persistent),
             config.redirect_to.clone(),
             tokio::runtime::Handle::current(),
         );
@@ -191,6 +193,22 @@ impl LocalMesos {
             tasks: vec![server, allocator],
             _work_dir: temp,
         })
+    }
+
+    /// Stops every executor that the agent checkpoints under `work_dir`
+    /// name (SIGTERM, which they pass on to their pods; SIGKILL and their
+    /// cgroups after `grace`), then removes `work_dir`: what
+    /// `--recover=cleanup` and `mesopod --reset` do. Returns how many
+    /// executors were running. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// The directory could not be removed.
+    pub async fn reset(work_dir: &Path, grace: std::time::Duration) -> Result<usize, Error> {
+        let stopped = master::recover::cleanup(work_dir, grace).await;
+        match std::fs::remove_dir_all(work_dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Io(e)),
+            _ => Ok(stopped),
+        }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -316,7 +334,7 @@ impl LocalMesos {
         // (SIGTERM, which executors treat as SHUTDOWN and pass on to their
         // tasks), give them the shutdown grace period, then kill what is
         // left. Killing at once would orphan the executors' own children.
-        let pids = agents::terminate_processes(&self.shared.lock());
+        let pids = agents::terminate_processes(&self.shared, &self.shared.lock());
         let deadline = tokio::time::Instant::now() + self.shared.timing.executor_shutdown_grace;
         while pids
             .iter()
@@ -332,7 +350,7 @@ impl LocalMesos {
     }
 
     fn stop(&mut self) {
-        agents::stop_all(&mut self.shared.lock());
+        agents::stop_all(&self.shared, &mut self.shared.lock());
         for t in &self.tasks {
             t.abort();
         }
