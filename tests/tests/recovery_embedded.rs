@@ -1,0 +1,134 @@
+//! The embedded default survives its own restarts: SIGTERM and SIGKILL of
+//! `mesopod` leave 20 pods running; a restart on the same data dir
+//! recovers the agents (each on its old port, from its checkpoint; this is
+//! also localmesos' agent restart), re-subscribes as the same framework,
+//! and every pod is Running and ready with one copy of its process; logs
+//! and delete work. Then `mesopod --reset` stops everything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod faults;
+
+use std::time::Duration;
+
+use faults::{
+    Faults, MESOPOD, Proc, Reset, all_running, apply, copies, count_faults, kubectl_ok, marker,
+    pods_yaml,
+};
+use testkit::wait_until_blocking;
+
+const PODS: usize = 20;
+const BASE: u32 = 91_771;
+
+fn start(data: &str, log: &std::path::Path) -> Proc {
+    Proc::spawn(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data,
+            "--agents",
+            "2",
+            "--offer-ttl",
+            "1s",
+            // Executors left behind by a failed run stop their pods soon.
+            "--recovery-timeout",
+            "2mins",
+        ],
+        "Kubernetes API",
+        log,
+    )
+}
+
+#[test]
+fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap().to_owned();
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+
+    let first = start(&data_s, &log);
+    let api = first.url();
+    apply(&api, &pods_yaml("keep", BASE, PODS));
+    let before = all_running(&api, "keep", PODS, Duration::from_secs(120));
+    let framework = faults::get_json(&format!("{api}/debug/framework"))["framework_id"].clone();
+    assert!(framework.is_string());
+    assert_eq!(
+        count_faults(&api, "keep", BASE, &before, &[&log]),
+        Faults::default()
+    );
+
+    let mut current = first;
+    for (how, stop) in [
+        ("SIGTERM", Proc::sigterm as fn(Proc)),
+        ("SIGKILL", Proc::sigkill as fn(Proc)),
+    ] {
+        stop(current);
+        // Nothing stopped the pods.
+        for i in 0..PODS {
+            assert_eq!(copies(&marker(BASE, i)), 1, "after {how}, pod {i} still runs once");
+        }
+        let next = start(&data_s, &log);
+        let api = next.url();
+        let after = all_running(&api, "keep", PODS, Duration::from_secs(60));
+        assert_eq!(
+            faults::get_json(&format!("{api}/debug/framework"))["framework_id"],
+            framework,
+            "after {how}: the same framework"
+        );
+        // The master answered the reconciliation from the recovered agents.
+        wait_until_blocking(
+            "a completed reconciliation round",
+            Duration::from_secs(30),
+            || faults::get_json(&format!("{api}/debug/reconciliation")),
+            |r| {
+                r["rounds_completed"].as_u64().unwrap_or(0) >= 1
+                    && r["waiting"].as_array().is_some_and(|w| w.is_empty())
+            },
+        );
+        assert_eq!(
+            count_faults(&api, "keep", BASE, &before, &[&log]),
+            Faults::default(),
+            "after {how} and a restart: pods lost, duplicated, panics"
+        );
+        assert_eq!(
+            after.iter().map(|p| &p.3).collect::<Vec<_>>(),
+            before.iter().map(|p| &p.3).collect::<Vec<_>>(),
+            "after {how}: the same tasks, none launched again"
+        );
+        // Logs are read through the agent, whose address mesopod learns
+        // from its first offer, once it finished recovering.
+        wait_until_blocking(
+            "the log of a recovered pod",
+            Duration::from_secs(20),
+            || faults::request("GET", &format!("{api}/api/v1/namespaces/default/pods/keep-3/log"), ""),
+            |l| l.as_ref().is_some_and(|l| l.contains("hello from keep-3")),
+        );
+        let logs = kubectl_ok(&api, &["logs", "keep-3"]);
+        assert!(logs.contains("hello from keep-3"), "{logs}");
+        current = next;
+    }
+
+    // Delete works on a recovered pod.
+    let api = current.url();
+    kubectl_ok(&api, &["delete", "pod", "keep-0", "--timeout=60s"]);
+    wait_until_blocking(
+        "keep-0's process gone",
+        Duration::from_secs(30),
+        || copies(&marker(BASE, 0)),
+        |n| *n == 0,
+    );
+    assert_eq!(faults::panics(&[&log]), 0);
+    current.sigterm();
+
+    // `--reset` stops every pod and wipes the data dir.
+    let out = std::process::Command::new(MESOPOD)
+        .args(["--reset", "--data-dir", &data_s])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!data.exists());
+    for i in 1..PODS {
+        assert_eq!(copies(&marker(BASE, i)), 0, "reset stopped pod {i}");
+    }
+}
