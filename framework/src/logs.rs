@@ -85,7 +85,10 @@ impl AgentDirectory {
         for agent in state["slaves"].as_array().into_iter().flatten() {
             if let (Some(id), Some(addr)) = (
                 agent["id"].as_str(),
-                agent["pid"].as_str().and_then(|p| p.split_once('@')).map(|(_, a)| a),
+                agent["pid"]
+                    .as_str()
+                    .and_then(|p| p.split_once('@'))
+                    .map(|(_, a)| a),
             ) {
                 self.set_agent(id, format!("http://{addr}"));
             }

@@ -21,6 +21,8 @@ use mesos::proto::{TaskState, TaskStatus, task_status::Reason};
 
 /// Kubernetes' reason for pods on a node that stopped answering.
 pub const REASON_NODE_LOST: &str = "NodeLost";
+/// Kubernetes' Ready reason for a pod whose containers all ended.
+pub const REASON_POD_COMPLETED: &str = "PodCompleted";
 /// Kubelet's reason for a container it cannot locate.
 pub const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
 
@@ -35,13 +37,31 @@ pub fn pod_status_for(
     let message = update.message.clone().filter(|m| !m.is_empty());
     let mut status = current.cloned().unwrap_or_default();
 
-    if let Some(reported) = update
+    let reported = update
         .data
         .as_deref()
-        .and_then(|d| serde_json::from_slice::<PodStatus>(d).ok())
-    {
+        .and_then(|d| serde_json::from_slice::<PodStatus>(d).ok());
+    let from_executor = reported.is_some();
+    if let Some(reported) = reported {
         merge_reported(&mut status, reported);
     }
+    // A finished pod runs nothing: the executor's report says how each
+    // container ended; without one (an executor that died, an agent that
+    // decided) none may still claim to run.
+    let finished = |status: &mut PodStatus| {
+        if from_executor {
+            set_condition(status, "Ready", "False", REASON_POD_COMPLETED, now);
+            set_condition(
+                status,
+                "ContainersReady",
+                "False",
+                REASON_POD_COMPLETED,
+                now,
+            );
+        } else {
+            not_ready(status, REASON_POD_COMPLETED, true, now);
+        }
+    };
 
     match state {
         TaskState::TaskStaging | TaskState::TaskStarting => {
@@ -57,6 +77,7 @@ pub fn pod_status_for(
         TaskState::TaskKilling => {}
         TaskState::TaskFinished => {
             status.phase = Some("Succeeded".into());
+            finished(&mut status);
         }
         TaskState::TaskFailed | TaskState::TaskKilled | TaskState::TaskError => {
             status.phase = Some("Failed".into());
@@ -68,12 +89,14 @@ pub fn pod_status_for(
                     .clone()
                     .or_else(|| Some(format!("task {}", state.wire_name())));
             }
+            finished(&mut status);
         }
         TaskState::TaskDropped => {
             status.phase = Some("Failed".into());
             status.reason = Some("TaskDropped".into());
             status.message =
                 Some(message.unwrap_or_else(|| "Mesos dropped the task before it started".into()));
+            finished(&mut status);
         }
         TaskState::TaskUnreachable => {
             // Like a pod on a NotReady node: it keeps its phase, but nothing
@@ -396,6 +419,20 @@ mod tests {
         assert_eq!(s.phase.as_deref(), Some("Failed"));
         assert_eq!(s.reason.as_deref(), Some("TaskInvalid"));
         assert_eq!(s.message.as_deref(), Some("bad pod"));
+    }
+
+    #[test]
+    fn a_pod_whose_executor_died_is_not_ready() {
+        let mut u = update(TaskState::TaskFailed);
+        u.reason = Some(Reason::ReasonExecutorTerminated as i32);
+        let s = pod_status_for(&u, Some(&running_pod()), SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+        assert_eq!(s.reason.as_deref(), Some("ExecutorTerminated"));
+        assert_eq!(condition(&s, "Ready"), "False");
+        let c = &s.container_statuses.unwrap()[0];
+        assert!(!c.ready);
+        let t = c.state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!(t.reason.as_deref(), Some(CONTAINER_STATUS_UNKNOWN));
     }
 
     #[test]

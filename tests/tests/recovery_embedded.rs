@@ -66,7 +66,11 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
         stop(current);
         // Nothing stopped the pods.
         for i in 0..PODS {
-            assert_eq!(copies(&marker(BASE, i)), 1, "after {how}, pod {i} still runs once");
+            assert_eq!(
+                copies(&marker(BASE, i)),
+                1,
+                "after {how}, pod {i} still runs once"
+            );
         }
         let next = start(&data_s, &log);
         let api = next.url();
@@ -101,7 +105,13 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
         wait_until_blocking(
             "the log of a recovered pod",
             Duration::from_secs(20),
-            || faults::request("GET", &format!("{api}/api/v1/namespaces/default/pods/keep-3/log"), ""),
+            || {
+                faults::request(
+                    "GET",
+                    &format!("{api}/api/v1/namespaces/default/pods/keep-3/log"),
+                    "",
+                )
+            },
             |l| l.as_ref().is_some_and(|l| l.contains("hello from keep-3")),
         );
         let logs = kubectl_ok(&api, &["logs", "keep-3"]);
@@ -131,4 +141,80 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
     for i in 1..PODS {
         assert_eq!(copies(&marker(BASE, i)), 0, "reset stopped pod {i}");
     }
+}
+
+/// SIGKILL of mesopod, never restarted: past `--recovery-timeout` each
+/// executor stops its pods and exits, so nothing outlives the cluster.
+#[test]
+fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout() {
+    const BASE: u32 = 91_772;
+    const N: usize = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+    let mesopod = Proc::spawn(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--agents",
+            "2",
+            "--recovery-timeout",
+            "3secs",
+        ],
+        "Kubernetes API",
+        &log,
+    );
+    let api = mesopod.url();
+    apply(&api, &pods_yaml("orphan", BASE, N));
+    let before = all_running(&api, "orphan", N, Duration::from_secs(60));
+    assert_eq!(
+        count_faults(&api, "orphan", BASE, &before, &[&log]),
+        Faults::default()
+    );
+    let executors = executor_pids(&data);
+    assert!(!executors.is_empty());
+    mesopod.sigkill();
+    // Within the timeout the pods still run...
+    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 1));
+    // ...and past it every copy and every executor is gone.
+    let left = wait_until_blocking(
+        "pods and executors gone past the recovery timeout",
+        Duration::from_secs(30),
+        || {
+            let pods: usize = (0..N).map(|i| copies(&marker(BASE, i))).sum();
+            let execs = executors.iter().filter(|p| alive(**p)).count();
+            (pods, execs)
+        },
+        |(pods, execs)| *pods == 0 && *execs == 0,
+    );
+    assert_eq!(left, (0, 0), "orphan pods, orphan executors");
+    assert_eq!(faults::panics(&[&log]), 0);
+}
+
+/// Pids of the `mesopod-e2e executor` processes whose sandbox is under `data`.
+fn executor_pids(data: &std::path::Path) -> Vec<u32> {
+    let data = data.to_str().unwrap().as_bytes().to_vec();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let argv: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                argv.len() >= 2 && argv[0].ends_with(b"mesopod-e2e") && argv[1] == b"executor"
+            }) && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| e.windows(data.len()).any(|w| w == data.as_slice()))
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
 }

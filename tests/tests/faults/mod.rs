@@ -80,9 +80,18 @@ impl Proc {
     /// SIGTERM, and wait for it to exit by itself.
     pub fn sigterm(mut self) {
         let pid = self.guard.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
         let status = self.guard.wait().unwrap();
-        assert!(status.success(), "mesopod exits cleanly on SIGTERM: {status}");
+        assert!(
+            status.success(),
+            "mesopod exits cleanly on SIGTERM: {status}"
+        );
     }
 }
 
@@ -152,7 +161,12 @@ pub fn copies(marker: &str) -> usize {
         return 0;
     };
     dir.filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .filter(|c| {
             let argv: Vec<&[u8]> = c.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
@@ -196,12 +210,21 @@ pub fn pods(api: &str, prefix: &str) -> Vec<(String, String, bool, String)> {
 }
 
 /// Waits until all `n` pods are Running and ready; returns them.
-pub fn all_running(api: &str, prefix: &str, n: usize, within: Duration) -> Vec<(String, String, bool, String)> {
+pub fn all_running(
+    api: &str,
+    prefix: &str,
+    n: usize,
+    within: Duration,
+) -> Vec<(String, String, bool, String)> {
     wait_until_blocking(
         &format!("{n} pods Running and ready"),
         within,
         || pods(api, prefix),
-        |p| p.len() == n && p.iter().all(|(_, phase, ready, _)| phase == "Running" && *ready),
+        |p| {
+            p.len() == n
+                && p.iter()
+                    .all(|(_, phase, ready, _)| phase == "Running" && *ready)
+        },
     )
 }
 
@@ -282,4 +305,130 @@ pub fn kubectl_ok(api: &str, args: &[&str]) -> String {
 /// kubectl apply of `yaml`.
 pub fn apply(api: &str, yaml: &str) {
     ok(&Kubectl::new(api).run_stdin_blocking(&["apply", "-f", "-"], Some(yaml)));
+}
+
+/// A standalone `mesopod localmesos` on a fixed port with its work dir at
+/// `<data>/localmesos` (so [`Reset`] of `data` cleans it), and a
+/// `mesopod scheduler` against it.
+pub struct Standalone {
+    pub port: u16,
+    pub work: PathBuf,
+    pub lm_log: PathBuf,
+    pub sched_log: PathBuf,
+    pub master: String,
+    pub api: String,
+}
+
+impl Standalone {
+    /// Starts both; returns them with the processes.
+    pub fn start(dir: &Path) -> (Standalone, Proc, Proc) {
+        let port = free_port();
+        let work = dir.join("lm").join("localmesos");
+        let lm_log = dir.join("localmesos.log");
+        let sched_log = dir.join("scheduler.log");
+        let mut s = Standalone {
+            port,
+            work,
+            lm_log,
+            sched_log,
+            master: String::new(),
+            api: String::new(),
+        };
+        let lm = s.localmesos();
+        s.master = lm.url();
+        let data = dir.join("scheduler-data");
+        let sched = Proc::spawn(
+            &[
+                "scheduler",
+                "--master",
+                &s.master,
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--offer-ttl",
+                "1s",
+            ],
+            "Kubernetes API",
+            &s.sched_log,
+        );
+        s.api = sched.url();
+        (s, lm, sched)
+    }
+
+    /// (Re)starts localmesos on its port and work dir.
+    pub fn localmesos(&self) -> Proc {
+        Proc::spawn(
+            &[
+                "localmesos",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--agents",
+                "2",
+                "--allocation-interval",
+                "100ms",
+                "--heartbeat-interval",
+                "1s",
+                "--work-dir",
+                self.work.to_str().unwrap(),
+                "--recovery-timeout",
+                "2mins",
+            ],
+            "http://",
+            &self.lm_log,
+        )
+    }
+
+    /// The [`Reset`] that stops whatever this cluster leaves running.
+    pub fn reset(&self) -> Reset {
+        Reset(self.work.parent().unwrap().to_path_buf())
+    }
+
+    pub fn logs(&self) -> [&Path; 2] {
+        [&self.lm_log, &self.sched_log]
+    }
+
+    /// Every live task in the master's `/state`: (task id, agent id,
+    /// framework id, executor id, state).
+    pub fn tasks(&self) -> Vec<[String; 5]> {
+        let state = get_json(&format!("{}/state", self.master));
+        let mut out = Vec::new();
+        for fw in state["frameworks"].as_array().into_iter().flatten() {
+            for t in fw["tasks"].as_array().into_iter().flatten() {
+                let s = |k: &str| t[k].as_str().unwrap_or("").to_owned();
+                out.push([
+                    s("id"),
+                    s("slave_id"),
+                    s("framework_id"),
+                    s("executor_id"),
+                    s("state"),
+                ]);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// POSTs an admin fault route; whether it answered 200.
+    pub fn admin(&self, route: &str, body: &str) -> bool {
+        !request_json("POST", &format!("{}/admin/{route}", self.master), body).is_null()
+    }
+}
+
+/// Whether this process may use cgroup v2 (root, a writable mount), as
+/// localmesos' agents need to give each executor its own cgroup.
+pub fn cgroups_usable() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let v2 = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| {
+            l.split(" - ")
+                .nth(1)
+                .is_some_and(|r| r.starts_with("cgroup2 "))
+        });
+    root && v2
 }
