@@ -42,6 +42,16 @@
 //!   (none), status update retry (10 s doubling to 10 min), executor
 //!   registration timeout (1 min), shutdown and kill grace periods. Tests
 //!   shorten these instead of sleeping.
+//! - Agent recovery: with [`Config::work_dir`] set, real agents checkpoint
+//!   for frameworks with `FrameworkInfo.checkpoint` (Mesos' `meta/` layout),
+//!   [`LocalMesos::shutdown`] leaves those executors running, and the next
+//!   [`LocalMesos::start`] on that dir recovers each agent (same id, same
+//!   port) and its executors and tasks (`--recover=reconnect`); executors
+//!   not back within [`Timing::executor_reregistration_timeout`] are
+//!   destroyed, their tasks TASK_GONE (TASK_LOST). [`LocalMesos::reset`]
+//!   stops what the checkpoints name and removes the dir. Executors run in
+//!   their own cgroup (`mesos/<container id>`, cgroup v2, as root), killed
+//!   with their subtree when they end.
 //! - Faults: [`LocalMesos::partition_agent`], [`LocalMesos::heal_agent`],
 //!   [`LocalMesos::remove_agent`], [`LocalMesos::restart_master`]
 //!   ([`RestartOptions`]), [`LocalMesos::kill_executor`],
@@ -88,7 +98,10 @@
 //!   nothing of the master, and no module imports one that imports it.
 //! - An agent's used + offered resources never exceed its total.
 //! - Only loopback is bound; child processes lead their own process groups
-//!   and are killed on shutdown.
+//!   and are killed on shutdown, except checkpointing frameworks' executors
+//!   on a persistent work dir, which the next start recovers.
+//! - Checkpoint files are written whole (temporary file, then rename); a
+//!   corrupt one costs its framework's recovery, with an error naming it.
 //!
 //! # What it must not know
 //!
@@ -105,6 +118,9 @@
 //!   REASON_EXECUTOR_TERMINATED); TASK_LOST is never chosen there.
 //! - Time is not injected: every interval and timeout is a [`Timing`]
 //!   field, and tests shorten them.
+//! - Only custom executors are recovered: command tasks (which localmesos
+//!   runs itself, standing in for Mesos' command executor) do not survive
+//!   a restart. No fsync: checkpoints survive the process, not the machine.
 //! - Simulated agents skip TASK_STARTING (real command tasks send it).
 
 mod agent;

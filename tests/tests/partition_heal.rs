@@ -49,6 +49,20 @@ fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
                 .all(|(_, phase, ready, _)| phase == "Running" && !*ready)
         },
     );
+    // Deleting a pod of the unreachable agent completes at once; its
+    // process is killed once the agent is back.
+    let doomed = before.iter().position(|p| on_agent.contains(&p.3)).unwrap();
+    let doomed_name = before[doomed].0.clone();
+    let asked = Instant::now();
+    faults::kubectl_ok(
+        &cluster.api,
+        &["delete", "pod", &doomed_name, "--timeout=10s"],
+    );
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
     let started = Instant::now();
     wait_until_blocking(
         "the partition to last",
@@ -58,13 +72,22 @@ fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
     );
     assert!(cluster.admin(&format!("agents/{agent}/heal"), ""));
     let healed = Instant::now();
-    all_running(&cluster.api, "part", N, Duration::from_secs(10));
+    all_running(&cluster.api, "part", N - 1, Duration::from_secs(10));
     let took = healed.elapsed();
     eprintln!("every pod Running and ready {took:?} after the heal");
     assert!(took < Duration::from_secs(10), "{took:?}");
+    wait_until_blocking(
+        "the deleted pod's process killed after the heal",
+        Duration::from_secs(20),
+        || faults::copies(&faults::marker(BASE, doomed)),
+        |n| *n == 0,
+    );
+    let mut kept = before.clone();
+    kept.remove(doomed);
     assert_eq!(
-        count_faults(&cluster.api, "part", BASE, &before, &cluster.logs()),
-        Faults::default()
+        count_faults(&cluster.api, "part", BASE, &kept, &cluster.logs()),
+        Faults::default(),
+        "pods lost, duplicated, panics"
     );
     sched.sigterm();
     lm.sigterm();

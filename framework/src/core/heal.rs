@@ -14,6 +14,8 @@ use registry::{PodTask, Registry};
 
 use super::Core;
 use super::effect::{Effect, Reply};
+use super::launching::KillReason;
+use crate::launch::grace_period;
 
 /// One heal is handled once, although every task of the agent reports it.
 const SAME_HEAL: Duration = Duration::from_secs(5);
@@ -55,6 +57,25 @@ impl Core {
             ..Default::default()
         };
         self.emit(Effect::Call(reconcile, Reply::None));
+        // KILLs the master could not pass on while the agent was
+        // unreachable (it answered TASK_UNREACHABLE) go again now, not at
+        // the next retry.
+        let killing: Vec<&PodTask> = on_agent
+            .iter()
+            .filter(|t| self.launching.killing.contains_key(&t.id))
+            .collect();
+        for task in killing {
+            let why = self
+                .launching
+                .reasons
+                .get(&task.id)
+                .cloned()
+                .unwrap_or(KillReason {
+                    reason: "Killed".into(),
+                    message: "killed by mesopod".into(),
+                });
+            self.kill(task, grace_period(task), why, now);
+        }
         for executor in executors {
             let message = Call {
                 r#type: Some(call::Type::Message as i32),

@@ -68,7 +68,7 @@ pub(crate) struct TaskRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum UpdateRecord {
-    Update(TaskStatus),
+    Update(Box<TaskStatus>),
     Ack(String),
 }
 
@@ -289,14 +289,14 @@ pub(crate) fn write_updates(
         }
     };
     if let Some(a) = acked {
-        line(&UpdateRecord::Update(a.clone()));
+        line(&UpdateRecord::Update(Box::new(a.clone())));
         line(&UpdateRecord::Ack(hex(a
             .uuid
             .as_deref()
             .unwrap_or_default())));
     }
     for p in pending {
-        line(&UpdateRecord::Update(p.clone()));
+        line(&UpdateRecord::Update(Box::new(p.clone())));
     }
     let dir = task_dir(work_dir, executor, container_id, task_id)?;
     write_atomic(&dir.join("task.updates"), text.as_bytes())
@@ -450,7 +450,7 @@ fn recover_task(dir: &Path) -> Result<RecoveredTask, CheckpointError> {
         .filter(|(_, l)| !l.trim().is_empty())
     {
         match serde_json::from_str::<UpdateRecord>(line) {
-            Ok(UpdateRecord::Update(s)) => updates.push(s),
+            Ok(UpdateRecord::Update(s)) => updates.push(*s),
             Ok(UpdateRecord::Ack(u)) => {
                 acked.insert(u);
             }

@@ -239,8 +239,8 @@ pub struct Faults {
     pub panics: usize,
 }
 
-/// Counts the faults of `n` pods that should all be Running with the task
-/// ids of `before`.
+/// Counts the faults of the pods `before` (named `<prefix>-<i>`), which
+/// should all be Running with the same task ids.
 pub fn count_faults(
     api: &str,
     prefix: &str,
@@ -250,8 +250,13 @@ pub fn count_faults(
 ) -> Faults {
     let now = pods(api, prefix);
     let mut f = Faults::default();
-    for (i, (name, _, _, task)) in before.iter().enumerate() {
+    for (name, _, _, task) in before {
         let found = now.iter().find(|p| &p.0 == name);
+        let i: usize = name
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap();
         let copies = copies(&marker(base, i));
         match found {
             Some((_, phase, ready, t)) => {
