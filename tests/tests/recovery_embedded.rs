@@ -74,12 +74,17 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
         }
         let next = start(&data_s, &log);
         let api = next.url();
-        let after = all_running(&api, "keep", PODS, Duration::from_secs(60));
+        let fw = wait_until_blocking(
+            "mesopod subscribed again",
+            Duration::from_secs(30),
+            || faults::get_json(&format!("{api}/debug/framework")),
+            |f| f["subscribed"] == true,
+        );
         assert_eq!(
-            faults::get_json(&format!("{api}/debug/framework"))["framework_id"],
-            framework,
+            fw["framework_id"], framework,
             "after {how}: the same framework"
         );
+        let after = all_running(&api, "keep", PODS, Duration::from_secs(60));
         // The master answered the reconciliation from the recovered agents.
         wait_until_blocking(
             "a completed reconciliation round",

@@ -80,6 +80,24 @@ pub(crate) fn destroy(rt: &tokio::runtime::Handle, container_id: &str) {
     });
 }
 
+/// [`destroy`], awaited: for a process about to exit (`--reset`).
+pub(crate) async fn destroy_and_wait(container_id: &str) {
+    let Some(path) = path_for(container_id) else {
+        return;
+    };
+    for _ in 0..50 {
+        if !path.exists() {
+            return;
+        }
+        kill_tree(&path);
+        if remove_tree(&path) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::warn!(path = %path.display(), "could not remove an executor's cgroup");
+}
+
 /// `cgroup.kill` (Linux 5.14+) kills the whole subtree; older kernels get
 /// SIGKILL for each process listed.
 fn kill_tree(path: &Path) {

@@ -353,12 +353,14 @@ pub(crate) async fn cleanup(work_dir: &Path, grace: Duration) -> usize {
     while live.iter().any(|(p, _)| p.alive()) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let rt = tokio::runtime::Handle::current();
-    for (p, r) in &live {
+    for (p, _) in &live {
         if p.alive() {
             Handle { pid: Some(p.pid) }.kill();
         }
-        cgroups::destroy(&rt, &r.container_id);
+    }
+    // Every run's cgroup, also of executors that ended by themselves.
+    for r in &runs {
+        cgroups::destroy_and_wait(&r.container_id).await;
     }
     live.len()
 }
