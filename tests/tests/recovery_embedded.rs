@@ -223,3 +223,73 @@ fn alive(pid: u32) -> bool {
             .is_some_and(|r| !r.trim_start().starts_with('Z'))
     })
 }
+
+/// An executor that is gone when mesopod starts again (killed while its
+/// agent was down) does not re-subscribe: past the re-registration
+/// timeout its cgroup is destroyed (its pods with it) and its pods go
+/// Failed, NodeLost (TASK_GONE, REASON_EXECUTOR_REREGISTRATION_TIMEOUT).
+#[test]
+fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
+    const BASE: u32 = 91_776;
+    const N: usize = 3;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap().to_owned();
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data_s,
+        "--agents",
+        "1",
+        "--recovery-timeout",
+        "2mins",
+    ];
+    let mesopod = Proc::spawn(&args, "Kubernetes API", &log);
+    apply(&mesopod.url(), &pods_yaml("gone", BASE, N));
+    let before = all_running(&mesopod.url(), "gone", N, Duration::from_secs(60));
+    let executors = executor_pids(&data);
+    assert_eq!(executors.len(), 1);
+    mesopod.sigkill();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &executors[0].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mesopod = Proc::spawn(&args, "Kubernetes API", &log);
+    let api = mesopod.url();
+    let after = wait_until_blocking(
+        "the pods Failed, NodeLost",
+        Duration::from_secs(30),
+        || {
+            let list = faults::get_json(&format!("{api}/api/v1/namespaces/default/pods"));
+            list["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (p["status"]["phase"].clone(), p["status"]["reason"].clone()))
+                .collect::<Vec<_>>()
+        },
+        |p| p.len() == N && p.iter().all(|(ph, r)| ph == "Failed" && r == "NodeLost"),
+    );
+    assert_eq!(after.len(), N);
+    if faults::cgroups_usable() {
+        let left = wait_until_blocking(
+            "the pods' processes gone with the executor's cgroup",
+            Duration::from_secs(10),
+            || (0..N).map(|i| copies(&marker(BASE, i))).sum::<usize>(),
+            |n| *n == 0,
+        );
+        assert_eq!(left, 0, "orphans");
+    }
+    // None was launched again.
+    let now = faults::pods(&api, "gone");
+    assert!(now.iter().zip(&before).all(|(a, b)| a.3 == b.3));
+    assert_eq!(faults::panics(&[&log]), 0);
+    mesopod.sigterm();
+}
