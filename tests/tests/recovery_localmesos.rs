@@ -71,6 +71,16 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
     );
     sched.sigterm();
     lm.sigterm();
+    // SIGTERM left them too; `--recover=cleanup` stops them and wipes the dir.
+    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 1));
+    let out = std::process::Command::new(faults::MESOPOD)
+        .args(["localmesos", "--recover=cleanup", "--work-dir"])
+        .arg(&cluster.work)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!cluster.work.exists());
+    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 0));
 }
 
 #[test]

@@ -47,6 +47,11 @@ pub struct Args {
     /// `--recover=reconnect`).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Mesos' agent `--recover`: `reconnect` recovers the agents checkpointed
+    /// in `--work-dir`; `cleanup` stops their executors (and pods), removes
+    /// the work dir and exits.
+    #[arg(long, default_value = "reconnect", value_parser = ["reconnect", "cleanup"])]
+    pub recover: Option<String>,
     /// Mesos' agent `--recovery_timeout`, given to checkpointing executors.
     #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "15mins")]
     pub recovery_timeout: Option<Duration>,
@@ -98,6 +103,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
+    if args.recover.as_deref() == Some("cleanup") {
+        let dir = args
+            .work_dir
+            .as_ref()
+            .context("--recover=cleanup needs --work-dir")?;
+        let grace = config.timing.executor_shutdown_grace;
+        let stopped = rt
+            .block_on(LocalMesos::reset(dir, grace))
+            .context("cleaning up the work dir")?;
+        println!("stopped {stopped} executor(s); removed {}", dir.display());
+        return Ok(());
+    }
     rt.block_on(serve(
         config,
         |url| println!("{url}"),
