@@ -37,6 +37,12 @@ use crate::runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};
 /// sandbox: the shim joins `<container>/stdout` to it for `/files/read`.
 pub const POD_DIR_LABEL: &str = "mesopod.io/pod-dir";
 
+/// The MESSAGE data that asks the executor to report every pod's current
+/// status again (fresh uuids): the scheduler sends it when an agent comes
+/// back from a partition, since the master's own TASK_RUNNING then carries
+/// no pod status.
+pub const RESEND_STATUS_MESSAGE: &[u8] = b"mesopod.io/resend-status";
+
 /// Mesos' default `--executor_registration_timeout`: an executor that has not
 /// subscribed by then is killed by the agent, so trying longer is pointless.
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -126,6 +132,8 @@ pub struct Executor<A: Agent> {
     retry_at: Option<Instant>,
     /// Each launched task's own kill grace period (`TaskInfo.kill_policy`).
     kill_policies: HashMap<TaskId, Duration>,
+    /// The last update of each live task, for [`RESEND_STATUS_MESSAGE`].
+    latest: HashMap<TaskId, call::Update>,
     agent_id: Option<AgentId>,
     stop: StopSignal,
     stop_fired: bool,
@@ -154,6 +162,7 @@ impl<A: Agent> Executor<A> {
             undelivered: VecDeque::new(),
             retry_at: None,
             kill_policies: HashMap::new(),
+            latest: HashMap::new(),
             agent_id: None,
             stop: Box::pin(std::future::pending()),
             stop_fired: false,
@@ -238,7 +247,7 @@ impl<A: Agent> Executor<A> {
                 });
             }
             tokio::select! {
-                () = tokio::time::sleep(retry.delay(attempt)) => {}
+                () = tokio::time::sleep(jittered(retry.delay(attempt))) => {}
                 () = &mut self.stop, if !self.stop_fired => {
                     self.stop_fired = true;
                     return Ok(Exit::Stopped);
@@ -355,7 +364,16 @@ impl<A: Agent> Executor<A> {
                 tracing::info!("SHUTDOWN: stopping every pod");
                 return true;
             }
-            Some(event::Type::Message) => tracing::info!("MESSAGE from the scheduler (ignored)"),
+            Some(event::Type::Message) => {
+                if event
+                    .message
+                    .is_some_and(|m| m.data == RESEND_STATUS_MESSAGE)
+                {
+                    self.resend_statuses().await;
+                } else {
+                    tracing::info!("MESSAGE from the scheduler (ignored)");
+                }
+            }
             Some(event::Type::Error) => {
                 let message = event.error.map(|e| e.message).unwrap_or_default();
                 tracing::error!(%message, "ERROR event from the agent");
@@ -429,7 +447,9 @@ impl<A: Agent> Executor<A> {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .ok();
-        call::Update {
+        let terminal = update.state.is_terminal();
+        let task_id = update.task_id.clone();
+        let built = call::Update {
             status: Some(TaskStatus {
                 task_id: Some(update.task_id),
                 state: state as i32,
@@ -447,6 +467,37 @@ impl<A: Agent> Executor<A> {
                 labels,
                 ..Default::default()
             }),
+        };
+        if terminal {
+            self.latest.remove(&task_id);
+        } else {
+            self.latest.insert(task_id, built.clone());
+        }
+        built
+    }
+
+    /// Sends every live pod's last status again, as new updates.
+    async fn resend_statuses(&mut self) {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .ok();
+        let again: Vec<call::Update> = self.latest.values().cloned().collect();
+        tracing::info!(
+            pods = again.len(),
+            "the scheduler asked for every pod's status"
+        );
+        for mut update in again {
+            if let Some(status) = update.status.as_mut() {
+                status.uuid = Some(uuid::Uuid::new_v4().as_bytes().to_vec());
+                status.timestamp = now;
+                status.agent_id.clone_from(&self.agent_id);
+            }
+            self.unacked.add_update(update.clone());
+            self.undelivered.push_back(update);
+        }
+        if self.retry_at.is_none() {
+            self.flush().await;
         }
     }
 
@@ -491,6 +542,16 @@ impl<A: Agent> Executor<A> {
             }
         }
     }
+}
+
+/// A random wait in `[0, d]`, as Mesos' executor library retries SUBSCRIBE
+/// every random interval up to `MESOS_SUBSCRIPTION_BACKOFF_MAX`: executors
+/// of one agent do not reconnect in lockstep, and one that slept while its
+/// agent restarted still comes back within the agent's re-registration
+/// timeout (the same value).
+fn jittered(d: Duration) -> Duration {
+    let random = uuid::Uuid::new_v4().as_u128() as u64;
+    d.mul_f64((random % 1_000_000) as f64 / 1_000_000.0)
 }
 
 async fn sleep_until(at: Option<Instant>) {

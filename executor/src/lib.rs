@@ -41,8 +41,14 @@
 //! - Every update carries the pod's complete status, never a diff.
 //! - No process outlives the executor's orderly exit (SHUTDOWN, SIGTERM, a
 //!   lost agent): every path out of the loop stops every container group
-//!   first. An executor killed with SIGKILL cannot do this; on a real agent
-//!   the containerizer's cgroup cleans up, on localmesos nothing does.
+//!   first. An executor killed with SIGKILL cannot do this; its agent's
+//!   cgroup cleans up (Mesos' containerizer, and localmesos' agents when
+//!   root with cgroup v2).
+//! - With checkpointing (`MESOS_CHECKPOINT=1`) a lost agent is waited for:
+//!   SUBSCRIBE is retried every random interval up to
+//!   `MESOS_SUBSCRIPTION_BACKOFF_MAX`; past `MESOS_RECOVERY_TIMEOUT` every
+//!   pod is stopped and the executor exits. [`RESEND_STATUS_MESSAGE`] from
+//!   the scheduler makes it report every pod's status again.
 //! - There is no container runtime: images are recorded, never pulled, and
 //!   the status says so where it matters (a container that cannot start).
 //!
@@ -63,6 +69,6 @@ mod process;
 mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
-pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL};
+pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

@@ -34,6 +34,9 @@ const CHUNK: u64 = 256 * 1024;
 pub struct AgentDirectory {
     agents: RwLock<HashMap<String, String>>,
     framework_id: RwLock<Option<String>>,
+    /// The master of the subscription: it names agents that sent no offer
+    /// yet (after a restart, with offers suppressed).
+    master: RwLock<Option<String>>,
 }
 
 impl AgentDirectory {
@@ -58,6 +61,38 @@ impl AgentDirectory {
 
     fn framework_id(&self) -> Option<String> {
         self.framework_id.read().ok()?.clone()
+    }
+
+    /// Remembers the master we are subscribed to.
+    pub fn set_master(&self, url: &str) {
+        if let Ok(mut m) = self.master.write() {
+            *m = Some(url.trim_end_matches('/').to_owned());
+        }
+    }
+
+    /// Learns every agent's address from the master's `/state`
+    /// (`slaves[].pid`, `slave(1)@ip:port`).
+    async fn learn_from_master(&self, http: &reqwest::Client) {
+        let Some(master) = self.master.read().ok().and_then(|m| m.clone()) else {
+            return;
+        };
+        let Ok(resp) = http.get(format!("{master}/state")).send().await else {
+            return;
+        };
+        let Ok(state) = resp.json::<serde_json::Value>().await else {
+            return;
+        };
+        for agent in state["slaves"].as_array().into_iter().flatten() {
+            if let (Some(id), Some(addr)) = (
+                agent["id"].as_str(),
+                agent["pid"]
+                    .as_str()
+                    .and_then(|p| p.split_once('@'))
+                    .map(|(_, a)| a),
+            ) {
+                self.set_agent(id, format!("http://{addr}"));
+            }
+        }
     }
 }
 
@@ -99,6 +134,9 @@ impl AgentLogSource {
         let executor = ann.get(annotations::EXECUTOR_ID).ok_or_else(|| {
             LogError::NotReady(format!("pod \"{}\" has no executor recorded", req.name))
         })?;
+        if self.directory.agent(agent).is_none() {
+            self.directory.learn_from_master(&self.http).await;
+        }
         let base = self.directory.agent(agent).ok_or_else(|| {
             LogError::Unavailable(format!("the address of agent {agent} is not known yet"))
         })?;

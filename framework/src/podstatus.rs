@@ -12,13 +12,19 @@
 
 use std::time::SystemTime;
 
-use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStateWaiting, PodCondition, PodStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use mesos::proto::json::WireEnum;
 use mesos::proto::{TaskState, TaskStatus, task_status::Reason};
 
 /// Kubernetes' reason for pods on a node that stopped answering.
 pub const REASON_NODE_LOST: &str = "NodeLost";
+/// Kubernetes' Ready reason for a pod whose containers all ended.
+pub const REASON_POD_COMPLETED: &str = "PodCompleted";
+/// Kubelet's reason for a container it cannot locate.
+pub const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
 
 /// The pod status after `update`, starting from `current`.
 pub fn pod_status_for(
@@ -31,13 +37,31 @@ pub fn pod_status_for(
     let message = update.message.clone().filter(|m| !m.is_empty());
     let mut status = current.cloned().unwrap_or_default();
 
-    if let Some(reported) = update
+    let reported = update
         .data
         .as_deref()
-        .and_then(|d| serde_json::from_slice::<PodStatus>(d).ok())
-    {
+        .and_then(|d| serde_json::from_slice::<PodStatus>(d).ok());
+    let from_executor = reported.is_some();
+    if let Some(reported) = reported {
         merge_reported(&mut status, reported);
     }
+    // A finished pod runs nothing: the executor's report says how each
+    // container ended; without one (an executor that died, an agent that
+    // decided) none may still claim to run.
+    let finished = |status: &mut PodStatus| {
+        if from_executor {
+            set_condition(status, "Ready", "False", REASON_POD_COMPLETED, now);
+            set_condition(
+                status,
+                "ContainersReady",
+                "False",
+                REASON_POD_COMPLETED,
+                now,
+            );
+        } else {
+            not_ready(status, REASON_POD_COMPLETED, true, now);
+        }
+    };
 
     match state {
         TaskState::TaskStaging | TaskState::TaskStarting => {
@@ -53,6 +77,7 @@ pub fn pod_status_for(
         TaskState::TaskKilling => {}
         TaskState::TaskFinished => {
             status.phase = Some("Succeeded".into());
+            finished(&mut status);
         }
         TaskState::TaskFailed | TaskState::TaskKilled | TaskState::TaskError => {
             status.phase = Some("Failed".into());
@@ -64,38 +89,38 @@ pub fn pod_status_for(
                     .clone()
                     .or_else(|| Some(format!("task {}", state.wire_name())));
             }
+            finished(&mut status);
         }
         TaskState::TaskDropped => {
             status.phase = Some("Failed".into());
             status.reason = Some("TaskDropped".into());
             status.message =
                 Some(message.unwrap_or_else(|| "Mesos dropped the task before it started".into()));
+            finished(&mut status);
         }
-        TaskState::TaskLost | TaskState::TaskUnreachable => {
-            // The task may come back when the partition heals: Unknown, not Failed.
-            status.phase = Some("Unknown".into());
+        TaskState::TaskUnreachable => {
+            // Like a pod on a NotReady node: it keeps its phase, but nothing
+            // vouches for its containers until the agent is back.
             status.reason = Some(REASON_NODE_LOST.into());
             status.message = Some(message.unwrap_or_else(|| {
-                format!(
-                    "the agent running this pod is unreachable ({})",
-                    state.wire_name()
-                )
+                "the agent running this pod is unreachable (TASK_UNREACHABLE)".into()
             }));
-            set_ready(&mut status, "False", REASON_NODE_LOST, now);
+            not_ready(&mut status, REASON_NODE_LOST, false, now);
         }
-        TaskState::TaskGone | TaskState::TaskGoneByOperator => {
+        TaskState::TaskLost | TaskState::TaskGone | TaskState::TaskGoneByOperator => {
             status.phase = Some("Failed".into());
             status.reason = Some(REASON_NODE_LOST.into());
             status.message = Some(message.unwrap_or_else(|| {
                 format!("the agent running this pod is gone ({})", state.wire_name())
             }));
-            set_ready(&mut status, "False", REASON_NODE_LOST, now);
+            not_ready(&mut status, REASON_NODE_LOST, true, now);
         }
         TaskState::TaskUnknown => {
             status.phase = Some("Unknown".into());
             status.reason = Some("TaskUnknown".into());
             status.message =
                 Some(message.unwrap_or_else(|| "Mesos does not know this pod's task".into()));
+            not_ready(&mut status, "TaskUnknown", false, now);
         }
     }
     status
@@ -146,16 +171,68 @@ fn merge_reported(status: &mut PodStatus, reported: PodStatus) {
     }
 }
 
-fn set_ready(status: &mut PodStatus, value: &str, reason: &str, now: SystemTime) {
+/// What Kubernetes shows for a pod whose node is lost: Ready and
+/// ContainersReady False, and no container ready or running. A container
+/// that was running moves to `lastState`; it is `terminated` with kubelet's
+/// `ContainerStatusUnknown` (exit code 137) when the task is gone for good,
+/// else `waiting` with that reason until the agent reports again.
+fn not_ready(status: &mut PodStatus, reason: &str, gone: bool, now: SystemTime) {
+    set_condition(status, "Ready", "False", reason, now);
+    set_condition(status, "ContainersReady", "False", reason, now);
+    for list in [
+        &mut status.container_statuses,
+        &mut status.init_container_statuses,
+    ] {
+        for c in list.iter_mut().flatten() {
+            c.ready = false;
+            c.started = Some(false);
+            let was_running = c.state.as_ref().is_some_and(|s| s.running.is_some());
+            if was_running {
+                c.last_state = c.state.take();
+            }
+            let terminated = c.state.as_ref().is_some_and(|s| s.terminated.is_some());
+            if terminated {
+                continue;
+            }
+            c.state = Some(if gone {
+                ContainerState {
+                    terminated: Some(ContainerStateTerminated {
+                        exit_code: 137,
+                        reason: Some(CONTAINER_STATUS_UNKNOWN.into()),
+                        message: Some(
+                            "The container could not be located when the pod was terminated".into(),
+                        ),
+                        finished_at: Some(Time(timestamp(now))),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }
+            } else {
+                ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some(CONTAINER_STATUS_UNKNOWN.into()),
+                        message: Some(
+                            "The container's state is unknown while its agent is unreachable"
+                                .into(),
+                        ),
+                    }),
+                    ..Default::default()
+                }
+            });
+        }
+    }
+}
+
+fn set_condition(status: &mut PodStatus, kind: &str, value: &str, reason: &str, now: SystemTime) {
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let cond = PodCondition {
-        type_: "Ready".into(),
+        type_: kind.into(),
         status: value.into(),
         reason: Some(reason.into()),
         last_transition_time: Some(Time(timestamp(now))),
         ..Default::default()
     };
-    match conditions.iter_mut().find(|c| c.type_ == "Ready") {
+    match conditions.iter_mut().find(|c| c.type_ == kind) {
         Some(existing) if existing.status == value => existing.reason = Some(reason.into()),
         Some(existing) => *existing = cond,
         None => conditions.push(cond),
@@ -245,23 +322,86 @@ mod tests {
         assert_eq!(s.container_statuses.unwrap()[0].name, "main");
     }
 
+    fn running_pod() -> PodStatus {
+        let mut s = scheduled();
+        s.phase = Some("Running".into());
+        s.conditions
+            .as_mut()
+            .unwrap()
+            .extend(["Ready", "ContainersReady"].map(|t| PodCondition {
+                type_: t.into(),
+                status: "True".into(),
+                ..Default::default()
+            }));
+        s.container_statuses = Some(vec![ContainerStatus {
+            name: "main".into(),
+            ready: true,
+            started: Some(true),
+            state: Some(ContainerState {
+                running: Some(Default::default()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]);
+        s
+    }
+
+    fn condition(s: &PodStatus, kind: &str) -> String {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == kind)
+            .map(|c| c.status.clone())
+            .unwrap_or_default()
+    }
+
     #[test]
-    fn lost_and_unreachable_pods_show_node_lost_and_may_come_back() {
-        for state in [TaskState::TaskLost, TaskState::TaskUnreachable] {
-            let s = pod_status_for(&update(state), Some(&scheduled()), SystemTime::UNIX_EPOCH);
-            assert_eq!(s.phase.as_deref(), Some("Unknown"), "{state}");
-            assert_eq!(s.reason.as_deref(), Some(REASON_NODE_LOST));
-            let ready = s
-                .conditions
-                .unwrap()
-                .into_iter()
-                .find(|c| c.type_ == "Ready")
-                .unwrap();
-            assert_eq!(ready.status, "False");
+    fn a_lost_pod_claims_no_ready_or_running_container() {
+        for state in [
+            TaskState::TaskUnreachable,
+            TaskState::TaskLost,
+            TaskState::TaskGone,
+            TaskState::TaskGoneByOperator,
+            TaskState::TaskUnknown,
+        ] {
+            let s = pod_status_for(&update(state), Some(&running_pod()), SystemTime::UNIX_EPOCH);
+            assert_eq!(condition(&s, "Ready"), "False", "{state}");
+            assert_eq!(condition(&s, "ContainersReady"), "False", "{state}");
+            assert_eq!(condition(&s, "PodScheduled"), "True", "{state}");
+            let c = &s.container_statuses.as_ref().unwrap()[0];
+            assert!(!c.ready && c.started == Some(false), "{state}");
+            let st = c.state.as_ref().unwrap();
+            assert!(st.running.is_none(), "{state}: {st:?}");
+            assert!(c.last_state.as_ref().unwrap().running.is_some(), "{state}");
+            let (phase, reason) = (s.phase.as_deref(), s.reason.as_deref());
+            match state {
+                TaskState::TaskUnreachable => {
+                    assert_eq!((phase, reason), (Some("Running"), Some(REASON_NODE_LOST)));
+                    assert!(st.waiting.is_some());
+                }
+                TaskState::TaskUnknown => assert_eq!(phase, Some("Unknown")),
+                _ => {
+                    assert_eq!((phase, reason), (Some("Failed"), Some(REASON_NODE_LOST)));
+                    let t = st.terminated.as_ref().unwrap();
+                    assert_eq!(t.exit_code, 137);
+                    assert_eq!(t.reason.as_deref(), Some(CONTAINER_STATUS_UNKNOWN));
+                }
+            }
         }
-        let s = pod_status_for(&update(TaskState::TaskGone), None, SystemTime::UNIX_EPOCH);
-        assert_eq!(s.phase.as_deref(), Some("Failed"));
-        assert_eq!(s.reason.as_deref(), Some(REASON_NODE_LOST));
+        // The agent is back: the executor's report makes it ready again.
+        let lost = pod_status_for(
+            &update(TaskState::TaskUnreachable),
+            Some(&running_pod()),
+            SystemTime::UNIX_EPOCH,
+        );
+        let mut u = update(TaskState::TaskRunning);
+        let mut reported = running_pod();
+        reported.conditions.as_mut().unwrap().remove(0);
+        u.data = Some(serde_json::to_vec(&reported).unwrap());
+        let back = pod_status_for(&u, Some(&lost), SystemTime::UNIX_EPOCH);
+        assert_eq!(condition(&back, "Ready"), "True");
+        assert!(back.container_statuses.unwrap()[0].ready);
+        assert_eq!(back.reason, None);
     }
 
     #[test]
@@ -279,6 +419,20 @@ mod tests {
         assert_eq!(s.phase.as_deref(), Some("Failed"));
         assert_eq!(s.reason.as_deref(), Some("TaskInvalid"));
         assert_eq!(s.message.as_deref(), Some("bad pod"));
+    }
+
+    #[test]
+    fn a_pod_whose_executor_died_is_not_ready() {
+        let mut u = update(TaskState::TaskFailed);
+        u.reason = Some(Reason::ReasonExecutorTerminated as i32);
+        let s = pod_status_for(&u, Some(&running_pod()), SystemTime::UNIX_EPOCH);
+        assert_eq!(s.phase.as_deref(), Some("Failed"));
+        assert_eq!(s.reason.as_deref(), Some("ExecutorTerminated"));
+        assert_eq!(condition(&s, "Ready"), "False");
+        let c = &s.container_statuses.unwrap()[0];
+        assert!(!c.ready);
+        let t = c.state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!(t.reason.as_deref(), Some(CONTAINER_STATUS_UNKNOWN));
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub const DEFAULT_STATUS_UPDATE_RETRY_MAX: Duration = Duration::from_secs(600);
 pub const DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Mesos' `--executor_shutdown_grace_period` default (`5secs`).
 pub const DEFAULT_EXECUTOR_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Mesos' agent `--recovery_timeout` default: how long a checkpointing
+/// executor keeps trying to reach its agent before it stops its tasks.
+pub const DEFAULT_RECOVERY_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Mesos' agent `--executor_reregistration_timeout` default: how long a
+/// recovered agent waits for its executors to re-subscribe.
+pub const DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long Mesos' command executor waits between SIGTERM and SIGKILL when
 /// the task has no kill policy (3 s in Mesos).
 pub const DEFAULT_TASK_KILL_GRACE: Duration = Duration::from_secs(3);
@@ -32,7 +38,10 @@ pub struct Config {
     pub agents: Vec<AgentConfig>,
     /// Intervals and timeouts.
     pub timing: Timing,
-    /// Where sandboxes live. `None`: a temporary directory removed on shutdown.
+    /// Where sandboxes and agent checkpoints live. `None`: a temporary
+    /// directory removed on shutdown. With a directory, agents checkpoint
+    /// for frameworks with `checkpoint` set, leave those executors running
+    /// on shutdown, and recover them on the next start.
     pub work_dir: Option<PathBuf>,
     /// Play a master that is not the leader: every scheduler call is
     /// answered `307 Temporary Redirect` to `//<this host:port>/api/v1/scheduler`,
@@ -72,6 +81,12 @@ pub struct Timing {
     pub executor_shutdown_grace: Duration,
     /// Between SIGTERM and SIGKILL for a command task without a kill policy.
     pub task_kill_grace: Duration,
+    /// `--recovery_timeout`: given to checkpointing executors as
+    /// `MESOS_RECOVERY_TIMEOUT`.
+    pub recovery_timeout: Duration,
+    /// `--executor_reregistration_timeout`: a recovered agent's wait for its
+    /// executors (also their `MESOS_SUBSCRIPTION_BACKOFF_MAX`).
+    pub executor_reregistration_timeout: Duration,
 }
 
 impl Default for Timing {
@@ -85,6 +100,8 @@ impl Default for Timing {
             executor_registration_timeout: DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT,
             executor_shutdown_grace: DEFAULT_EXECUTOR_SHUTDOWN_GRACE,
             task_kill_grace: DEFAULT_TASK_KILL_GRACE,
+            recovery_timeout: DEFAULT_RECOVERY_TIMEOUT,
+            executor_reregistration_timeout: DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT,
         }
     }
 }

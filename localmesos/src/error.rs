@@ -11,6 +11,17 @@ pub enum Error {
     /// Bad resources or attributes in an agent's configuration.
     #[error("invalid agent configuration: {0}")]
     Resources(#[from] ResourceError),
+    /// An agent's endpoint could not be bound (a recovered agent needs its
+    /// old port back, so its executors find it).
+    #[error("cannot bind the endpoint of agent '{agent}' (port {port}; 0 = any): {source}")]
+    AgentBind {
+        /// The agent's hostname.
+        agent: String,
+        /// The port asked for.
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
     /// No agent has this id.
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),

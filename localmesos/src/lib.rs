@@ -42,6 +42,16 @@
 //!   (none), status update retry (10 s doubling to 10 min), executor
 //!   registration timeout (1 min), shutdown and kill grace periods. Tests
 //!   shorten these instead of sleeping.
+//! - Agent recovery: with [`Config::work_dir`] set, real agents checkpoint
+//!   for frameworks with `FrameworkInfo.checkpoint` (Mesos' `meta/` layout),
+//!   [`LocalMesos::shutdown`] leaves those executors running, and the next
+//!   [`LocalMesos::start`] on that dir recovers each agent (same id, same
+//!   port) and its executors and tasks (`--recover=reconnect`); executors
+//!   not back within [`Timing::executor_reregistration_timeout`] are
+//!   destroyed, their tasks TASK_GONE (TASK_LOST). [`LocalMesos::reset`]
+//!   stops what the checkpoints name and removes the dir. Executors run in
+//!   their own cgroup (`mesos/<container id>`, cgroup v2, as root), killed
+//!   with their subtree when they end.
 //! - Faults: [`LocalMesos::partition_agent`], [`LocalMesos::heal_agent`],
 //!   [`LocalMesos::remove_agent`], [`LocalMesos::restart_master`]
 //!   ([`RestartOptions`]), [`LocalMesos::kill_executor`],
@@ -88,7 +98,10 @@
 //!   nothing of the master, and no module imports one that imports it.
 //! - An agent's used + offered resources never exceed its total.
 //! - Only loopback is bound; child processes lead their own process groups
-//!   and are killed on shutdown.
+//!   and are killed on shutdown, except checkpointing frameworks' executors
+//!   on a persistent work dir, which the next start recovers.
+//! - Checkpoint files are written whole (temporary file, then rename); a
+//!   corrupt one costs its framework's recovery, with an error naming it.
 //!
 //! # What it must not know
 //!
@@ -105,6 +118,9 @@
 //!   REASON_EXECUTOR_TERMINATED); TASK_LOST is never chosen there.
 //! - Time is not injected: every interval and timeout is a [`Timing`]
 //!   field, and tests shorten them.
+//! - Only custom executors are recovered: command tasks (which localmesos
+//!   runs itself, standing in for Mesos' command executor) do not survive
+//!   a restart. No fsync: checkpoints survive the process, not the machine.
 //! - Simulated agents skip TASK_STARTING (real command tasks send it).
 
 mod agent;
@@ -123,7 +139,8 @@ use std::sync::Arc;
 
 pub use config::{
     AgentConfig, Config, DEFAULT_ALLOCATION_INTERVAL, DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT,
-    DEFAULT_EXECUTOR_SHUTDOWN_GRACE, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_STATUS_UPDATE_RETRY_MAX,
+    DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT, DEFAULT_EXECUTOR_SHUTDOWN_GRACE,
+    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_RECOVERY_TIMEOUT, DEFAULT_STATUS_UPDATE_RETRY_MAX,
     DEFAULT_STATUS_UPDATE_RETRY_MIN, DEFAULT_TASK_KILL_GRACE, Timing,
 };
 pub use error::Error;
@@ -165,11 +182,12 @@ impl LocalMesos {
         };
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
+        let persistent = temp.is_none();
         let shared = Shared::new(
             State::new(),
             config.timing.clone(),
             addr,
-            work_dir,
+            (work_dir, persistent),
             config.redirect_to.clone(),
             tokio::runtime::Handle::current(),
         );
@@ -191,6 +209,22 @@ impl LocalMesos {
             tasks: vec![server, allocator],
             _work_dir: temp,
         })
+    }
+
+    /// Stops every executor that the agent checkpoints under `work_dir`
+    /// name (SIGTERM, which they pass on to their pods; SIGKILL and their
+    /// cgroups after `grace`), then removes `work_dir`: what
+    /// `--recover=cleanup` and `mesopod --reset` do. Returns how many
+    /// executors were running. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// The directory could not be removed.
+    pub async fn reset(work_dir: &Path, grace: std::time::Duration) -> Result<usize, Error> {
+        let stopped = master::recover::cleanup(work_dir, grace).await;
+        match std::fs::remove_dir_all(work_dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Io(e)),
+            _ => Ok(stopped),
+        }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -316,7 +350,7 @@ impl LocalMesos {
         // (SIGTERM, which executors treat as SHUTDOWN and pass on to their
         // tasks), give them the shutdown grace period, then kill what is
         // left. Killing at once would orphan the executors' own children.
-        let pids = agents::terminate_processes(&self.shared.lock());
+        let pids = agents::terminate_processes(&self.shared, &self.shared.lock());
         let deadline = tokio::time::Instant::now() + self.shared.timing.executor_shutdown_grace;
         while pids
             .iter()
@@ -332,7 +366,7 @@ impl LocalMesos {
     }
 
     fn stop(&mut self) {
-        agents::stop_all(&mut self.shared.lock());
+        agents::stop_all(&self.shared, &mut self.shared.lock());
         for t in &self.tasks {
             t.abort();
         }

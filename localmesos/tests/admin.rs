@@ -85,6 +85,8 @@ async fn admin_routes_inject_agent_master_and_update_faults() {
             .status(),
         200
     );
+    // The heal re-registers the agent: its task is RUNNING again.
+    assert_eq!(state_of(&sub.update().await), TaskState::TaskRunning);
     assert_eq!(
         admin(&url, &format!("agents/{agent}/remove"), "")
             .await

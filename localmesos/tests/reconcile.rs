@@ -166,16 +166,25 @@ async fn partition_makes_tasks_unreachable_or_lost_and_heal_brings_them_back() {
         .await;
 
     cluster.heal_agent(&agent).unwrap();
+    // Since Mesos 1.5, every framework learns at once that its tasks are
+    // back (REASON_AGENT_REREGISTERED, no uuid), partition-aware or not.
+    for fw in [&mut pa, &mut plain] {
+        let u = fw.update().await;
+        assert_eq!(state_of(&u), TaskState::TaskRunning);
+        assert_eq!(u.reason, Some(Reason::ReasonAgentReregistered as i32));
+        assert_eq!(u.source, Some(Source::SourceMaster as i32));
+        assert_eq!(
+            u.message.as_deref(),
+            Some("Unreachable agent re-reregistered")
+        );
+        assert!(u.uuid.is_none());
+    }
     pa.reconcile(vec![("a", Some(&agent))]).await;
     assert_eq!(state_of(&pa.update().await), TaskState::TaskRunning);
-    // The non-partition-aware task was killed on re-registration.
-    eventually(|| {
-        cluster
-            .state()
-            .task("b")
-            .is_some_and(|t| t.state == TaskState::TaskLost)
-    })
-    .await;
-    assert_eq!(cluster.state().agents[0].used.scalar("cpus"), 1.0);
+    assert_eq!(
+        cluster.state().task("b").map(|t| t.state),
+        Some(TaskState::TaskRunning)
+    );
+    assert_eq!(cluster.state().agents[0].used.scalar("cpus"), 2.0);
     cluster.shutdown().await;
 }

@@ -263,7 +263,15 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
         p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("NodeLost")
     })
     .await;
-    assert_eq!(phase(&lost), "Unknown", "{:?}", lost.status);
+    // Like a pod on a NotReady node: the phase stays, nothing is ready.
+    assert_eq!(phase(&lost), "Running", "{:?}", lost.status);
+    let ready = lost
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.clone());
+    assert_eq!(ready.as_deref(), Some("False"), "{:?}", lost.status);
     app.local().unwrap().heal_agent(&agent_id).unwrap();
     app.shutdown().await;
 }

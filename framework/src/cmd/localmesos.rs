@@ -42,9 +42,22 @@ pub struct Args {
     /// With `--simulate`, tasks finish after this long (default: never).
     #[arg(long, value_parser = mesos::duration::parse_flag)]
     pub task_duration: Option<Duration>,
-    /// Where sandboxes go (default: a temporary directory).
+    /// Where sandboxes and agent checkpoints go (default: a temporary
+    /// directory). With one, a restart on it recovers the agents (Mesos'
+    /// `--recover=reconnect`).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Mesos' agent `--recover`: `reconnect` recovers the agents checkpointed
+    /// in `--work-dir`; `cleanup` stops their executors (and pods), removes
+    /// the work dir and exits.
+    #[arg(long, default_value = "reconnect", value_parser = ["reconnect", "cleanup"])]
+    pub recover: Option<String>,
+    /// Mesos' agent `--recovery_timeout`, given to checkpointing executors.
+    #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "15mins")]
+    pub recovery_timeout: Option<Duration>,
+    /// Mesos' agent `--executor_reregistration_timeout`.
+    #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "2secs")]
+    pub executor_reregistration_timeout: Option<Duration>,
 }
 
 fn config(args: &Args) -> anyhow::Result<Config> {
@@ -56,6 +69,12 @@ fn config(args: &Args) -> anyhow::Result<Config> {
         timing.heartbeat_interval = d;
     }
     timing.offer_timeout = args.offer_timeout;
+    if let Some(d) = args.recovery_timeout {
+        timing.recovery_timeout = d;
+    }
+    if let Some(d) = args.executor_reregistration_timeout {
+        timing.executor_reregistration_timeout = d;
+    }
     let mut agents = Vec::with_capacity(args.agents);
     for i in 0..args.agents {
         let mut agent = AgentConfig::from_flags(&args.resources, &args.attributes, i)
@@ -84,6 +103,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
+    if args.recover.as_deref() == Some("cleanup") {
+        let dir = args
+            .work_dir
+            .as_ref()
+            .context("--recover=cleanup needs --work-dir")?;
+        let grace = config.timing.executor_shutdown_grace;
+        let stopped = rt
+            .block_on(LocalMesos::reset(dir, grace))
+            .context("cleaning up the work dir")?;
+        println!("stopped {stopped} executor(s); removed {}", dir.display());
+        return Ok(());
+    }
     rt.block_on(serve(
         config,
         |url| println!("{url}"),

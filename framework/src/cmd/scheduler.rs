@@ -91,6 +91,19 @@ pub struct Args {
     /// Service accounts a hook may set (repeatable; none: any).
     #[arg(long = "admission-allow-service-account")]
     pub admission_service_accounts: Vec<String>,
+    /// Mesos' agent `--recovery_timeout` for the embedded cluster: how long
+    /// executors keep their pods running while mesopod is stopped; past
+    /// it they stop their pods and exit.
+    #[arg(long, default_value = "15mins", value_parser = mesos::duration::parse_flag)]
+    pub recovery_timeout: Duration,
+    /// Mesos' agent `--executor_reregistration_timeout` for the embedded
+    /// cluster: how long a restarted agent waits for its executors.
+    #[arg(long, default_value = "2secs", value_parser = mesos::duration::parse_flag)]
+    pub executor_reregistration_timeout: Duration,
+    /// Stop every pod of the embedded cluster that `--data-dir` recorded,
+    /// wipe `--data-dir`, and exit.
+    #[arg(long)]
+    pub reset: bool,
     /// A file of scheduler flags (`--flag value` per line, `#` comments),
     /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
@@ -146,6 +159,14 @@ impl Args {
             data_dir: Some(self.data_dir.clone()),
             embedded: localmesos::Config {
                 agents,
+                // Agents checkpoint beside the store, so a restart of
+                // mesopod recovers their executors and pods.
+                work_dir: Some(embedded_work_dir(&self.data_dir)),
+                timing: localmesos::Timing {
+                    recovery_timeout: self.recovery_timeout,
+                    executor_reregistration_timeout: self.executor_reregistration_timeout,
+                    ..localmesos::Timing::default()
+                },
                 ..Default::default()
             },
             framework,
@@ -196,6 +217,34 @@ impl Args {
     }
 }
 
+/// Where the embedded cluster's agents keep their sandboxes and
+/// checkpoints: `<data-dir>/localmesos`.
+pub fn embedded_work_dir(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("localmesos")
+}
+
+/// `mesopod --reset`: stops every executor (and so every pod) the embedded
+/// cluster's checkpoints name, then removes the data directory.
+async fn reset(args: &Args) -> anyhow::Result<()> {
+    let stopped = localmesos::LocalMesos::reset(
+        &embedded_work_dir(&args.data_dir),
+        localmesos::DEFAULT_EXECUTOR_SHUTDOWN_GRACE,
+    )
+    .await
+    .context("cannot stop the embedded cluster's executors")?;
+    match std::fs::remove_dir_all(&args.data_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot remove {}", args.data_dir.display()));
+        }
+        _ => {}
+    }
+    println!(
+        "mesopod reset: stopped {stopped} executor(s) and their pods, removed {}",
+        args.data_dir.display()
+    );
+    Ok(())
+}
+
 /// Runs `mesopod scheduler`.
 ///
 /// # Errors
@@ -203,6 +252,9 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     crate::cmd::init_logging("info");
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    if args.reset {
+        return runtime.block_on(reset(&args));
+    }
     runtime.block_on(async move {
         let config = args.app_config()?;
         match &config.security.secure {

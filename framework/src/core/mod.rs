@@ -50,6 +50,7 @@
 mod admit;
 mod agents;
 mod effect;
+mod heal;
 mod launching;
 mod pending;
 mod pods;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Pod;
-use registry::{Flag, PodKey, PodTask, Registry};
+use registry::{Flag, PodKey, PodTask, Registry, State};
 
 use super::effect::{Effect, Write};
 use super::launching::KillReason;
@@ -101,5 +101,12 @@ impl Core {
             message: "the pod was deleted".into(),
         };
         self.kill(&task, grace, why, now);
+        // A pod whose agent cannot be reached is deleted at once, as
+        // Kubernetes deletes a pod of a lost node. The KILL stands (and is
+        // retried), and the task stays live in the registry, so no second
+        // task runs for the pod until this one is known to have ended.
+        if matches!(task.state, State::Unreachable | State::Unknown) {
+            self.emit(Effect::Store(vec![Write::Finalize(task.pod_key())]));
+        }
     }
 }

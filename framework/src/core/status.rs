@@ -76,6 +76,9 @@ impl Core {
         if let Some(id) = &status.task_id {
             self.subscription.reconciler.observe_update(&id.value);
         }
+        if status.reason == Some(Reason::ReasonAgentReregistered as i32) {
+            self.on_agent_reregistered(&status, now);
+        }
         let ack = ack_call(&status);
         let outcome = self.registry.update_status(&status, now);
         self.record(&status, &outcome, now);

@@ -1,6 +1,7 @@
 //! The subscription: which framework we are, whether a master listens,
 //! whether offers are suppressed, and reconciliation with that master.
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use mesos::proto::FrameworkId;
@@ -19,6 +20,8 @@ pub(crate) struct Subscription {
     /// The REVIVE time before the one in flight, restored if it fails.
     pub(crate) revive_before: Option<SystemTime>,
     pub(crate) reconciler: Reconciler,
+    /// When each agent last came back from a partition (`core::heal`).
+    pub(crate) healed: HashMap<String, SystemTime>,
 }
 
 impl Subscription {
@@ -30,6 +33,7 @@ impl Subscription {
             last_revive: None,
             revive_before: None,
             reconciler,
+            healed: HashMap::new(),
         }
     }
 }

@@ -29,6 +29,7 @@ impl Core {
     ) {
         tracing::info!(framework = %id, %master, ?heartbeat, "subscribed to Mesos");
         self.directory.set_framework_id(&id.value);
+        self.directory.set_master(&master);
         self.subscription.framework_id = Some(id);
         self.subscription.subscribed = true;
         // The master rescinds every outstanding offer on re-subscribe.

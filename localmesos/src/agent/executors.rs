@@ -38,6 +38,9 @@ pub(crate) struct Executor {
     pub(crate) shutting_down: bool,
     /// Task ids whose LAUNCH the executor has not acknowledged by an update.
     pub(crate) unacked_launch: BTreeSet<String>,
+    /// Recovered from a checkpoint after an agent restart, not yet
+    /// re-subscribed.
+    pub(crate) recovered: bool,
 }
 
 /// An executor event of this type, fields to be filled in.
@@ -72,6 +75,7 @@ impl Executor {
             container_id,
             shutting_down: false,
             unacked_launch: BTreeSet::new(),
+            recovered: false,
         }
     }
 

@@ -39,6 +39,8 @@ pub(crate) struct EnvOf<'a> {
     /// `FrameworkInfo.checkpoint`.
     pub(crate) checkpoint: bool,
     pub(crate) shutdown_grace: Duration,
+    /// `MESOS_RECOVERY_TIMEOUT` and `MESOS_SUBSCRIPTION_BACKOFF_MAX`.
+    pub(crate) recovery: (Duration, Duration),
 }
 
 /// The MESOS_* environment of the reference (executor API docs).
@@ -68,8 +70,9 @@ pub(crate) fn executor_env(of: EnvOf<'_>) -> BTreeMap<String, String> {
         ),
     ]);
     if of.checkpoint {
-        env.insert("MESOS_RECOVERY_TIMEOUT".into(), "15mins".into());
-        env.insert("MESOS_SUBSCRIPTION_BACKOFF_MAX".into(), "2secs".into());
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        env.insert("MESOS_RECOVERY_TIMEOUT".into(), ms(of.recovery.0));
+        env.insert("MESOS_SUBSCRIPTION_BACKOFF_MAX".into(), ms(of.recovery.1));
     }
     env
 }
@@ -82,7 +85,7 @@ pub(crate) fn spawn_in_sandbox(
     command: CommandInfo,
     env: BTreeMap<String, String>,
     sandbox: &Path,
-    (executor, container): (ExecutorRef<'_>, &str),
+    (executor, container, detach): (ExecutorRef<'_>, &str, bool),
     report: impl FnOnce(Report<'_>) + Send + 'static,
 ) -> std::io::Result<process::Handle> {
     process::make_sandbox(sandbox)?;
@@ -98,6 +101,7 @@ pub(crate) fn spawn_in_sandbox(
             command,
             env,
             sandbox: sandbox.to_path_buf(),
+            detach,
         },
         move |exit| {
             report(Report::Exited {

@@ -14,6 +14,8 @@
 //! reports what they did ([`Report`]), and the master applies that through
 //! its task state machine (`master::reports`).
 
+pub(crate) mod cgroups;
+pub(crate) mod checkpoint;
 pub(crate) mod executors;
 pub(crate) mod files;
 pub(crate) mod launch;
@@ -75,6 +77,9 @@ pub(crate) struct Agent {
     /// Keyed by (framework id, executor id).
     pub(crate) executors: HashMap<(String, String), Executor>,
     pub(crate) registered_time: f64,
+    /// Recovering from its checkpoint (`--recover=reconnect`): executors
+    /// may re-subscribe; their other calls get 503 until it is over.
+    pub(crate) recovering: bool,
 }
 
 impl Agent {
@@ -101,6 +106,7 @@ impl Agent {
             server,
             executors: HashMap::new(),
             registered_time: now_secs(),
+            recovering: false,
         }
     }
 
@@ -196,6 +202,8 @@ mod tests {
     fn agent_code_imports_neither_the_master_nor_http() {
         let files = [
             ("mod.rs", include_str!("mod.rs")),
+            ("cgroups.rs", include_str!("cgroups.rs")),
+            ("checkpoint.rs", include_str!("checkpoint.rs")),
             ("executors.rs", include_str!("executors.rs")),
             ("files.rs", include_str!("files.rs")),
             ("launch.rs", include_str!("launch.rs")),

@@ -46,6 +46,51 @@ pub(crate) struct Handle {
     pub(crate) pid: Option<u32>,
 }
 
+/// A process named so a reused pid is not mistaken for it: its pid and its
+/// start time in clock ticks since boot (`/proc/<pid>/stat`, field 22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcessId {
+    pub(crate) pid: u32,
+    pub(crate) start_time: u64,
+}
+
+impl ProcessId {
+    /// The process `pid` as it runs now, if it does.
+    pub(crate) fn of(pid: u32) -> Option<ProcessId> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name may hold spaces and parentheses: fields count
+        // from the last ')'. After it come state (3) .. starttime (22).
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        let start_time = fields.get(19)?.parse().ok()?;
+        Some(ProcessId { pid, start_time })
+    }
+
+    /// Whether this very process still runs.
+    pub(crate) fn alive(self) -> bool {
+        ProcessId::of(self.pid) == Some(self)
+    }
+}
+
+/// Watches a process this one did not start (an executor adopted after a
+/// restart): `on_exit` gets [`Exit::Unknown`] once it is gone, as Mesos'
+/// agent reaps what it recovered by polling.
+pub(crate) fn watch_adopted(
+    rt: &tokio::runtime::Handle,
+    id: ProcessId,
+    on_exit: impl FnOnce(Exit) + Send + 'static,
+) {
+    rt.spawn(async move {
+        while id.alive() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        on_exit(Exit::Unknown);
+    });
+}
+
 impl Handle {
     /// Sends SIGTERM to the child's process group.
     pub(crate) fn terminate(self) {
@@ -80,6 +125,9 @@ pub(crate) struct Spec {
     pub(crate) command: CommandInfo,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) sandbox: PathBuf,
+    /// Left running when this process ends (a checkpointing framework's
+    /// executor, which a restarted agent recovers).
+    pub(crate) detach: bool,
 }
 
 /// Starts the child and calls `on_exit` once it ends.
@@ -125,7 +173,7 @@ pub(crate) fn spawn(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0)
-        .kill_on_drop(true);
+        .kill_on_drop(!spec.detach);
     let _guard = rt.enter();
     let mut child = cmd.spawn()?;
     let handle = Handle { pid: child.id() };

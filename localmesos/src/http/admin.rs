@@ -39,7 +39,7 @@ fn err(e: Error) -> Response {
         Error::UnknownAgent(_) | Error::UnknownExecutor { .. } => StatusCode::NOT_FOUND,
         Error::AgentState { .. } => StatusCode::CONFLICT,
         Error::Resources(_) => StatusCode::BAD_REQUEST,
-        Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        Error::Io(_) | Error::AgentBind { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (code, e.to_string()).into_response()
 }

@@ -21,7 +21,7 @@ use super::stream::{OnDrop, event_body};
 use crate::agent::{Agent, ExecutorRef, Report, files};
 use crate::config::AgentConfig;
 use crate::error::Error;
-use crate::master::{Shared, State, agents, executors, reports};
+use crate::master::{Shared, State, agents, executors, recover, reports};
 use crate::validation;
 
 #[derive(Clone)]
@@ -35,23 +35,58 @@ struct AgentCx {
 /// # Errors
 /// A bind failure.
 pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId, Error> {
-    let (index, id) = agents::next_id(cx);
+    let (index, fresh_id) = agents::next_id(cx);
+    let hostname = config
+        .hostname
+        .clone()
+        .unwrap_or_else(|| format!("agent-{index}"));
+    // A persistent real agent recovers what it checkpointed, under its old
+    // id and on its old port, so its executors find it again.
+    let recovered = (cx.persistent && !config.simulated)
+        .then(|| recover::find(&cx.work_dir, &hostname))
+        .flatten();
+    let id = recovered
+        .as_ref()
+        .and_then(|r| r.info.id.clone())
+        .unwrap_or(fresh_id);
+    let port = recovered
+        .as_ref()
+        .and_then(|r| r.info.port)
+        .and_then(|p| u16::try_from(p).ok())
+        .unwrap_or(0);
     let (endpoint, server) = if config.simulated {
         (None, None)
     } else {
-        let (addr, handle) = serve(cx, id.clone()).await?;
+        let (addr, handle) = serve(cx, id.clone(), port)
+            .await
+            .map_err(|e| Error::AgentBind {
+                agent: hostname.clone(),
+                port,
+                source: e,
+            })?;
         (Some(addr), Some(handle))
     };
-    agents::register(cx, Agent::new(id.clone(), index, config, endpoint, server));
+    let agent = Agent::new(id.clone(), index, config, endpoint, server);
+    if cx.persistent && !agent.simulated {
+        let info = agent.info();
+        if let Err(e) = crate::agent::checkpoint::write_agent(&cx.work_dir, &info) {
+            tracing::warn!(error = %e, "cannot checkpoint the agent; it will not be recovered");
+        }
+    }
+    agents::register(cx, agent);
+    if let Some(r) = recovered {
+        recover::apply(cx, &id.value, r);
+    }
     Ok(id)
 }
 
-/// Binds the agent's endpoint and serves it until aborted.
+/// Binds the agent's endpoint (`port` 0: any) and serves it until aborted.
 async fn serve(
     shared: &Arc<Shared>,
     agent_id: AgentId,
+    port: u16,
 ) -> std::io::Result<(SocketAddr, tokio::task::AbortHandle)> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let cx = AgentCx {
         shared: shared.clone(),
@@ -124,6 +159,13 @@ async fn executor_api(
     if !ex.custom {
         return text(StatusCode::BAD_REQUEST, "Executor cannot be found");
     }
+    let agent_recovering = st.agents.get(&cx.agent_id).is_some_and(|a| a.recovering);
+    if agent_recovering && !matches!(kind, Type::Subscribe | Type::Heartbeat) {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Agent has not finished recovery",
+        );
+    }
     let report = match kind {
         Type::Subscribe => {
             let out = match request::accepted_codec(&headers) {
@@ -161,6 +203,17 @@ fn subscribe(
     codec: Codec,
     call: Call,
 ) -> Response {
+    let known: Vec<String> = call
+        .subscribe
+        .as_ref()
+        .map(|s| {
+            s.unacknowledged_tasks
+                .iter()
+                .filter_map(|t| t.task_id.as_ref().map(|i| i.value.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    recover::drop_unreceived(&cx.shared, st, executor, &known);
     let replay: Vec<mesos::proto::TaskStatus> = call
         .subscribe
         .map(|s| {

@@ -9,7 +9,7 @@ use mesos::proto::{AgentId, TaskState, TimeInfo};
 use mesos::resources::Resources;
 
 use super::task::master_status;
-use super::{Shared, State, allocator, executors, reports, tasks};
+use super::{Shared, State, allocator, reports, tasks};
 use crate::agent::executors::Executor;
 use crate::agent::{Agent, AgentStatus, ExecutorRef, Report};
 use crate::clock::now_secs;
@@ -87,10 +87,9 @@ pub(crate) fn partition(cx: &Shared, id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Heals a partition: the agent re-registers. Tasks of partition-aware
-/// frameworks resume their state (reconciliation shows it); tasks of the
-/// others were already reported LOST, so the agent kills them, as Mesos
-/// shuts down non-partition-aware frameworks on a re-registering agent.
+/// Heals a partition: the agent re-registers and every task on it resumes
+/// the state it had, as since Mesos 1.5 for every framework, partition
+/// aware or not (1.1 to 1.4 killed the others' tasks).
 pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
     let st = &mut *cx.lock();
     let agent = agent_mut(st, id)?;
@@ -102,52 +101,48 @@ pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
         });
     }
     agent.status = AgentStatus::Active;
-    let mut doomed_tasks = Vec::new();
     for fw in st.frameworks.values_mut() {
-        let aware = fw.partition_aware();
         for task in fw.tasks.values_mut() {
             if task.agent_id.value != id {
                 continue;
             }
             if let Some(before) = task.before_partition.take() {
                 task.unreachable_time = None;
-                if task.state != TaskState::TaskUnreachable {
-                    // It ended while partitioned; that update stands.
-                } else if aware {
+                // A task that ended while partitioned keeps that update.
+                if task.state == TaskState::TaskUnreachable {
                     task.state = before;
-                } else {
-                    // Already reported LOST: it ends here, silently.
-                    task.state = TaskState::TaskLost;
-                    task.pending.clear();
-                    doomed_tasks.push((
-                        fw.id.value.clone(),
-                        task.id().to_owned(),
-                        task.executor_id.value.clone(),
-                        task.resources.clone(),
-                    ));
                 }
             }
         }
     }
-    // Updates held during the partition go out now.
+    // Since Mesos 1.5 every connected framework, partition-aware or not,
+    // learns each recovered task's state at once (SOURCE_MASTER,
+    // REASON_AGENT_REREGISTERED, no uuid), instead of at its next
+    // reconciliation. Then updates held during the partition go out.
+    let agent_id = AgentId::new(id);
     for fw in st.frameworks.values() {
+        for task in fw.tasks.values() {
+            if task.agent_id.value != id || task.state.is_terminal() {
+                continue;
+            }
+            let mut status = master_status(
+                task.info.task_id.as_ref().unwrap_or(&Default::default()),
+                Some(&agent_id),
+                task.state,
+                Reason::ReasonAgentReregistered,
+                "Unreachable agent re-reregistered",
+            );
+            if task.custom_executor {
+                status.executor_id = Some(task.executor_id.clone());
+            }
+            fw.send_update(status);
+        }
         for task in fw.tasks.values() {
             if task.agent_id.value == id
                 && let Some(head) = task.pending.front()
             {
                 fw.send_update(head.clone());
             }
-        }
-    }
-    for (fw, task_id, exec, resources) in doomed_tasks {
-        if let Some(agent) = st.agents.get_mut(id) {
-            agent.used -= &resources;
-        }
-        executors::shutdown(cx, st, ExecutorRef::new(id, &fw, &exec), true);
-        if let Some(f) = st.frameworks.get_mut(&fw)
-            && let Some(t) = f.tasks.remove(&task_id)
-        {
-            f.completed.push_back(t);
         }
     }
     cx.allocate_now.notify_one();
@@ -265,12 +260,26 @@ pub(crate) fn disconnect_executor(cx: &Shared, executor: ExecutorRef<'_>) -> Res
     Ok(())
 }
 
-/// Asks every executor process to stop (SIGTERM); returns their pids.
-pub(crate) fn terminate_processes(st: &State) -> Vec<u32> {
+/// Whether an executor stays when this process stops: a checkpointing
+/// framework's custom executor on a persistent work dir, which the next
+/// start recovers (as a Mesos agent's restart leaves them running).
+fn survives(cx: &Shared, st: &State, framework_id: &str, ex: &Executor) -> bool {
+    cx.persistent
+        && ex.custom
+        && st
+            .frameworks
+            .get(framework_id)
+            .is_some_and(super::Framework::checkpoints)
+}
+
+/// Asks every executor process that does not survive a stop to stop
+/// (SIGTERM); returns their pids.
+pub(crate) fn terminate_processes(cx: &Shared, st: &State) -> Vec<u32> {
     st.agents
         .values()
-        .flat_map(|a| a.executors.values())
-        .filter_map(|ex| {
+        .flat_map(|a| a.executors.iter())
+        .filter(|((fw, _), ex)| !survives(cx, st, fw, ex))
+        .filter_map(|(_, ex)| {
             ex.process.and_then(|p| {
                 p.terminate();
                 p.pid
@@ -280,17 +289,33 @@ pub(crate) fn terminate_processes(st: &State) -> Vec<u32> {
 }
 
 /// Stops everything: timers of this epoch, agent endpoints, child
-/// processes (SIGKILL) and scheduler streams.
-pub(crate) fn stop_all(st: &mut State) {
+/// processes (SIGKILL; checkpointed executors are left running) and
+/// scheduler streams.
+pub(crate) fn stop_all(cx: &Shared, st: &mut State) {
     st.epoch += 1;
-    for agent in st.agents.values_mut() {
-        if let Some(server) = agent.server.take() {
-            server.abort();
-        }
-        for ex in agent.executors.values() {
+    let doomed: Vec<(String, (String, String))> = st
+        .agents
+        .iter()
+        .flat_map(|(a, agent)| {
+            agent
+                .executors
+                .iter()
+                .filter(|((fw, _), ex)| !survives(cx, st, fw, ex))
+                .map(|(k, _)| (a.clone(), k.clone()))
+        })
+        .collect();
+    for (a, key) in doomed {
+        if let Some(ex) = st.agents.get(&a).and_then(|ag| ag.executors.get(&key)) {
             if let Some(p) = ex.process {
                 p.kill();
             }
+            super::checkpoints::executor_ended(cx, ExecutorRef::new(&a, &key.0, &key.1));
+            crate::agent::cgroups::destroy(&cx.rt, &ex.container_id);
+        }
+    }
+    for agent in st.agents.values_mut() {
+        if let Some(server) = agent.server.take() {
+            server.abort();
         }
         agent.executors.clear();
     }

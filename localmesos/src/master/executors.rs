@@ -39,11 +39,13 @@ pub(crate) fn terminate(
     let Some(ex) = agent.executors.remove(&executor.key()) else {
         return;
     };
-    if exit.is_none()
-        && let Some(p) = ex.process
-    {
+    if let Some(p) = ex.process {
+        // Whatever is left of it: its process group, and its cgroup subtree
+        // (the pods it started), as Mesos destroys a container.
         p.kill();
     }
+    crate::agent::cgroups::destroy(&cx.rt, &ex.container_id);
+    super::checkpoints::executor_ended(cx, executor);
     agent.used -= &ex.resources;
     for task_id in &ex.tasks {
         let kill = st
@@ -189,6 +191,8 @@ pub(crate) fn shutdown(cx: &Shared, st: &mut State, executor: ExecutorRef<'_>, q
             if let Some(p) = ex.process {
                 p.kill();
             }
+            crate::agent::cgroups::destroy(&cx.rt, &ex.container_id);
+            super::checkpoints::executor_ended(cx, executor);
         }
         return;
     }
@@ -315,6 +319,8 @@ pub(crate) fn subscribe(
         let _ = tx.send(ev);
     }
     ex.sub = Some(ExecSub { tx, generation });
+    ex.recovered = false;
+    super::checkpoints::executor_subscribed(cx, st, executor);
     for status in replay {
         executor_update(cx, st, executor, status);
     }

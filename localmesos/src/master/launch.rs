@@ -11,7 +11,7 @@ use mesos::proto::task_status::{Reason, Source};
 use mesos::proto::{ExecutorInfo, FrameworkId, TaskInfo, TaskState};
 use mesos::resources::Resources;
 
-use super::{Shared, State, executors, reports, tasks};
+use super::{Shared, State, checkpoints, executors, reports, tasks};
 use crate::agent::executors::Executor;
 use crate::agent::launch::{self as agent_launch, EnvOf};
 use crate::agent::{ExecutorRef, Report, process};
@@ -112,20 +112,24 @@ fn spawn(
     st: &State,
     executor: ExecutorRef<'_>,
     command: mesos::proto::CommandInfo,
-    extra_env: &[(&str, &str)],
+    (extra_env, custom): (&[(&str, &str)], bool),
 ) -> (String, std::path::PathBuf, std::io::Result<process::Handle>) {
     let container = uuid::Uuid::new_v4().to_string();
     let sandbox = agent_launch::sandbox_for(&cx.work_dir, executor, &container);
+    let checkpoint = st
+        .frameworks
+        .get(executor.framework_id)
+        .is_some_and(super::Framework::checkpoints);
     let mut env = agent_launch::executor_env(EnvOf {
         executor,
         sandbox: &sandbox,
         endpoint: st.agents.get(executor.agent_id).and_then(|a| a.endpoint),
-        checkpoint: st
-            .frameworks
-            .get(executor.framework_id)
-            .and_then(|f| f.info.checkpoint)
-            .unwrap_or(false),
+        checkpoint,
         shutdown_grace: cx.timing.executor_shutdown_grace,
+        recovery: (
+            cx.timing.recovery_timeout,
+            cx.timing.executor_reregistration_timeout,
+        ),
     });
     for (k, v) in extra_env {
         env.insert((*k).to_owned(), (*v).to_owned());
@@ -136,7 +140,9 @@ fn spawn(
         command,
         env,
         &sandbox,
-        (executor, &container),
+        // A checkpointing framework's custom executor outlives this
+        // process: the next start recovers it.
+        (executor, &container, checkpoint && custom),
         move |report: Report<'_>| {
             if let Some(cx) = me.upgrade() {
                 let mut st = cx.lock();
@@ -154,8 +160,13 @@ fn start_command_task(cx: &Shared, st: &mut State, fw: &str, agent_id: &str, tas
     };
     let executor = ExecutorRef::new(agent_id, fw, &task_id);
     let command = task.command.clone().unwrap_or_default();
-    let (container, sandbox, spawned) =
-        spawn(cx, st, executor, command, &[("MESOS_TASK_ID", &task_id)]);
+    let (container, sandbox, spawned) = spawn(
+        cx,
+        st,
+        executor,
+        command,
+        (&[("MESOS_TASK_ID", &task_id)], false),
+    );
     let update = |cx: &Shared, st: &mut State, state, source, reason, message: &str| {
         tasks::agent_update(cx, st, fw, &task_id, state, source, reason, message);
     };
@@ -223,9 +234,14 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
         .is_some_and(|e| !e.shutting_down);
     if !live {
         let command = info.command.clone().unwrap_or_default();
-        let (container, sandbox, spawned) = spawn(cx, st, executor, command, &[]);
+        let (container, sandbox, spawned) = spawn(cx, st, executor, command, (&[], true));
         let handle = match spawned {
-            Ok(h) => h,
+            Ok(h) => {
+                if let Some(pid) = h.pid {
+                    crate::agent::cgroups::enter(&container, pid);
+                }
+                h
+            }
             Err(e) => {
                 for t in &task_ids {
                     tasks::agent_update(
@@ -256,6 +272,7 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
             );
             agent.executors.insert(key.clone(), ex);
         }
+        checkpoints::executor_started(cx, st, executor, &container, handle.pid);
         registration_timeout(cx, st, executor, container);
     }
     if let Some(ex) = st
@@ -268,6 +285,9 @@ fn start_custom(cx: &Shared, st: &mut State, l: &Launch, mut info: ExecutorInfo)
         for e in events {
             ex.deliver(e);
         }
+    }
+    for t in &task_ids {
+        checkpoints::task_changed(cx, st, &l.framework_id, t, true);
     }
 }
 

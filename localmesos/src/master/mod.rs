@@ -24,9 +24,11 @@ pub(crate) mod accept;
 pub(crate) mod agents;
 pub(crate) mod allocator;
 pub(crate) mod calls;
+pub(crate) mod checkpoints;
 pub(crate) mod executors;
 pub(crate) mod launch;
 pub(crate) mod reconcile;
+pub(crate) mod recover;
 pub(crate) mod reports;
 pub(crate) mod subscribe;
 pub(crate) mod task;
@@ -62,6 +64,10 @@ pub(crate) struct Shared {
     pub(crate) timing: Timing,
     pub(crate) master_addr: SocketAddr,
     pub(crate) work_dir: PathBuf,
+    /// The work dir outlives this process (not a temporary one): agents
+    /// checkpoint, and checkpointing frameworks' executors are left
+    /// running on shutdown for the next start to recover.
+    pub(crate) persistent: bool,
     /// `host:port` of the "leading" master to redirect schedulers to.
     pub(crate) redirect_to: Option<String>,
     pub(crate) rt: tokio::runtime::Handle,
@@ -77,7 +83,7 @@ impl Shared {
         state: State,
         timing: Timing,
         master_addr: SocketAddr,
-        work_dir: PathBuf,
+        (work_dir, persistent): (PathBuf, bool),
         redirect_to: Option<String>,
         rt: tokio::runtime::Handle,
     ) -> Arc<Shared> {
@@ -86,6 +92,7 @@ impl Shared {
             timing,
             master_addr,
             work_dir,
+            persistent,
             redirect_to,
             rt,
             allocate_now: Notify::new(),
@@ -147,6 +154,26 @@ pub(crate) struct Framework {
 }
 
 impl Framework {
+    /// A framework `id` with `info`, not connected.
+    pub(crate) fn new(id: FrameworkId, info: FrameworkInfo) -> Self {
+        Framework {
+            id,
+            info,
+            conn: None,
+            generation: 0,
+            suppressed: BTreeSet::new(),
+            filters: HashMap::new(),
+            tasks: HashMap::new(),
+            completed: VecDeque::new(),
+            registered_time: crate::clock::now_secs(),
+        }
+    }
+
+    /// `FrameworkInfo.checkpoint`.
+    pub(crate) fn checkpoints(&self) -> bool {
+        self.info.checkpoint.unwrap_or(false)
+    }
+
     pub(crate) fn partition_aware(&self) -> bool {
         self.info
             .has_capability(mesos::proto::framework_info::capability::Type::PartitionAware)

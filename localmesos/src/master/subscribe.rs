@@ -1,7 +1,6 @@
 //! Framework lifecycle: SUBSCRIBE (new and failover), broken streams and
 //! the failover timeout, TEARDOWN, removal, and master restarts.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,6 @@ use super::{
     Conn, Framework, MAX_COMPLETED, RemovedFramework, Shared, State, allocator, executors, tasks,
 };
 use crate::agent::{AgentStatus, ExecutorRef};
-use crate::clock::now_secs;
 use crate::faults::RestartOptions;
 
 /// The outcome of a SUBSCRIBE.
@@ -61,20 +59,8 @@ pub(crate) fn subscribe(cx: &Shared, st: &mut State, sub: call::Subscribe) -> Su
     let key = id.value.clone();
     let is_failover = st.frameworks.contains_key(&key);
     if !is_failover {
-        st.frameworks.insert(
-            key.clone(),
-            Framework {
-                id: id.clone(),
-                info: info.clone(),
-                conn: None,
-                generation: 0,
-                suppressed: BTreeSet::new(),
-                filters: HashMap::new(),
-                tasks: HashMap::new(),
-                completed: VecDeque::new(),
-                registered_time: now_secs(),
-            },
-        );
+        st.frameworks
+            .insert(key.clone(), Framework::new(id.clone(), info.clone()));
     }
     // Offers made on the old stream are void.
     let rescinded = allocator::remove_framework_offers(st, &key);

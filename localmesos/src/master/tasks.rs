@@ -124,6 +124,7 @@ pub(crate) fn status_update(
             ex.tasks.remove(&task_id);
         }
     }
+    super::checkpoints::task_changed(cx, st, framework_id, &task_id, false);
     if reliable {
         if first_in_queue {
             forward_head(cx, st, framework_id, &task_id);
@@ -232,7 +233,16 @@ pub(crate) fn acknowledge(
     }
     task.pending.pop_front();
     task.backoff = Duration::ZERO;
-    if task.pending.is_empty() {
+    let emptied = task.pending.is_empty();
+    super::checkpoints::task_changed(cx, st, framework_id, task_id, false);
+    let Some(task) = st
+        .frameworks
+        .get_mut(framework_id)
+        .and_then(|f| f.tasks.get_mut(task_id))
+    else {
+        return;
+    };
+    if emptied {
         // Most tasks sit acknowledged for their whole life: an emptied
         // queue's room for four updates was a kilobyte per task.
         task.pending = VecDeque::new();

@@ -1,0 +1,295 @@
+//! The embedded default survives its own restarts: SIGTERM and SIGKILL of
+//! `mesopod` leave 20 pods running; a restart on the same data dir
+//! recovers the agents (each on its old port, from its checkpoint; this is
+//! also localmesos' agent restart), re-subscribes as the same framework,
+//! and every pod is Running and ready with one copy of its process; logs
+//! and delete work. Then `mesopod --reset` stops everything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod faults;
+
+use std::time::Duration;
+
+use faults::{
+    Faults, MESOPOD, Proc, Reset, all_running, apply, copies, count_faults, kubectl_ok, marker,
+    pods_yaml,
+};
+use testkit::wait_until_blocking;
+
+const PODS: usize = 20;
+const BASE: u32 = 91_771;
+
+fn start(data: &str, log: &std::path::Path) -> Proc {
+    Proc::spawn(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data,
+            "--agents",
+            "2",
+            "--offer-ttl",
+            "1s",
+            // Executors left behind by a failed run stop their pods soon.
+            "--recovery-timeout",
+            "2mins",
+        ],
+        "Kubernetes API",
+        log,
+    )
+}
+
+#[test]
+fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap().to_owned();
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+
+    let first = start(&data_s, &log);
+    let api = first.url();
+    apply(&api, &pods_yaml("keep", BASE, PODS));
+    let before = all_running(&api, "keep", PODS, Duration::from_secs(120));
+    let framework = faults::get_json(&format!("{api}/debug/framework"))["framework_id"].clone();
+    assert!(framework.is_string());
+    assert_eq!(
+        count_faults(&api, "keep", BASE, &before, &[&log]),
+        Faults::default()
+    );
+
+    let mut current = first;
+    for (how, stop) in [
+        ("SIGTERM", Proc::sigterm as fn(Proc)),
+        ("SIGKILL", Proc::sigkill as fn(Proc)),
+    ] {
+        stop(current);
+        // Nothing stopped the pods.
+        for i in 0..PODS {
+            assert_eq!(
+                copies(&marker(BASE, i)),
+                1,
+                "after {how}, pod {i} still runs once"
+            );
+        }
+        let next = start(&data_s, &log);
+        let api = next.url();
+        let fw = wait_until_blocking(
+            "mesopod subscribed again",
+            Duration::from_secs(30),
+            || faults::get_json(&format!("{api}/debug/framework")),
+            |f| f["subscribed"] == true,
+        );
+        assert_eq!(
+            fw["framework_id"], framework,
+            "after {how}: the same framework"
+        );
+        let after = all_running(&api, "keep", PODS, Duration::from_secs(60));
+        // The master answered the reconciliation from the recovered agents.
+        wait_until_blocking(
+            "a completed reconciliation round",
+            Duration::from_secs(30),
+            || faults::get_json(&format!("{api}/debug/reconciliation")),
+            |r| {
+                r["rounds_completed"].as_u64().unwrap_or(0) >= 1
+                    && r["waiting"].as_array().is_some_and(|w| w.is_empty())
+            },
+        );
+        assert_eq!(
+            count_faults(&api, "keep", BASE, &before, &[&log]),
+            Faults::default(),
+            "after {how} and a restart: pods lost, duplicated, panics"
+        );
+        assert_eq!(
+            after.iter().map(|p| &p.3).collect::<Vec<_>>(),
+            before.iter().map(|p| &p.3).collect::<Vec<_>>(),
+            "after {how}: the same tasks, none launched again"
+        );
+        // Logs are read through the agent, whose address mesopod learns
+        // from its first offer, once it finished recovering.
+        wait_until_blocking(
+            "the log of a recovered pod",
+            Duration::from_secs(20),
+            || {
+                faults::request(
+                    "GET",
+                    &format!("{api}/api/v1/namespaces/default/pods/keep-3/log"),
+                    "",
+                )
+            },
+            |l| l.as_ref().is_some_and(|l| l.contains("hello from keep-3")),
+        );
+        let logs = kubectl_ok(&api, &["logs", "keep-3"]);
+        assert!(logs.contains("hello from keep-3"), "{logs}");
+        current = next;
+    }
+
+    // Delete works on a recovered pod.
+    let api = current.url();
+    kubectl_ok(&api, &["delete", "pod", "keep-0", "--timeout=60s"]);
+    wait_until_blocking(
+        "keep-0's process gone",
+        Duration::from_secs(30),
+        || copies(&marker(BASE, 0)),
+        |n| *n == 0,
+    );
+    assert_eq!(faults::panics(&[&log]), 0);
+    current.sigterm();
+
+    // `--reset` stops every pod and wipes the data dir.
+    let out = std::process::Command::new(MESOPOD)
+        .args(["--reset", "--data-dir", &data_s])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!data.exists());
+    for i in 1..PODS {
+        assert_eq!(copies(&marker(BASE, i)), 0, "reset stopped pod {i}");
+    }
+}
+
+/// SIGKILL of mesopod, never restarted: past `--recovery-timeout` each
+/// executor stops its pods and exits, so nothing outlives the cluster.
+#[test]
+fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout() {
+    const BASE: u32 = 91_772;
+    const N: usize = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+    let mesopod = Proc::spawn(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--agents",
+            "2",
+            "--recovery-timeout",
+            "3secs",
+        ],
+        "Kubernetes API",
+        &log,
+    );
+    let api = mesopod.url();
+    apply(&api, &pods_yaml("orphan", BASE, N));
+    let before = all_running(&api, "orphan", N, Duration::from_secs(60));
+    assert_eq!(
+        count_faults(&api, "orphan", BASE, &before, &[&log]),
+        Faults::default()
+    );
+    let executors = executor_pids(&data);
+    assert!(!executors.is_empty());
+    mesopod.sigkill();
+    // Within the timeout the pods still run...
+    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 1));
+    // ...and past it every copy and every executor is gone.
+    let left = wait_until_blocking(
+        "pods and executors gone past the recovery timeout",
+        Duration::from_secs(30),
+        || {
+            let pods: usize = (0..N).map(|i| copies(&marker(BASE, i))).sum();
+            let execs = executors.iter().filter(|p| alive(**p)).count();
+            (pods, execs)
+        },
+        |(pods, execs)| *pods == 0 && *execs == 0,
+    );
+    assert_eq!(left, (0, 0), "orphan pods, orphan executors");
+    assert_eq!(faults::panics(&[&log]), 0);
+}
+
+/// Pids of the `mesopod-e2e executor` processes whose sandbox is under `data`.
+fn executor_pids(data: &std::path::Path) -> Vec<u32> {
+    let data = data.to_str().unwrap().as_bytes().to_vec();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let argv: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                argv.len() >= 2 && argv[0].ends_with(b"mesopod-e2e") && argv[1] == b"executor"
+            }) && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| e.windows(data.len()).any(|w| w == data.as_slice()))
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// An executor that is gone when mesopod starts again (killed while its
+/// agent was down) does not re-subscribe: past the re-registration
+/// timeout its cgroup is destroyed (its pods with it) and its pods go
+/// Failed, NodeLost (TASK_GONE, REASON_EXECUTOR_REREGISTRATION_TIMEOUT).
+#[test]
+fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
+    const BASE: u32 = 91_776;
+    const N: usize = 3;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_s = data.to_str().unwrap().to_owned();
+    let _reset = Reset(data.clone());
+    let log = dir.path().join("mesopod.log");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data_s,
+        "--agents",
+        "1",
+        "--recovery-timeout",
+        "2mins",
+    ];
+    let mesopod = Proc::spawn(&args, "Kubernetes API", &log);
+    apply(&mesopod.url(), &pods_yaml("gone", BASE, N));
+    let before = all_running(&mesopod.url(), "gone", N, Duration::from_secs(60));
+    let executors = executor_pids(&data);
+    assert_eq!(executors.len(), 1);
+    mesopod.sigkill();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &executors[0].to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mesopod = Proc::spawn(&args, "Kubernetes API", &log);
+    let api = mesopod.url();
+    let after = wait_until_blocking(
+        "the pods Failed, NodeLost",
+        Duration::from_secs(30),
+        || {
+            let list = faults::get_json(&format!("{api}/api/v1/namespaces/default/pods"));
+            list["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (p["status"]["phase"].clone(), p["status"]["reason"].clone()))
+                .collect::<Vec<_>>()
+        },
+        |p| p.len() == N && p.iter().all(|(ph, r)| ph == "Failed" && r == "NodeLost"),
+    );
+    assert_eq!(after.len(), N);
+    if faults::cgroups_usable() {
+        let left = wait_until_blocking(
+            "the pods' processes gone with the executor's cgroup",
+            Duration::from_secs(10),
+            || (0..N).map(|i| copies(&marker(BASE, i))).sum::<usize>(),
+            |n| *n == 0,
+        );
+        assert_eq!(left, 0, "orphans");
+    }
+    // None was launched again.
+    let now = faults::pods(&api, "gone");
+    assert!(now.iter().zip(&before).all(|(a, b)| a.3 == b.3));
+    assert_eq!(faults::panics(&[&log]), 0);
+    mesopod.sigterm();
+}
