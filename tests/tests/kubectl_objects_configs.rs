@@ -380,7 +380,14 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "nodes",
                 "pods",
                 "secrets",
-                "serviceaccounts"
+                "serviceaccounts",
+                "selfsubjectreviews",
+                "selfsubjectaccessreviews",
+                "selfsubjectrulesreviews",
+                "clusterrolebindings",
+                "clusterroles",
+                "rolebindings",
+                "roles"
             ],
             "{v}: {out}"
         );

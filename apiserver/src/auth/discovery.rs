@@ -24,10 +24,10 @@ pub(super) fn groups() -> Vec<Value> {
 }
 
 fn resources(name: &str) -> Vec<Value> {
+    // Exactly the verbs the routes serve (no deletecollection or watch yet).
     let all = [
         "create",
         "delete",
-        "deletecollection",
         "get",
         "list",
         "patch",
