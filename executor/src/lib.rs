@@ -43,8 +43,11 @@
 //!   lost agent): every path out of the loop stops every container group
 //!   first. An executor killed with SIGKILL cannot do this; on a real agent
 //!   the containerizer's cgroup cleans up, on localmesos nothing does.
-//! - There is no container runtime: images are recorded, never pulled, and
-//!   the status says so where it matters (a container that cannot start).
+//! - Containers run in real containers ([`oci`]): the image's root
+//!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
+//!   the executor's own, through a runc-compatible runtime (the embedded
+//!   `mesopod runtime` by default). Process mode (`--container-runtime
+//!   process`) runs host processes and says so on every pod.
 //!
 //! This crate knows nothing of the framework's registry, the API shim or
 //! scheduling: its only inputs are the agent's events and the pods in them.
@@ -52,8 +55,10 @@
 pub mod agent;
 pub mod backoff;
 pub mod env;
+pub mod events;
 pub mod executor;
 pub mod layout;
+pub mod oci;
 pub mod pod;
 pub mod reliable;
 pub mod runtime;

@@ -4,17 +4,20 @@
 //! # Contract
 //!
 //! A plan is only built from a pod this executor can run faithfully; anything
-//! else is a [`PodError`] whose message tells the user what to change. There
-//! is no container runtime: a container runs as a process on the agent, so it
-//! must name its `command`, the image is recorded but never pulled, and
-//! environment sources that need the Kubernetes API (secrets, config maps)
-//! are refused rather than silently left empty.
+//! else is a [`PodError`] whose message tells the user what to change.
+//! Environment sources that need the Kubernetes API (secrets, config maps)
+//! are refused rather than silently left empty. The plan keeps `command` and
+//! `args` apart, since with a container runtime they combine with the
+//! image's Entrypoint and Cmd ([`crate::oci::bundle::argv`]); in process mode
+//! a container without `command` is refused ([`PodError::NoCommand`]).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext};
+
+use crate::oci::image::PullPolicy;
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE: Duration = Duration::from_secs(30);
@@ -133,14 +136,58 @@ pub enum EnvSource {
 pub struct ContainerPlan {
     /// The container's name (a DNS label: safe as a directory name).
     pub name: String,
-    /// The image, recorded in the status; never pulled.
+    /// The image.
     pub image: String,
-    /// `command` followed by `args`: `argv[0]` is the program.
+    /// `imagePullPolicy`, or Kubernetes' default for the image.
+    pub pull_policy: PullPolicy,
+    /// `command` followed by `args`: `argv[0]` is the program (process mode).
     pub argv: Vec<String>,
+    /// `command`, `$(VAR)`-expanded.
+    pub command: Option<Vec<String>>,
+    /// `args`, `$(VAR)`-expanded.
+    pub args: Option<Vec<String>>,
+    /// The security context, pod and container merged.
+    pub security: Security,
+    /// Limits and requests.
+    pub resources: Limits,
     /// Environment, in the pod's order.
     pub env: Vec<(String, EnvSource)>,
     /// `workingDir`, if set.
     pub working_dir: Option<PathBuf>,
+}
+
+/// A container's security context, the container's fields over the pod's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Security {
+    /// `runAsUser`.
+    pub run_as_user: Option<i64>,
+    /// `runAsGroup`.
+    pub run_as_group: Option<i64>,
+    /// The pod's `supplementalGroups`.
+    pub supplemental_groups: Vec<i64>,
+    /// `runAsNonRoot`.
+    pub run_as_non_root: Option<bool>,
+    /// `readOnlyRootFilesystem`.
+    pub read_only_root_filesystem: bool,
+    /// `capabilities.add`.
+    pub caps_add: Vec<String>,
+    /// `capabilities.drop`.
+    pub caps_drop: Vec<String>,
+    /// `allowPrivilegeEscalation`.
+    pub allow_privilege_escalation: Option<bool>,
+    /// `privileged`.
+    pub privileged: bool,
+}
+
+/// A container's resources, as cgroups need them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `limits.memory` in bytes.
+    pub memory_limit_bytes: Option<i64>,
+    /// `limits.cpu` in millicores.
+    pub cpu_limit_millis: Option<i64>,
+    /// `requests.cpu` in millicores.
+    pub cpu_request_millis: Option<i64>,
 }
 
 /// A pod, checked and ready to run.
@@ -248,7 +295,7 @@ impl PodPlan {
                             c.name
                         )));
                     }
-                    plan_container(c)
+                    plan_container(c, spec.security_context.as_ref())
                 })
                 .collect()
         };
@@ -289,7 +336,10 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn plan_container(c: &Container) -> Result<ContainerPlan, PodError> {
+fn plan_container(
+    c: &Container,
+    pod_sec: Option<&PodSecurityContext>,
+) -> Result<ContainerPlan, PodError> {
     if !is_dns_label(&c.name) {
         return Err(PodError::Invalid(format!(
             "container name {:?} is not a DNS label (lower-case letters, digits and '-', at most 63)",
@@ -328,28 +378,86 @@ fn plan_container(c: &Container) -> Result<ContainerPlan, PodError> {
     if c.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
         return Err(unsupported("envFrom".into()));
     }
-    let command = c.command.clone().unwrap_or_default();
-    if command.is_empty() {
-        return Err(PodError::NoCommand {
-            container: c.name.clone(),
-            image,
-        });
-    }
-    let argv = command
-        .iter()
-        .chain(c.args.iter().flatten())
-        .map(|a| expand(a, &env))
-        .collect();
+    let expand_all = |list: &Option<Vec<String>>| {
+        list.as_ref()
+            .map(|l| l.iter().map(|a| expand(a, &env)).collect::<Vec<_>>())
+    };
+    let command = expand_all(&c.command).filter(|c| !c.is_empty());
+    let args = expand_all(&c.args).filter(|a| !a.is_empty());
+    let argv = match &command {
+        Some(cmd) => cmd.iter().chain(args.iter().flatten()).cloned().collect(),
+        None => Vec::new(),
+    };
+    let security = security(c, pod_sec);
+    let resources = limits(c).map_err(unsupported)?;
     Ok(ContainerPlan {
         name: c.name.clone(),
+        pull_policy: PullPolicy::for_container(c.image_pull_policy.as_deref(), &image),
         image,
         argv,
+        command,
+        args,
+        security,
+        resources,
         env,
         working_dir: c
             .working_dir
             .as_ref()
             .filter(|w| !w.is_empty())
             .map(PathBuf::from),
+    })
+}
+
+fn security(c: &Container, pod: Option<&PodSecurityContext>) -> Security {
+    let sc = c.security_context.as_ref();
+    let caps = sc.and_then(|s| s.capabilities.as_ref());
+    Security {
+        run_as_user: sc
+            .and_then(|s| s.run_as_user)
+            .or(pod.and_then(|p| p.run_as_user)),
+        run_as_group: sc
+            .and_then(|s| s.run_as_group)
+            .or(pod.and_then(|p| p.run_as_group)),
+        supplemental_groups: pod
+            .and_then(|p| p.supplemental_groups.clone())
+            .unwrap_or_default(),
+        run_as_non_root: sc
+            .and_then(|s| s.run_as_non_root)
+            .or(pod.and_then(|p| p.run_as_non_root)),
+        read_only_root_filesystem: sc.and_then(|s| s.read_only_root_filesystem) == Some(true),
+        caps_add: caps.and_then(|c| c.add.clone()).unwrap_or_default(),
+        caps_drop: caps.and_then(|c| c.drop.clone()).unwrap_or_default(),
+        allow_privilege_escalation: sc.and_then(|s| s.allow_privilege_escalation),
+        privileged: sc.and_then(|s| s.privileged) == Some(true),
+    }
+}
+
+fn limits(c: &Container) -> Result<Limits, String> {
+    let r = c.resources.as_ref();
+    let get = |which: &str,
+               map: Option<
+        &std::collections::BTreeMap<
+            String,
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        >,
+    >,
+               scale: f64|
+     -> Result<Option<i64>, String> {
+        match map.and_then(|m| m.get(which)) {
+            None => Ok(None),
+            Some(q) => {
+                let parsed = quantity::Quantity::parse(&q.0)
+                    .map_err(|e| format!("resources {which} {:?}: {e}", q.0))?;
+                // Rounded up, as Kubernetes rounds CPU to millicores.
+                #[allow(clippy::cast_possible_truncation)]
+                Ok(Some((parsed.to_f64() * scale).ceil() as i64))
+            }
+        }
+    };
+    Ok(Limits {
+        memory_limit_bytes: get("memory", r.and_then(|r| r.limits.as_ref()), 1.0)?,
+        cpu_limit_millis: get("cpu", r.and_then(|r| r.limits.as_ref()), 1000.0)?,
+        cpu_request_millis: get("cpu", r.and_then(|r| r.requests.as_ref()), 1000.0)?,
     })
 }
 
@@ -485,10 +593,6 @@ mod tests {
             (
                 json!({"metadata": {"name": "a"}, "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "command": ["x"]}]}}),
                 "restartPolicy",
-            ),
-            (
-                json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
-                "entrypoint of image \"nginx\" cannot be run without a container runtime",
             ),
             (
                 json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}),
