@@ -28,6 +28,9 @@ pub struct Args {
     /// The durable store's directory.
     #[arg(long, default_value = "mesopod-data", env = "MESOPOD_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// How pods' containers run (passed to every executor).
+    #[command(flatten)]
+    pub containers: crate::cmd::containers::ContainerFlags,
     /// Mesos master URL(s), comma-separated; none starts an embedded cluster.
     #[arg(long, value_delimiter = ',', env = "MESOPOD_MASTER")]
     pub master: Vec<String>,
@@ -167,6 +170,12 @@ impl Args {
                 program,
                 uri: self.executor_uri.clone(),
                 shutdown_grace: Duration::from_secs(5),
+                args: self.containers.executor_args(
+                    self.master
+                        .is_empty()
+                        .then(|| crate::cmd::containers::absolute(&self.data_dir.join("images")))
+                        .as_deref(),
+                ),
             },
             admission: Admission::new(
                 hooks,

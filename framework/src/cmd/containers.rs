@@ -1,0 +1,62 @@
+//! Container flags, shared by `mesopod scheduler` (which hands them to every
+//! executor it launches) and `mesopod executor` (which runs containers by
+//! them). Names as kubelet's where it has one (`--allow-privileged`).
+
+use std::path::{Path, PathBuf};
+
+use executor::oci::{ContainerSettings, RuntimeKind};
+
+/// How pods' containers run.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ContainerFlags {
+    /// `embedded` (default: this binary's own OCI runtime), `process` (host
+    /// processes without isolation, for development), or the path of a
+    /// runc-compatible CLI such as `/usr/sbin/runc`.
+    #[arg(long, env = "MESOPOD_CONTAINER_RUNTIME")]
+    pub container_runtime: Option<String>,
+    /// Allow containers with `securityContext.privileged: true`.
+    #[arg(long, env = "MESOPOD_ALLOW_PRIVILEGED")]
+    pub allow_privileged: bool,
+    /// The agents' image store (default `<agent work dir>/images`; the
+    /// embedded cluster's agents share `<data-dir>/images`).
+    #[arg(long, env = "MESOPOD_IMAGE_STORE")]
+    pub image_store: Option<PathBuf>,
+}
+
+impl ContainerFlags {
+    /// The executor's arguments that carry these flags; `embedded_store` is
+    /// the embedded cluster's shared store when there is one.
+    pub fn executor_args(&self, embedded_store: Option<&Path>) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(rt) = &self.container_runtime {
+            args.push(format!("--container-runtime={rt}"));
+        }
+        if self.allow_privileged {
+            args.push("--allow-privileged".into());
+        }
+        if let Some(store) = self.image_store.as_deref().or(embedded_store) {
+            args.push(format!("--image-store={}", store.display()));
+        }
+        args
+    }
+
+    /// What the executor runs containers with.
+    pub fn settings(&self) -> ContainerSettings {
+        ContainerSettings {
+            runtime: RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded")),
+            image_store: self.image_store.clone(),
+            allow_privileged: self.allow_privileged,
+            ..ContainerSettings::default()
+        }
+    }
+}
+
+/// `dir` made absolute against the working directory (an executor runs
+/// in its sandbox, so a relative store path would name another place).
+pub fn absolute(dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().map(|cwd| cwd.join(dir)).unwrap_or_else(|_| dir.to_path_buf())
+    }
+}
