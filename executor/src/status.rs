@@ -114,7 +114,13 @@ impl ContainerRecord {
                 },
                 true,
             ),
-            Life::Terminated(exit) => (terminated(exit), false),
+            Life::Terminated(exit) => {
+                let mut state = terminated(exit);
+                if let (Some(t), Some(id)) = (state.terminated.as_mut(), &self.container_id) {
+                    t.container_id = Some(id.clone());
+                }
+                (state, false)
+            }
         };
         let container_id = match &self.life {
             Life::Running { pgid, .. } => Some(*pgid),

@@ -77,7 +77,7 @@ pub struct ContainerSettings {
     pub runtime: RuntimeKind,
     /// The image store's root (default `<agent work dir>/images`).
     pub image_store: Option<PathBuf>,
-    /// The runtime's state root (default `<agent work dir>/mesopod-runtime`).
+    /// The runtime's state root (default `<work>/slaves/<agent>/mesopod-runtime`).
     pub state_root: Option<PathBuf>,
     /// `--allow-privileged`.
     pub allow_privileged: bool,
@@ -95,6 +95,22 @@ impl Default for ContainerSettings {
             image_backoff: IMAGE_PULL_BACKOFF,
         }
     }
+}
+
+/// The agent's own directory, `<work>/slaves/<agent id>`, from a sandbox
+/// laid out as a Mesos agent's: agents of one host (the embedded cluster)
+/// share a work dir, and one agent's executor must never touch another's
+/// containers.
+pub fn agent_dir(sandbox: &std::path::Path) -> PathBuf {
+    sandbox
+        .ancestors()
+        .find(|a| {
+            a.parent()
+                .and_then(|p| p.file_name())
+                .is_some_and(|n| n == "slaves")
+        })
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sandbox.to_path_buf())
 }
 
 /// The agent's work dir, from a sandbox laid out as a Mesos agent's

@@ -76,7 +76,7 @@ impl Oci {
         let root = settings
             .state_root
             .clone()
-            .unwrap_or_else(|| work.join("mesopod-runtime"));
+            .unwrap_or_else(|| super::agent_dir(sandbox).join("mesopod-runtime"));
         let store = settings
             .image_store
             .clone()

@@ -57,6 +57,8 @@ pub fn absolute(dir: &Path) -> PathBuf {
     if dir.is_absolute() {
         dir.to_path_buf()
     } else {
-        std::env::current_dir().map(|cwd| cwd.join(dir)).unwrap_or_else(|_| dir.to_path_buf())
+        std::env::current_dir()
+            .map(|cwd| cwd.join(dir))
+            .unwrap_or_else(|_| dir.to_path_buf())
     }
 }

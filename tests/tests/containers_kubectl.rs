@@ -1,0 +1,205 @@
+//! End to end with the real kubectl: pods run in real containers built
+//! from their image, on the embedded runtime (`mesopod runtime`) and on
+//! Debian's runc, through the same executor path.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod containers_support;
+
+use std::time::Duration;
+
+use common::cluster::*;
+use containers_support::*;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use testkit::{Kubectl, ok};
+
+const T: Duration = Duration::from_secs(60);
+
+fn status(p: &Pod) -> Option<&ContainerStatus> {
+    p.status.as_ref()?.container_statuses.as_ref()?.first()
+}
+
+fn waiting_reason(p: &Pod) -> Option<String> {
+    status(p)?.state.as_ref()?.waiting.as_ref()?.reason.clone()
+}
+
+fn pod(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n  terminationGracePeriodSeconds: 1\n{spec}"
+    )
+}
+
+fn sh(name: &str, security: &str, script: &str) -> String {
+    pod(
+        name,
+        &format!(
+            "  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", {script:?}]\n{security}"
+        ),
+    )
+}
+
+async fn logs(server: &str, name: &str) -> String {
+    ok(&Kubectl::new(server).run(&["logs", name]).await)
+}
+
+async fn scenario(runtime: &str) {
+    let (_keep, store) = store();
+    build_image(&store);
+    let app = cluster(runtime, &store).await;
+    let server = app.api_url();
+    let k = Kubectl::new(&server);
+
+    // The image's file, runAsUser, the hostname, no host /etc/shadow, an
+    // environment of the pod and image only, a PID namespace of its own.
+    let script = format!(
+        "cat {IMAGE_FILE}; echo; echo uid=$(id -u) gid=$(id -g); echo host=$(hostname); \
+         test -e /etc/shadow && echo shadow-visible || echo no-shadow; \
+         echo from-image=$FROM_IMAGE; echo mesos-vars=$(env | grep -c MESOS_); \
+         echo pid1=$(cat /proc/1/comm); echo cwd=$(pwd); touch /tmp/reader-was-here"
+    );
+    let yaml = sh(
+        "reader",
+        "    securityContext:\n      runAsUser: 1000\n      runAsGroup: 1000\n",
+        &script,
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let done = wait_pod(app.api(), "default", "reader", T, |p| {
+        phase(p) == "Succeeded" || phase(p) == "Failed"
+    })
+    .await;
+    let text = logs(&server, "reader").await;
+    assert_eq!(phase(&done), "Succeeded", "{text}\n{:?}", done.status);
+    for want in [
+        IMAGE_FILE_TEXT,
+        "uid=1000 gid=1000",
+        "host=reader",
+        "no-shadow",
+        "from-image=yes",
+        "mesos-vars=0",
+        "pid1=sh",
+        "cwd=/tmp",
+    ] {
+        assert!(text.contains(want), "{want:?} not in the logs:\n{text}");
+    }
+    let cs = status(&done).unwrap();
+    assert!(
+        cs.image_id.starts_with("mesopod.test/busybox@sha256:"),
+        "{cs:?}"
+    );
+    assert!(
+        cs.container_id
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("mesopod://"),
+        "{cs:?}"
+    );
+
+    // Another pod does not see the first one's files or processes.
+    let yaml = sh(
+        "other",
+        "",
+        "test -e /tmp/reader-was-here && echo sees-reader || echo reader-invisible",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    wait_pod(app.api(), "default", "other", T, |p| {
+        phase(p) == "Succeeded"
+    })
+    .await;
+    assert!(logs(&server, "other").await.contains("reader-invisible"));
+
+    // No command: the image's Entrypoint and Cmd run.
+    ok(&k
+        .run(&["run", "ep", &format!("--image={IMAGE}"), "--restart=Never"])
+        .await);
+    wait_pod(app.api(), "default", "ep", T, |p| phase(p) == "Succeeded").await;
+    let text = logs(&server, "ep").await;
+    assert!(
+        text.contains("entrypoint ran with the image's cmd"),
+        "{text}"
+    );
+
+    // Over its memory limit: OOMKilled, exit 137.
+    let yaml = sh(
+        "hog",
+        "    resources:\n      limits:\n        memory: 32Mi\n",
+        "a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let hog = wait_pod(app.api(), "default", "hog", T, |p| phase(p) == "Failed").await;
+    let term = status(&hog)
+        .unwrap()
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(
+        (term.exit_code, term.reason.as_deref()),
+        (137, Some("OOMKilled")),
+        "{term:?}"
+    );
+
+    // A root image under runAsNonRoot is refused, and the pod waits.
+    let yaml = sh(
+        "nonroot",
+        "    securityContext:\n      runAsNonRoot: true\n",
+        "echo should not run",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let refused = wait_pod(app.api(), "default", "nonroot", T, |p| {
+        waiting_reason(p).as_deref() == Some("CreateContainerConfigError")
+    })
+    .await;
+    assert_eq!(phase(&refused), "Pending");
+    let msg = status(&refused)
+        .unwrap()
+        .state
+        .clone()
+        .unwrap()
+        .waiting
+        .unwrap()
+        .message
+        .unwrap();
+    assert!(
+        msg.contains("container has runAsNonRoot and image will run as root"),
+        "{msg}"
+    );
+
+    // An image that does not exist: ErrImagePull, then ImagePullBackOff, Pending throughout.
+    let yaml = pod(
+        "missing",
+        "  containers:\n  - name: main\n    image: mesopod.test/does-not-exist:1\n",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let first = wait_pod(app.api(), "default", "missing", T, |p| {
+        waiting_reason(p).as_deref() == Some("ErrImagePull")
+    })
+    .await;
+    assert_eq!(phase(&first), "Pending");
+    let later = wait_pod(app.api(), "default", "missing", T, |p| {
+        waiting_reason(p).as_deref() == Some("ImagePullBackOff")
+    })
+    .await;
+    assert_eq!(phase(&later), "Pending");
+    let table = ok(&k.run(&["get", "pod", "missing"]).await);
+    assert!(table.contains("ImagePullBackOff"), "{table}");
+
+    for name in ["reader", "other", "ep", "hog", "nonroot", "missing"] {
+        ok(&k.run(&["delete", "pod", name, "--wait=false"]).await);
+    }
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_run_in_containers_on_the_embedded_runtime() {
+    if prerequisites(false) {
+        scenario("embedded").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_run_in_containers_on_runc() {
+    if prerequisites(true) {
+        scenario(RUNC).await;
+    }
+}
