@@ -38,6 +38,26 @@ fn sh(name: &str, security: &str, script: &str) -> String {
     )
 }
 
+/// `(reason, message, fieldPath)` of the events about pod `name`.
+async fn events(k: &Kubectl, name: &str) -> Vec<(String, String, String)> {
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(&k.run(&["get", "events", "-o", "json"]).await)).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == name)
+        .map(|e| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            (
+                s(&e["reason"]),
+                s(&e["message"]),
+                s(&e["involvedObject"]["fieldPath"]),
+            )
+        })
+        .collect()
+}
+
 async fn logs(server: &str, name: &str) -> String {
     ok(&Kubectl::new(server).run(&["logs", name]).await)
 }
@@ -93,6 +113,22 @@ async fn scenario(runtime: &str) {
             .starts_with("mesopod://"),
         "{cs:?}"
     );
+
+    let seen = events(&k, "reader").await;
+    for (reason, message) in [
+        (
+            "Pulled",
+            format!("Container image \"{IMAGE}\" already present on machine"),
+        ),
+        ("Created", "Created container: main".to_owned()),
+        ("Started", "Started container main".to_owned()),
+    ] {
+        assert!(
+            seen.iter()
+                .any(|(r, m, f)| r == reason && *m == message && f == "spec.containers{main}"),
+            "no {reason} event {message:?}: {seen:?}"
+        );
+    }
 
     // Another pod does not see the first one's files or processes.
     let yaml = sh(
@@ -183,6 +219,25 @@ async fn scenario(runtime: &str) {
     assert_eq!(phase(&later), "Pending");
     let table = ok(&k.run(&["get", "pod", "missing"]).await);
     assert!(table.contains("ImagePullBackOff"), "{table}");
+    let seen = events(&k, "missing").await;
+    for (reason, starts) in [
+        (
+            "Failed",
+            "Failed to pull image \"mesopod.test/does-not-exist:1\": ",
+        ),
+        ("Failed", "Error: ErrImagePull"),
+        (
+            "BackOff",
+            "Back-off pulling image \"mesopod.test/does-not-exist:1\"",
+        ),
+        ("Failed", "Error: ImagePullBackOff"),
+    ] {
+        assert!(
+            seen.iter()
+                .any(|(r, m, _)| r == reason && m.starts_with(starts)),
+            "no {reason} {starts:?}: {seen:?}"
+        );
+    }
 
     for name in ["reader", "other", "ep", "hog", "nonroot", "missing"] {
         ok(&k.run(&["delete", "pod", name, "--wait=false"]).await);

@@ -97,6 +97,23 @@ impl Default for ContainerSettings {
     }
 }
 
+/// Why containers cannot run in this process, if they cannot: the
+/// runtime needs root for mounts, namespaces and cgroups. Rootless
+/// containers (user namespaces) are not implemented, so without root pods
+/// fail with this reason rather than run unisolated.
+pub fn unavailable_reason() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some(
+            "containers need root (mount, PID, UTS and IPC namespaces and cgroups); rootless              containers are not supported yet; run as root or use --container-runtime=process"
+                .into(),
+        );
+    }
+    if cgroup::Version::detect().is_none() {
+        return Some("no cgroup filesystem is mounted at /sys/fs/cgroup".into());
+    }
+    None
+}
+
 /// The agent's own directory, `<work>/slaves/<agent id>`, from a sandbox
 /// laid out as a Mesos agent's: agents of one host (the embedded cluster)
 /// share a work dir, and one agent's executor must never touch another's

@@ -72,6 +72,9 @@ impl Oci {
             ),
             RuntimeKind::Cli(p) => (p.clone(), Vec::new()),
         };
+        if let Some(why) = super::unavailable_reason() {
+            return Err(why);
+        }
         let work = super::agent_work_dir(sandbox);
         let root = settings
             .state_root

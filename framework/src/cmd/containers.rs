@@ -51,6 +51,50 @@ impl ContainerFlags {
     }
 }
 
+impl ContainerFlags {
+    /// The embedded cluster's agent attributes (which become Node labels)
+    /// with what its agents run containers with: `mesopod.io/container-runtime`
+    /// and `mesopod.io/cgroup-version` (the agents share this host).
+    pub fn agent_attributes(&self, attributes: &str) -> String {
+        let runtime = RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded"));
+        let runtime = match (&runtime, unavailable_reason(&runtime)) {
+            (_, Some(_)) => "unavailable".to_owned(),
+            (kind, None) => kind.label(),
+        };
+        let cgroup = executor::oci::cgroup::Version::detect().map_or("none", |v| v.label());
+        let ours =
+            format!("mesopod.io/container-runtime:{runtime};mesopod.io/cgroup-version:{cgroup}");
+        if attributes.trim().is_empty() {
+            ours
+        } else {
+            format!("{attributes};{ours}")
+        }
+    }
+
+    /// Says at startup when this host cannot run containers (and pods will
+    /// fail rather than run unisolated), or when they run unisolated.
+    pub fn warn_at_startup(&self) {
+        let runtime = RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded"));
+        if runtime == RuntimeKind::Process {
+            tracing::warn!(
+                "--container-runtime=process: pods run as host processes, without isolation"
+            );
+        } else if let Some(why) = unavailable_reason(&runtime) {
+            tracing::error!(
+                "containers cannot run on this host ({why}); pods on its agents will fail"
+            );
+        }
+    }
+}
+
+/// Why the embedded cluster's agents cannot run containers, if they cannot.
+fn unavailable_reason(runtime: &RuntimeKind) -> Option<String> {
+    match runtime {
+        RuntimeKind::Process => None,
+        _ => executor::oci::unavailable_reason(),
+    }
+}
+
 /// `dir` made absolute against the working directory (an executor runs
 /// in its sandbox, so a relative store path would name another place).
 pub fn absolute(dir: &Path) -> PathBuf {

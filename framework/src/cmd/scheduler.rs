@@ -109,8 +109,12 @@ impl Args {
         let mut agents = Vec::with_capacity(self.agents);
         for i in 0..self.agents {
             agents.push(
-                AgentConfig::from_flags(&self.resources, &self.attributes, i)
-                    .with_context(|| format!("bad --resources or --attributes for agent {i}"))?,
+                AgentConfig::from_flags(
+                    &self.resources,
+                    &self.containers.agent_attributes(&self.attributes),
+                    i,
+                )
+                .with_context(|| format!("bad --resources or --attributes for agent {i}"))?,
             );
         }
         let program = std::env::current_exe()
@@ -203,6 +207,7 @@ impl Args {
 /// Bad flags, a part that cannot start, or another scheduler taking over.
 pub fn run(args: Args) -> anyhow::Result<()> {
     crate::cmd::init_logging("info");
+    args.containers.warn_at_startup();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let config = args.app_config()?;
