@@ -35,6 +35,8 @@ pub enum Command {
     Localmesos(cmd::localmesos::Args),
     /// The scale benchmark.
     Bench(cmd::bench::Args),
+    /// Images in the embedded cluster's store (`image load FILE`).
+    Image(cmd::image::Args),
 }
 
 /// Why a `--config` file could not be used.

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod containers;
 pub mod executor;
+pub mod image;
 pub mod localmesos;
 pub mod scheduler;
 
@@ -30,6 +31,7 @@ pub fn main() -> anyhow::Result<()> {
         Some(Command::Executor(args)) => executor::run(args),
         Some(Command::Localmesos(args)) => localmesos::run(args),
         Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Image(args)) => image::run(args),
     }
 }
 

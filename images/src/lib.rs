@@ -1,0 +1,79 @@
+//! Images for mesopod's executor: what a pod's `image` names, pulled from
+//! an OCI distribution registry (Docker Hub's conventions included) into a
+//! content-addressed store, and a container root filesystem built from it.
+//!
+//! # Contract
+//!
+//! - [`Reference::parse`] normalises as Docker does (`busybox` is
+//!   `docker.io/library/busybox:latest`); `Display` gives the full form.
+//!   [`PullPolicy::default_for`] is Kubernetes' default (`latest` or no tag
+//!   means `Always`).
+//! - [`ImageStore::open`] opens the store at [`StoreConfig::root`]
+//!   (`<agent work dir>/images`). [`ImageStore::ensure`] makes an image
+//!   present per policy and returns an [`Image`]: its `image_id`
+//!   (`registry/repo@sha256:…`, what `status.imageID` shows), its config's
+//!   Entrypoint, Cmd, Env, WorkingDir and User, and its unpacked layers.
+//!   It never blocks the caller's runtime (file work runs on the blocking
+//!   pool) and concurrent pulls of one blob or layer share one download.
+//! - Registries on loopback are reached over plain HTTP, others over TLS
+//!   (rustls, ring; the `tls` feature, see [`install_crypto_provider`])
+//!   unless listed in [`StoreConfig::insecure_registries`].
+//!   Credentials come from [`StoreConfig::registry_config`] (a Docker
+//!   `config.json`) and from the caller ([`RegistryAuth`], e.g. a pod's
+//!   imagePullSecrets); no credential is logged.
+//! - A manifest list gives its linux/amd64 image; an image for another
+//!   platform is refused. OCI and Docker v2 media types are both read.
+//! - Everything stored is verified: manifests and blobs by their digest,
+//!   layers by their config's diff IDs. Blobs, layers and records are
+//!   written to temporary paths and renamed, so the store never holds half
+//!   of anything; a failed pull leaves nothing behind and the next one
+//!   starts afresh. Processes may share a root (the embedded cluster's
+//!   agents do); they may then fetch a blob twice, never store it wrong.
+//! - A layer whose paths escape its root (`..`, entries under a symlink,
+//!   hardlinks outside) is refused whole. Whiteouts are honoured.
+//! - [`rootfs::assemble`] mounts an overlay (layers below, the container's
+//!   writable layer above) where the kernel allows it, else copies the
+//!   layers into one tree; [`rootfs::Rootfs::release`] unmounts.
+//! - [`ImageStore::gc`] removes images not in use, least recently used
+//!   first, while the store is over [`StoreConfig::gc_threshold_bytes`].
+//! - [`ImageStore::load_archive`] imports a `docker save` tarball or an
+//!   OCI image layout archive (`mesopod image load`).
+//! - Every failure of `ensure` is a [`PullError`] whose
+//!   [`PullError::reason`] is kubelet's waiting reason (`ErrImagePull`,
+//!   `ErrImageNeverPull`, `InvalidImageName`) and whose message says what
+//!   failed, in containerd's words where it has them.
+//!
+//! With the `testing` feature, [`testing`] starts a real registry on
+//! loopback and builds small images to push to it.
+
+mod archive;
+mod auth;
+mod error;
+mod manifest;
+mod policy;
+mod reference;
+mod remote;
+pub mod rootfs;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod unpack;
+
+/// Installs ring as rustls' process-wide crypto provider (with the `tls`
+/// feature; a no-op without). reqwest, built without a provider of its
+/// own, panics building any client before one is installed, so a binary
+/// with `tls` calls this first thing. A second call changes nothing.
+pub fn install_crypto_provider() {
+    #[cfg(feature = "tls")]
+    {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+pub use auth::{AuthError, RegistryAuth};
+pub use error::{PullError, StoreError};
+pub use manifest::ImageConfig;
+pub use policy::{PullPolicy, PullPolicyError};
+pub use reference::{Reference, ReferenceError};
+pub use rootfs::{Rootfs, RootfsError, assemble, assemble_copy};
+pub use store::{Fetched, GcReport, Image, ImageStore, StoreConfig};
