@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext};
 
-use crate::oci::image::PullPolicy;
+use crate::oci::image::{PullPolicy, pull_policy};
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE: Duration = Duration::from_secs(30);
@@ -392,7 +392,7 @@ fn plan_container(
     let resources = limits(c).map_err(unsupported)?;
     Ok(ContainerPlan {
         name: c.name.clone(),
-        pull_policy: PullPolicy::for_container(c.image_pull_policy.as_deref(), &image),
+        pull_policy: pull_policy(c.image_pull_policy.as_deref(), &image),
         image,
         argv,
         command,

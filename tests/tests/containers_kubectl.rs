@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::cluster::*;
 use containers_support::*;
+use images::testing::Registry;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use testkit::{Kubectl, ok};
 
@@ -29,11 +30,11 @@ fn pod(name: &str, spec: &str) -> String {
     )
 }
 
-fn sh(name: &str, security: &str, script: &str) -> String {
+fn sh(name: &str, image: &str, security: &str, script: &str) -> String {
     pod(
         name,
         &format!(
-            "  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", {script:?}]\n{security}"
+            "  containers:\n  - name: main\n    image: {image}\n    command: [\"/bin/sh\", \"-c\", {script:?}]\n{security}"
         ),
     )
 }
@@ -62,9 +63,15 @@ async fn logs(server: &str, name: &str) -> String {
     ok(&Kubectl::new(server).run(&["logs", name]).await)
 }
 
-async fn scenario(runtime: &str) {
+async fn scenario(runtime: &str, registry: &Registry) {
     let (_keep, store) = store();
-    build_image(&store);
+    let repository = if runtime == "embedded" {
+        "test/embedded"
+    } else {
+        "test/runc"
+    };
+    let image = registry.push(repository, "1", &test_image()).await;
+    let image = image.as_str();
     let app = cluster(runtime, &store).await;
     let server = app.api_url();
     let k = Kubectl::new(&server);
@@ -75,10 +82,11 @@ async fn scenario(runtime: &str) {
         "cat {IMAGE_FILE}; echo; echo uid=$(id -u) gid=$(id -g); echo host=$(hostname); \
          test -e /etc/shadow && echo shadow-visible || echo no-shadow; \
          echo from-image=$FROM_IMAGE; echo mesos-vars=$(env | grep -c MESOS_); \
-         echo pid1=$(cat /proc/1/comm); echo cwd=$(pwd); touch /tmp/reader-was-here"
+         echo pid1=$(cat /proc/1/comm)"
     );
     let yaml = sh(
         "reader",
+        image,
         "    securityContext:\n      runAsUser: 1000\n      runAsGroup: 1000\n",
         &script,
     );
@@ -97,13 +105,13 @@ async fn scenario(runtime: &str) {
         "from-image=yes",
         "mesos-vars=0",
         "pid1=sh",
-        "cwd=/tmp",
     ] {
         assert!(text.contains(want), "{want:?} not in the logs:\n{text}");
     }
     let cs = status(&done).unwrap();
     assert!(
-        cs.image_id.starts_with("mesopod.test/busybox@sha256:"),
+        cs.image_id
+            .starts_with(&format!("{}/{repository}@sha256:", registry.host())),
         "{cs:?}"
     );
     assert!(
@@ -116,36 +124,61 @@ async fn scenario(runtime: &str) {
 
     let seen = events(&k, "reader").await;
     for (reason, message) in [
+        ("Pulling", format!("Pulling image \"{image}\"")),
         (
             "Pulled",
-            format!("Container image \"{IMAGE}\" already present on machine"),
+            format!("Successfully pulled image \"{image}\" in "),
         ),
         ("Created", "Created container: main".to_owned()),
         ("Started", "Started container main".to_owned()),
     ] {
         assert!(
-            seen.iter()
-                .any(|(r, m, f)| r == reason && *m == message && f == "spec.containers{main}"),
+            seen.iter().any(|(r, m, f)| r == reason
+                && m.starts_with(&message)
+                && f == "spec.containers{main}"),
             "no {reason} event {message:?}: {seen:?}"
         );
     }
 
-    // Another pod does not see the first one's files or processes.
+    // A file one pod writes is in its own writable layer: another pod of
+    // the same image does not see it; the image, now present, is not pulled.
+    let yaml = sh(
+        "writer",
+        image,
+        "",
+        "touch /tmp/writer-was-here && echo wrote",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    wait_pod(app.api(), "default", "writer", T, |p| {
+        phase(p) == "Succeeded"
+    })
+    .await;
+    assert!(logs(&server, "writer").await.contains("wrote"));
+    let present = format!("Container image \"{image}\" already present on machine");
+    assert!(
+        events(&k, "writer")
+            .await
+            .iter()
+            .any(|(r, m, _)| r == "Pulled" && *m == present),
+        "{:?}",
+        events(&k, "writer").await
+    );
     let yaml = sh(
         "other",
+        image,
         "",
-        "test -e /tmp/reader-was-here && echo sees-reader || echo reader-invisible",
+        "test -e /tmp/writer-was-here && echo sees-writer || echo writer-invisible",
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
     wait_pod(app.api(), "default", "other", T, |p| {
         phase(p) == "Succeeded"
     })
     .await;
-    assert!(logs(&server, "other").await.contains("reader-invisible"));
+    assert!(logs(&server, "other").await.contains("writer-invisible"));
 
     // No command: the image's Entrypoint and Cmd run.
     ok(&k
-        .run(&["run", "ep", &format!("--image={IMAGE}"), "--restart=Never"])
+        .run(&["run", "ep", &format!("--image={image}"), "--restart=Never"])
         .await);
     wait_pod(app.api(), "default", "ep", T, |p| phase(p) == "Succeeded").await;
     let text = logs(&server, "ep").await;
@@ -157,6 +190,7 @@ async fn scenario(runtime: &str) {
     // Over its memory limit: OOMKilled, exit 137.
     let yaml = sh(
         "hog",
+        image,
         "    resources:\n      limits:\n        memory: 32Mi\n",
         "a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
     );
@@ -178,6 +212,7 @@ async fn scenario(runtime: &str) {
     // A root image under runAsNonRoot is refused, and the pod waits.
     let yaml = sh(
         "nonroot",
+        image,
         "    securityContext:\n      runAsNonRoot: true\n",
         "echo should not run",
     );
@@ -202,9 +237,10 @@ async fn scenario(runtime: &str) {
     );
 
     // An image that does not exist: ErrImagePull, then ImagePullBackOff, Pending throughout.
+    let missing = format!("{}/test/does-not-exist:1", registry.host());
     let yaml = pod(
         "missing",
-        "  containers:\n  - name: main\n    image: mesopod.test/does-not-exist:1\n",
+        &format!("  containers:\n  - name: main\n    image: {missing}\n"),
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
     let first = wait_pod(app.api(), "default", "missing", T, |p| {
@@ -221,25 +257,21 @@ async fn scenario(runtime: &str) {
     assert!(table.contains("ImagePullBackOff"), "{table}");
     let seen = events(&k, "missing").await;
     for (reason, starts) in [
-        (
-            "Failed",
-            "Failed to pull image \"mesopod.test/does-not-exist:1\": ",
-        ),
-        ("Failed", "Error: ErrImagePull"),
-        (
-            "BackOff",
-            "Back-off pulling image \"mesopod.test/does-not-exist:1\"",
-        ),
-        ("Failed", "Error: ImagePullBackOff"),
+        ("Failed", format!("Failed to pull image \"{missing}\": ")),
+        ("Failed", "Error: ErrImagePull".to_owned()),
+        ("BackOff", format!("Back-off pulling image \"{missing}\"")),
+        ("Failed", "Error: ImagePullBackOff".to_owned()),
     ] {
         assert!(
             seen.iter()
-                .any(|(r, m, _)| r == reason && m.starts_with(starts)),
+                .any(|(r, m, _)| r == reason && m.starts_with(starts.as_str())),
             "no {reason} {starts:?}: {seen:?}"
         );
     }
 
-    for name in ["reader", "other", "ep", "hog", "nonroot", "missing"] {
+    for name in [
+        "reader", "writer", "other", "ep", "hog", "nonroot", "missing",
+    ] {
         ok(&k.run(&["delete", "pod", name, "--wait=false"]).await);
     }
     app.shutdown().await;
@@ -247,14 +279,18 @@ async fn scenario(runtime: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_run_in_containers_on_the_embedded_runtime() {
-    if prerequisites(false) {
-        scenario("embedded").await;
+    if prerequisites(false)
+        && let Some(registry) = Registry::start_or_skip("containers on the embedded runtime").await
+    {
+        scenario("embedded", &registry).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_run_in_containers_on_runc() {
-    if prerequisites(true) {
-        scenario(RUNC).await;
+    if prerequisites(true)
+        && let Some(registry) = Registry::start_or_skip("containers on runc").await
+    {
+        scenario(RUNC, &registry).await;
     }
 }

@@ -45,7 +45,7 @@ fn executors_under(work: &Path) -> Vec<u32> {
 
 async fn scenario(runtime: &str) {
     let (_keep, store) = store();
-    build_image(&store);
+    load_image(&store, IMAGE).await;
     let app = cluster(runtime, &store).await;
     let server = app.api_url();
     let k = Kubectl::new(&server);

@@ -81,6 +81,10 @@ pub struct ContainerSettings {
     pub state_root: Option<PathBuf>,
     /// `--allow-privileged`.
     pub allow_privileged: bool,
+    /// `--insecure-registry HOST:PORT`: reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// `--registry-config FILE`: a Docker `config.json` with credentials.
+    pub registry_config: Option<PathBuf>,
     /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
     pub image_backoff: Backoff,
 }
@@ -92,6 +96,8 @@ impl Default for ContainerSettings {
             image_store: None,
             state_root: None,
             allow_privileged: false,
+            insecure_registries: Vec::new(),
+            registry_config: None,
             image_backoff: IMAGE_PULL_BACKOFF,
         }
     }

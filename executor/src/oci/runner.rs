@@ -11,7 +11,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use tokio::process::Command;
 
 use super::bundle::{self, BundleContext};
-use super::image::{DirStore, Image, Images, PullFailure};
+use super::image::{Image, Images, PullFailure, StoreImages};
 use super::{ContainerSettings, RuntimeKind, cgroup};
 use crate::layout::LogStream;
 use crate::pod::ContainerPlan;
@@ -89,11 +89,15 @@ impl Oci {
         // init unnoticed.
         rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
             .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
+        let mut store_config = images::StoreConfig::new(store);
+        store_config.insecure_registries = settings.insecure_registries.clone();
+        store_config.registry_config = settings.registry_config.clone();
+        let images = StoreImages::open(store_config)?;
         Ok(Some(Oci {
             program,
             prefix,
             root,
-            images: Arc::new(DirStore::new(store)),
+            images: Arc::new(images),
             allow_privileged: settings.allow_privileged,
         }))
     }

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use executor::oci::image::{DirStore, ImageConfig};
 use framework::app::App;
+use images::testing::{Layer, Spec, TestImage, docker_save, image};
+use images::{ImageStore, StoreConfig};
 
 use crate::common::cluster::{Setup, agent, app_config};
 
@@ -14,7 +15,7 @@ use crate::common::cluster::{Setup, agent, app_config};
 pub const IMAGE_FILE: &str = "/etc/only-in-image";
 /// Its content.
 pub const IMAGE_FILE_TEXT: &str = "this file lives only in the image";
-/// The test image: busybox, Entrypoint echoes, runs as root.
+/// The name the test image is loaded under (registries give theirs).
 pub const IMAGE: &str = "mesopod.test/busybox:1";
 /// Debian's runc.
 pub const RUNC: &str = "/usr/sbin/runc";
@@ -43,54 +44,51 @@ pub fn prerequisites(needs_runc: bool) -> bool {
     false
 }
 
-/// Builds the test image into `store`: busybox and its applets, a passwd
-/// with root, a user 1000 and nobody, and [`IMAGE_FILE`].
-pub fn build_image(store: &Path) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("rootfs");
-    for d in ["bin", "etc", "tmp", "proc", "sys", "dev", "root"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
+/// The test image: busybox with every applet, a passwd with root, a user
+/// 1000 and nobody, [`IMAGE_FILE`], an Entrypoint that echoes and a Cmd.
+pub fn test_image() -> TestImage {
+    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
+    let mut layer = Layer::new()
+        .dir("bin")
+        .file("bin/busybox", 0o755, &busybox)
+        .dir("etc")
+        .file(IMAGE_FILE.trim_start_matches('/'), 0o644, IMAGE_FILE_TEXT.as_bytes())
+        .file(
+            "etc/passwd",
+            0o644,
+            b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+        )
+        .file("etc/group", 0o644, b"root:x:0:\napp:x:1000:\nnogroup:x:65534:\n");
+    for dir in ["tmp", "proc", "dev", "sys", "root"] {
+        layer = layer.dir(dir);
     }
-    std::fs::set_permissions(
-        root.join("tmp"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
-    )
-    .unwrap();
-    std::fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
     let list = std::process::Command::new("/bin/busybox")
         .arg("--list")
         .output()
         .unwrap();
     for applet in String::from_utf8_lossy(&list.stdout).lines() {
         if applet != "busybox" {
-            let _ = std::os::unix::fs::symlink("busybox", root.join("bin").join(applet));
+            layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
         }
     }
-    std::fs::write(
-        root.join("etc/passwd"),
-        "root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("etc/group"),
-        "root:x:0:\napp:x:1000:\nnogroup:x:65534:\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join(IMAGE_FILE.trim_start_matches('/')),
-        IMAGE_FILE_TEXT,
-    )
-    .unwrap();
-    let config = ImageConfig {
+    let spec = Spec {
         entrypoint: Some(vec!["/bin/echo".into(), "entrypoint ran with".into()]),
         cmd: Some(vec!["the image's cmd".into()]),
-        env: Some(vec!["PATH=/bin".into(), "FROM_IMAGE=yes".into()]),
-        working_dir: Some("/tmp".into()),
-        user: None,
+        env: vec!["PATH=/bin".into(), "FROM_IMAGE=yes".into()],
+        ..Spec::default()
     };
-    DirStore::new(store)
-        .import(IMAGE, &root, "mesopod.test/busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", &config)
-        .unwrap();
+    image(vec![layer.tar()], &spec)
+}
+
+/// Loads the test image into the store at `store` as `name`, as
+/// `mesopod image load` does (a `docker save` archive).
+pub async fn load_image(store: &Path, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("image.tar");
+    let img = test_image();
+    std::fs::write(&archive, docker_save(&[(&[name], &img)])).unwrap();
+    let store = ImageStore::open(StoreConfig::new(store)).unwrap();
+    store.load_archive(&archive).await.unwrap();
 }
 
 /// A one-agent cluster whose executor runs containers with `runtime`
