@@ -21,6 +21,13 @@ pub struct ContainerFlags {
     /// embedded cluster's agents share `<data-dir>/images`).
     #[arg(long, env = "MESOPOD_IMAGE_STORE")]
     pub image_store: Option<PathBuf>,
+    /// A registry (`HOST:PORT`) reached over plain HTTP although it is not
+    /// on loopback (repeatable), as Docker's flag of that name.
+    #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
+    pub insecure_registries: Vec<String>,
+    /// A Docker `config.json` whose `auths` the agents pull with.
+    #[arg(long, value_name = "FILE")]
+    pub registry_config: Option<PathBuf>,
 }
 
 impl ContainerFlags {
@@ -37,6 +44,12 @@ impl ContainerFlags {
         if let Some(store) = self.image_store.as_deref().or(embedded_store) {
             args.push(format!("--image-store={}", store.display()));
         }
+        for r in &self.insecure_registries {
+            args.push(format!("--insecure-registry={r}"));
+        }
+        if let Some(c) = &self.registry_config {
+            args.push(format!("--registry-config={}", absolute(c).display()));
+        }
         args
     }
 
@@ -46,6 +59,8 @@ impl ContainerFlags {
             runtime: RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded")),
             image_store: self.image_store.clone(),
             allow_privileged: self.allow_privileged,
+            insecure_registries: self.insecure_registries.clone(),
+            registry_config: self.registry_config.clone(),
             ..ContainerSettings::default()
         }
     }
@@ -104,5 +119,47 @@ pub fn absolute(dir: &Path) -> PathBuf {
         std::env::current_dir()
             .map(|cwd| cwd.join(dir))
             .unwrap_or_else(|_| dir.to_path_buf())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheduler_hands_its_container_flags_to_every_executor() {
+        let flags = ContainerFlags {
+            container_runtime: Some("/usr/sbin/runc".into()),
+            allow_privileged: true,
+            image_store: None,
+            insecure_registries: vec!["reg.lan:5000".into()],
+            registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
+        };
+        assert_eq!(
+            flags.executor_args(Some(Path::new("/data/images"))),
+            [
+                "--container-runtime=/usr/sbin/runc",
+                "--allow-privileged",
+                "--image-store=/data/images",
+                "--insecure-registry=reg.lan:5000",
+                "--registry-config=/etc/mesopod/config.json",
+            ]
+        );
+        assert!(ContainerFlags::default().executor_args(None).is_empty());
+    }
+
+    #[test]
+    fn embedded_agents_say_what_runs_their_containers() {
+        let process = ContainerFlags {
+            container_runtime: Some("process".into()),
+            ..ContainerFlags::default()
+        };
+        let attrs = process.agent_attributes("rack:r1");
+        assert!(
+            attrs.starts_with("rack:r1;mesopod.io/container-runtime:process;mesopod.io/cgroup-version:"),
+            "{attrs}"
+        );
+        let parsed = mesos::resources::parse_attributes(&attrs).expect("Mesos attributes");
+        assert!(parsed.iter().any(|a| a.name == "mesopod.io/container-runtime"), "{parsed:?}");
     }
 }
