@@ -14,6 +14,7 @@
 //! update it sends carries a full status rendered from them.
 
 mod containers;
+mod finish;
 
 use std::collections::HashMap;
 use std::io;
@@ -36,8 +37,8 @@ use crate::pod::{ContainerPlan, EnvSource, PodField, PodPlan, RestartPolicy};
 use crate::process::{self, KILL, TERM};
 use crate::runtime::{KillOrder, PodState, PodUpdate, RuntimeConfig};
 use crate::status::{
-    CRASH_LOOP_BACK_OFF, Conditions, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, Phase,
-    START_ERROR, Snapshot,
+    CRASH_LOOP_BACK_OFF, Conditions, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, START_ERROR,
+    Snapshot,
 };
 
 /// The pod Warning event of process mode.
@@ -529,88 +530,6 @@ impl Supervisor {
             PodState::Starting
         };
         self.report(state, None);
-    }
-
-    fn report_final(&mut self) {
-        let exits: Vec<(String, i32, bool)> = self
-            .all()
-            .filter_map(|c| match &c.life {
-                Life::Terminated(e) => Some((c.name.clone(), e.exit_code, e.reason == START_ERROR)),
-                _ => None,
-            })
-            .collect();
-        let codes = exits
-            .iter()
-            .map(|(n, c, _)| format!("{n}={c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let not_pulled = if exits.iter().any(|(_, _, start_error)| *start_error) {
-            " (images are recorded, not pulled: commands run on the agent's host)"
-        } else {
-            ""
-        };
-        let (state, message) = if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
-            let how = if k.sigkilled {
-                "SIGKILL after the grace period"
-            } else {
-                "SIGTERM"
-            };
-            (
-                PodState::Killed,
-                format!(
-                    "pod killed: stopped by {how} (grace period {:?}); exit codes: {codes}",
-                    k.grace
-                ),
-            )
-        } else if self.deadline_exceeded {
-            (
-                PodState::Failed,
-                format!(
-                    "{DEADLINE_EXCEEDED}: pod was active longer than activeDeadlineSeconds ({:?}); exit codes: {codes}",
-                    self.plan.active_deadline.unwrap_or_default()
-                ),
-            )
-        } else if self.init_failed {
-            (
-                PodState::Failed,
-                format!("init container failed; exit codes: {codes}{not_pulled}"),
-            )
-        } else if self
-            .main
-            .iter()
-            .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
-        {
-            (
-                PodState::Finished,
-                format!("all containers exited 0; exit codes: {codes}"),
-            )
-        } else {
-            (
-                PodState::Failed,
-                format!("containers failed; exit codes: {codes}{not_pulled}"),
-            )
-        };
-        self.report(state, Some(message));
-    }
-
-    fn phase(&self, state: PodState) -> Phase {
-        match state {
-            PodState::Starting => Phase::Pending,
-            PodState::Running => Phase::Running,
-            PodState::Finished => Phase::Succeeded,
-            PodState::Failed | PodState::Error => Phase::Failed,
-            PodState::Killed => {
-                if self
-                    .main
-                    .iter()
-                    .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
-                {
-                    Phase::Succeeded
-                } else {
-                    Phase::Failed
-                }
-            }
-        }
     }
 
     fn report(&mut self, state: PodState, message: Option<String>) {

@@ -156,10 +156,17 @@ mod tests {
         };
         let attrs = process.agent_attributes("rack:r1");
         assert!(
-            attrs.starts_with("rack:r1;mesopod.io/container-runtime:process;mesopod.io/cgroup-version:"),
+            attrs.starts_with(
+                "rack:r1;mesopod.io/container-runtime:process;mesopod.io/cgroup-version:"
+            ),
             "{attrs}"
         );
         let parsed = mesos::resources::parse_attributes(&attrs).expect("Mesos attributes");
-        assert!(parsed.iter().any(|a| a.name == "mesopod.io/container-runtime"), "{parsed:?}");
+        assert!(
+            parsed
+                .iter()
+                .any(|a| a.name == "mesopod.io/container-runtime"),
+            "{parsed:?}"
+        );
     }
 }
