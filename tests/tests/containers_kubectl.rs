@@ -294,3 +294,21 @@ async fn pods_run_in_containers_on_runc() {
         scenario(RUNC, &registry).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_mode_runs_host_processes_and_says_every_pod_is_not_isolated() {
+    let (_keep, store) = store();
+    let app = cluster("process", &store).await;
+    let server = app.api_url();
+    let k = Kubectl::new(&server);
+    let yaml = sh("host", "busybox", "", "echo on the host");
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    wait_pod(app.api(), "default", "host", T, |p| phase(p) == "Succeeded").await;
+    let seen = events(&k, "host").await;
+    assert!(
+        seen.iter()
+            .any(|(r, m, _)| r == "NotIsolated" && m.contains("without isolation")),
+        "{seen:?}"
+    );
+    app.shutdown().await;
+}
