@@ -93,12 +93,14 @@ pub enum ExecutorError {
 }
 
 /// Tunables of the loop that are not in the agent's environment.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Crash-loop backoff for containers.
     pub restart_backoff: Backoff,
     /// How long to wait for the first subscription.
     pub registration_timeout: Duration,
+    /// How containers run.
+    pub containers: crate::oci::ContainerSettings,
 }
 
 impl Default for Options {
@@ -106,6 +108,7 @@ impl Default for Options {
         Options {
             restart_backoff: backoff::CRASH_LOOP,
             registration_timeout: REGISTRATION_TIMEOUT,
+            containers: crate::oci::ContainerSettings::default(),
         }
     }
 }
@@ -151,6 +154,7 @@ impl<A: Agent> Executor<A> {
             host_ip,
             node_name: String::new(),
             backoff: options.restart_backoff,
+            containers: options.containers.clone(),
         });
         Executor {
             env,
@@ -459,7 +463,7 @@ impl<A: Agent> Executor<A> {
                 data: update
                     .status
                     .as_ref()
-                    .and_then(|s| serde_json::to_vec(s).ok()),
+                    .and_then(|s| crate::events::task_data(s, &update.events)),
                 agent_id: self.agent_id.clone(),
                 executor_id: Some(self.env.executor_id.clone()),
                 timestamp,

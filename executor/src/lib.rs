@@ -49,8 +49,11 @@
 //!   `MESOS_SUBSCRIPTION_BACKOFF_MAX`; past `MESOS_RECOVERY_TIMEOUT` every
 //!   pod is stopped and the executor exits. [`RESEND_STATUS_MESSAGE`] from
 //!   the scheduler makes it report every pod's status again.
-//! - There is no container runtime: images are recorded, never pulled, and
-//!   the status says so where it matters (a container that cannot start).
+//! - Containers run in real containers ([`oci`]): the image's root
+//!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
+//!   the executor's own, through a runc-compatible runtime (the embedded
+//!   `mesopod runtime` by default). Process mode (`--container-runtime
+//!   process`) runs host processes and says so on every pod.
 //!
 //! This crate knows nothing of the framework's registry, the API shim or
 //! scheduling: its only inputs are the agent's events and the pods in them.
@@ -58,8 +61,10 @@
 pub mod agent;
 pub mod backoff;
 pub mod env;
+pub mod events;
 pub mod executor;
 pub mod layout;
+pub mod oci;
 pub mod pod;
 pub mod reliable;
 pub mod runtime;

@@ -4,17 +4,25 @@
 //! # Contract
 //!
 //! A plan is only built from a pod this executor can run faithfully; anything
-//! else is a [`PodError`] whose message tells the user what to change. There
-//! is no container runtime: a container runs as a process on the agent, so it
-//! must name its `command`, the image is recorded but never pulled, and
-//! environment sources that need the Kubernetes API (secrets, config maps)
-//! are refused rather than silently left empty.
+//! else is a [`PodError`] whose message tells the user what to change.
+//! Environment sources that need the Kubernetes API (secrets, config maps)
+//! are refused rather than silently left empty. The plan keeps `command` and
+//! `args` apart, since with a container runtime they combine with the
+//! image's Entrypoint and Cmd ([`crate::oci::bundle::argv`]); in process mode
+//! a container without `command` is refused ([`PodError::NoCommand`]).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext};
+
+use crate::oci::image::{PullPolicy, pull_policy};
+
+mod security;
+
+pub use security::{Limits, Security};
+use security::{limits, security};
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE: Duration = Duration::from_secs(30);
@@ -133,10 +141,20 @@ pub enum EnvSource {
 pub struct ContainerPlan {
     /// The container's name (a DNS label: safe as a directory name).
     pub name: String,
-    /// The image, recorded in the status; never pulled.
+    /// The image.
     pub image: String,
-    /// `command` followed by `args`: `argv[0]` is the program.
+    /// `imagePullPolicy`, or Kubernetes' default for the image.
+    pub pull_policy: PullPolicy,
+    /// `command` followed by `args`: `argv[0]` is the program (process mode).
     pub argv: Vec<String>,
+    /// `command`, `$(VAR)`-expanded.
+    pub command: Option<Vec<String>>,
+    /// `args`, `$(VAR)`-expanded.
+    pub args: Option<Vec<String>>,
+    /// The security context, pod and container merged.
+    pub security: Security,
+    /// Limits and requests.
+    pub resources: Limits,
     /// Environment, in the pod's order.
     pub env: Vec<(String, EnvSource)>,
     /// `workingDir`, if set.
@@ -248,7 +266,7 @@ impl PodPlan {
                             c.name
                         )));
                     }
-                    plan_container(c)
+                    plan_container(c, spec.security_context.as_ref())
                 })
                 .collect()
         };
@@ -289,7 +307,10 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn plan_container(c: &Container) -> Result<ContainerPlan, PodError> {
+fn plan_container(
+    c: &Container,
+    pod_sec: Option<&PodSecurityContext>,
+) -> Result<ContainerPlan, PodError> {
     if !is_dns_label(&c.name) {
         return Err(PodError::Invalid(format!(
             "container name {:?} is not a DNS label (lower-case letters, digits and '-', at most 63)",
@@ -328,22 +349,27 @@ fn plan_container(c: &Container) -> Result<ContainerPlan, PodError> {
     if c.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
         return Err(unsupported("envFrom".into()));
     }
-    let command = c.command.clone().unwrap_or_default();
-    if command.is_empty() {
-        return Err(PodError::NoCommand {
-            container: c.name.clone(),
-            image,
-        });
-    }
-    let argv = command
-        .iter()
-        .chain(c.args.iter().flatten())
-        .map(|a| expand(a, &env))
-        .collect();
+    let expand_all = |list: &Option<Vec<String>>| {
+        list.as_ref()
+            .map(|l| l.iter().map(|a| expand(a, &env)).collect::<Vec<_>>())
+    };
+    let command = expand_all(&c.command).filter(|c| !c.is_empty());
+    let args = expand_all(&c.args).filter(|a| !a.is_empty());
+    let argv = match &command {
+        Some(cmd) => cmd.iter().chain(args.iter().flatten()).cloned().collect(),
+        None => Vec::new(),
+    };
+    let security = security(c, pod_sec);
+    let resources = limits(c).map_err(unsupported)?;
     Ok(ContainerPlan {
         name: c.name.clone(),
+        pull_policy: pull_policy(c.image_pull_policy.as_deref(), &image),
         image,
         argv,
+        command,
+        args,
+        security,
+        resources,
         env,
         working_dir: c
             .working_dir
@@ -485,10 +511,6 @@ mod tests {
             (
                 json!({"metadata": {"name": "a"}, "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c", "command": ["x"]}]}}),
                 "restartPolicy",
-            ),
-            (
-                json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
-                "entrypoint of image \"nginx\" cannot be run without a container runtime",
             ),
             (
                 json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}),

@@ -15,7 +15,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::backoff::Backoff;
-use crate::pod::PodPlan;
+use crate::events::ContainerEvent;
+use crate::oci::ContainerSettings;
+use crate::oci::runner::Oci;
+use crate::pod::{PodError, PodPlan};
 use crate::supervisor::Supervisor;
 
 /// Where and how pods run.
@@ -30,6 +33,9 @@ pub struct RuntimeConfig {
     pub node_name: String,
     /// Crash-loop backoff ([`CRASH_LOOP`](crate::backoff::CRASH_LOOP) in production).
     pub backoff: Backoff,
+    /// How containers run (process mode by default in the library; the
+    /// `mesopod executor` command defaults to the embedded runtime).
+    pub containers: ContainerSettings,
 }
 
 /// The task-level outcome an update stands for.
@@ -75,6 +81,8 @@ pub struct PodUpdate {
     pub status: Option<PodStatus>,
     /// The pod's directory (absolute): its container logs are below it.
     pub pod_dir: Option<PathBuf>,
+    /// Container events since the previous update.
+    pub events: Vec<ContainerEvent>,
 }
 
 /// Why a kill order could not be given.
@@ -101,6 +109,10 @@ struct Pod {
 /// The set of pods this executor runs.
 pub struct Runtime {
     config: Arc<RuntimeConfig>,
+    oci: Option<Arc<Oci>>,
+    /// Why containers cannot run here (the runtime could not be set up):
+    /// every pod fails with it rather than running unisolated.
+    broken: Option<String>,
     updates: mpsc::UnboundedSender<PodUpdate>,
     pods: HashMap<TaskId, Pod>,
 }
@@ -109,8 +121,31 @@ impl Runtime {
     /// A runtime and the receiving end of its updates.
     pub fn new(config: RuntimeConfig) -> (Runtime, mpsc::UnboundedReceiver<PodUpdate>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let (oci, broken) = match Oci::new(&config.containers, &config.sandbox) {
+            Ok(oci) => (oci.map(Arc::new), None),
+            Err(e) => {
+                tracing::error!(error = %e, "containers cannot run on this agent; every pod will fail");
+                (None, Some(e))
+            }
+        };
+        if let Some(oci) = &oci {
+            let orphans = oci.clean_orphans();
+            if !orphans.is_empty() {
+                tracing::warn!(
+                    count = orphans.len(),
+                    ?orphans,
+                    "killed the containers an earlier executor left running"
+                );
+            }
+        } else if broken.is_none() {
+            tracing::warn!(
+                "container runtime is `process`: pods run as host processes, without isolation"
+            );
+        }
         let rt = Runtime {
             config: Arc::new(config),
+            oci,
+            broken,
             updates: tx,
             pods: HashMap::new(),
         };
@@ -133,11 +168,33 @@ impl Runtime {
         if self.pods.contains_key(&task_id) {
             return Err(RuntimeError::Duplicate(task_id.value));
         }
+        if let Some(why) = &self.broken {
+            self.reject(
+                task_id,
+                format!("containers cannot run on this agent: {why}"),
+            );
+            return Ok(());
+        }
+        if self.oci.is_none()
+            && let Some(c) = plan
+                .init_containers
+                .iter()
+                .chain(&plan.containers)
+                .find(|c| c.argv.is_empty())
+        {
+            let e = PodError::NoCommand {
+                container: c.name.clone(),
+                image: c.image.clone(),
+            };
+            self.reject(task_id, e.to_string());
+            return Ok(());
+        }
         let (kill_tx, kill_rx) = mpsc::unbounded_channel();
         let sup = Supervisor::new(
             task_id.clone(),
             plan,
             Arc::clone(&self.config),
+            self.oci.clone(),
             self.updates.clone(),
             kill_rx,
         );
@@ -161,6 +218,7 @@ impl Runtime {
             deadline_exceeded: false,
             status: None,
             pod_dir: None,
+            events: Vec::new(),
         });
     }
 

@@ -59,6 +59,11 @@ pub(crate) struct ContainerRecord {
     pub(crate) restart_count: i32,
     pub(crate) life: Life,
     pub(crate) last: Option<Exit>,
+    /// The runtime's id of the latest run (`mesopod://…`); process mode
+    /// names a run by its process group instead.
+    pub(crate) container_id: Option<String>,
+    /// `imageID` once an image was pulled.
+    pub(crate) image_id: String,
 }
 
 impl ContainerRecord {
@@ -72,6 +77,8 @@ impl ContainerRecord {
                 message: None,
             },
             last: None,
+            container_id: None,
+            image_id: String::new(),
         }
     }
 
@@ -107,19 +114,25 @@ impl ContainerRecord {
                 },
                 true,
             ),
-            Life::Terminated(exit) => (terminated(exit), false),
+            Life::Terminated(exit) => {
+                let mut state = terminated(exit);
+                if let (Some(t), Some(id)) = (state.terminated.as_mut(), &self.container_id) {
+                    t.container_id = Some(id.clone());
+                }
+                (state, false)
+            }
         };
         let container_id = match &self.life {
             Life::Running { pgid, .. } => Some(*pgid),
             Life::Terminated(exit) => exit.pgid,
             Life::Waiting { .. } => None,
         }
-        .map(|pgid| format!("process://{pgid}"));
+        .map(|pgid| format!("process://{pgid}"))
+        .map(|process_id| self.container_id.clone().unwrap_or(process_id));
         ContainerStatus {
             name: self.name.clone(),
             image: self.image.clone(),
-            // Nothing was pulled, so there is no image digest to report.
-            image_id: String::new(),
+            image_id: self.image_id.clone(),
             container_id,
             ready: started,
             started: Some(started),

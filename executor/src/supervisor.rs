@@ -13,6 +13,10 @@
 //! The supervisor is the only writer of its pod's container records; every
 //! update it sends carries a full status rendered from them.
 
+mod containers;
+mod finish;
+
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -26,17 +30,22 @@ use mesos::proto::TaskId;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::events::ContainerEvent;
 use crate::layout;
+use crate::oci::runner::{Oci, Running, StartError};
 use crate::pod::{ContainerPlan, EnvSource, PodField, PodPlan, RestartPolicy};
 use crate::process::{self, KILL, TERM};
 use crate::runtime::{KillOrder, PodState, PodUpdate, RuntimeConfig};
 use crate::status::{
-    CRASH_LOOP_BACK_OFF, Conditions, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, Phase,
-    START_ERROR, Snapshot,
+    CRASH_LOOP_BACK_OFF, Conditions, ContainerRecord, DEADLINE_EXCEEDED, Exit, Life, START_ERROR,
+    Snapshot,
 };
 
+/// The pod Warning event of process mode.
+const NOT_ISOLATED: &str = "NotIsolated";
+
 /// A container slot: an init container or a regular one, by index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Which {
     Init(usize),
     Main(usize),
@@ -45,6 +54,14 @@ enum Which {
 enum Event {
     Exited(Which, u32, io::Result<ExitStatus>),
     RestartDue(Which),
+    /// A container runtime start ended (see `containers`).
+    OciStarted(Which, Box<Result<Running, StartError>>, Vec<ContainerEvent>),
+    /// A container runtime container exited: exit code, OOM-killed.
+    OciExited(Which, u32, i32, bool),
+    /// A failed pull or config turns into its back-off after a moment.
+    PullBackOff(Which, Duration),
+    /// The back-off is over: try to start the container again.
+    Retry(Which),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,6 +94,22 @@ pub(crate) struct Supervisor {
     deadline_exceeded: bool,
     conditions: Conditions,
     events: FuturesUnordered<BoxFuture<'static, Event>>,
+    /// The container runtime; `None` in process mode.
+    oci: Option<Arc<Oci>>,
+    /// Containers the runtime runs now.
+    handles: HashMap<Which, Arc<Running>>,
+    /// Pull (or config) failures in a row, per container.
+    pull_attempts: HashMap<Which, u32>,
+    /// Whether each main container was started (or failed to) once.
+    started_once: Vec<bool>,
+    /// Events for the next update.
+    out_events: Vec<ContainerEvent>,
+    /// Containers whose start is in flight.
+    starting: std::collections::HashSet<Which>,
+    /// Runtime starts so far (names each run's container).
+    runs: u32,
+    /// Pull and config back-off.
+    oci_backoff: crate::backoff::Backoff,
 }
 
 impl Supervisor {
@@ -84,6 +117,7 @@ impl Supervisor {
         task_id: TaskId,
         plan: PodPlan,
         config: Arc<RuntimeConfig>,
+        oci: Option<Arc<Oci>>,
         updates: mpsc::UnboundedSender<PodUpdate>,
         kills: mpsc::UnboundedReceiver<KillOrder>,
     ) -> Self {
@@ -99,11 +133,13 @@ impl Supervisor {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| config.node_name.clone());
         let record = |c: &ContainerPlan| ContainerRecord::new(&c.name, &c.image);
+        let oci_backoff = config.containers.image_backoff;
         Supervisor {
             init: plan.init_containers.iter().map(record).collect(),
             main: plan.containers.iter().map(record).collect(),
             init_attempts: vec![0; plan.init_containers.len()],
             main_attempts: vec![0; plan.containers.len()],
+            started_once: vec![false; plan.containers.len()],
             task_id,
             plan,
             config,
@@ -120,10 +156,28 @@ impl Supervisor {
             deadline_exceeded: false,
             conditions: Conditions::default(),
             events: FuturesUnordered::new(),
+            oci,
+            handles: HashMap::new(),
+            pull_attempts: HashMap::new(),
+            out_events: Vec::new(),
+            starting: std::collections::HashSet::new(),
+            runs: 0,
+            oci_backoff,
         }
     }
 
     pub(crate) async fn run(mut self) {
+        if self.oci.is_none() {
+            self.out_events.push(ContainerEvent::new(
+                "Warning",
+                NOT_ISOLATED,
+                format!(
+                    "container runtime is \"process\" on node {}: the pod's containers run as host processes, without isolation",
+                    self.node_name
+                ),
+                String::new(),
+            ));
+        }
         self.report(PodState::Starting, None);
         if let Err(e) = std::fs::create_dir_all(&self.pod_dir) {
             let msg = format!(
@@ -161,7 +215,7 @@ impl Supervisor {
 
     fn is_over(&self) -> bool {
         if self.killing.is_some() {
-            return !self.all().any(ContainerRecord::is_running);
+            return !self.all().any(ContainerRecord::is_running) && self.starting.is_empty();
         }
         self.init_failed
             || (self.next_init >= self.init.len()
@@ -184,7 +238,17 @@ impl Supervisor {
         for j in 0..self.main.len() {
             self.start(Which::Main(j));
         }
-        if !self.is_over() {
+        self.maybe_report_running();
+    }
+
+    /// Reports Running once every container was started (or failed to).
+    fn maybe_report_running(&mut self) {
+        if !self.running_reported
+            && self.killing.is_none()
+            && self.next_init >= self.init.len()
+            && self.started_once.iter().all(|s| *s)
+            && !self.is_over()
+        {
             self.running_reported = true;
             self.report(PodState::Running, None);
         }
@@ -194,6 +258,13 @@ impl Supervisor {
         match which {
             Which::Init(i) => &self.plan.init_containers[i],
             Which::Main(j) => &self.plan.containers[j],
+        }
+    }
+
+    fn record_ref(&self, which: Which) -> &ContainerRecord {
+        match which {
+            Which::Init(i) => &self.init[i],
+            Which::Main(j) => &self.main[j],
         }
     }
 
@@ -212,6 +283,13 @@ impl Supervisor {
     }
 
     fn start(&mut self, which: Which) {
+        if self.oci.is_some() {
+            self.start_oci(which);
+            return;
+        }
+        if let Which::Main(j) = which {
+            self.started_once[j] = true;
+        }
         let plan = self.plan_of(which).clone();
         let key = &self.plan.key;
         let dir = self.config.sandbox.join(layout::container_dir(
@@ -312,6 +390,15 @@ impl Supervisor {
                 self.start(which);
                 self.report_progress();
             }
+            Event::OciStarted(which, result, events) => self.oci_started(which, *result, events),
+            Event::OciExited(which, pid, code, oom) => self.oci_exited(which, pid, code, oom),
+            Event::PullBackOff(which, rest) => self.pull_back_off(which, rest),
+            Event::Retry(which) => {
+                if self.killing.is_none() {
+                    self.start(which);
+                    self.report_progress();
+                }
+            }
         }
     }
 
@@ -394,8 +481,13 @@ impl Supervisor {
             }
             return;
         }
+        self.kill_events();
+        for (_, running) in self.handles.iter() {
+            crate::oci::runner::signal(running, TERM);
+        }
+        let oci = self.oci.is_some();
         for record in self.init.iter_mut().chain(self.main.iter_mut()) {
-            if let Some(pgid) = record.pgid() {
+            if let Some(pgid) = record.pgid().filter(|_| !oci) {
                 process::signal_group(pgid, TERM);
             } else if let (Life::Waiting { .. }, Some(last)) = (&record.life, &record.last) {
                 // A restart that will not happen: show how the last run ended.
@@ -417,8 +509,13 @@ impl Supervisor {
     }
 
     fn sigkill_all(&mut self) {
-        for pgid in self.all().filter_map(ContainerRecord::pgid) {
-            process::signal_group(pgid, KILL);
+        for (_, running) in self.handles.iter() {
+            crate::oci::runner::signal(running, KILL);
+        }
+        if self.oci.is_none() {
+            for pgid in self.all().filter_map(ContainerRecord::pgid) {
+                process::signal_group(pgid, KILL);
+            }
         }
         if let Some(k) = &mut self.killing {
             k.sigkilled = true;
@@ -433,88 +530,6 @@ impl Supervisor {
             PodState::Starting
         };
         self.report(state, None);
-    }
-
-    fn report_final(&mut self) {
-        let exits: Vec<(String, i32, bool)> = self
-            .all()
-            .filter_map(|c| match &c.life {
-                Life::Terminated(e) => Some((c.name.clone(), e.exit_code, e.reason == START_ERROR)),
-                _ => None,
-            })
-            .collect();
-        let codes = exits
-            .iter()
-            .map(|(n, c, _)| format!("{n}={c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let not_pulled = if exits.iter().any(|(_, _, start_error)| *start_error) {
-            " (images are recorded, not pulled: commands run on the agent's host)"
-        } else {
-            ""
-        };
-        let (state, message) = if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
-            let how = if k.sigkilled {
-                "SIGKILL after the grace period"
-            } else {
-                "SIGTERM"
-            };
-            (
-                PodState::Killed,
-                format!(
-                    "pod killed: stopped by {how} (grace period {:?}); exit codes: {codes}",
-                    k.grace
-                ),
-            )
-        } else if self.deadline_exceeded {
-            (
-                PodState::Failed,
-                format!(
-                    "{DEADLINE_EXCEEDED}: pod was active longer than activeDeadlineSeconds ({:?}); exit codes: {codes}",
-                    self.plan.active_deadline.unwrap_or_default()
-                ),
-            )
-        } else if self.init_failed {
-            (
-                PodState::Failed,
-                format!("init container failed; exit codes: {codes}{not_pulled}"),
-            )
-        } else if self
-            .main
-            .iter()
-            .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
-        {
-            (
-                PodState::Finished,
-                format!("all containers exited 0; exit codes: {codes}"),
-            )
-        } else {
-            (
-                PodState::Failed,
-                format!("containers failed; exit codes: {codes}{not_pulled}"),
-            )
-        };
-        self.report(state, Some(message));
-    }
-
-    fn phase(&self, state: PodState) -> Phase {
-        match state {
-            PodState::Starting => Phase::Pending,
-            PodState::Running => Phase::Running,
-            PodState::Finished => Phase::Succeeded,
-            PodState::Failed | PodState::Error => Phase::Failed,
-            PodState::Killed => {
-                if self
-                    .main
-                    .iter()
-                    .all(|c| matches!(&c.life, Life::Terminated(e) if e.exit_code == 0))
-                {
-                    Phase::Succeeded
-                } else {
-                    Phase::Failed
-                }
-            }
-        }
     }
 
     fn report(&mut self, state: PodState, message: Option<String>) {
@@ -542,6 +557,7 @@ impl Supervisor {
             deadline_exceeded: self.deadline_exceeded,
             status: Some(status),
             pod_dir: Some(self.pod_dir.clone()),
+            events: std::mem::take(&mut self.out_events),
         };
         // A closed channel means the executor is going away; the kill path
         // still stops every container.

@@ -46,6 +46,8 @@ pub struct ExecutorCommand {
     pub uri: Option<String>,
     /// Time the executor gets to stop everything on SHUTDOWN.
     pub shutdown_grace: Duration,
+    /// Flags after `executor` (the container runtime and image store).
+    pub args: Vec<String>,
 }
 
 /// The executor prototype: procurement derives the executor id from it.
@@ -68,7 +70,10 @@ pub fn executor_prototype(cmd: &ExecutorCommand) -> ExecutorInfo {
             uris,
             shell: Some(false),
             value: Some(cmd.program.clone()),
-            arguments: vec![cmd.program.clone(), "executor".into()],
+            arguments: [cmd.program.clone(), "executor".into()]
+                .into_iter()
+                .chain(cmd.args.iter().cloned())
+                .collect(),
             ..Default::default()
         }),
         resources: vec![
@@ -183,6 +188,7 @@ mod tests {
             program: "./mesopod".into(),
             uri: Some("http://example.invalid/mesopod".into()),
             shutdown_grace: Duration::from_secs(5),
+            args: Vec::new(),
         });
         let cmd = info.command.unwrap();
         assert_eq!(cmd.arguments, ["./mesopod", "executor"]);

@@ -28,6 +28,7 @@ pub mod app;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod container_events;
 pub mod core;
 pub mod debug;
 pub mod demand;

@@ -148,6 +148,8 @@ fn sigkill_and_restart_rebuilds_the_registry_and_launches_nothing_twice() {
         &data_dir,
         "--offer-ttl",
         "1s",
+        // Host commands, not images: this test is about the scheduler.
+        "--container-runtime=process",
     ];
     let (mut first, line) = spawn(&sched_args, "Kubernetes API");
     let api = url_in(&line);

@@ -116,6 +116,8 @@ async fn start(checkpoint: bool) -> Harness {
             .env("MESOS_SUBSCRIPTION_BACKOFF_MAX", "100ms")
             .env("MESOS_RECOVERY_TIMEOUT", "20secs")
             .env("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", "3secs")
+            // The pods here are host commands; containers have their own tests.
+            .env("MESOPOD_CONTAINER_RUNTIME", "process")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr),

@@ -96,6 +96,7 @@ pub fn start(checkpoint: bool) -> Harness {
             max: Duration::from_millis(200),
         },
         registration_timeout: Duration::from_secs(5),
+        containers: Default::default(),
     };
     let run = tokio::spawn(Executor::new(env, agent, options).run());
     Harness {

@@ -23,6 +23,7 @@ pub fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
             initial: Duration::from_millis(50),
             max: Duration::from_millis(200),
         },
+        containers: Default::default(),
     })
 }
 

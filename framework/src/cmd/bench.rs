@@ -202,6 +202,7 @@ fn app_config(
             program: "/bin/false".into(),
             uri: None,
             shutdown_grace: Duration::from_secs(5),
+            args: Vec::new(),
         },
         admission: Admission::none(),
         codec: Codec::Protobuf,

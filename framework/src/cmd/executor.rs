@@ -24,6 +24,9 @@ pub struct Args {
     /// Longest crash-loop backoff, in Mesos duration syntax (default `5mins`).
     #[arg(long, env = "MESOPOD_RESTART_BACKOFF_MAX")]
     pub restart_backoff_max: Option<String>,
+    /// How containers run.
+    #[command(flatten)]
+    pub containers: crate::cmd::containers::ContainerFlags,
 }
 
 /// Runs `mesopod executor` until the agent shuts it down.
@@ -60,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let options = Options {
         restart_backoff,
+        containers: args.containers.settings(),
         ..Options::default()
     };
     let client = ExecutorClient::new(&env.agent_endpoint, codec)

@@ -1,6 +1,7 @@
 //! One module per `mesopod` subcommand: its flags and its entry point.
 
 pub mod bench;
+pub mod containers;
 pub mod executor;
 pub mod image;
 pub mod kubeconfig;
@@ -17,7 +18,13 @@ use crate::cli::{Cli, Command};
 /// the end-to-end tests' copy of it (`tests/src/bin/mesopod-e2e.rs`) are
 /// this function and a global allocator.
 pub fn main() -> anyhow::Result<()> {
-    let args = crate::cli::splice_config(std::env::args().collect()).context("bad --config")?;
+    // The embedded OCI runtime speaks runc's command line, and its `init`
+    // must stay single-threaded: it is dispatched before anything else.
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some("runtime") {
+        std::process::exit(::executor::oci::embedded::main(&raw[2..]));
+    }
+    let args = crate::cli::splice_config(raw).context("bad --config")?;
     let cli = Cli::parse_from(args);
     match cli.command {
         None => scheduler::run(cli.scheduler),

@@ -28,6 +28,9 @@ pub struct Args {
     /// The durable store's directory.
     #[arg(long, default_value = "mesopod-data", env = "MESOPOD_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// How pods' containers run (passed to every executor).
+    #[command(flatten)]
+    pub containers: crate::cmd::containers::ContainerFlags,
     /// Mesos master URL(s), comma-separated; none starts an embedded cluster.
     #[arg(long, value_delimiter = ',', env = "MESOPOD_MASTER")]
     pub master: Vec<String>,
@@ -122,8 +125,12 @@ impl Args {
         let mut agents = Vec::with_capacity(self.agents);
         for i in 0..self.agents {
             agents.push(
-                AgentConfig::from_flags(&self.resources, &self.attributes, i)
-                    .with_context(|| format!("bad --resources or --attributes for agent {i}"))?,
+                AgentConfig::from_flags(
+                    &self.resources,
+                    &self.containers.agent_attributes(&self.attributes),
+                    i,
+                )
+                .with_context(|| format!("bad --resources or --attributes for agent {i}"))?,
             );
         }
         let program = std::env::current_exe()
@@ -196,6 +203,12 @@ impl Args {
                 program,
                 uri: self.executor_uri.clone(),
                 shutdown_grace: Duration::from_secs(5),
+                args: self.containers.executor_args(
+                    self.master
+                        .is_empty()
+                        .then(|| crate::cmd::containers::absolute(&self.data_dir.join("images")))
+                        .as_deref(),
+                ),
             },
             admission: Admission::new(
                 hooks,
@@ -251,6 +264,7 @@ async fn reset(args: &Args) -> anyhow::Result<()> {
 /// Bad flags, a part that cannot start, or another scheduler taking over.
 pub fn run(args: Args) -> anyhow::Result<()> {
     crate::cmd::init_logging("info");
+    args.containers.warn_at_startup();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     if args.reset {
         return runtime.block_on(reset(&args));

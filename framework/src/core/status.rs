@@ -84,6 +84,11 @@ impl Core {
         self.record(&status, &outcome, now);
         match outcome {
             StatusOutcome::Applied(t) => {
+                let events = crate::container_events::events(&status, &t.task, now);
+                if !events.is_empty() {
+                    let writes = events.into_iter().map(|e| Write::Event(Box::new(e)));
+                    self.emit(Effect::Store(writes.collect()));
+                }
                 let kill = self.launching.reasons.get(&t.task.id).cloned();
                 self.emit(Effect::WriteStatus(Box::new(StatusWrite {
                     task: Box::new(t.task),

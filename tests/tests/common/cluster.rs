@@ -92,6 +92,9 @@ pub fn app_config(setup: Setup) -> AppConfig {
             program: MESOPOD.into(),
             uri: None,
             shutdown_grace: Duration::from_secs(5),
+            // The pre-container tests run host commands; containers_* tests
+            // set their own runtime.
+            args: vec!["--container-runtime=process".into()],
         },
         admission: setup.admission,
         codec: Codec::Protobuf,

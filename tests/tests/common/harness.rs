@@ -115,6 +115,9 @@ pub fn executor_info(framework_id: &FrameworkId) -> ExecutorInfo {
                 variables: vec![
                     var("MESOPOD_RESTART_BACKOFF", "100ms"),
                     var("MESOPOD_RESTART_BACKOFF_MAX", "400ms"),
+                    // These tests are about the executor's protocol and
+                    // supervision; containers have their own tests.
+                    var("MESOPOD_CONTAINER_RUNTIME", "process"),
                     var("RUST_LOG", "info"),
                 ],
             }),

@@ -1,0 +1,238 @@
+//! `create`: cgroups, namespaces, and the container's `init` process.
+
+use std::os::fd::AsFd as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+use rustix::thread::{LinkNameSpaceType, UnshareFlags};
+
+use super::RuntimeFailure;
+use super::state::{self, ContainerState};
+use crate::oci::cgroup;
+use crate::oci::spec::Spec;
+
+/// How long `init` may take to build the root filesystem.
+const INIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(crate) fn read_spec(bundle: &Path) -> Result<Spec, RuntimeFailure> {
+    let path = bundle.join("config.json");
+    let bytes = std::fs::read(&path).map_err(|e| RuntimeFailure::io(path.display(), e))?;
+    serde_json::from_slice(&bytes).map_err(|e| RuntimeFailure::io(path.display(), e))
+}
+
+pub(crate) fn create(
+    root: &Path,
+    id: &str,
+    bundle: &Path,
+    pid_file: Option<PathBuf>,
+) -> Result<(), RuntimeFailure> {
+    let bundle =
+        std::fs::canonicalize(bundle).map_err(|e| RuntimeFailure::io(bundle.display(), e))?;
+    let spec = read_spec(&bundle)?;
+    let dir = state::dir(root, id)?;
+    std::fs::create_dir_all(root).map_err(|e| RuntimeFailure::io(root.display(), e))?;
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(RuntimeFailure(format!(
+                "container with id {id:?} already exists"
+            )));
+        }
+        Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
+    }
+    let result = create_in(&dir, id, &bundle, &spec, pid_file);
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+fn create_in(
+    dir: &Path,
+    id: &str,
+    bundle: &Path,
+    spec: &Spec,
+    pid_file: Option<PathBuf>,
+) -> Result<(), RuntimeFailure> {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.join("exec.fifo"),
+        rustix::fs::FileType::Fifo,
+        Mode::from_raw_mode(0o600),
+        0,
+    )
+    .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
+    let cgroups = make_cgroups(spec)?;
+    // init learns whose child it will be from a pidfd of this process'
+    // parent (the executor) on its stdin: a pid means nothing inside the
+    // new PID namespace, and std hands a child no other descriptor safely.
+    let parent = rustix::process::getppid()
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
+    let has_parent = parent.is_some();
+    // Only the PID namespace is entered here (it applies to children);
+    // init enters the others itself, so this process keeps the host's
+    // mounts while init pivots.
+    enter_namespaces(spec, true)?;
+    let exe = std::env::current_exe().map_err(|e| RuntimeFailure::io("current_exe", e))?;
+    let root = dir.parent().unwrap_or(dir);
+    let mut child = Command::new(exe)
+        .arg("runtime")
+        .arg("--root")
+        .arg(root)
+        .arg("init")
+        .arg("--bundle")
+        .arg(bundle)
+        .arg("--parent")
+        .arg(if has_parent { "stdin" } else { "none" })
+        .arg(id)
+        .env_clear()
+        .stdin(parent.map_or_else(Stdio::null, Stdio::from))
+        .spawn()
+        .map_err(|e| RuntimeFailure::io("start init", e))?;
+    let pid = i32::try_from(child.id()).map_err(|e| RuntimeFailure::io("pid", e))?;
+    // init joins its cgroups before it can exec anything (it waits for
+    // `start`); this process stays out, so a failed create can remove them.
+    for cg in &cgroups {
+        if let Err(e) = std::fs::write(cg.join("cgroup.procs"), pid.to_string()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            for cg in &cgroups {
+                state::remove_cgroup(cg);
+            }
+            return Err(RuntimeFailure::io(
+                format!("join cgroup {}", cg.display()),
+                e,
+            ));
+        }
+    }
+    // init says it is ready in `init.status` ("ok" or the error); a quick
+    // poll is simpler than a pipe std cannot hand to a child safely.
+    let status_file = dir.join("init.status");
+    let until = Instant::now() + INIT_TIMEOUT;
+    let mut nap = Duration::from_micros(200);
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && !text.is_empty()
+        {
+            break text;
+        }
+        if let Ok(Some(exit)) = child.try_wait() {
+            let text = std::fs::read_to_string(&status_file).unwrap_or_default();
+            break if text.is_empty() {
+                format!("container init exited early: {exit}")
+            } else {
+                text
+            };
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            break format!("container init did not get ready within {INIT_TIMEOUT:?}");
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(5));
+    };
+    if status.trim() != "ok" {
+        let _ = child.kill();
+        let _ = child.wait();
+        for cg in &cgroups {
+            state::remove_cgroup(cg);
+        }
+        return Err(RuntimeFailure(status.trim().to_owned()));
+    }
+    let start_time = state::proc_stat(pid).map(|(t, _)| t).unwrap_or_default();
+    let record = ContainerState {
+        id: id.to_owned(),
+        pid,
+        start_time,
+        bundle: bundle.to_path_buf(),
+        cgroups,
+    };
+    let json = serde_json::to_vec(&record).map_err(|e| RuntimeFailure(e.to_string()))?;
+    let tmp = dir.join("state.json.tmp");
+    std::fs::write(&tmp, json).map_err(|e| RuntimeFailure::io(tmp.display(), e))?;
+    std::fs::rename(&tmp, dir.join("state.json"))
+        .map_err(|e| RuntimeFailure::io("state.json", e))?;
+    if let Some(p) = pid_file {
+        std::fs::write(&p, pid.to_string()).map_err(|e| RuntimeFailure::io(p.display(), e))?;
+    }
+    // `child` is not waited for: once this process exits, init belongs to
+    // the nearest subreaper (the executor).
+    drop(child);
+    Ok(())
+}
+
+/// Creates the container's cgroups below this process' own and sets their
+/// limits.
+fn make_cgroups(spec: &Spec) -> Result<Vec<PathBuf>, RuntimeFailure> {
+    let Some(relative) = spec.linux.cgroups_path.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let res = spec.linux.resources.clone().unwrap_or_default();
+    let memory = res.memory.and_then(|m| m.limit);
+    let cpu = res.cpu.unwrap_or_default();
+    let mut made = Vec::new();
+    for (controller, dir) in cgroup::dirs(relative) {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| RuntimeFailure::io(format!("cgroup {}", dir.display()), e))?;
+        for (file, value) in
+            cgroup::limit_files(controller, memory, cpu.shares, cpu.quota, cpu.period)
+        {
+            let path = dir.join(file);
+            if let Err(e) = std::fs::write(&path, &value) {
+                // memory.swap.max is absent without swap accounting: not a limit we need.
+                if file != "memory.swap.max" {
+                    return Err(RuntimeFailure::io(
+                        format!("write {value} to {}", path.display()),
+                        e,
+                    ));
+                }
+            }
+        }
+        made.push(dir);
+    }
+    Ok(made)
+}
+
+/// Creates or joins the spec's namespaces: the PID one alone (`pid_only`,
+/// for `create`) or all the others (for `init`).
+pub(crate) fn enter_namespaces(spec: &Spec, pid_only: bool) -> Result<(), RuntimeFailure> {
+    let mut unshare = UnshareFlags::empty();
+    for ns in &spec.linux.namespaces {
+        let (flag, kind) = match ns.kind.as_str() {
+            "pid" => (UnshareFlags::NEWPID, LinkNameSpaceType::ProcessID),
+            "mount" => (UnshareFlags::NEWNS, LinkNameSpaceType::Mount),
+            "ipc" => (
+                UnshareFlags::NEWIPC,
+                LinkNameSpaceType::InterProcessCommunication,
+            ),
+            "uts" => (
+                UnshareFlags::NEWUTS,
+                LinkNameSpaceType::HostNameAndNISDomainName,
+            ),
+            "network" => (UnshareFlags::NEWNET, LinkNameSpaceType::Network),
+            other => {
+                return Err(RuntimeFailure(format!(
+                    "namespace {other:?} is not supported"
+                )));
+            }
+        };
+        if (ns.kind == "pid") != pid_only {
+            continue;
+        }
+        match &ns.path {
+            Some(path) => {
+                let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+                    .map_err(|e| RuntimeFailure::io(format!("open namespace {path}"), e))?;
+                rustix::thread::move_into_link_name_space(fd.as_fd(), Some(kind))
+                    .map_err(|e| RuntimeFailure::io(format!("join namespace {path}"), e))?;
+            }
+            None => unshare |= flag,
+        }
+    }
+    // Only namespace flags, in a single-threaded process: the case
+    // rustix's deprecation of `unshare` (for CLONE_FILES and friends) spares.
+    #[allow(deprecated)]
+    rustix::thread::unshare(unshare).map_err(|e| RuntimeFailure::io("unshare", e))
+}

@@ -1,0 +1,345 @@
+//! `init`: the container's PID 1 until it execs the container's process.
+
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
+use rustix::process::Signal;
+use rustix::thread::CapabilitySet;
+
+use super::RuntimeFailure;
+use super::create::read_spec;
+use super::state;
+use crate::oci::spec::{self, Mount, Spec};
+
+/// Host devices every container gets (bind-mounted: works as root and
+/// in a user namespace alike).
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+pub(crate) fn init(
+    root: &Path,
+    id: &str,
+    bundle: &Path,
+    parent_on_stdin: bool,
+) -> Result<(), RuntimeFailure> {
+    let dir = state::dir(root, id)?;
+    let dirfd = rustix::fs::open(
+        &dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| RuntimeFailure::io(dir.display(), e))?;
+    // The executor's pidfd arrives on stdin (see create); the container's
+    // stdin is /dev/null.
+    let parent_fd = if parent_on_stdin {
+        rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3).ok()
+    } else {
+        None
+    };
+    let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| RuntimeFailure::io("/dev/null", e))?;
+    rustix::stdio::dup2_stdin(&null).map_err(|e| RuntimeFailure::io("stdin", e))?;
+    drop(null);
+    let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
+    let report = |text: &str| {
+        let tmp = format!("init.status.{}", std::process::id());
+        if let Ok(fd) = rustix::fs::openat(
+            &dirfd,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            let _ = rustix::io::write(&fd, text.as_bytes());
+            drop(fd);
+            let _ = rustix::fs::renameat(&dirfd, &tmp, &dirfd, "init.status");
+        }
+    };
+    let (spec, program) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            report(&e.0);
+            return Err(e);
+        }
+    };
+    report("ok");
+    // Wait for `start`: opening the FIFO's write end blocks until it reads.
+    let fifo = rustix::fs::openat(
+        &dirfd,
+        "exec.fifo",
+        OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| RuntimeFailure::io("open exec.fifo", e))?;
+    rustix::io::write(&fifo, b"0").map_err(|e| RuntimeFailure::io("write exec.fifo", e))?;
+    drop(fifo);
+    drop(dirfd);
+    arm_parent_death(parent_fd)?;
+    let p = &spec.process;
+    let err = Command::new(&program)
+        .arg0(&p.args[0])
+        .args(&p.args[1..])
+        .env_clear()
+        .envs(p.env.iter().filter_map(|e| e.split_once('=')))
+        .exec();
+    Err(RuntimeFailure::io(format!("exec {:?}", p.args[0]), err))
+}
+
+/// Once `start` ran, `create` is gone and this process is a child of the
+/// executor (a subreaper): die with it. A container whose executor is
+/// already gone never starts.
+fn arm_parent_death(parent: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
+    let Some(fd) = parent else { return Ok(()) };
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|e| RuntimeFailure::io("PR_SET_PDEATHSIG", e))?;
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    let ready = rustix::event::poll(
+        &mut fds,
+        Some(&rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        }),
+    )
+    .map_err(|e| RuntimeFailure::io("poll the executor", e))?;
+    if ready > 0 {
+        return Err(RuntimeFailure(
+            "the executor that created this container is gone".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Everything up to the exec; returns the program's path inside the root.
+fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
+    if spec.process.args.is_empty() {
+        return Err(RuntimeFailure("no command specified".into()));
+    }
+    let rootfs = {
+        let p = PathBuf::from(&spec.root.path);
+        if p.is_absolute() { p } else { bundle.join(p) }
+    };
+    super::create::enter_namespaces(spec, false)?;
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| RuntimeFailure::io("make / private", e))?;
+    rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
+        .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
+    for m in &spec.mounts {
+        mount_one(&rootfs, m)?;
+    }
+    devices(&rootfs)?;
+    if spec.hostname.is_some()
+        && !spec
+            .linux
+            .namespaces
+            .iter()
+            .any(|n| n.kind == "uts" && n.path.is_some())
+    {
+        let name = spec.hostname.as_deref().unwrap_or_default();
+        rustix::system::sethostname(name.as_bytes())
+            .map_err(|e| RuntimeFailure::io("sethostname", e))?;
+    }
+    rustix::process::chdir(&rootfs).map_err(|e| RuntimeFailure::io("chdir rootfs", e))?;
+    rustix::process::pivot_root(".", ".").map_err(|e| RuntimeFailure::io("pivot_root", e))?;
+    rustix::mount::unmount(".", UnmountFlags::DETACH)
+        .map_err(|e| RuntimeFailure::io("detach the old root", e))?;
+    rustix::process::chdir("/").map_err(|e| RuntimeFailure::io("chdir /", e))?;
+    for path in &spec.linux.masked_paths {
+        mask(path);
+    }
+    for path in &spec.linux.readonly_paths {
+        if rustix::mount::mount_bind(path.as_str(), path.as_str()).is_ok() {
+            let _ = rustix::mount::mount_remount(
+                path.as_str(),
+                MountFlags::BIND | MountFlags::RDONLY,
+                "",
+            );
+        }
+    }
+    if spec.root.readonly {
+        rustix::mount::mount_remount("/", MountFlags::BIND | MountFlags::RDONLY, "")
+            .map_err(|e| RuntimeFailure::io("remount / read-only", e))?;
+    }
+    let p = &spec.process;
+    let cwd = Path::new(&p.cwd);
+    if !cwd.exists() {
+        std::fs::create_dir_all(cwd)
+            .map_err(|e| RuntimeFailure::io(format!("mkdir {}", p.cwd), e))?;
+    }
+    let program = find_program(&p.args[0], &p.env)?;
+    user(spec)?;
+    rustix::process::chdir(cwd).map_err(|e| RuntimeFailure::io(format!("chdir {}", p.cwd), e))?;
+    if p.no_new_privileges {
+        rustix::thread::set_no_new_privs(true)
+            .map_err(|e| RuntimeFailure::io("no_new_privs", e))?;
+    }
+    Ok(program)
+}
+
+fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
+    // A cgroup namespace view is not offered: containers see no cgroupfs.
+    if m.kind.as_deref() == Some("cgroup") {
+        return Ok(());
+    }
+    let target = rootfs.join(m.destination.trim_start_matches('/'));
+    let kind = m.kind.as_deref().unwrap_or("bind");
+    let is_bind = kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind");
+    let source = m.source.clone().unwrap_or_else(|| kind.to_owned());
+    if is_bind && Path::new(&source).is_file() {
+        if !target.exists() {
+            if let Some(parent) = target.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
+        }
+    } else {
+        std::fs::create_dir_all(&target)
+            .map_err(|e| RuntimeFailure::io(format!("mkdir {}", target.display()), e))?;
+    }
+    let mut flags = MountFlags::empty();
+    let mut data = Vec::new();
+    for o in &m.options {
+        match o.as_str() {
+            "ro" => flags |= MountFlags::RDONLY,
+            "rw" | "bind" | "rbind" | "private" | "rprivate" => {}
+            "nosuid" => flags |= MountFlags::NOSUID,
+            "nodev" => flags |= MountFlags::NODEV,
+            "noexec" => flags |= MountFlags::NOEXEC,
+            "strictatime" => flags |= MountFlags::STRICTATIME,
+            "relatime" => flags |= MountFlags::RELATIME,
+            "noatime" => flags |= MountFlags::NOATIME,
+            other => data.push(other.to_owned()),
+        }
+    }
+    let what = |e| RuntimeFailure::io(format!("mount {kind} on {}", m.destination), e);
+    if is_bind {
+        rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
+        if flags.contains(MountFlags::RDONLY) {
+            rustix::mount::mount_remount(&target, MountFlags::BIND | flags, "").map_err(what)?;
+        }
+        return Ok(());
+    }
+    let data = CString::new(data.join(",")).map_err(|e| RuntimeFailure(e.to_string()))?;
+    match rustix::mount::mount(source.as_str(), &target, kind, flags, Some(data.as_c_str())) {
+        Ok(()) => Ok(()),
+        // mqueue needs kernel support some hosts lack; nothing in a pod needs it.
+        Err(_) if kind == "mqueue" => Ok(()),
+        Err(e) => Err(what(e)),
+    }
+}
+
+fn devices(rootfs: &Path) -> Result<(), RuntimeFailure> {
+    let dev = rootfs.join("dev");
+    for d in DEVICES {
+        let target = dev.join(d);
+        if !target.exists() {
+            std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
+        }
+        rustix::mount::mount_bind(format!("/dev/{d}").as_str(), &target)
+            .map_err(|e| RuntimeFailure::io(format!("bind /dev/{d}"), e))?;
+    }
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        let _ = std::os::unix::fs::symlink(to, dev.join(link));
+    }
+    Ok(())
+}
+
+fn mask(path: &str) {
+    let p = Path::new(path);
+    if p.is_dir() {
+        let _ = rustix::mount::mount("tmpfs", p, "tmpfs", MountFlags::RDONLY, None);
+    } else if p.exists() {
+        let _ = rustix::mount::mount_bind("/dev/null", p);
+    }
+}
+
+/// `argv[0]` as exec will find it: a path, or the first match on the
+/// container's `PATH`.
+fn find_program(arg0: &str, env: &[String]) -> Result<PathBuf, RuntimeFailure> {
+    let not_found = || {
+        RuntimeFailure(format!(
+            "exec: {arg0:?}: executable file not found in $PATH"
+        ))
+    };
+    if arg0.contains('/') {
+        return if Path::new(arg0).exists() {
+            Ok(PathBuf::from(arg0))
+        } else {
+            Err(RuntimeFailure(format!(
+                "exec: {arg0:?}: no such file or directory"
+            )))
+        };
+    }
+    let path = env
+        .iter()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    path.split(':')
+        .map(|d| Path::new(d).join(arg0))
+        .find(|p| p.is_file())
+        .ok_or_else(not_found)
+}
+
+fn cap_set(names: &[String]) -> CapabilitySet {
+    names
+        .iter()
+        .filter_map(|n| spec::capability_number(n))
+        .fold(CapabilitySet::empty(), |acc, n| {
+            acc | CapabilitySet::from_bits_retain(1u64 << n)
+        })
+}
+
+/// Groups, gid, uid and capabilities, in the order the kernel needs.
+fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
+    let p = &spec.process;
+    let caps = p.capabilities.clone().unwrap_or_default();
+    let bounding = cap_set(&caps.bounding);
+    let last = u32::try_from(spec::ALL_CAPABILITIES.len()).unwrap_or(41);
+    for n in 0..last {
+        let cap = CapabilitySet::from_bits_retain(1u64 << n);
+        if !bounding.contains(cap) {
+            // Capabilities newer than this kernel are not in its bounding set at all.
+            let _ = rustix::thread::remove_capability_from_bounding_set(cap);
+        }
+    }
+    let groups: Vec<rustix::process::Gid> = p
+        .user
+        .additional_gids
+        .iter()
+        .map(|g| rustix::process::Gid::from_raw(*g))
+        .collect();
+    rustix::thread::set_thread_groups(&groups).map_err(|e| RuntimeFailure::io("setgroups", e))?;
+    rustix::thread::set_keep_capabilities(true)
+        .map_err(|e| RuntimeFailure::io("PR_SET_KEEPCAPS", e))?;
+    let gid = rustix::process::Gid::from_raw(p.user.gid);
+    rustix::thread::set_thread_res_gid(gid, gid, gid)
+        .map_err(|e| RuntimeFailure::io("setresgid", e))?;
+    let uid = rustix::process::Uid::from_raw(p.user.uid);
+    rustix::thread::set_thread_res_uid(uid, uid, uid)
+        .map_err(|e| RuntimeFailure::io("setresuid", e))?;
+    rustix::thread::set_capabilities(
+        None,
+        rustix::thread::CapabilitySets {
+            effective: cap_set(&caps.effective),
+            permitted: cap_set(&caps.permitted),
+            inheritable: cap_set(&caps.inheritable),
+        },
+    )
+    .map_err(|e| RuntimeFailure::io("capset", e))?;
+    let _ = rustix::thread::set_keep_capabilities(false);
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The embedded OCI runtime: `mesopod runtime`, a runc-compatible CLI
+//! (`create`, `start`, `state`, `kill`, `delete`, `list`) over namespaces,
+//! `pivot_root` and cgroups, so a machine with nothing installed runs real
+//! containers through the same path as runc.
+//!
+//! `create` is a short-lived process: it joins the container's cgroups,
+//! unshares the mount, UTS, IPC and PID namespaces (or joins the ones the
+//! config names), and starts `runtime init`, which becomes the container's
+//! PID 1. `init` builds the root filesystem, pivots into it, drops to the
+//! container's user and capabilities, says it is ready, and waits on
+//! `exec.fifo` until `start` opens it; then it execs the container's
+//! process. The process that runs `create` should be a child subreaper (the
+//! executor is): `init` is then its child, and `init` arms
+//! `PR_SET_PDEATHSIG`, so a container dies with the executor that started it.
+//!
+//! Everything here runs single-threaded in a process of its own: nothing
+//! forks inside the multi-threaded executor.
+
+mod create;
+mod init;
+mod state;
+
+use std::path::PathBuf;
+
+pub use state::ContainerState;
+
+/// A runtime invocation's failure, printed to stderr (runc style).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RuntimeFailure(pub String);
+
+impl RuntimeFailure {
+    pub(crate) fn io(what: impl std::fmt::Display, e: impl std::fmt::Display) -> RuntimeFailure {
+        RuntimeFailure(format!("{what}: {e}"))
+    }
+}
+
+/// Runs `mesopod runtime ARGS…` (arguments after `runtime`); returns the
+/// exit code.
+pub fn main(args: &[String]) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("mesopod runtime: {e}");
+            1
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), RuntimeFailure> {
+    let mut root = PathBuf::from("/run/mesopod-runtime");
+    let mut i = 0;
+    // Global flags before the command (runc's `--root`, `--log`, `--log-format`).
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "--root" | "--log" | "--log-format" => {
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| RuntimeFailure(format!("{a} needs a value")))?;
+                if a == "--root" {
+                    root = PathBuf::from(v);
+                }
+                i += 2;
+            }
+            s if s.starts_with("--root=") => {
+                root = PathBuf::from(&s["--root=".len()..]);
+                i += 1;
+            }
+            s if s.starts_with("--log") => i += 1,
+            _ => break,
+        }
+    }
+    let command = args.get(i).ok_or_else(|| {
+        RuntimeFailure("no command: create, start, state, kill, delete or list".into())
+    })?;
+    let rest: Vec<String> = args[i + 1..].to_vec();
+    let (flags, positional) = split_flags(&rest);
+    let id = || {
+        positional
+            .first()
+            .cloned()
+            .ok_or_else(|| RuntimeFailure(format!("{command}: a container id is required")))
+    };
+    match command.as_str() {
+        "create" => {
+            let bundle = flag(&flags, &["--bundle", "-b"]).unwrap_or_else(|| ".".into());
+            create::create(
+                &root,
+                &id()?,
+                &PathBuf::from(bundle),
+                flag(&flags, &["--pid-file"]).map(PathBuf::from),
+            )
+        }
+        "init" => init::init(
+            &root,
+            &id()?,
+            &PathBuf::from(flag(&flags, &["--bundle"]).unwrap_or_default()),
+            flag(&flags, &["--parent"]).as_deref() == Some("stdin"),
+        ),
+        "start" => state::start(&root, &id()?),
+        "state" => {
+            let s = state::state(&root, &id()?)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&s).map_err(|e| RuntimeFailure(e.to_string()))?
+            );
+            Ok(())
+        }
+        "kill" => state::kill(
+            &root,
+            &id()?,
+            positional.get(1).map_or("SIGTERM", String::as_str),
+        ),
+        "delete" => state::delete(
+            &root,
+            &id()?,
+            flags.iter().any(|(k, _)| k == "--force" || k == "-f"),
+        ),
+        "list" => {
+            for id in state::list(&root) {
+                println!("{id}");
+            }
+            Ok(())
+        }
+        other => Err(RuntimeFailure(format!("unknown command {other:?}"))),
+    }
+}
+
+/// Flags that take a value, as the commands above use them.
+const VALUE_FLAGS: &[&str] = &[
+    "--bundle",
+    "-b",
+    "--pid-file",
+    "--parent",
+    "--console-socket",
+];
+
+fn split_flags(args: &[String]) -> (Vec<(String, String)>, Vec<String>) {
+    let mut flags = Vec::new();
+    let mut positional = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some((k, v)) = a.split_once('=').filter(|_| a.starts_with('-')) {
+            flags.push((k.to_owned(), v.to_owned()));
+        } else if VALUE_FLAGS.contains(&a.as_str()) {
+            flags.push((a.clone(), it.next().cloned().unwrap_or_default()));
+        } else if a.starts_with('-') && a.len() > 1 && !a[1..].chars().all(|c| c.is_ascii_digit()) {
+            flags.push((a.clone(), String::new()));
+        } else {
+            positional.push(a.clone());
+        }
+    }
+    (flags, positional)
+}
+
+fn flag(flags: &[(String, String)], names: &[&str]) -> Option<String> {
+    flags
+        .iter()
+        .find(|(k, _)| names.contains(&k.as_str()))
+        .map(|(_, v)| v.clone())
+}

@@ -1,0 +1,148 @@
+//! Real containers: images, OCI bundles, and a runc-compatible runtime
+//! driven through its CLI.
+//!
+//! # Contract
+//!
+//! - One path for every runtime: the executor writes an OCI bundle
+//!   ([`bundle`], [`spec`]) over the image's root filesystem (an overlay
+//!   with a fresh writable layer per run) and drives `create`, `start`,
+//!   `delete` of a runc-compatible CLI ([`runner`]) with `--root` under the
+//!   agent's work dir. The default CLI is this binary's own
+//!   `mesopod runtime` ([`embedded`]); `--container-runtime PATH` names any
+//!   other (runc).
+//! - Container cgroups nest under the executor's own ([`cgroup`]), so a
+//!   kill of the executor's cgroup kills its pods; the executor is a child
+//!   subreaper, so containers are its children, and an executor that
+//!   starts finds its predecessor's containers under the same root and
+//!   kills them before it runs anything.
+//! - `--container-runtime process` keeps the old process mode (no
+//!   isolation) for development.
+
+pub mod bundle;
+pub mod cgroup;
+pub mod embedded;
+pub mod image;
+pub(crate) mod runner;
+pub mod spec;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+
+/// kubelet's image pull back-off: 10 s doubling to 300 s.
+pub const IMAGE_PULL_BACKOFF: Backoff = Backoff {
+    initial: Duration::from_secs(10),
+    max: Duration::from_secs(300),
+};
+
+/// Which runtime runs containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// Host processes, no isolation (`--container-runtime process`).
+    Process,
+    /// This binary's `mesopod runtime` (the default).
+    Embedded,
+    /// A runc-compatible CLI at this path.
+    Cli(PathBuf),
+}
+
+impl RuntimeKind {
+    /// `process`, `embedded` (or empty), else a path.
+    pub fn parse(s: &str) -> RuntimeKind {
+        match s {
+            "process" => RuntimeKind::Process,
+            "" | "embedded" => RuntimeKind::Embedded,
+            path => RuntimeKind::Cli(PathBuf::from(path)),
+        }
+    }
+
+    /// The Node label value `mesopod.io/container-runtime`.
+    pub fn label(&self) -> String {
+        match self {
+            RuntimeKind::Process => "process".into(),
+            RuntimeKind::Embedded => "embedded".into(),
+            RuntimeKind::Cli(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "cli".into()),
+        }
+    }
+}
+
+/// How this executor runs containers.
+#[derive(Debug, Clone)]
+pub struct ContainerSettings {
+    /// The runtime.
+    pub runtime: RuntimeKind,
+    /// The image store's root (default `<agent work dir>/images`).
+    pub image_store: Option<PathBuf>,
+    /// The runtime's state root (default `<work>/slaves/<agent>/mesopod-runtime`).
+    pub state_root: Option<PathBuf>,
+    /// `--allow-privileged`.
+    pub allow_privileged: bool,
+    /// `--insecure-registry HOST:PORT`: reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// `--registry-config FILE`: a Docker `config.json` with credentials.
+    pub registry_config: Option<PathBuf>,
+    /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
+    pub image_backoff: Backoff,
+}
+
+impl Default for ContainerSettings {
+    fn default() -> Self {
+        ContainerSettings {
+            runtime: RuntimeKind::Process,
+            image_store: None,
+            state_root: None,
+            allow_privileged: false,
+            insecure_registries: Vec::new(),
+            registry_config: None,
+            image_backoff: IMAGE_PULL_BACKOFF,
+        }
+    }
+}
+
+/// Why containers cannot run in this process, if they cannot: the
+/// runtime needs root for mounts, namespaces and cgroups. Rootless
+/// containers (user namespaces) are not implemented, so without root pods
+/// fail with this reason rather than run unisolated.
+pub fn unavailable_reason() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some(
+            "containers need root (mount, PID, UTS and IPC namespaces and cgroups); rootless              containers are not supported yet; run as root or use --container-runtime=process"
+                .into(),
+        );
+    }
+    if cgroup::Version::detect().is_none() {
+        return Some("no cgroup filesystem is mounted at /sys/fs/cgroup".into());
+    }
+    None
+}
+
+/// The agent's own directory, `<work>/slaves/<agent id>`, from a sandbox
+/// laid out as a Mesos agent's: agents of one host (the embedded cluster)
+/// share a work dir, and one agent's executor must never touch another's
+/// containers.
+pub fn agent_dir(sandbox: &std::path::Path) -> PathBuf {
+    sandbox
+        .ancestors()
+        .find(|a| {
+            a.parent()
+                .and_then(|p| p.file_name())
+                .is_some_and(|n| n == "slaves")
+        })
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sandbox.to_path_buf())
+}
+
+/// The agent's work dir, from a sandbox laid out as a Mesos agent's
+/// (`<work>/slaves/<agent>/frameworks/…/runs/<container>`).
+pub fn agent_work_dir(sandbox: &std::path::Path) -> PathBuf {
+    sandbox
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "slaves"))
+        .and_then(|s| s.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sandbox.to_path_buf())
+}

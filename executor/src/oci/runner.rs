@@ -1,0 +1,410 @@
+//! Drives a runc-compatible CLI for the supervisor: pull, root filesystem,
+//! bundle, `create` + `start`, exit (through a pidfd: the container's init
+//! is the executor's child, the executor being a subreaper), `delete`.
+
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use tokio::process::Command;
+
+use super::bundle::{self, BundleContext};
+use super::image::{Image, Images, PullFailure, StoreImages};
+use super::{ContainerSettings, RuntimeKind, cgroup};
+use crate::layout::LogStream;
+use crate::pod::ContainerPlan;
+
+/// How a start went wrong.
+#[derive(Debug)]
+pub(crate) enum StartError {
+    /// The image could not be had (the container waits, pull back-off).
+    Pull(PullFailure),
+    /// The config cannot be built (`CreateContainerConfigError`).
+    Config(String),
+    /// The runtime refused (`StartError`, exit 128).
+    Runtime(String),
+}
+
+/// A started container.
+#[derive(Debug)]
+pub(crate) struct Running {
+    pub(crate) id: String,
+    pub(crate) pid: u32,
+    pub(crate) pidfd: OwnedFd,
+    pub(crate) rootfs: PathBuf,
+    pub(crate) cgroups_path: String,
+    pub(crate) image_id: String,
+}
+
+/// One container to start.
+pub(crate) struct StartRequest<'a> {
+    pub(crate) id: String,
+    pub(crate) plan: &'a ContainerPlan,
+    pub(crate) image: &'a Image,
+    /// The container's sandbox directory (logs).
+    pub(crate) dir: PathBuf,
+    pub(crate) hostname: String,
+    pub(crate) pod_ref: String,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+/// The runtime CLI and the image store.
+#[derive(Debug)]
+pub(crate) struct Oci {
+    program: PathBuf,
+    prefix: Vec<String>,
+    root: PathBuf,
+    pub(crate) images: Arc<dyn Images>,
+    allow_privileged: bool,
+}
+
+impl Oci {
+    /// `None` in process mode.
+    pub(crate) fn new(settings: &ContainerSettings, sandbox: &Path) -> Result<Option<Oci>, String> {
+        let (program, prefix) = match &settings.runtime {
+            RuntimeKind::Process => return Ok(None),
+            RuntimeKind::Embedded => (
+                std::env::current_exe()
+                    .map_err(|e| format!("cannot find the mesopod binary: {e}"))?,
+                vec!["runtime".to_owned()],
+            ),
+            RuntimeKind::Cli(p) => (p.clone(), Vec::new()),
+        };
+        if let Some(why) = super::unavailable_reason() {
+            return Err(why);
+        }
+        let work = super::agent_work_dir(sandbox);
+        let root = settings
+            .state_root
+            .clone()
+            .unwrap_or_else(|| super::agent_dir(sandbox).join("mesopod-runtime"));
+        let store = settings
+            .image_store
+            .clone()
+            .unwrap_or_else(|| work.join("images"));
+        // Containers' init processes become this process' children once
+        // `create` exits, so their exits are seen and none is inherited by
+        // init unnoticed.
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+            .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
+        let mut store_config = images::StoreConfig::new(store);
+        store_config.insecure_registries = settings.insecure_registries.clone();
+        store_config.registry_config = settings.registry_config.clone();
+        let images = StoreImages::open(store_config)?;
+        Ok(Some(Oci {
+            program,
+            prefix,
+            root,
+            images: Arc::new(images),
+            allow_privileged: settings.allow_privileged,
+        }))
+    }
+
+    fn cli(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.prefix).arg("--root").arg(&self.root);
+        cmd.stdin(Stdio::null()).kill_on_drop(true);
+        cmd
+    }
+
+    fn cli_sync(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(&self.prefix).arg("--root").arg(&self.root);
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    /// Kills and deletes every container an earlier executor left under
+    /// this root; returns their ids. Run before anything is launched.
+    pub(crate) fn clean_orphans(&self) -> Vec<String> {
+        let ids: Vec<String> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        for id in &ids {
+            let bundle = self.root.join(id).join("state.json");
+            let _ = bundle;
+            let out = self.cli_sync().args(["delete", "--force", id]).output();
+            if let Err(e) = out {
+                tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
+            }
+        }
+        ids
+    }
+
+    /// Builds the bundle and runs `create` and `start`.
+    pub(crate) async fn start(&self, req: StartRequest<'_>) -> Result<Running, StartError> {
+        let bundle_dir = req.dir.join(format!(".bundle-{}", req.id));
+        let rootfs = bundle_dir.join("rootfs");
+        let layers = req.image.layers.clone();
+        let read_only = req.plan.security.read_only_root_filesystem;
+        {
+            let bundle_dir = bundle_dir.clone();
+            let rootfs = rootfs.clone();
+            tokio::task::spawn_blocking(move || assemble(&layers, &bundle_dir, &rootfs, read_only))
+                .await
+                .map_err(|e| StartError::Runtime(e.to_string()))?
+                .map_err(StartError::Runtime)?;
+        }
+        let cgroups_path = format!("mesopod/{}", req.id);
+        let cx = BundleContext {
+            hostname: &req.hostname,
+            pod_ref: req.pod_ref.clone(),
+            rootfs: &rootfs,
+            cgroups_path: cgroups_path.clone(),
+            allow_privileged: self.allow_privileged,
+            env: &req.env,
+            join: &[],
+        };
+        let spec = match bundle::build(req.plan, &req.image.config, &cx) {
+            Ok(s) => s,
+            Err(e) => {
+                release(&rootfs, &bundle_dir);
+                return Err(StartError::Config(e));
+            }
+        };
+        let json =
+            serde_json::to_vec_pretty(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
+        std::fs::write(bundle_dir.join("config.json"), json)
+            .map_err(|e| StartError::Runtime(format!("cannot write config.json: {e}")))?;
+        let open = |s: LogStream| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(req.dir.join(s.file_name()))
+        };
+        let (stdout, stderr) = match (open(LogStream::Stdout), open(LogStream::Stderr)) {
+            (Ok(o), Ok(e)) => (o, e),
+            (Err(e), _) | (_, Err(e)) => {
+                return Err(StartError::Runtime(format!(
+                    "cannot open the log files: {e}"
+                )));
+            }
+        };
+        let pid_file = bundle_dir.join("pid");
+        let log = bundle_dir.join("runtime.log");
+        let created = self
+            .cli()
+            .arg("--log")
+            .arg(&log)
+            .arg("create")
+            .arg("--bundle")
+            .arg(&bundle_dir)
+            .arg("--pid-file")
+            .arg(&pid_file)
+            .arg(&req.id)
+            .stdout(stdout)
+            .stderr(stderr)
+            .status()
+            .await;
+        let failed = |what: String| {
+            release(&rootfs, &bundle_dir);
+            StartError::Runtime(what)
+        };
+        match created {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(failed(runtime_error(&log, &req.dir, s.to_string()))),
+            Err(e) => {
+                return Err(failed(format!(
+                    "cannot run the container runtime {}: {e}",
+                    self.program.display()
+                )));
+            }
+        }
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            .ok_or_else(|| failed("the runtime wrote no pid file".into()))?;
+        let pidfd = Pid::from_raw(i32::try_from(pid).unwrap_or(0))
+            .ok_or_else(|| failed("bad pid".into()))
+            .and_then(|p| {
+                rustix::process::pidfd_open(p, PidfdFlags::empty())
+                    .map_err(|e| failed(format!("pidfd_open: {e}")))
+            })?;
+        let running = Running {
+            id: req.id.clone(),
+            pid,
+            pidfd,
+            rootfs,
+            cgroups_path,
+            image_id: req.image.image_id.clone(),
+        };
+        let started = self
+            .cli()
+            .arg("start")
+            .arg(&req.id)
+            .stderr(Stdio::piped())
+            .output()
+            .await;
+        match started {
+            Ok(o) if o.status.success() => Ok(running),
+            Ok(o) => {
+                let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+                self.remove(&running).await;
+                Err(StartError::Runtime(format!("runtime start failed: {msg}")))
+            }
+            Err(e) => {
+                self.remove(&running).await;
+                Err(StartError::Runtime(format!(
+                    "cannot run the container runtime: {e}"
+                )))
+            }
+        }
+    }
+
+    /// Waits for the container to exit; returns its exit code and whether
+    /// the kernel OOM-killed it. The container is deleted afterwards.
+    pub(crate) async fn wait(self: Arc<Self>, running: Arc<Running>) -> (i32, bool) {
+        // A thread of its own blocks in waitid: tokio's AsyncFd wants
+        // unsafe to register a pidfd, and the blocking pool is for file work.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let waiting = Arc::clone(&running);
+        let spawned = std::thread::Builder::new()
+            .name("container-wait".into())
+            .spawn(move || {
+                let _ = tx.send(wait_pidfd(&waiting.pidfd));
+            });
+        let code = match spawned {
+            Ok(_) => rx.await.unwrap_or(128),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start a thread to wait for a container");
+                128
+            }
+        };
+        let oom = code == 137
+            && cgroup::memory_dir(&running.cgroups_path).is_some_and(|d| cgroup::oom_killed(&d));
+        self.remove(&running).await;
+        (code, oom)
+    }
+
+    async fn remove(&self, running: &Running) {
+        let out = self
+            .cli()
+            .args(["delete", "--force"])
+            .arg(&running.id)
+            .output()
+            .await;
+        if let Ok(o) = &out
+            && !o.status.success()
+        {
+            tracing::warn!(container = %running.id, stderr = %String::from_utf8_lossy(&o.stderr), "runtime delete failed");
+        }
+        let rootfs = running.rootfs.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let bundle = rootfs.parent().map(Path::to_path_buf).unwrap_or_default();
+            release(&rootfs, &bundle);
+        })
+        .await;
+    }
+}
+
+/// Sends `signal` to a container's init.
+pub(crate) fn signal(running: &Running, sig: Signal) {
+    match rustix::process::pidfd_send_signal(&running.pidfd, sig) {
+        Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+        Err(e) => tracing::warn!(container = %running.id, error = %e, "cannot signal container"),
+    }
+}
+
+fn wait_pidfd(fd: &OwnedFd) -> i32 {
+    let status = loop {
+        match rustix::process::waitid(WaitId::PidFd(fd.as_fd()), WaitIdOptions::EXITED) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other,
+        }
+    };
+    match status {
+        Ok(Some(s)) => s
+            .exit_status()
+            .or_else(|| s.terminating_signal().map(|n| 128 + n))
+            .unwrap_or(128),
+        Ok(None) => 128,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot wait for a container");
+            128
+        }
+    }
+}
+
+fn runtime_error(log: &Path, dir: &Path, status: String) -> String {
+    // runc logs JSON lines with a "msg"; the embedded runtime prints one line to stderr.
+    let from_log = std::fs::read_to_string(log).ok().and_then(|t| {
+        t.lines().rev().find_map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()
+                .and_then(|v| v.get("msg").and_then(|m| m.as_str()).map(str::to_owned))
+                .or_else(|| (!l.trim().is_empty()).then(|| l.trim().to_owned()))
+        })
+    });
+    let from_stderr = || {
+        std::fs::read_to_string(dir.join(LogStream::Stderr.file_name()))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .rev()
+                    .find(|l| l.contains("runtime"))
+                    .map(|l| l.trim().to_owned())
+            })
+    };
+    from_log
+        .or_else(from_stderr)
+        .unwrap_or_else(|| format!("the container runtime failed ({status})"))
+}
+
+/// Mounts the image's layers as an overlay at `rootfs` with a fresh upper
+/// layer in `bundle`.
+fn assemble(
+    layers: &[PathBuf],
+    bundle: &Path,
+    rootfs: &Path,
+    read_only: bool,
+) -> Result<(), String> {
+    if layers.is_empty() {
+        return Err("the image has no layers".into());
+    }
+    let upper = bundle.join("upper");
+    let work = bundle.join("work");
+    for d in [&upper, &work, &rootfs.to_path_buf()] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    let lower: Vec<String> = layers
+        .iter()
+        .rev()
+        .map(|l| l.display().to_string())
+        .collect();
+    let data = if read_only && lower.len() > 1 {
+        format!("lowerdir={}", lower.join(":"))
+    } else {
+        format!(
+            "lowerdir={},upperdir={},workdir={}",
+            lower.join(":"),
+            upper.display(),
+            work.display()
+        )
+    };
+    let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
+    rustix::mount::mount(
+        "overlay",
+        rootfs,
+        "overlay",
+        rustix::mount::MountFlags::empty(),
+        Some(data.as_c_str()),
+    )
+    .map_err(|e| {
+        format!(
+            "cannot mount the image's root filesystem (overlay) at {}: {e}",
+            rootfs.display()
+        )
+    })
+}
+
+/// Unmounts a container's root filesystem and removes its bundle.
+fn release(rootfs: &Path, bundle: &Path) {
+    let _ = rustix::mount::unmount(rootfs, rustix::mount::UnmountFlags::DETACH);
+    let _ = std::fs::remove_dir_all(bundle);
+}

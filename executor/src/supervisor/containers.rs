@@ -1,0 +1,301 @@
+//! The supervisor's container-runtime path: pull, create and start off the
+//! pod's loop (a slow registry delays only its own pod), the waiting
+//! reasons and back-offs kubelet shows, exits with `OOMKilled`, and
+//! kubelet's events.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::{Event, Supervisor, Which};
+use crate::events::ContainerEvent;
+use crate::oci::bundle::CREATE_CONTAINER_CONFIG_ERROR;
+use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF};
+use crate::oci::runner::{Running, StartError, StartRequest};
+use crate::status::{Exit, Life, START_ERROR};
+
+/// How long `ErrImagePull` shows before `ImagePullBackOff`.
+const ERR_IMAGE_PULL_SHOWN: Duration = Duration::from_secs(1);
+
+/// kubelet's terminated reason for a container the OOM killer stopped.
+pub(crate) const OOM_KILLED: &str = "OOMKilled";
+
+impl Supervisor {
+    fn field_path(&self, which: Which) -> String {
+        match which {
+            Which::Init(_) => format!("spec.initContainers{{{}}}", self.plan_of(which).name),
+            Which::Main(_) => format!("spec.containers{{{}}}", self.plan_of(which).name),
+        }
+    }
+
+    fn event(&mut self, which: Which, type_: &str, reason: &str, message: String) {
+        let path = self.field_path(which);
+        self.out_events
+            .push(ContainerEvent::new(type_, reason, message, path));
+    }
+
+    pub(super) fn start_oci(&mut self, which: Which) {
+        let Some(oci) = self.oci.clone() else { return };
+        if self.starting.contains(&which) {
+            return;
+        }
+        self.starting.insert(which);
+        let plan = self.plan_of(which).clone();
+        let record = self.record(which);
+        if !matches!(&record.life, Life::Waiting { reason, .. } if reason == ERR_IMAGE_PULL || reason == IMAGE_PULL_BACK_OFF)
+        {
+            record.life = Life::Waiting {
+                reason: "ContainerCreating".into(),
+                message: None,
+            };
+        }
+        self.runs += 1;
+        let key = &self.plan.key;
+        let id = format!("{}-{}-{}", key.uid, plan.name, self.runs);
+        let dir = self.config.sandbox.join(crate::layout::container_dir(
+            &key.namespace,
+            &key.name,
+            &key.uid,
+            &plan.name,
+        ));
+        let hostname = key.name.clone();
+        let pod_ref = format!("{}_{}({})", key.name, key.namespace, key.uid);
+        let env = self.resolve_env(&plan);
+        self.event(
+            which,
+            "Normal",
+            "Pulling",
+            format!("Pulling image {:?}", plan.image),
+        );
+        self.events.push(Box::pin(async move {
+            let mut events = Vec::new();
+            let path = match which {
+                Which::Init(_) => format!("spec.initContainers{{{}}}", plan.name),
+                Which::Main(_) => format!("spec.containers{{{}}}", plan.name),
+            };
+            let image = match oci.images.ensure(&plan.image, plan.pull_policy).await {
+                Ok(image) => image,
+                Err(f) => return Event::OciStarted(which, Box::new(Err(StartError::Pull(f))), events),
+            };
+            let pulled = match image.pulled_in {
+                Some(took) => format!(
+                    "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.",
+                    plan.image, image.size
+                ),
+                None => format!("Container image {:?} already present on machine", plan.image),
+            };
+            events.push(ContainerEvent::new("Normal", "Pulled", pulled, path.clone()));
+            let req = StartRequest {
+                id,
+                plan: &plan,
+                image: &image,
+                dir: dir.clone(),
+                hostname,
+                pod_ref,
+                env,
+            };
+            let result = oci.start(req).await;
+            if result.is_ok() {
+                events.push(ContainerEvent::new("Normal", "Created", format!("Created container: {}", plan.name), path.clone()));
+                events.push(ContainerEvent::new("Normal", "Started", format!("Started container {}", plan.name), path));
+            }
+            Event::OciStarted(which, Box::new(result), events)
+        }));
+    }
+
+    pub(super) fn oci_started(
+        &mut self,
+        which: Which,
+        result: Result<Running, StartError>,
+        events: Vec<ContainerEvent>,
+    ) {
+        self.starting.remove(&which);
+        // The "Pulling" event was a guess made before the pull: with the image
+        // already present, kubelet says only "Pulled ... already present".
+        if events
+            .first()
+            .is_some_and(|e| e.message.contains("already present"))
+        {
+            let path = self.field_path(which);
+            self.out_events
+                .retain(|e| !(e.reason == "Pulling" && e.field_path == path));
+        }
+        self.out_events.extend(events);
+        let name = self.plan_of(which).name.clone();
+        let image = self.plan_of(which).image.clone();
+        match result {
+            Ok(running) => {
+                let running = Arc::new(running);
+                if self.killing.is_some() {
+                    crate::oci::runner::signal(&running, crate::process::KILL);
+                }
+                let pid = running.pid;
+                let record = self.record(which);
+                record.life = Life::Running {
+                    pgid: pid,
+                    started_at: SystemTime::now(),
+                };
+                record.container_id = Some(format!("mesopod://{}", running.id));
+                record.image_id = running.image_id.clone();
+                self.pull_attempts.remove(&which);
+                if let Which::Main(j) = which {
+                    self.started_once[j] = true;
+                }
+                self.handles.insert(which, Arc::clone(&running));
+                if let Some(oci) = self.oci.clone() {
+                    self.events.push(Box::pin(async move {
+                        let (code, oom) = oci.wait(running).await;
+                        Event::OciExited(which, pid, code, oom)
+                    }));
+                }
+                tracing::info!(task = %self.task_id, container = %name, pid, "container started");
+                if self.running_reported {
+                    self.report_progress();
+                } else {
+                    self.maybe_report_running();
+                    if !self.running_reported {
+                        self.report_progress();
+                    }
+                }
+            }
+            Err(StartError::Pull(f)) => {
+                self.event(
+                    which,
+                    "Warning",
+                    "Failed",
+                    format!("Failed to pull image {image:?}: {}", f.message),
+                );
+                self.event(which, "Warning", "Failed", format!("Error: {}", f.reason));
+                self.record(which).life = Life::Waiting {
+                    reason: f.reason.into(),
+                    message: Some(f.message),
+                };
+                let delay = self.next_pull_delay(which);
+                let shown = ERR_IMAGE_PULL_SHOWN.min(delay);
+                self.events.push(Box::pin(async move {
+                    tokio::time::sleep(shown).await;
+                    Event::PullBackOff(which, delay.saturating_sub(shown))
+                }));
+                self.report_progress();
+            }
+            Err(StartError::Config(msg)) => {
+                self.event(which, "Warning", "Failed", format!("Error: {msg}"));
+                self.record(which).life = Life::Waiting {
+                    reason: CREATE_CONTAINER_CONFIG_ERROR.into(),
+                    message: Some(msg),
+                };
+                let delay = self.next_pull_delay(which);
+                self.events.push(Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    Event::Retry(which)
+                }));
+                self.report_progress();
+            }
+            Err(StartError::Runtime(msg)) => {
+                tracing::warn!(task = %self.task_id, container = %name, %msg, "container did not start");
+                self.event(which, "Warning", "Failed", format!("Error: {msg}"));
+                if let Which::Main(j) = which {
+                    self.started_once[j] = true;
+                }
+                let exit = Exit {
+                    exit_code: 128,
+                    reason: START_ERROR.into(),
+                    message: Some(msg),
+                    started_at: None,
+                    finished_at: SystemTime::now(),
+                    pgid: None,
+                };
+                self.exited(which, exit);
+                if !self.running_reported {
+                    self.maybe_report_running();
+                }
+            }
+        }
+    }
+
+    fn next_pull_delay(&mut self, which: Which) -> Duration {
+        let backoff = self.oci_backoff;
+        let attempts = self.pull_attempts.entry(which).or_insert(0);
+        let delay = backoff.delay(*attempts);
+        *attempts = attempts.saturating_add(1);
+        delay
+    }
+
+    pub(super) fn pull_back_off(&mut self, which: Which, rest: Duration) {
+        if self.killing.is_some() {
+            return;
+        }
+        let image = self.plan_of(which).image.clone();
+        let record = self.record(which);
+        let Life::Waiting { reason, message } = &record.life else {
+            return;
+        };
+        if reason != ERR_IMAGE_PULL {
+            return;
+        }
+        let last = message.clone().unwrap_or_default();
+        record.life = Life::Waiting {
+            reason: IMAGE_PULL_BACK_OFF.into(),
+            message: Some(format!(
+                "Back-off pulling image {image:?}: {ERR_IMAGE_PULL}: {last}"
+            )),
+        };
+        self.event(
+            which,
+            "Normal",
+            "BackOff",
+            format!("Back-off pulling image {image:?}"),
+        );
+        self.event(
+            which,
+            "Warning",
+            "Failed",
+            format!("Error: {IMAGE_PULL_BACK_OFF}"),
+        );
+        self.events.push(Box::pin(async move {
+            tokio::time::sleep(rest).await;
+            Event::Retry(which)
+        }));
+        self.report_progress();
+    }
+
+    pub(super) fn oci_exited(&mut self, which: Which, pid: u32, code: i32, oom: bool) {
+        self.handles.remove(&which);
+        let started_at = match self.record(which).life {
+            Life::Running { started_at, .. } => Some(started_at),
+            _ => None,
+        };
+        let reason = if oom {
+            OOM_KILLED
+        } else {
+            Exit::reason_for(code)
+        };
+        tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, code, oom, "container exited");
+        let exit = Exit {
+            exit_code: code,
+            reason: reason.into(),
+            message: None,
+            started_at,
+            finished_at: SystemTime::now(),
+            pgid: Some(pid),
+        };
+        self.exited(which, exit);
+    }
+
+    /// kubelet's `Killing` event for every running container.
+    pub(super) fn kill_events(&mut self) {
+        let running: Vec<Which> = (0..self.init.len())
+            .map(Which::Init)
+            .chain((0..self.main.len()).map(Which::Main))
+            .filter(|w| self.record_ref(*w).is_running())
+            .collect();
+        for which in running {
+            let name = self.plan_of(which).name.clone();
+            self.event(
+                which,
+                "Normal",
+                "Killing",
+                format!("Stopping container {name}"),
+            );
+        }
+    }
+}

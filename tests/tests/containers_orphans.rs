@@ -1,0 +1,144 @@
+//! No orphan runs a second copy: an executor killed with SIGKILL takes its
+//! containers with it (the embedded runtime's init dies with its executor;
+//! with runc, the next executor on the agent kills what is left), and a
+//! recreated pod runs exactly once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod containers_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::cluster::*;
+use containers_support::*;
+use testkit::{Kubectl, ok, wait_until};
+
+const T: Duration = Duration::from_secs(120);
+const PODS: usize = 50;
+
+fn sleeper(name: &str, marker: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"sleep\", \"3600\"]\n    env:\n    - name: MARKER\n      value: {marker:?}\n    resources:\n      requests:\n        cpu: 10m\n        memory: 8Mi\n"
+    )
+}
+
+/// The executors whose sandbox is under `work`.
+fn executors_under(work: &Path) -> Vec<u32> {
+    let want = format!("MESOS_SANDBOX={}", work.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
+            let ours = env
+                .split(|b| *b == 0)
+                .any(|kv| kv.starts_with(want.as_bytes()));
+            (is_executor && ours).then_some(pid)
+        })
+        .collect()
+}
+
+async fn scenario(runtime: &str) {
+    let (_keep, store) = store();
+    load_image(&store, IMAGE).await;
+    let app = cluster(runtime, &store).await;
+    let server = app.api_url();
+    let k = Kubectl::new(&server);
+    let tag = if runtime == "embedded" {
+        "embedded"
+    } else {
+        "runc"
+    };
+    let first = format!("MARKER=first-{tag}-{}", std::process::id());
+    let yaml: String = (0..PODS)
+        .map(|i| sleeper(&format!("s{i}"), first.trim_start_matches("MARKER=")))
+        .collect::<Vec<_>>()
+        .join("---\n");
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    for i in 0..PODS {
+        wait_pod(app.api(), "default", &format!("s{i}"), T, |p| {
+            phase(p) == "Running"
+        })
+        .await;
+    }
+    assert_eq!(
+        processes_with_env(&first).len(),
+        PODS,
+        "one process per pod"
+    );
+
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    let executors = executors_under(&work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+
+    if runtime == "embedded" {
+        // Each container's init dies with the executor that started it.
+        wait_until(
+            "no pod process left",
+            T,
+            async || processes_with_env(&first),
+            |p| p.is_empty(),
+        )
+        .await;
+    }
+    wait_pod(app.api(), "default", "s0", T, |p| phase(p) == "Failed").await;
+
+    // The same pod again: it runs once, and nothing of the first run is left.
+    ok(&k
+        .run(&["delete", "pod", "s0", "--wait=true", "--timeout=60s"])
+        .await);
+    let again = format!("MARKER=again-{tag}-{}", std::process::id());
+    ok(&k
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&sleeper("s0", again.trim_start_matches("MARKER="))),
+        )
+        .await);
+    wait_pod(app.api(), "default", "s0", T, |p| phase(p) == "Running").await;
+    wait_until(
+        "the first run's processes gone",
+        T,
+        async || processes_with_env(&first),
+        |p| p.is_empty(),
+    )
+    .await;
+    assert_eq!(
+        processes_with_env(&again).len(),
+        1,
+        "the recreated pod runs exactly once"
+    );
+
+    app.shutdown().await;
+    wait_until(
+        "no process after shutdown",
+        T,
+        async || processes_with_env(&again),
+        |p| p.is_empty(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_executor_leaves_no_container_on_the_embedded_runtime() {
+    if prerequisites(false) {
+        scenario("embedded").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_executor_leaves_no_container_on_runc() {
+    if prerequisites(true) {
+        scenario(RUNC).await;
+    }
+}

@@ -1,0 +1,134 @@
+//! What the containers_* tests share: the prerequisites check, a busybox
+//! image built from Debian's busybox-static, and a one-agent cluster on a
+//! given container runtime.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use framework::app::App;
+use images::testing::{Layer, Spec, TestImage, docker_save, image};
+use images::{ImageStore, StoreConfig};
+
+use crate::common::cluster::{Setup, agent, app_config};
+
+/// The file only the test image has.
+pub const IMAGE_FILE: &str = "/etc/only-in-image";
+/// Its content.
+pub const IMAGE_FILE_TEXT: &str = "this file lives only in the image";
+/// The name the test image is loaded under (registries give theirs).
+pub const IMAGE: &str = "mesopod.test/busybox:1";
+/// Debian's runc.
+pub const RUNC: &str = "/usr/sbin/runc";
+
+/// Whether containers can run here (root, busybox-static, namespaces). In
+/// CI a missing prerequisite fails the test; elsewhere it is skipped loudly.
+pub fn prerequisites(needs_runc: bool) -> bool {
+    let mut missing = Vec::new();
+    if !rustix::process::geteuid().is_root() {
+        missing.push("root (containers need namespaces and cgroups)".to_owned());
+    }
+    if !Path::new("/bin/busybox").exists() {
+        missing.push("/bin/busybox (apt-get install busybox-static)".to_owned());
+    }
+    if needs_runc && !Path::new(RUNC).exists() {
+        missing.push(format!("{RUNC} (.ci/install-runc.sh)"));
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("containers test needs {}", missing.join(", "));
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+/// The test image: busybox with every applet, a passwd with root, a user
+/// 1000 and nobody, [`IMAGE_FILE`], an Entrypoint that echoes and a Cmd.
+pub fn test_image() -> TestImage {
+    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
+    let mut layer = Layer::new()
+        .dir("bin")
+        .file("bin/busybox", 0o755, &busybox)
+        .dir("etc")
+        .file(IMAGE_FILE.trim_start_matches('/'), 0o644, IMAGE_FILE_TEXT.as_bytes())
+        .file(
+            "etc/passwd",
+            0o644,
+            b"root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+        )
+        .file("etc/group", 0o644, b"root:x:0:\napp:x:1000:\nnogroup:x:65534:\n");
+    for dir in ["tmp", "proc", "dev", "sys", "root"] {
+        layer = layer.dir(dir);
+    }
+    let list = std::process::Command::new("/bin/busybox")
+        .arg("--list")
+        .output()
+        .unwrap();
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        if applet != "busybox" {
+            layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
+        }
+    }
+    let spec = Spec {
+        entrypoint: Some(vec!["/bin/echo".into(), "entrypoint ran with".into()]),
+        cmd: Some(vec!["the image's cmd".into()]),
+        env: vec!["PATH=/bin".into(), "FROM_IMAGE=yes".into()],
+        ..Spec::default()
+    };
+    image(vec![layer.tar()], &spec)
+}
+
+/// Loads the test image into the store at `store` as `name`, as
+/// `mesopod image load` does (a `docker save` archive).
+pub async fn load_image(store: &Path, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("image.tar");
+    let img = test_image();
+    std::fs::write(&archive, docker_save(&[(&[name], &img)])).unwrap();
+    let store = ImageStore::open(StoreConfig::new(store)).unwrap();
+    store.load_archive(&archive).await.unwrap();
+}
+
+/// A one-agent cluster whose executor runs containers with `runtime`
+/// (`embedded` or a CLI path) from `store`.
+pub async fn cluster(runtime: &str, store: &Path) -> App {
+    let mut cfg = app_config(Setup {
+        agents: vec![agent(
+            "cpus:8;mem:8192;disk:20480;ports:[31000-31010]",
+            "rack:r0",
+            0,
+        )],
+        ..Setup::default()
+    });
+    cfg.executor.args = vec![
+        format!("--container-runtime={runtime}"),
+        format!("--image-store={}", store.display()),
+    ];
+    App::start(cfg).await.expect("mesopod starts")
+}
+
+/// The pids of processes whose environment holds `marker` (`KEY=value`).
+pub fn processes_with_env(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A temp dir for an image store.
+pub fn store() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    (dir, path)
+}
