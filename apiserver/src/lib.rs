@@ -89,11 +89,13 @@
 //! ```
 
 mod api;
+pub mod audit;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
 mod error;
 mod http;
+pub mod limits;
 pub mod logs;
 mod openapi;
 pub mod patch;
@@ -111,5 +113,5 @@ pub use api::{
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
-pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown, sweep};
+pub use http::{SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep};
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};
