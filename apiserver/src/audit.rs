@@ -256,7 +256,7 @@ async fn audit(State(log): State<AuditLog>, mut req: Request, next: Next) -> Res
     event["stageTimestamp"] = json!(micro_time(log.clock.now()));
     log.write(&event);
     let done = Completion { log, event };
-    resp.map(|body| Body::new(crate::limits::connections::GuardedBody::new(body, done)))
+    resp.map(|body| Body::new(connlimits::GuardedBody::new(body, done)))
 }
 
 /// A long-running request's `ResponseComplete`, written when its body ends.

@@ -144,10 +144,10 @@ pub async fn serve_with_limits(
         shutdown.await;
         closer.close_watches();
     };
-    let result = crate::limits::connections::serve_with_shutdown(
+    let result = connlimits::serve_with_shutdown(
         listener,
         crate::limits::requests::layer(router(api), &limits),
-        limits,
+        limits.connections(),
         signal,
     )
     .await;

@@ -4,12 +4,12 @@
 //! timeouts, so `/healthz` and kubectl keep answering under a flood.
 //!
 //! - [`requests::layer`] wraps a router with the per-request limits.
-//! - [`connections::serve_with_shutdown`] serves a router over plain HTTP/1.1
-//!   with the connection limits; [`connections::serve_connection`] serves one
-//!   accepted stream of any kind (a TLS stream too), counted by a
-//!   [`connections::Connections`] slot.
+//! - The connection limits are the `connlimits` crate's:
+//!   [`connlimits::serve_with_shutdown`] serves a router over plain HTTP/1.1;
+//!   [`connlimits::serve_connection`] serves one accepted stream of any kind
+//!   (a TLS stream too), counted by a [`connlimits::Connections`] slot.
+//!   [`Limits::connections`] gives their settings.
 
-pub mod connections;
 pub mod requests;
 
 use std::sync::Arc;
@@ -80,6 +80,16 @@ pub const DEFAULT_MAX_WATCHES_PER_USER: usize = 500;
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 /// Connections at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+impl Limits {
+    /// The connection limits among these.
+    pub fn connections(&self) -> connlimits::ConnLimits {
+        connlimits::ConnLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+        }
+    }
+}
 
 impl Default for Limits {
     fn default() -> Self {

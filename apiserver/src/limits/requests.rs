@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::Limits;
-use super::connections::GuardedBody;
+use connlimits::GuardedBody;
 
 /// kube-apiserver's 429 text (plain text, not a Status), `http.Error`'s newline included.
 pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\n";

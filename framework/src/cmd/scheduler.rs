@@ -91,6 +91,12 @@ pub struct Args {
     /// Service accounts a hook may set (repeatable; none: any).
     #[arg(long = "admission-allow-service-account")]
     pub admission_service_accounts: Vec<String>,
+    /// API limits, audit and encryption at rest (kube-apiserver's flags).
+    #[command(flatten)]
+    pub hardening: crate::cmd::hardening::ApiArgs,
+    /// Mesos TLS and framework authentication (Mesos' flags).
+    #[command(flatten)]
+    pub mesos_security: crate::cmd::hardening::MesosArgs,
     /// A file of scheduler flags (`--flag value` per line, `#` comments),
     /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
@@ -133,7 +139,10 @@ impl Args {
         if let Some(user) = &self.user {
             framework.user.clone_from(user);
         }
+        let hardening = self.hardening.config()?;
+        self.mesos_security.apply(&mut framework)?;
         Ok(AppConfig {
+            hardening,
             listen: self.listen,
             data_dir: Some(self.data_dir.clone()),
             embedded: localmesos::Config {

@@ -11,6 +11,14 @@ pub enum ClientError {
     /// executor, or the stream id is missing or wrong.
     #[error("400 Bad Request: {0}")]
     BadRequest(String),
+    /// 401: no credential, or one the server does not accept.
+    #[error("401 Unauthorized: {body} (WWW-Authenticate: {challenge})")]
+    Unauthorized {
+        /// The response body.
+        body: String,
+        /// The server's `WWW-Authenticate` challenge(s).
+        challenge: String,
+    },
     /// 403: the framework or executor is not subscribed (or not allowed).
     #[error("403 Forbidden: {0}")]
     Forbidden(String),
@@ -65,6 +73,7 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::BadRequest(_) => Some(400),
+            ClientError::Unauthorized { .. } => Some(401),
             ClientError::Forbidden(_) => Some(403),
             ClientError::MethodNotAllowed(_) => Some(405),
             ClientError::NotAcceptable(_) => Some(406),

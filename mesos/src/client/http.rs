@@ -1,11 +1,12 @@
 //! Plumbing shared by both clients: endpoints, POST with manual redirects,
 //! status mapping, bounded error bodies, typed event streams.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, LOCATION};
 use reqwest::{Response, Url};
 use serde::de::DeserializeOwned;
 use tracing::debug;
@@ -35,13 +36,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A reqwest client that never follows redirects itself and ignores proxy
-/// variables (masters and agents are reached directly).
-pub(crate) fn client() -> Result<reqwest::Client, ClientError> {
-    Ok(reqwest::Client::builder()
+/// variables (masters and agents are reached directly); with `tls`, https
+/// trusts only that configuration's CA.
+pub(crate) fn client(
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> Result<reqwest::Client, ClientError> {
+    super::security::install_provider();
+    let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
-        .no_proxy()
-        .build()?)
+        .no_proxy();
+    if let Some(tls) = tls {
+        builder = builder
+            .tls_backend_preconfigured(rustls::ClientConfig::clone(tls))
+            .https_only(true);
+    }
+    Ok(builder.build()?)
 }
 
 /// `http://host:port[/prefix]` + `path`, from a URL or a bare `host:port`.
@@ -86,6 +96,8 @@ pub(crate) struct Request<'a> {
     pub(crate) body: Bytes,
     pub(crate) stream_id: Option<&'a str>,
     pub(crate) timeout: Duration,
+    /// `Authorization`, if the client has a credential.
+    pub(crate) auth: Option<&'a HeaderValue>,
 }
 
 /// POSTs the body to `url`, following redirects (including Mesos'
@@ -102,6 +114,9 @@ pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, Clie
         if let Some(id) = req.stream_id {
             builder = builder.header(STREAM_ID_HEADER, id);
         }
+        if let Some(auth) = req.auth {
+            builder = builder.header(AUTHORIZATION, auth.clone());
+        }
         let response = tokio::time::timeout(req.timeout, builder.send())
             .await
             .map_err(|_| ClientError::Timeout(req.timeout))??;
@@ -115,9 +130,19 @@ pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, Clie
             url = next;
             continue;
         }
+        let challenge = response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(", ");
         let body = tokio::time::timeout(req.timeout, bounded_text(response))
             .await
             .unwrap_or_else(|_| String::from("(body not received in time)"));
+        if status.as_u16() == 401 {
+            return Err(ClientError::Unauthorized { body, challenge });
+        }
         return Err(ClientError::from_status(status.as_u16(), body));
     }
     Err(ClientError::Redirect(format!(
@@ -144,6 +169,12 @@ fn redirect_target(url: &Url, response: &Response) -> Result<Url, ClientError> {
     if !matches!(next.scheme(), "http" | "https") {
         return Err(ClientError::Redirect(format!(
             "Location '{location}' is not HTTP"
+        )));
+    }
+    // Credentials and calls never fall back to plaintext.
+    if url.scheme() == "https" && next.scheme() != "https" {
+        return Err(ClientError::Redirect(format!(
+            "refusing a redirect from https to '{location}'"
         )));
     }
     Ok(next)

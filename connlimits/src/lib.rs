@@ -1,8 +1,20 @@
-//! Connections: a cap on how many are open, and a header-read timeout, so idle
-//! or half-sent connections cannot use up the descriptors and starve real
-//! requests. At the cap a new connection displaces the oldest one with no
-//! request in service (an idle or half-sent one), so a flood of idle sockets
-//! costs at most the cap and `/healthz` still gets through.
+//! Serving an axum router with a cap on open connections and a header-read
+//! timeout, so idle or half-sent connections cannot use up the descriptors
+//! and starve real requests. The API shim and localmesos serve through it.
+//!
+//! # Contract
+//!
+//! - At most [`ConnLimits::max_connections`] connections are open (lowered to
+//!   what the descriptor limit leaves, [`effective_max_connections`]). At the
+//!   cap a new connection displaces the oldest one with no request in
+//!   service (an idle or half-sent one), so a flood of idle sockets costs at
+//!   most the cap and a real request still gets through; if every open
+//!   connection is serving a request the new one is closed.
+//! - A connection waiting for a request (fresh, idle keep-alive, or halfway
+//!   through its headers) is closed after [`ConnLimits::header_read_timeout`].
+//! - A request counts as in service until its response body ends, so a
+//!   watch's connection is never displaced.
+//! - Each request carries `ConnectInfo<SocketAddr>` of its peer.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -25,7 +37,14 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
-use super::Limits;
+/// What [`serve_with_shutdown`] enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// How long a connection may wait for, or take to send, a request's headers.
+    pub header_read_timeout: Duration,
+}
 
 /// Descriptors kept free of connections, for the store, files, agents'
 /// sockets and the listener's own accept.
@@ -34,13 +53,14 @@ const DESCRIPTOR_RESERVE: u64 = 256;
 /// A response body that holds `guard` until it ends or is dropped, so a count
 /// (a connection's busy requests, a client's watches) lasts as long as the
 /// response streams. Size hints pass through, so Content-Length is kept.
-pub(crate) struct GuardedBody<G> {
+pub struct GuardedBody<G> {
     inner: Body,
     _guard: G,
 }
 
 impl<G> GuardedBody<G> {
-    pub(crate) fn new(inner: Body, guard: G) -> Self {
+    /// `inner`, holding `guard` while it streams.
+    pub fn new(inner: Body, guard: G) -> Self {
         Self {
             inner,
             _guard: guard,
@@ -193,7 +213,7 @@ pub async fn serve_connection<I>(
     io: I,
     peer: SocketAddr,
     router: Router,
-    limits: &Limits,
+    limits: ConnLimits,
     slot: Slot,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -261,8 +281,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 
 /// Serves `router` on `listener` with the connection limits until `shutdown`
 /// resolves; then stops accepting, lets requests in service finish and
-/// returns. The per-request limits are the caller's to layer
-/// ([`super::requests::layer`]), so it can put the audit log around them.
+/// returns. Per-request limits are the caller's to layer onto `router`.
 ///
 /// # Errors
 /// None today: accept failures (EMFILE included) are logged and retried, so
@@ -270,11 +289,10 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 pub async fn serve_with_shutdown(
     listener: TcpListener,
     router: Router,
-    limits: Limits,
+    limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let connections = Connections::new(effective_max_connections(limits.max_connections));
-    let limits = Arc::new(limits);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
@@ -287,10 +305,10 @@ pub async fn serve_with_shutdown(
                         tracing::debug!(%peer, "connection refused: every connection is busy");
                         continue;
                     };
-                    let (router, limits, stop) = (router.clone(), limits.clone(), stop_rx.clone());
+                    let (router, stop) = (router.clone(), stop_rx.clone());
                     let _ = stream.set_nodelay(true);
                     tasks.spawn(async move {
-                        serve_connection(stream, peer, router, &limits, slot, stop).await;
+                        serve_connection(stream, peer, router, limits, slot, stop).await;
                     });
                 }
                 Err(e) if is_connection_error(&e) => {}
