@@ -114,6 +114,7 @@ mod error;
 mod faults;
 mod http;
 mod master;
+pub mod security;
 mod snapshot;
 mod validation;
 
@@ -129,6 +130,7 @@ pub use config::{
 pub use error::Error;
 pub use faults::{RestartOptions, UpdateFault};
 pub use mesos::proto::{AgentId, ExecutorId, FrameworkId};
+pub use security::{Credentials, Security};
 pub use snapshot::{
     AgentSnapshot, ClusterState, ExecutorSnapshot, FrameworkSnapshot, TaskSnapshot,
 };
@@ -173,12 +175,17 @@ impl LocalMesos {
             config.redirect_to.clone(),
             tokio::runtime::Handle::current(),
         );
+        let _ = shared.security.set(config.security.clone());
         for agent in config.agents {
             http::agent::add(&shared, agent).await?;
         }
         let router = http::router(shared.clone());
+        let limits = shared.security().conn_limits();
         let server = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
+            if let Err(e) =
+                connlimits::serve_with_shutdown(listener, router, limits, std::future::pending())
+                    .await
+            {
                 tracing::error!(error = %e, "master HTTP server stopped");
             }
         });

@@ -45,6 +45,10 @@ pub enum ClientError {
     /// A redirect without a usable `Location`, or too many of them.
     #[error("redirect: {0}")]
     Redirect(String),
+    /// Connecting or the TLS handshake with an https server failed (an
+    /// unknown CA, a wrong name), or the connection broke.
+    #[error("https: {0}")]
+    Tls(String),
     /// Connecting, sending or reading failed.
     #[error("HTTP: {0}")]
     Http(#[from] reqwest::Error),
@@ -92,6 +96,7 @@ impl ClientError {
             self,
             ClientError::ServiceUnavailable(_)
                 | ClientError::Http(_)
+                | ClientError::Tls(_)
                 | ClientError::Redirect(_)
                 | ClientError::Timeout(_)
                 | ClientError::NoMasterReachable(_)

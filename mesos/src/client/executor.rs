@@ -34,7 +34,7 @@ impl ExecutorClient {
     /// HTTP client cannot be built.
     pub fn new(agent_endpoint: &str, codec: Codec) -> Result<Self, ClientError> {
         Ok(Self {
-            http: http::client(None)?,
+            http: http::client()?,
             url: http::endpoint(agent_endpoint, EXECUTOR_PATH)?,
             codec,
             timeout: http::DEFAULT_RESPONSE_TIMEOUT,
@@ -99,6 +99,7 @@ impl ExecutorClient {
             stream_id: None,
             timeout: self.timeout,
             auth: self.token.as_ref(),
+            tls: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use reqwest::{Response, Url};
 use serde::de::DeserializeOwned;
 use tracing::debug;
 
+use super::tls::TlsClient;
 use super::{ClientError, EventStream};
 use crate::codec::Codec;
 use crate::recordio::{self, DEFAULT_MAX_RECORD_LEN};
@@ -36,22 +37,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A reqwest client that never follows redirects itself and ignores proxy
-/// variables (masters and agents are reached directly); with `tls`, https
-/// trusts only that configuration's CA.
-pub(crate) fn client(
-    tls: Option<&Arc<rustls::ClientConfig>>,
-) -> Result<reqwest::Client, ClientError> {
-    super::security::install_provider();
-    let mut builder = reqwest::Client::builder()
+/// variables (masters and agents are reached directly).
+pub(crate) fn client() -> Result<reqwest::Client, ClientError> {
+    Ok(reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(CONNECT_TIMEOUT)
-        .no_proxy();
-    if let Some(tls) = tls {
-        builder = builder
-            .tls_backend_preconfigured(rustls::ClientConfig::clone(tls))
-            .https_only(true);
-    }
-    Ok(builder.build()?)
+        .no_proxy()
+        .build()?)
+}
+
+/// The https client of a `--mesos-cafile` configuration.
+pub(crate) fn tls_client(config: &Arc<rustls::ClientConfig>) -> Arc<TlsClient> {
+    Arc::new(TlsClient::new(config.clone(), CONNECT_TIMEOUT))
 }
 
 /// `http://host:port[/prefix]` + `path`, from a URL or a bare `host:port`.
@@ -98,6 +95,8 @@ pub(crate) struct Request<'a> {
     pub(crate) timeout: Duration,
     /// `Authorization`, if the client has a credential.
     pub(crate) auth: Option<&'a HeaderValue>,
+    /// How https URLs are reached; without it they are refused.
+    pub(crate) tls: Option<&'a TlsClient>,
 }
 
 /// POSTs the body to `url`, following redirects (including Mesos'
@@ -105,19 +104,7 @@ pub(crate) struct Request<'a> {
 /// status to its [`ClientError`].
 pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, ClientError> {
     for _ in 0..=MAX_REDIRECTS {
-        let mut builder = req
-            .http
-            .post(url.clone())
-            .header(CONTENT_TYPE, req.codec.content_type())
-            .header(ACCEPT, req.codec.content_type())
-            .body(req.body.clone());
-        if let Some(id) = req.stream_id {
-            builder = builder.header(STREAM_ID_HEADER, id);
-        }
-        if let Some(auth) = req.auth {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let response = tokio::time::timeout(req.timeout, builder.send())
+        let response = tokio::time::timeout(req.timeout, send(req, &url))
             .await
             .map_err(|_| ClientError::Timeout(req.timeout))??;
         let status = response.status();
@@ -148,6 +135,43 @@ pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, Clie
     Err(ClientError::Redirect(format!(
         "more than {MAX_REDIRECTS} redirects, last to {url}"
     )))
+}
+
+/// One POST of `req` to `url`: over reqwest for http, over [`TlsClient`]
+/// for https (refused without one: no plaintext fallback, no default trust).
+async fn send(req: &Request<'_>, url: &Url) -> Result<Response, ClientError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let content_type = HeaderValue::from_static(req.codec.content_type());
+    headers.insert(CONTENT_TYPE, content_type.clone());
+    headers.insert(ACCEPT, content_type);
+    if let Some(id) = req.stream_id
+        && let Ok(v) = HeaderValue::from_str(id)
+    {
+        headers.insert(STREAM_ID_HEADER, v);
+    }
+    if let Some(auth) = req.auth {
+        headers.insert(AUTHORIZATION, auth.clone());
+    }
+    if url.scheme() == "https" {
+        let Some(tls) = req.tls else {
+            return Err(ClientError::InvalidEndpoint(format!(
+                "{url}: an https master needs --mesos-cafile"
+            )));
+        };
+        return tls.post(url, headers, req.body.clone()).await;
+    }
+    if req.tls.is_some() {
+        return Err(ClientError::InvalidEndpoint(format!(
+            "{url}: --mesos-cafile allows only https:// (no plaintext fallback)"
+        )));
+    }
+    Ok(req
+        .http
+        .post(url.clone())
+        .headers(headers)
+        .body(req.body.clone())
+        .send()
+        .await?)
 }
 
 fn redirect_target(url: &Url, response: &Response) -> Result<Url, ClientError> {

@@ -54,6 +54,7 @@ pub struct SchedulerClient {
     codec: Codec,
     timeout: Duration,
     credential: Option<super::Credential>,
+    tls: Option<std::sync::Arc<super::tls::TlsClient>>,
 }
 
 /// An accepted subscription: where later calls go, and the events.
@@ -120,7 +121,8 @@ impl SchedulerClient {
             )));
         }
         Ok(Self {
-            http: http::client(security.tls.as_ref())?,
+            http: http::client()?,
+            tls: security.tls.as_ref().map(http::tls_client),
             masters,
             codec,
             timeout: http::DEFAULT_RESPONSE_TIMEOUT,
@@ -207,6 +209,7 @@ impl SchedulerClient {
             stream_id,
             timeout: self.timeout,
             auth: self.credential.as_ref().map(super::Credential::header),
+            tls: self.tls.as_deref(),
         }
     }
 }

@@ -149,12 +149,6 @@ pub struct ClientSecurity {
     pub credential: Option<Credential>,
 }
 
-/// Installs ring as the process' rustls provider (once; a provider already
-/// installed stays), which reqwest's https needs.
-pub(crate) fn install_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// A TLS client configuration trusting exactly the certificates in
 /// `ca_file` (PEM).
 ///
