@@ -55,6 +55,8 @@ pub struct AppConfig {
     pub codec: Codec,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// API limits, audit log, encryption at rest, Mesos TLS and credentials.
+    pub hardening: crate::hardening::Hardening,
 }
 
 /// Why mesopod could not start.
@@ -75,6 +77,9 @@ pub enum AppError {
     /// The pipeline settings cannot work.
     #[error("bad scheduling settings: {0}")]
     Pipeline(#[from] procurement::ConfigError),
+    /// The audit log could not be opened.
+    #[error(transparent)]
+    Audit(#[from] apiserver::audit::AuditError),
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -127,9 +132,10 @@ impl App {
     /// [`AppError`] naming the part that failed.
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
         let store: Arc<dyn Store> = match &cfg.data_dir {
-            Some(dir) => {
-                Arc::new(RedbStore::open(dir).map_err(|e| AppError::Store(e.to_string()))?)
-            }
+            Some(dir) => Arc::new(
+                RedbStore::open_encrypted(dir, cfg.hardening.encryption.clone())
+                    .map_err(|e| AppError::Store(e.to_string()))?,
+            ),
             None => Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?),
         };
         let directory = Arc::new(AgentDirectory::default());
@@ -145,7 +151,11 @@ impl App {
             None
         };
         let master_url = cfg.framework.masters.join(",");
-        let client = SchedulerClient::new(cfg.framework.masters.clone(), cfg.codec)?;
+        let client = SchedulerClient::with_security(
+            cfg.framework.masters.clone(),
+            cfg.codec,
+            &cfg.hardening.mesos,
+        )?;
 
         let pipeline = default_pipeline(&PipelineConfig {
             framework_roles: cfg.framework.roles.clone(),
@@ -224,12 +234,14 @@ impl App {
                 api: api.clone(),
                 clock: cfg.clock.clone(),
             }));
+        let router = crate::hardening::layer(router, &cfg.hardening, cfg.clock.clone())?;
+        let conn_limits = cfg.hardening.limits.connections();
         let http = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await
+            let stopped = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) =
+                connlimits::serve_with_shutdown(listener, router, conn_limits, stopped).await
             {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }

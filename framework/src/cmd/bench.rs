@@ -206,6 +206,7 @@ fn app_config(
         admission: Admission::none(),
         codec: Codec::Protobuf,
         clock: Arc::new(SystemClock),
+        hardening: crate::hardening::Hardening::default(),
     })
 }
 

@@ -76,6 +76,9 @@ pub struct Args {
     /// An admission webhook URL; repeat for several, run in order.
     #[arg(long = "admission-webhook")]
     pub admission_webhooks: Vec<String>,
+    /// CA (PEM) that https admission webhooks' certificates must chain to.
+    #[arg(long)]
+    pub admission_webhook_cafile: Option<PathBuf>,
     /// Deadline of each admission hook call (at most 30s).
     #[arg(long, default_value = "10s", value_parser = mesos::duration::parse_flag)]
     pub admission_timeout: Duration,
@@ -93,10 +96,10 @@ pub struct Args {
     pub admission_service_accounts: Vec<String>,
     /// API limits, audit and encryption at rest (kube-apiserver's flags).
     #[command(flatten)]
-    pub hardening: crate::cmd::hardening::ApiArgs,
+    pub hardening: crate::hardening::ApiArgs,
     /// Mesos TLS and framework authentication (Mesos' flags).
     #[command(flatten)]
-    pub mesos_security: crate::cmd::hardening::MesosArgs,
+    pub mesos_security: crate::hardening::MesosArgs,
     /// A file of scheduler flags (`--flag value` per line, `#` comments),
     /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
@@ -125,10 +128,17 @@ impl Args {
         } else {
             program
         };
+        let webhook_tls = crate::hardening::webhook_tls(self.admission_webhook_cafile.as_deref())?;
         let hooks: Vec<Arc<dyn Hook>> = self
             .admission_webhooks
             .iter()
-            .map(|u| Arc::new(WebhookHook::new(u.clone())) as Arc<dyn Hook>)
+            .map(|u| {
+                let hook = match &webhook_tls {
+                    Some(tls) => WebhookHook::with_tls(u.clone(), tls.clone()),
+                    None => WebhookHook::new(u.clone()),
+                };
+                Arc::new(hook) as Arc<dyn Hook>
+            })
             .collect();
         let mut framework = FrameworkConfig {
             masters: self.master.clone(),
@@ -139,8 +149,11 @@ impl Args {
         if let Some(user) = &self.user {
             framework.user.clone_from(user);
         }
-        let hardening = self.hardening.config()?;
-        self.mesos_security.apply(&mut framework)?;
+        let hardening = crate::hardening::from_flags(
+            &self.hardening,
+            &self.mesos_security,
+            self.principal.as_deref(),
+        )?;
         Ok(AppConfig {
             hardening,
             listen: self.listen,

@@ -23,7 +23,7 @@ pub mod executor;
 mod http;
 pub mod scheduler;
 pub mod security;
-mod tls;
+pub mod tls;
 
 pub use error::ClientError;
 pub use executor::ExecutorClient;

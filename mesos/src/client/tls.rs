@@ -1,5 +1,6 @@
-//! https towards masters with `--mesos-cafile`: HTTP/1.1 over rustls (ring),
-//! trusting only the configured CA, beside reqwest's plain-HTTP path.
+//! https towards masters with `--mesos-cafile` (and any other https peer
+//! with its own CA, such as admission webhooks): HTTP/1.1 over rustls
+//! (ring), trusting only the configured CA, beside reqwest's plain-HTTP path.
 //!
 //! reqwest's own rustls support would need a process-wide crypto provider
 //! installed before *any* reqwest client is built (every test and tool in
@@ -24,8 +25,9 @@ use super::ClientError;
 /// Open connections kept for reuse, per `host:port`.
 const IDLE_PER_HOST: usize = 4;
 
-/// An https client trusting one rustls configuration's roots.
-pub(crate) struct TlsClient {
+/// An https client trusting one rustls configuration's roots. Cheap to
+/// share behind an `Arc`; keeps a few idle connections per host.
+pub struct TlsClient {
     connector: TlsConnector,
     connect_timeout: Duration,
     idle: Mutex<HashMap<String, Vec<SendRequest<Full<Bytes>>>>>,
@@ -42,7 +44,9 @@ fn tls_error(url: &Url, e: impl std::fmt::Display) -> ClientError {
 }
 
 impl TlsClient {
-    pub(crate) fn new(config: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> Self {
+    /// A client trusting `config`'s roots, giving up on a connect after
+    /// `connect_timeout`.
+    pub fn new(config: Arc<rustls::ClientConfig>, connect_timeout: Duration) -> Self {
         Self {
             connector: TlsConnector::from(config),
             connect_timeout,
@@ -102,7 +106,11 @@ impl TlsClient {
     }
 
     /// POSTs `body` with `headers` to the https `url`.
-    pub(crate) async fn post(
+    ///
+    /// # Errors
+    /// [`ClientError::Tls`] when connecting, the handshake or the exchange
+    /// fails; [`ClientError::Timeout`] for a connect past the timeout.
+    pub async fn post(
         &self,
         url: &Url,
         headers: HeaderMap,

@@ -96,6 +96,7 @@ pub fn app_config(setup: Setup) -> AppConfig {
         admission: setup.admission,
         codec: Codec::Protobuf,
         clock: Arc::new(SystemClock),
+        hardening: framework::hardening::Hardening::default(),
     }
 }
 
