@@ -162,7 +162,10 @@ async fn a_burst_past_max_requests_inflight_gets_429_and_writes_have_their_own_b
     assert_eq!(codes.iter().filter(|c| **c == 200).count(), 8, "{codes:?}");
     assert_eq!(codes.iter().filter(|c| **c == 429).count(), 12, "{codes:?}");
     // The budget is free again.
-    assert_eq!(get(&format!("{}/api/v1/pods", shim.url)).await.status(), 200);
+    assert_eq!(
+        get(&format!("{}/api/v1/pods", shim.url)).await.status(),
+        200
+    );
     shim.stop().await;
 }
 
@@ -184,7 +187,10 @@ async fn a_four_mib_body_gets_413_with_kube_apiservers_status() {
     assert_eq!(resp.status(), 413);
     let status: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(status["reason"], "RequestEntityTooLarge");
-    assert_eq!(status["message"], "Request entity too large: limit is 3145728");
+    assert_eq!(
+        status["message"],
+        "Request entity too large: limit is 3145728"
+    );
     assert_eq!(status["code"], 413);
     shim.stop().await;
 }
@@ -245,7 +251,10 @@ async fn each_client_may_hold_max_watches_per_user_watches() {
     }
     assert_too_many(watch().await).await;
     // Lists and gets are not watches.
-    assert_eq!(get(&format!("{}/api/v1/pods", shim.url)).await.status(), 200);
+    assert_eq!(
+        get(&format!("{}/api/v1/pods", shim.url)).await.status(),
+        200
+    );
     // A watch that ends gives its place back.
     drop(open.pop());
     let again = testkit::wait_until(
