@@ -124,6 +124,13 @@ pub fn load_jwt_secret_key(path: &Path) -> Result<Arc<[u8]>, SecurityError> {
     Ok(key.into())
 }
 
+/// The token an agent with `key` gives container `cid` of executor `eid`
+/// of framework `fid` (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`): for tools
+/// and tests that play an executor.
+pub fn executor_token(key: &[u8], fid: &str, eid: &str, cid: &str) -> String {
+    crate::agent::token::mint(key, fid, eid, cid)
+}
+
 /// Mesos' master and agent servers have no such knobs; localmesos caps
 /// connections and the time to send headers so a flood of idle sockets
 /// cannot take it down.
