@@ -85,7 +85,7 @@ struct KeyConfig {
 }
 
 enum Cipher {
-    AesGcm(LessSafeKey),
+    AesGcm(Box<LessSafeKey>),
     SecretBox(Box<crypto_secretbox::XSalsa20Poly1305>),
 }
 
@@ -142,7 +142,7 @@ fn key_cipher(provider: &str, k: &KeyConfig) -> Result<Key, String> {
             };
             let unbound = UnboundKey::new(alg, &secret)
                 .map_err(|_| format!("key {:?}: not an AES key", k.name))?;
-            Cipher::AesGcm(LessSafeKey::new(unbound))
+            Cipher::AesGcm(Box::new(LessSafeKey::new(unbound)))
         }
         _ => {
             if secret.len() != 32 {
