@@ -19,6 +19,12 @@
 //!   event.
 //! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
 //!   pod and container.
+//! - **Limits** ([`limits`]): kube-apiserver's in-flight budgets (429), request
+//!   timeout (504), a per-client watch cap, and, through `connlimits`, a
+//!   connection cap and header-read timeout. [`serve`] applies the defaults.
+//! - **Audit** ([`audit`]): audit.k8s.io/v1 events at level Metadata, as a layer.
+//! - **Encryption at rest** ([`store::encryption`]): an EncryptionConfiguration
+//!   applied to the redb values of the resources it names (Secrets).
 //! - The shim implements Kubernetes **1.33** ([`discovery::KUBERNETES_VERSION`]) and
 //!   reports it on `/version`.
 //!

@@ -89,6 +89,14 @@
 //! - An agent's used + offered resources never exceed its total.
 //! - Only loopback is bound; child processes lead their own process groups
 //!   and are killed on shutdown.
+//! - [`Security`] says what is enforced, as Mesos' flags do: framework HTTP
+//!   basic authentication against [`Credentials`] (401 with
+//!   `WWW-Authenticate` before any other check; a FrameworkInfo.principal
+//!   other than the authenticated one refused), executor JWTs
+//!   (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`, required with
+//!   `authenticate_http_executors`), the `/admin/` fault routes only with
+//!   `enable_faults` on a loopback address, and a connection cap with a
+//!   header-read timeout on every server.
 //!
 //! # What it must not know
 //!
