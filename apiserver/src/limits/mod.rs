@@ -21,6 +21,10 @@ use axum::extract::Request;
 /// authenticated user once authentication names one, else the client's address.
 pub type ClientKey = Arc<dyn Fn(&Request) -> String + Send + Sync>;
 
+/// Whether a request skips the in-flight budgets: kube-apiserver exempts
+/// the group `system:masters`; authentication, once it names groups, says so.
+pub type Exempt = Arc<dyn Fn(&Request) -> bool + Send + Sync>;
+
 /// The API server's limits. [`Limits::default`] has kube-apiserver's values.
 #[derive(Clone)]
 pub struct Limits {
@@ -48,6 +52,9 @@ pub struct Limits {
     pub max_connections: usize,
     /// Who a request's watches count against.
     pub client_key: ClientKey,
+    /// Requests never refused with 429 (by default none; health probes
+    /// always are exempt).
+    pub exempt: Exempt,
 }
 
 impl std::fmt::Debug for Limits {
@@ -101,6 +108,7 @@ impl Default for Limits {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             client_key: Arc::new(requests::peer_address),
+            exempt: Arc::new(|_| false),
         }
     }
 }

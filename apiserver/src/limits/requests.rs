@@ -155,6 +155,8 @@ fn permit(budget: Option<&Arc<Semaphore>>) -> Result<Option<OwnedSemaphorePermit
 
 async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Response {
     let class = classify(req.method(), req.uri().path(), req.uri().query());
+    // Exempt users skip the budgets, not the request timeout.
+    let exempt = matches!(class, Class::Mutating | Class::ReadOnly) && (b.limits.exempt)(&req);
     match class {
         Class::Exempt => next.run(req).await,
         Class::LongRunning => {
@@ -176,7 +178,9 @@ async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Respo
             resp.map(|body| Body::new(GuardedBody::new(body, slot)))
         }
         Class::Mutating | Class::ReadOnly => {
-            let budget = if class == Class::Mutating {
+            let budget = if exempt {
+                None
+            } else if class == Class::Mutating {
                 b.mutating.as_ref()
             } else {
                 b.read_only.as_ref()
