@@ -70,33 +70,91 @@ pub fn parse_object(bytes: &[u8], content_type: &str) -> Result<Value, ApiError>
     }
 }
 
-/// Decodes `value` as `T` and lists the fields of `value` that `T` does not know (paths
-/// like `spec.containers[0].foo`). Strict validation refuses them here.
+/// Decodes `value` as `T` and lists the fields of `value` that `T` does not know, as
+/// warnings (`unknown field "spec.containers[0].foo"`). Strict validation refuses them.
 pub fn decode_typed<T: DeserializeOwned + Serialize>(
     value: &Value,
     validation: FieldValidation,
 ) -> Result<(T, Vec<String>), ApiError> {
+    decode_checked(value, Vec::new(), validation)
+}
+
+/// [`decode_typed`] with the field problems found before decoding (duplicate keys)
+/// reported alongside the unknown fields, in one strict error or as warnings.
+fn decode_checked<T: DeserializeOwned + Serialize>(
+    value: &Value,
+    mut problems: Vec<String>,
+    validation: FieldValidation,
+) -> Result<(T, Vec<String>), ApiError> {
     let typed: T = serde_json::from_value(value.clone())
         .map_err(|e| ApiError::BadRequest(format!("error decoding object: {e}")))?;
-    let unknown = if validation == FieldValidation::Ignore {
-        Vec::new()
-    } else {
-        let round = serde_json::to_value(&typed).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let mut unknown = Vec::new();
-        unknown_fields(value, &round, "", &mut unknown);
-        unknown
-    };
-    if validation == FieldValidation::Strict && !unknown.is_empty() {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
+    if validation == FieldValidation::Ignore {
+        return Ok((typed, Vec::new()));
+    }
+    let round = serde_json::to_value(&typed).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut unknown = Vec::new();
+    unknown_fields(value, &round, "", &mut unknown);
+    let mut all: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    all.append(&mut problems);
+    if validation == FieldValidation::Strict && !all.is_empty() {
         return Err(ApiError::BadRequest(format!(
             "strict decoding error: {}",
-            list.join(", ")
+            all.join(", ")
         )));
     }
-    Ok((typed, unknown))
+    Ok((typed, all))
+}
+
+/// Decodes an object of kind `T` (as [`decode_typed`]); errors read as kube-apiserver's,
+/// `Pod in version "v1" cannot be handled as a Pod: ...`.
+pub fn decode_resource<T>(
+    value: &Value,
+    validation: FieldValidation,
+) -> Result<(T, Vec<String>), ApiError>
+where
+    T: k8s_openapi::Resource + DeserializeOwned + Serialize,
+{
+    decode_checked(value, Vec::new(), validation).map_err(cannot_handle::<T>)
+}
+
+/// Parses a JSON or YAML body and decodes it as kind `T`; with field validation on, keys
+/// given twice in a JSON body are reported (`duplicate field "metadata.name"`) as
+/// kube-apiserver does, rather than the last one silently winning.
+pub fn decode_resource_body<T>(
+    bytes: &[u8],
+    content_type: &str,
+    validation: FieldValidation,
+) -> Result<(T, Vec<String>), ApiError>
+where
+    T: k8s_openapi::Resource + DeserializeOwned + Serialize,
+{
+    let value = parse_object(bytes, content_type)?;
+    let duplicates = if validation == FieldValidation::Ignore || is_yaml(content_type) {
+        Vec::new()
+    } else {
+        crate::duplicates::duplicate_fields(bytes)
+            .into_iter()
+            .map(|f| format!("duplicate field \"{f}\""))
+            .collect()
+    };
+    decode_checked(&value, duplicates, validation).map_err(cannot_handle::<T>)
+}
+
+fn cannot_handle<T: k8s_openapi::Resource>(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(msg) => {
+            let detail = msg.strip_prefix("error decoding object: ").unwrap_or(&msg);
+            ApiError::BadRequest(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {detail}",
+                kind = T::KIND,
+                version = T::VERSION,
+            ))
+        }
+        other => other,
+    }
 }
 
 /// Fields present (and not null) in `original` but missing from the typed round trip.

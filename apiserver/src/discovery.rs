@@ -89,6 +89,9 @@ pub(crate) async fn core_v1() -> Response {
                 r("nodes/status", "", false, "Node", &["get"], &[]),
                 r("events", "event", true, "Event", &["create", "delete", "get", "list", "watch"], &["ev"]),
                 r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "watch"], &["ns"]),
+                r("configmaps", "configmap", true, "ConfigMap", &all, &["cm"]),
+                r("secrets", "secret", true, "Secret", &all, &[]),
+                r("serviceaccounts", "serviceaccount", true, "ServiceAccount", &all, &["sa"]),
             ],
         }),
     )

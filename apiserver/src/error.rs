@@ -106,12 +106,36 @@ pub enum ApiError {
     /// 403: the operation is never allowed on this object.
     #[error("{0}")]
     Forbidden(String),
+    /// 403: a create in a namespace that is being deleted (Kubernetes' NamespaceLifecycle
+    /// admission).
+    #[error(
+        "{resource} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+    )]
+    NamespaceTerminating {
+        /// Plural resource name.
+        resource: String,
+        /// Object name.
+        name: String,
+        /// The terminating namespace.
+        namespace: String,
+    },
+    /// 504: a read or watch at a resourceVersion the store has not reached.
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion {
+        /// The resourceVersion asked for.
+        requested: u64,
+        /// The store's.
+        current: u64,
+    },
     /// 405: the resource does not support this verb.
     #[error("{0}")]
     MethodNotAllowed(String),
     /// 410: a watch's resourceVersion is older than the history.
     #[error("{0}")]
     Expired(String),
+    /// 406: no media type the client accepts can be served.
+    #[error("{0}")]
+    NotAcceptable(String),
     /// 413: the body is larger than the server accepts.
     /// (kube-apiserver's message.)
     #[error("Request entity too large: limit is {limit}")]
@@ -151,9 +175,11 @@ impl ApiError {
             Self::Conflict { .. } => (409, "Conflict"),
             Self::Invalid { .. } => (422, "Invalid"),
             Self::BadRequest(_) => (400, "BadRequest"),
-            Self::Forbidden(_) => (403, "Forbidden"),
+            Self::Forbidden(_) | Self::NamespaceTerminating { .. } => (403, "Forbidden"),
+            Self::TooLargeResourceVersion { .. } => (504, "Timeout"),
             Self::MethodNotAllowed(_) => (405, "MethodNotAllowed"),
             Self::Expired(_) => (410, "Expired"),
+            Self::NotAcceptable(_) => (406, "NotAcceptable"),
             Self::TooLarge { .. } => (413, "RequestEntityTooLarge"),
             Self::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
             Self::Unavailable(_) => (503, "ServiceUnavailable"),
@@ -186,6 +212,25 @@ impl ApiError {
                     "field": c.field,
                 })).collect::<Vec<_>>(),
             }),
+            Self::NamespaceTerminating {
+                resource,
+                name,
+                namespace,
+            } => json!({
+                "name": name,
+                "kind": resource,
+                "causes": [{
+                    "reason": "NamespaceTerminating",
+                    "message": format!("namespace {namespace} is being terminated"),
+                    "field": "metadata.namespace",
+                }],
+            }),
+            Self::TooLargeResourceVersion { .. } => json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            }),
+            // kube-apiserver's answer for a path it does not serve carries empty details.
+            Self::NoRoute => json!({}),
             _ => Value::Null,
         };
         let mut status = json!({

@@ -1,11 +1,13 @@
-//! The Kubernetes API shim: pods, nodes, events and namespaces, served to `kubectl` and
-//! to the framework in-process.
+//! The Kubernetes API shim: pods, nodes, events, namespaces, ConfigMaps, Secrets and
+//! ServiceAccounts, served to `kubectl` and to the framework in-process.
 //!
 //! # Contract
 //!
 //! - **Two faces, one path.** [`router`] serves the Kubernetes REST API (core `v1`:
-//!   pods with `status` and `log` subresources, nodes, events, namespaces; discovery,
-//!   `/version`, OpenAPI v3) and [`Api`] offers the same operations typed, in-process.
+//!   pods with `status` and `log` subresources, nodes, events, namespaces, configmaps,
+//!   secrets, serviceaccounts; discovery, `/version`, OpenAPI v2 and v3 with the schemas
+//!   of every served kind, generated from k8s-openapi's types) and [`Api`] offers the
+//!   same operations typed, in-process.
 //!   Every HTTP write decodes its body and then calls the same [`Api`] method the
 //!   framework calls, so validation, defaulting and the store are shared.
 //! - **The store** ([`store::Store`]) holds every object under one global
@@ -25,6 +27,17 @@
 //! - **Audit** ([`audit`]): audit.k8s.io/v1 events at level Metadata, as a layer.
 //! - **Encryption at rest** ([`store::encryption`]): an EncryptionConfiguration
 //!   applied to the redb values of the resources it names (Secrets).
+//! - **Pod status is the scheduler's.** The `status` subresource refuses every client
+//!   write (403); only [`Api::update_pod_status`] (in process) writes it.
+//! - **Namespaces** are created with their `default` ServiceAccount (one transaction) and
+//!   deleted as in Kubernetes: `Terminating` (creates in it are 403), pods deleted with
+//!   their grace periods, then everything else and the namespace
+//!   ([`Api::finalize_namespaces`], swept by [`sweep`]). `default`, `kube-system` and
+//!   `kube-public` always exist. A pod runs as `default` unless it names an account,
+//!   which must exist (kube-apiserver's ServiceAccount admission).
+//! - **Secrets** never appear in a message: validation errors say
+//!   `<secret contents redacted>` and a Secret body that does not decode is refused
+//!   without quoting it. The shim logs no object bodies.
 //! - The shim implements Kubernetes **1.33** ([`discovery::KUBERNETES_VERSION`]) and
 //!   reports it on `/version`.
 //!
@@ -62,7 +75,7 @@
 //!   [`Api::list_nodes`], [`Api::watch_nodes`].
 //! - Events: [`Api::create_event`], [`Api::update_event`], [`Api::list_events`].
 //! - Namespaces: [`Api::create_namespace`], [`Api::list_namespaces`],
-//!   [`Api::delete_namespace`].
+//!   [`Api::delete_namespace`] (starts termination), [`Api::finalize_namespaces`].
 //! - Logs: [`Api::pod_logs`] (what `kubectl logs` calls) over the [`LogSource`].
 //! - The embedder's own small durable state: [`Api::put_meta`], [`Api::get_meta`].
 //!
@@ -76,10 +89,14 @@
 //!   from the configuration stays.
 //! - Lists ignore `limit`/`continue` and answer everything at once.
 //! - `metadata.finalizers` are stored but do not hold deletion.
-//! - Protobuf request bodies are understood only for namespace creation (what
-//!   `kubectl create namespace` sends); everything else is JSON or YAML.
-//! - kubectl 1.27 and 1.28 validate through OpenAPI v2, which the shim does not serve:
-//!   they need `--validate=false` for create/apply (1.29 and later use OpenAPI v3).
+//! - Protobuf request bodies are understood only for what `kubectl create namespace|
+//!   serviceaccount|configmap|secret` sends; everything else is JSON or YAML.
+//! - The OpenAPI schemas carry no `x-kubernetes-patch-merge-key`s (k8s-openapi's do not),
+//!   so kubectl's client-side apply uses its compiled-in patch metadata.
+//! - A list or watch at a resourceVersion ahead of the store is answered 504 at once
+//!   (kube-apiserver first waits up to 3 s for its watch cache).
+//! - ConfigMaps, Secrets and ServiceAccounts have no `deletecollection`; lists of them
+//!   take label selectors, and Secrets the `type` field selector.
 //!
 //! # Using it
 //!
@@ -99,8 +116,10 @@ pub mod audit;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
+mod duplicates;
 mod error;
 mod http;
+mod kinds;
 pub mod limits;
 pub mod logs;
 mod openapi;

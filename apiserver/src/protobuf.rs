@@ -1,8 +1,9 @@
 //! The little of Kubernetes' protobuf encoding the shim must read: typed clients inside
 //! kubectl (e.g. `kubectl create namespace`) send their body as
-//! `application/vnd.kubernetes.protobuf` whatever the server prefers. Only object
-//! metadata (name, generateName, labels, annotations) is decoded, which is all a
-//! namespace create carries; any other protobuf body is 415.
+//! `application/vnd.kubernetes.protobuf` whatever the server prefers. Object metadata
+//! (name, generateName, labels, annotations) is decoded, which is all a namespace or
+//! ServiceAccount create carries, and the data of ConfigMaps and Secrets (what
+//! `kubectl create configmap|secret` send); any other protobuf body is 415.
 
 use serde_json::{Map, Value, json};
 
@@ -21,6 +22,7 @@ fn bad(msg: &str) -> ApiError {
 /// One field of a protobuf message: number and, for length-delimited fields, the bytes.
 enum Field<'a> {
     Bytes(u32, &'a [u8]),
+    Varint(u32, u64),
     Other,
 }
 
@@ -44,8 +46,8 @@ fn fields(mut buf: &[u8]) -> Result<Vec<Field<'_>>, ApiError> {
         let number = u32::try_from(key >> 3).map_err(|_| bad("field number"))?;
         match key & 7 {
             0 => {
-                varint(&mut buf)?;
-                out.push(Field::Other);
+                let v = varint(&mut buf)?;
+                out.push(Field::Varint(number, v));
             }
             1 | 5 => {
                 let n = if key & 7 == 1 { 8 } else { 4 };
@@ -69,15 +71,73 @@ fn string(bytes: &[u8]) -> Result<String, ApiError> {
 }
 
 fn map_entry(bytes: &[u8]) -> Result<(String, String), ApiError> {
-    let (mut k, mut v) = (String::new(), String::new());
+    let (k, v) = bytes_entry(bytes)?;
+    Ok((k, string(&v)?))
+}
+
+/// A `map<string, bytes>` entry.
+fn bytes_entry(bytes: &[u8]) -> Result<(String, Vec<u8>), ApiError> {
+    let (mut k, mut v) = (String::new(), Vec::new());
     for f in fields(bytes)? {
         match f {
             Field::Bytes(1, b) => k = string(b)?,
-            Field::Bytes(2, b) => v = string(b)?,
+            Field::Bytes(2, b) => v = b.to_vec(),
             _ => {}
         }
     }
     Ok((k, v))
+}
+
+/// The JSON of a `map<string, bytes>` value: base64, as Kubernetes' JSON has it.
+fn base64(bytes: Vec<u8>) -> Value {
+    serde_json::to_value(k8s_openapi::ByteString(bytes)).unwrap_or(Value::Null)
+}
+
+/// The fields besides metadata of the kinds kubectl creates from protobuf, by their
+/// numbers in `k8s.io/api/core/v1/generated.proto`.
+fn kind_fields(kind: &str, raw: &[u8], obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let mut maps: [Map<String, Value>; 3] = Default::default();
+    for f in fields(raw)? {
+        match (kind, f) {
+            (_, Field::Bytes(1, _)) => {}
+            ("ConfigMap", Field::Bytes(2, b)) | ("Secret", Field::Bytes(4, b)) => {
+                let (k, v) = map_entry(b)?;
+                maps[0].insert(k, json!(v));
+            }
+            ("ConfigMap", Field::Bytes(3, b)) | ("Secret", Field::Bytes(2, b)) => {
+                let (k, v) = bytes_entry(b)?;
+                maps[1].insert(k, base64(v));
+            }
+            ("ConfigMap", Field::Varint(4, v)) | ("Secret", Field::Varint(5, v)) => {
+                obj.insert("immutable".into(), json!(v != 0));
+            }
+            ("Secret", Field::Bytes(3, b)) => {
+                obj.insert("type".into(), json!(string(b)?));
+            }
+            ("ServiceAccount", Field::Varint(4, v)) => {
+                obj.insert("automountServiceAccountToken".into(), json!(v != 0));
+            }
+            ("Namespace", _) => {}
+            // Anything else would be dropped silently: refuse it instead.
+            _ => {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "a protobuf {kind} with fields beyond what kubectl create sends is not supported; send JSON"
+                )));
+            }
+        }
+    }
+    let [strings, bytes, _] = maps;
+    let (string_field, bytes_field) = if kind == "Secret" {
+        ("stringData", "data")
+    } else {
+        ("data", "binaryData")
+    };
+    for (field, map) in [(string_field, strings), (bytes_field, bytes)] {
+        if !map.is_empty() {
+            obj.insert(field.into(), Value::Object(map));
+        }
+    }
+    Ok(())
 }
 
 fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
@@ -85,13 +145,16 @@ fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
     let (mut labels, mut annotations) = (Map::new(), Map::new());
     for f in fields(bytes)? {
         match f {
-            Field::Bytes(1, b) => {
+            // Empty strings are proto2's unset, which JSON leaves out.
+            Field::Bytes(1, b) if !b.is_empty() => {
                 meta.insert("name".into(), json!(string(b)?));
             }
-            Field::Bytes(2, b) => {
+            // Empty strings are proto2's unset, which JSON leaves out.
+            Field::Bytes(2, b) if !b.is_empty() => {
                 meta.insert("generateName".into(), json!(string(b)?));
             }
-            Field::Bytes(3, b) => {
+            // Empty strings are proto2's unset, which JSON leaves out.
+            Field::Bytes(3, b) if !b.is_empty() => {
                 meta.insert("namespace".into(), json!(string(b)?));
             }
             Field::Bytes(11, b) => {
@@ -114,9 +177,9 @@ fn object_meta(bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(Value::Object(meta))
 }
 
-/// Decodes a protobuf body of `kind` into the JSON the rest of the shim takes; only the
-/// metadata survives, so only kinds whose create needs nothing else are accepted.
-pub(crate) fn decode_metadata_only(body: &[u8], kind: &str) -> Result<Value, ApiError> {
+/// Decodes a protobuf body of `kind` (Namespace, ServiceAccount, ConfigMap, Secret) into
+/// the JSON the rest of the shim takes.
+pub(crate) fn decode_object(body: &[u8], kind: &str) -> Result<Value, ApiError> {
     let body = body
         .strip_prefix(MAGIC)
         .ok_or_else(|| bad("missing k8s protobuf prefix"))?;
@@ -147,7 +210,12 @@ pub(crate) fn decode_metadata_only(body: &[u8], kind: &str) -> Result<Value, Api
             meta = object_meta(m)?;
         }
     }
-    Ok(json!({"apiVersion": "v1", "kind": kind, "metadata": meta}))
+    let mut obj = Map::new();
+    obj.insert("apiVersion".into(), json!("v1"));
+    obj.insert("kind".into(), json!(kind));
+    obj.insert("metadata".into(), meta);
+    kind_fields(kind, raw, &mut obj)?;
+    Ok(Value::Object(obj))
 }
 
 #[cfg(test)]
@@ -168,7 +236,7 @@ mod tests {
         let ns = ld(1, &meta);
         let type_meta = [ld(1, b"v1"), ld(2, b"Namespace")].concat();
         let body = [MAGIC.to_vec(), ld(1, &type_meta), ld(2, &ns)].concat();
-        let v = decode_metadata_only(&body, "Namespace").unwrap();
+        let v = decode_object(&body, "Namespace").unwrap();
         assert_eq!(
             v["metadata"],
             json!({"name": "team-a", "labels": {"team": "a"}})
@@ -179,7 +247,7 @@ mod tests {
     fn garbage_is_a_bad_request_not_a_panic() {
         for body in [&b""[..], b"k8s\0\xff", b"k8s\0\x0a\x05ab", b"nope"] {
             assert_eq!(
-                decode_metadata_only(body, "Namespace")
+                decode_object(body, "Namespace")
                     .unwrap_err()
                     .code_and_reason()
                     .0,

@@ -12,9 +12,24 @@ pub enum Resource {
     Events,
     /// `namespaces`, cluster-scoped.
     Namespaces,
+    /// `configmaps`, namespaced.
+    ConfigMaps,
+    /// `secrets`, namespaced.
+    Secrets,
+    /// `serviceaccounts`, namespaced.
+    ServiceAccounts,
 }
 
 impl Resource {
+    /// The namespaced resources whose objects a namespace's deletion removes, besides pods
+    /// (which are deleted with their grace periods first).
+    pub const NAMESPACE_CONTENTS: [Resource; 4] = [
+        Self::Events,
+        Self::ConfigMaps,
+        Self::Secrets,
+        Self::ServiceAccounts,
+    ];
+
     /// The plural name used in URLs and `Status.details.kind`.
     pub fn plural(self) -> &'static str {
         match self {
@@ -22,6 +37,9 @@ impl Resource {
             Self::Nodes => "nodes",
             Self::Events => "events",
             Self::Namespaces => "namespaces",
+            Self::ConfigMaps => "configmaps",
+            Self::Secrets => "secrets",
+            Self::ServiceAccounts => "serviceaccounts",
         }
     }
 
@@ -32,6 +50,9 @@ impl Resource {
             Self::Nodes => "Node",
             Self::Events => "Event",
             Self::Namespaces => "Namespace",
+            Self::ConfigMaps => "ConfigMap",
+            Self::Secrets => "Secret",
+            Self::ServiceAccounts => "ServiceAccount",
         }
     }
 
@@ -42,12 +63,15 @@ impl Resource {
             Self::Nodes => "NodeList",
             Self::Events => "EventList",
             Self::Namespaces => "NamespaceList",
+            Self::ConfigMaps => "ConfigMapList",
+            Self::Secrets => "SecretList",
+            Self::ServiceAccounts => "ServiceAccountList",
         }
     }
 
     /// Whether objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        matches!(self, Self::Pods | Self::Events)
+        !matches!(self, Self::Nodes | Self::Namespaces)
     }
 
     /// The store key of one object (`ns` is ignored for cluster-scoped resources).
@@ -99,6 +123,8 @@ impl Resource {
                         || matches!(field, "reason" | "reportingComponent" | "source" | "type")
                 }
                 Self::Namespaces => field == "status.phase",
+                Self::Secrets => field == "type",
+                Self::ConfigMaps | Self::ServiceAccounts => false,
             }
     }
 }

@@ -19,49 +19,6 @@ fn pod(name: &str) -> Value {
         "spec": {"containers": [{"name": "main", "image": "nginx:1", "env": [{"name": "A", "value": "1"}]}]}})
 }
 
-struct Http {
-    client: reqwest::Client,
-    base: String,
-}
-
-impl Http {
-    fn new(server: &Server) -> Self {
-        Self {
-            client: reqwest::Client::new(),
-            base: server.url.clone(),
-        }
-    }
-
-    async fn send(&self, method: &str, path: &str, ct: &str, body: Vec<u8>) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let resp = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .header("content-type", ct)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let code = resp.status().as_u16();
-        let bytes = resp.bytes().await.unwrap();
-        (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-    }
-
-    async fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
-        self.send(
-            method,
-            path,
-            "application/json",
-            serde_json::to_vec(body).unwrap(),
-        )
-        .await
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send("GET", path, "", Vec::new()).await
-    }
-}
-
 fn assert_status(body: &Value, code: u16, reason: &str) {
     assert_eq!(body["kind"], "Status", "{body}");
     assert_eq!(body["apiVersion"], "v1");
@@ -281,31 +238,27 @@ async fn put_uses_optimistic_concurrency_and_patches_of_every_kind_apply() {
         .await;
     assert_eq!(code, 409, "a resourceVersion in a patch is a precondition");
 
-    let status = json!({"status": {"phase": "Running", "podIP": "10.0.0.9"}});
-    let (code, body) = http
-        .send(
-            "PATCH",
-            &format!("{PODS}/p/status"),
-            "application/merge-patch+json",
-            serde_json::to_vec(&status).unwrap(),
-        )
-        .await;
-    assert_eq!(code, 200, "{body}");
-    assert_eq!(body["status"]["phase"], "Running");
-    let sneaky = json!({"status": {"phase": "Failed"}, "spec": {"containers": [{"name": "main", "image": "evil"}]}});
-    let (code, body) = http
-        .send(
-            "PATCH",
-            &format!("{PODS}/p/status"),
-            "application/merge-patch+json",
-            serde_json::to_vec(&sneaky).unwrap(),
-        )
-        .await;
-    assert_eq!(code, 200);
-    assert_eq!(
-        body["spec"]["containers"][0]["image"], "nginx:4",
-        "the status subresource changes status only"
-    );
+    // Only the scheduler (in process) writes status; a client's write changes nothing.
+    let status = json!({"status": {"phase": "Failed"}});
+    for verb in ["PATCH", "PUT"] {
+        let ct = if verb == "PATCH" {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
+        let (code, body) = http
+            .send(
+                verb,
+                &format!("{PODS}/p/status"),
+                ct,
+                serde_json::to_vec(&status).unwrap(),
+            )
+            .await;
+        assert_eq!(code, 403, "{verb}: {body}");
+        assert_status(&body, 403, "Forbidden");
+    }
+    let (_, body) = http.get(&format!("{PODS}/p")).await;
+    assert_eq!(body["status"]["phase"], "Pending");
     server.stop().await;
 }
 
@@ -470,20 +423,33 @@ async fn namespaces_and_events_follow_kubernetes_rules() {
     let (code, body) = http
         .send("DELETE", "/api/v1/namespaces/tmp", "", Vec::new())
         .await;
-    assert_eq!(code, 409, "{body}");
-    let (code, _) = http
-        .send(
-            "DELETE",
-            "/api/v1/namespaces/tmp/pods/inside",
-            "application/json",
-            b"{}".to_vec(),
-        )
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["status"]["phase"], "Terminating", "{body}");
+    let (code, body) = http
+        .json("POST", "/api/v1/namespaces/tmp/pods", &pod("late"))
         .await;
-    assert_eq!(code, 200);
-    let (code, _) = http
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "pods \"late\" is forbidden: unable to create new content in namespace tmp because it is being terminated"
+    );
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
+    let (code, body) = http
         .send("DELETE", "/api/v1/namespaces/tmp", "", Vec::new())
         .await;
-    assert_eq!(code, 200);
+    assert_eq!(code, 409, "a second delete while terminating: {body}");
+    // The unbound pod leaves at once, so the namespace follows without a sweep.
+    testkit::wait_until(
+        "the emptied namespace to go",
+        Duration::from_secs(10),
+        async || http.get("/api/v1/namespaces/tmp").await,
+        |(code, _)| *code == 404,
+    )
+    .await;
+    assert_eq!(http.get("/api/v1/namespaces/tmp/pods/inside").await.0, 404);
     let (code, body) = http
         .send("DELETE", "/api/v1/namespaces/default", "", Vec::new())
         .await;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
 use kube::api::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -137,7 +138,56 @@ async fn kube_rs_creates_lists_patches_watches_and_deletes() {
         .into_iter()
         .filter_map(|n| n.metadata.name)
         .collect();
-    assert_eq!(names, ["default", "kube-system"]);
+    assert_eq!(names, ["default", "kube-public", "kube-system"]);
     drop(stream);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_creates_and_reads_a_config_map_and_a_secret() {
+    let server = Server::start().await;
+    let config = kube::Config::new(server.url.parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "settings"},
+        "data": {"mode": "fast"},
+        "binaryData": {"blob": "AAEC"},
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let read = cms.get("settings").await.unwrap();
+    assert_eq!(read.data.unwrap()["mode"], "fast");
+    assert_eq!(read.binary_data.unwrap()["blob"].0, [0, 1, 2]);
+    assert_eq!(
+        cms.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(client, "default");
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("token".into()),
+            ..Default::default()
+        },
+        string_data: Some([("api-key".to_string(), "abc123".to_string())].into()),
+        data: Some([("raw".to_string(), ByteString(vec![0xff, 0x00]))].into()),
+        ..Default::default()
+    };
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    let read = secrets.get("token").await.unwrap();
+    assert!(read.string_data.is_none(), "stringData is write-only");
+    let data = read.data.unwrap();
+    assert_eq!(data["api-key"].0, b"abc123");
+    assert_eq!(data["raw"].0, [0xff, 0x00]);
+    secrets
+        .delete("token", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(secrets.get("token").await.is_err());
     server.stop().await;
 }

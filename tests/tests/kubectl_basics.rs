@@ -126,21 +126,15 @@ async fn all_namespaces_and_label_selectors_filter_as_kubectl_users_expect() {
     for ns in ["default", "kube-system", "team-a"] {
         assert!(namespaces.contains(ns), "{namespaces}");
     }
-    let busy = kubectl(k, &server.url)
-        .run(&["delete", "namespace", "team-a"])
-        .await;
-    assert!(
-        !busy.status.success(),
-        "a namespace with pods is not deleted"
-    );
-    assert!(stderr(&busy).contains("not empty"), "{}", stderr(&busy));
-    ok(&kubectl(k, &server.url)
-        .run(&["delete", "pod", "db", "-n", "team-a"])
-        .await);
+    // Deleting a namespace takes its pods with it (issue 18), as in Kubernetes.
     let gone = ok(&kubectl(k, &server.url)
         .run(&["delete", "namespace", "team-a"])
         .await);
     assert_eq!(gone.trim(), "namespace \"team-a\" deleted");
+    let db = kubectl(k, &server.url)
+        .run(&["get", "pod", "db", "-n", "team-a"])
+        .await;
+    assert!(stderr(&db).contains("not found"), "{}", stderr(&db));
     let system = kubectl(k, &server.url)
         .run(&["delete", "namespace", "kube-system"])
         .await;

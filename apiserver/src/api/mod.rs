@@ -2,8 +2,10 @@
 //! the framework alike, so both share validation, defaulting and the store.
 
 mod events;
+mod kinds;
 mod logs;
 mod namespaces;
+mod node_scope;
 mod nodes;
 mod objects;
 mod pod_deletion;
@@ -24,6 +26,7 @@ use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
+pub(crate) use kinds::{decode_kind, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};
@@ -191,7 +194,7 @@ mod tests {
             .into_iter()
             .filter_map(|n| n.metadata.name)
             .collect();
-        assert_eq!(names, ["default", "kube-system"]);
+        assert_eq!(names, ["default", "kube-public", "kube-system"]);
         let err = api.delete_namespace("kube-system").await.unwrap_err();
         assert_eq!(err.code_and_reason(), (403, "Forbidden"));
     }

@@ -1,23 +1,61 @@
-//! Namespaces: `default` and `kube-system` always exist; others can be created, and
-//! deleted while empty.
+//! Namespaces: `default`, `kube-system` and `kube-public` always exist; others can be
+//! created (with their `default` ServiceAccount, in the same transaction) and deleted.
+//!
+//! Deletion is Kubernetes': the namespace gets `deletionTimestamp` and phase
+//! `Terminating` (creates in it are refused from then on); [`Api::finalize_namespaces`]
+//! deletes its pods with their grace periods and, once none is left, removes every other
+//! object in it and the namespace itself in one transaction.
 
-use k8s_openapi::api::core::v1::{Namespace, NamespaceStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, NamespaceStatus, ServiceAccount};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+use serde_json::Value;
 
-use super::objects::{stamp_new, to_value};
+use super::objects::{k8s_time, stamp_new, to_value, typed};
 use super::pods::first_object;
 use super::{Api, ObjectList, WriteOptions};
 use crate::error::ApiError;
+use crate::kinds::DEFAULT_SERVICE_ACCOUNT;
 use crate::resource::Resource;
-use crate::store::{Precondition, WriteOp};
+use crate::store::{Precondition, WriteOp, object_rv};
 use crate::validation::{Causes, check_label_name, check_metadata};
 
 const NAMESPACES: Resource = Resource::Namespaces;
 
 /// Namespaces that exist from the start and can never be deleted.
-pub const SYSTEM_NAMESPACES: [&str; 2] = ["default", "kube-system"];
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// The finalizer Kubernetes puts on every namespace: its content is still being removed.
+const KUBERNETES_FINALIZER: &str = "kubernetes";
+
+/// Whether a stored namespace is being deleted.
+pub(crate) fn is_terminating(ns: &Value) -> bool {
+    ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+        || ns
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+}
+
+/// The `default` ServiceAccount of namespace `ns`, as a create operation.
+fn default_service_account(ns: &str, now: std::time::SystemTime) -> Result<WriteOp, ApiError> {
+    let mut sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some(DEFAULT_SERVICE_ACCOUNT.into()),
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    stamp_new(&mut sa.metadata, now);
+    Ok(WriteOp::Put {
+        key: Resource::ServiceAccounts.key(ns, DEFAULT_SERVICE_ACCOUNT),
+        object: to_value(&sa)?,
+        precondition: Precondition::Absent,
+    })
+}
 
 impl Api {
+    /// Creates the system namespaces if missing, and the `default` ServiceAccount of every
+    /// namespace that lacks one (stores written before ServiceAccounts were served).
     pub(crate) async fn ensure_system_namespaces(&self) -> Result<(), ApiError> {
         for name in SYSTEM_NAMESPACES {
             if self.get_value(&NAMESPACES.key("", name)).is_some() {
@@ -35,11 +73,29 @@ impl Api {
                 Err(e) => return Err(e),
             }
         }
+        let (all, _) = self.store().list(&NAMESPACES.prefix(None));
+        for ns in all {
+            let name = ns
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let sa_key = Resource::ServiceAccounts.key(name, DEFAULT_SERVICE_ACCOUNT);
+            if name.is_empty() || is_terminating(&ns) || self.get_value(&sa_key).is_some() {
+                continue;
+            }
+            match self
+                .commit(vec![default_service_account(name, self.now())?])
+                .await
+            {
+                Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(())
     }
 
-    /// Creates a namespace (phase Active); 409 if it exists, 422 if the name is not a
-    /// DNS-1123 label.
+    /// Creates a namespace (phase Active, finalizer `kubernetes`) and its `default`
+    /// ServiceAccount; 409 if it exists, 422 if the name is not a DNS-1123 label.
     pub async fn create_namespace(&self, ns: Namespace) -> Result<Namespace, ApiError> {
         self.create_namespace_with(ns, WriteOptions::default())
             .await
@@ -51,7 +107,13 @@ impl Api {
         opts: WriteOptions,
     ) -> Result<Namespace, ApiError> {
         ns.metadata.namespace = None;
-        stamp_new(&mut ns.metadata, self.now());
+        let now = self.now();
+        stamp_new(&mut ns.metadata, now);
+        let spec = ns.spec.get_or_insert_with(NamespaceSpec::default);
+        let finalizers = spec.finalizers.get_or_insert_with(Vec::new);
+        if !finalizers.iter().any(|f| f == KUBERNETES_FINALIZER) {
+            finalizers.push(KUBERNETES_FINALIZER.into());
+        }
         ns.status = Some(NamespaceStatus {
             phase: Some("Active".into()),
             ..Default::default()
@@ -68,7 +130,16 @@ impl Api {
             object: to_value(&ns)?,
             precondition: Precondition::Absent,
         };
-        first_object(&self.commit(vec![op]).await?)
+        let mut ops = vec![op];
+        // A namespace deleted and created again may still hold its old account for a
+        // moment; keep it rather than fail the create.
+        if self
+            .get_value(&Resource::ServiceAccounts.key(&name, DEFAULT_SERVICE_ACCOUNT))
+            .is_none()
+        {
+            ops.push(default_service_account(&name, now)?);
+        }
+        first_object(&self.commit(ops).await?)
     }
 
     /// The namespace `name`; 404 if missing.
@@ -85,31 +156,119 @@ impl Api {
         self.list_typed(NAMESPACES, None, label_selector, field_selector)
     }
 
-    /// Deletes an empty namespace at once. 403 for the system namespaces, 409 while pods
-    /// or events remain in it (checked in the same transaction as the removal).
+    /// Starts deleting a namespace: it turns `Terminating` and is returned so;
+    /// [`Api::finalize_namespaces`] empties and removes it. 403 for the system
+    /// namespaces, 404 if missing, 409 if it is already terminating.
     pub async fn delete_namespace(&self, name: &str) -> Result<Namespace, ApiError> {
         if SYSTEM_NAMESPACES.contains(&name) {
             return Err(ApiError::Forbidden(format!(
                 "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
             )));
         }
-        let mut ops: Vec<WriteOp> = [Resource::Pods, Resource::Events]
-            .into_iter()
-            .map(|r| WriteOp::CheckEmpty {
+        let v = self.get_raw(NAMESPACES, "", name)?;
+        if is_terminating(&v) {
+            return Err(ApiError::Conflict {
+                resource: "namespaces".into(),
+                name: name.into(),
+                detail: "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.".into(),
+            });
+        }
+        let mut ns: Namespace = typed(&v)?;
+        ns.metadata.deletion_timestamp = Some(k8s_time(self.now()));
+        ns.metadata.deletion_grace_period_seconds = Some(0);
+        ns.status.get_or_insert_with(Default::default).phase = Some("Terminating".into());
+        let op = WriteOp::Put {
+            key: NAMESPACES.key("", name),
+            object: to_value(&ns)?,
+            precondition: Precondition::ResourceVersion(object_rv(&v).unwrap_or(0)),
+        };
+        let ns = first_object(&self.commit(vec![op]).await?)?;
+        // Start at once rather than at the next sweep: a namespace holding no bound pods
+        // is then gone by the time kubectl looks.
+        let api = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = api.finalize_namespaces().await {
+                tracing::warn!(error = %e, "namespace finalization failed");
+            }
+        });
+        Ok(ns)
+    }
+
+    /// One round of the namespace controller: for every terminating namespace, deletes
+    /// its pods that are not yet being deleted (with their grace periods); one with no
+    /// pod left loses all its other objects and then itself, in one transaction.
+    /// Returns how many namespaces were removed. Run by [`crate::sweep`].
+    pub async fn finalize_namespaces(&self) -> Result<usize, ApiError> {
+        let (all, _) = self.store().list(&NAMESPACES.prefix(None));
+        let mut removed = 0;
+        for ns in all.iter().filter(|v| is_terminating(v)) {
+            let name = ns
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if self.finalize_namespace(name).await? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    async fn finalize_namespace(&self, name: &str) -> Result<bool, ApiError> {
+        let (pods, _) = self.store().list(&Resource::Pods.prefix(Some(name)));
+        for pod in &pods {
+            let deleting = pod
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null());
+            let pod_name = pod
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !deleting {
+                match self
+                    .delete_pod(name, pod_name, &DeleteOptions::default())
+                    .await
+                {
+                    Ok(_) | Err(ApiError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if !self
+            .store()
+            .list(&Resource::Pods.prefix(Some(name)))
+            .0
+            .is_empty()
+        {
+            return Ok(false);
+        }
+        let mut ops = Vec::new();
+        for r in Resource::NAMESPACE_CONTENTS {
+            let (items, _) = self.store().list(&r.prefix(Some(name)));
+            for item in items {
+                let obj = item
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                ops.push(WriteOp::Delete {
+                    key: r.key(name, obj),
+                    precondition: Precondition::None,
+                });
+            }
+        }
+        // Anything written since the reads above fails the transaction; the next round
+        // deletes it.
+        for r in std::iter::once(Resource::Pods).chain(Resource::NAMESPACE_CONTENTS) {
+            ops.push(WriteOp::CheckEmpty {
                 prefix: r.prefix(Some(name)),
-            })
-            .collect();
+            });
+        }
         ops.push(WriteOp::Delete {
             key: NAMESPACES.key("", name),
             precondition: Precondition::None,
         });
         match self.commit(ops).await {
-            Ok(changes) => first_object(&changes),
-            Err(ApiError::Conflict { .. }) => Err(ApiError::Conflict {
-                resource: "namespaces".into(),
-                name: name.into(),
-                detail: "the namespace is not empty; delete its pods and events first".into(),
-            }),
+            Ok(_) => Ok(true),
+            Err(ApiError::Conflict { .. } | ApiError::NotFound { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     }

@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
-use crate::decode::{FieldValidation, decode_typed};
+use crate::decode::{FieldValidation, decode_resource};
 use crate::error::ApiError;
+use crate::kinds::DEFAULT_SERVICE_ACCOUNT;
 use crate::patch::{self, PatchType};
 use crate::resource::Resource;
 use crate::selectors::Selectors;
@@ -152,14 +153,10 @@ impl Api {
         });
         validate_pod(&pod)?;
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let ns_key = Resource::Namespaces.key("", ns);
+        // A missing or terminating namespace is the first thing a create is told.
+        self.namespace_guard(PODS, ns, &name)?;
+        self.admit_service_account(ns, &name, &mut pod)?;
         if opts.dry_run {
-            if self.get_value(&ns_key).is_none() {
-                return Err(ApiError::NotFound {
-                    resource: "namespaces".into(),
-                    name: ns.into(),
-                });
-            }
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {
                     resource: "pods".into(),
@@ -168,20 +165,45 @@ impl Api {
             }
             return Ok(pod);
         }
-        let changes = self
-            .commit(vec![
-                WriteOp::Check {
-                    key: ns_key,
-                    precondition: Precondition::Present,
-                },
-                WriteOp::Put {
-                    key: pod_key(ns, &name),
-                    object: to_value(&pod)?,
-                    precondition: Precondition::Absent,
-                },
-            ])
-            .await?;
+        let put = WriteOp::Put {
+            key: pod_key(ns, &name),
+            object: to_value(&pod)?,
+            precondition: Precondition::Absent,
+        };
+        let changes = self.commit_create(PODS, ns, &name, put).await?;
         as_stored(pod, &changes)
+    }
+
+    /// kube-apiserver's ServiceAccount admission: a pod without `serviceAccountName` runs
+    /// as `default`; the account must exist in the namespace (403 otherwise).
+    fn admit_service_account(&self, ns: &str, name: &str, pod: &mut Pod) -> Result<(), ApiError> {
+        let Some(spec) = pod.spec.as_mut() else {
+            return Ok(());
+        };
+        let account = match spec
+            .service_account_name
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
+            Some(a) => a.to_string(),
+            // The deprecated `serviceAccount` still names the account when it is alone.
+            None => spec
+                .service_account
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| DEFAULT_SERVICE_ACCOUNT.into()),
+        };
+        spec.service_account_name = Some(account.clone());
+        spec.service_account = Some(account.clone());
+        if self
+            .get_value(&Resource::ServiceAccounts.key(ns, &account))
+            .is_none()
+        {
+            return Err(ApiError::Forbidden(format!(
+                "pods \"{name}\" is forbidden: error looking up service account {ns}/{account}: serviceaccount \"{account}\" not found"
+            )));
+        }
+        Ok(())
     }
 
     /// The pod `namespace/name`; 404 if missing.
@@ -268,21 +290,12 @@ impl Api {
         patch: &Value,
         opts: WriteOptions,
     ) -> Result<(Pod, Vec<String>), ApiError> {
-        let explicit = match patch
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-        {
-            Some(s) => Some(
-                s.parse::<u64>()
-                    .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
-            ),
-            None => None,
-        };
+        let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
             let live = match self.get_raw(PODS, ns, name) {
                 Ok(v) => v,
                 Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
-                    let (mut pod, warnings) = decode_typed::<Pod>(patch, opts.field_validation)?;
+                    let (mut pod, warnings) = decode_resource::<Pod>(patch, opts.field_validation)?;
                     check_name(&mut pod.metadata, name)?;
                     return Ok((self.create_pod_with(ns, pod, opts).await?, warnings));
                 }
@@ -293,7 +306,7 @@ impl Api {
                 return Err(ApiError::stale("pods", name));
             }
             let patched = patch::apply(ty, &live, patch, "Pod", name)?;
-            let (new, warnings) = decode_typed::<Pod>(&patched, opts.field_validation)?;
+            let (new, warnings) = decode_resource::<Pod>(&patched, opts.field_validation)?;
             let mut new = new;
             check_name(&mut new.metadata, name)?;
             bind_namespace(&mut new.metadata, ns)?;
@@ -337,6 +350,20 @@ impl Api {
         {
             new_spec.node_name.clone_from(&old_spec.node_name);
         }
+        // Admission filled the account in at create; a replace that leaves it out keeps it.
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
+            && new_spec
+                .service_account_name
+                .as_deref()
+                .is_none_or(str::is_empty)
+        {
+            new_spec
+                .service_account_name
+                .clone_from(&old_spec.service_account_name);
+            new_spec
+                .service_account
+                .clone_from(&old_spec.service_account);
+        }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
         if new == *old || opts.dry_run {
@@ -372,6 +399,20 @@ impl Api {
         from: u64,
     ) -> Result<RawStream, ApiError> {
         self.watch_raw(PODS, namespace, Some(from), Selectors::default())
+    }
+}
+
+/// The resourceVersion a patch names in its metadata: a precondition of the write.
+pub(crate) fn patch_precondition(patch: &Value) -> Result<Option<u64>, ApiError> {
+    match patch
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        Some(s) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}"))),
+        None => Ok(None),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The HTTP face of the API: routes, and a server with the deletion sweep.
 
 mod extract;
+mod kinds;
 mod logs;
 mod objects;
 mod others;
@@ -69,11 +70,13 @@ fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
 /// routes onto this router (e.g. debug pages) and serve them on the same listener.
 pub fn router(api: Api) -> Router {
     use Resource::{Events, Namespaces, Nodes, Pods};
-    Router::new()
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+    let router = Router::new()
         .route("/version", get(discovery::version))
         .route("/api", get(discovery::api_versions))
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
+        .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
         .route("/api/v1/pods", list_all(Pods))
@@ -114,7 +117,10 @@ pub fn router(api: Api) -> Router {
         .route(
             "/api/v1/namespaces/{ns}",
             get_cluster_scoped(Namespaces).delete(others::delete_namespace),
-        )
+        );
+    let router = kinds::routes::<ConfigMap>(router);
+    let router = kinds::routes::<Secret>(router);
+    kinds::routes::<ServiceAccount>(router)
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)
         .with_state(api)
@@ -161,8 +167,8 @@ pub async fn serve(listener: TcpListener, api: Api) -> std::io::Result<()> {
     serve_with_shutdown(listener, api, std::future::pending()).await
 }
 
-/// The shim's background duties, forever: expired deletions every
-/// [`SWEEP_EVERY`] and expired events now and then, by the API's clock.
+/// The shim's background duties, forever: expired deletions and terminating
+/// namespaces every [`SWEEP_EVERY`] and expired events now and then, by the API's clock.
 /// [`serve_with_shutdown`] runs it; a caller serving [`router`] on its own
 /// listener spawns it.
 pub async fn sweep(api: Api) {
@@ -173,6 +179,9 @@ pub async fn sweep(api: Api) {
         let now = api.now();
         if let Err(e) = api.expire_deletions(now).await {
             tracing::warn!(error = %e, "deletion sweep failed");
+        }
+        if let Err(e) = api.finalize_namespaces().await {
+            tracing::warn!(error = %e, "namespace finalization failed");
         }
         if round.is_multiple_of(EVENT_SWEEP_RATIO)
             && let Err(e) = api.expire_events(now).await

@@ -24,6 +24,7 @@ pub(crate) async fn list(
         params.get("fieldSelector").unwrap_or(""),
         resource,
     )?;
+    check_not_ahead(&api, &params)?;
     if params.flag("watch") {
         return watch::respond(api, resource, ns, &params, &headers, sel);
     }
@@ -38,6 +39,23 @@ pub(crate) async fn list(
         negotiate(&headers),
         Include::parse(params.get("includeObject")),
     ))
+}
+
+/// A list or watch at a resourceVersion the store has not reached is refused at once
+/// with kube-apiserver's 504 (it waits up to 3 s for its watch cache first; this store
+/// has no cache to catch up, so waiting could only delay the same answer).
+fn check_not_ahead(api: &Api, params: &Params) -> Result<(), ApiError> {
+    let Some(requested) = params.get("resourceVersion") else {
+        return Ok(());
+    };
+    let requested: u64 = requested
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {requested:?}")))?;
+    let current = api.resource_version();
+    if requested > current {
+        return Err(ApiError::TooLargeResourceVersion { requested, current });
+    }
+    Ok(())
 }
 
 /// `GET` on one object.

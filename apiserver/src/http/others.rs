@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Event, Namespace};
 use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
 use super::respond::{json, json_with_warnings};
 use crate::api::Api;
-use crate::decode::{decode_typed, parse_object};
+use crate::decode::{decode_resource, decode_resource_body};
 use crate::error::ApiError;
 
 /// `POST /api/v1/namespaces/NS/events`.
@@ -22,8 +22,8 @@ pub(crate) async fn create_event(
 ) -> Result<Response, ApiError> {
     let opts = params.write_options()?;
     let ct = object_content_type(&headers)?.to_string();
-    let value = parse_object(&read_body(&headers, body).await?, &ct)?;
-    let (event, warnings) = decode_typed::<Event>(&value, opts.field_validation)?;
+    let bytes = read_body(&headers, body).await?;
+    let (event, warnings) = decode_resource_body::<Event>(&bytes, &ct, opts.field_validation)?;
     let event = api.create_event_with(&ns, event, opts).await?;
     Ok(json_with_warnings(StatusCode::CREATED, &event, &warnings))
 }
@@ -44,13 +44,14 @@ pub(crate) async fn create_namespace(
     body: Body,
 ) -> Result<Response, ApiError> {
     let opts = params.write_options()?;
-    let value = if content_type(&headers).starts_with(crate::protobuf::PROTOBUF) {
-        crate::protobuf::decode_metadata_only(&read_body(&headers, body).await?, "Namespace")?
+    let (ns, warnings) = if content_type(&headers).starts_with(crate::protobuf::PROTOBUF) {
+        let value = crate::protobuf::decode_object(&read_body(&headers, body).await?, "Namespace")?;
+        decode_resource::<Namespace>(&value, opts.field_validation)?
     } else {
         let ct = object_content_type(&headers)?.to_string();
-        parse_object(&read_body(&headers, body).await?, &ct)?
+        let bytes = read_body(&headers, body).await?;
+        decode_resource_body::<Namespace>(&bytes, &ct, opts.field_validation)?
     };
-    let (ns, warnings) = decode_typed::<Namespace>(&value, opts.field_validation)?;
     let ns = api.create_namespace_with(ns, opts).await?;
     Ok(json_with_warnings(StatusCode::CREATED, &ns, &warnings))
 }

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
 use super::respond::{json, json_with_warnings};
 use crate::api::{Api, WriteOptions};
-use crate::decode::{FieldValidation, decode_typed, parse_body, parse_object};
+use crate::decode::{FieldValidation, decode_resource_body, decode_typed, parse_body};
 use crate::error::ApiError;
 use crate::patch::{self, PatchType};
 
@@ -22,8 +22,7 @@ async fn decode_pod(
     let opts = params.write_options()?;
     let ct = object_content_type(headers)?.to_string();
     let bytes = read_body(headers, body).await?;
-    let value = parse_object(&bytes, &ct)?;
-    let (pod, warnings) = decode_typed::<Pod>(&value, opts.field_validation)?;
+    let (pod, warnings) = decode_resource_body::<Pod>(&bytes, &ct, opts.field_validation)?;
     Ok((pod, warnings, opts))
 }
 
@@ -61,21 +60,31 @@ pub(crate) async fn patch(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let ty = PatchType::from_content_type(content_type(&headers))?;
+    let (ty, patch, opts) = patch_request(&params, &headers, body).await?;
+    let (pod, warnings) = api.patch_pod_with(&ns, &name, ty, &patch, opts).await?;
+    Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
+}
+
+/// A PATCH request of any kind: its type, the parsed patch and the write options.
+pub(crate) async fn patch_request(
+    params: &Params,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(PatchType, serde_json::Value, WriteOptions), ApiError> {
+    let ty = PatchType::from_content_type(content_type(headers))?;
     let mut opts = params.write_options()?;
     if ty == PatchType::Apply && params.get("fieldManager").is_none() {
         return Err(ApiError::BadRequest(
             "PATCH with apply requires a fieldManager parameter".into(),
         ));
     }
-    let bytes = read_body(&headers, body).await?;
+    let bytes = read_body(headers, body).await?;
     let patch = patch::parse_patch(ty, &bytes)?;
     if ty == PatchType::Apply && params.get("fieldValidation").is_none() {
         // Server-side apply validates strictly unless told otherwise, as in Kubernetes.
         opts.field_validation = FieldValidation::Strict;
     }
-    let (pod, warnings) = api.patch_pod_with(&ns, &name, ty, &patch, opts).await?;
-    Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
+    Ok((ty, patch, opts))
 }
 
 /// `DELETE /api/v1/namespaces/NS/pods/NAME`; the body (`DeleteOptions`) may be empty.
@@ -121,49 +130,26 @@ pub(crate) async fn get_status(
     Ok(json(StatusCode::OK, &api.get_pod(&ns, &name)?))
 }
 
-/// `PUT /api/v1/namespaces/NS/pods/NAME/status`: only the status is taken.
-pub(crate) async fn replace_status(
-    State(api): State<Api>,
-    ApiPath((ns, name)): ApiPath<(String, String)>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (pod, warnings, opts) = decode_pod(&params, &headers, body).await?;
-    let expected = match pod.metadata.resource_version.as_deref() {
-        None | Some("") => None,
-        Some(s) => Some(
-            s.parse()
-                .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {s:?}")))?,
-        ),
-    };
-    let status = pod.status.unwrap_or_default();
-    let pod = api
-        .write_status(&ns, &name, expected, opts.dry_run, |_| Ok(status.clone()))
-        .await?;
-    Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
+/// Why a client's status write is refused: only the scheduler, inside the process,
+/// writes pod status (one writer per status); with authorization on, this becomes the
+/// authorizer's 403.
+fn status_is_the_schedulers(name: &str) -> ApiError {
+    ApiError::Forbidden(format!(
+        "pods \"{name}\" is forbidden: the status subresource is written only by the scheduler"
+    ))
 }
 
-/// `PATCH /api/v1/namespaces/NS/pods/NAME/status`: the patch applies to the whole pod,
-/// only the resulting status is kept.
-pub(crate) async fn patch_status(
-    State(api): State<Api>,
-    ApiPath((ns, name)): ApiPath<(String, String)>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
+/// `PUT /api/v1/namespaces/NS/pods/NAME/status`: refused (see
+/// [`status_is_the_schedulers`]); the in-process path is [`Api::update_pod_status`].
+pub(crate) async fn replace_status(
+    ApiPath((_ns, name)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let ty = PatchType::from_content_type(content_type(&headers))?;
-    let opts = params.write_options()?;
-    let bytes = read_body(&headers, body).await?;
-    let patch = patch::parse_patch(ty, &bytes)?;
-    let pod = api
-        .write_status(&ns, &name, None, opts.dry_run, |old| {
-            let live = serde_json::to_value(old).map_err(|e| ApiError::Internal(e.to_string()))?;
-            let patched = patch::apply(ty, &live, &patch, "Pod", &name)?;
-            let (new, _) = decode_typed::<Pod>(&patched, opts.field_validation)?;
-            Ok(new.status.unwrap_or_default())
-        })
-        .await?;
-    Ok(json(StatusCode::OK, &pod))
+    Err(status_is_the_schedulers(&name))
+}
+
+/// `PATCH /api/v1/namespaces/NS/pods/NAME/status`: refused as PUT is.
+pub(crate) async fn patch_status(
+    ApiPath((_ns, name)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    Err(status_is_the_schedulers(&name))
 }

@@ -13,7 +13,8 @@ use crate::error::ApiError;
 use crate::resource::Resource;
 use crate::table::{self, Include};
 
-/// A JSON response with `Warning` headers for unknown fields (kubectl prints them).
+/// A JSON response with `Warning` headers (kubectl prints them), e.g. one per unknown
+/// field: `299 - "unknown field \"spec.foo\""`.
 pub(crate) fn json_with_warnings(
     code: StatusCode,
     body: &impl Serialize,
@@ -21,7 +22,7 @@ pub(crate) fn json_with_warnings(
 ) -> Response {
     let mut resp = (code, axum::Json(body)).into_response();
     for w in warnings {
-        let text = format!("299 - \"unknown field \\\"{}\\\"\"", w.replace('"', "'"));
+        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(v) = HeaderValue::from_str(&text) {
             resp.headers_mut().append(header::WARNING, v);
         }

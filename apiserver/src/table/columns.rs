@@ -203,5 +203,6 @@ pub fn columns(resource: Resource) -> Vec<Value> {
             col("Status", "string", "", 0, "The status of the namespace"),
             age,
         ],
+        other => crate::kinds::columns(other).unwrap_or_else(|| vec![name, age]),
     }
 }

@@ -14,8 +14,9 @@ mod columns;
 mod printers;
 
 pub use columns::columns;
+pub(crate) use printers::created;
 pub use printers::pod_status_reason;
-use printers::{created, event_cells, node_cells, pod_cells};
+use printers::{event_cells, node_cells, pod_cells};
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +71,7 @@ pub fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Vec<Value> {
             ),
             json!(age(created(obj), now)),
         ],
+        other => crate::kinds::cells(other, obj, now).unwrap_or_else(fallback),
     }
 }
 
@@ -176,6 +178,9 @@ mod tests {
             Resource::Nodes,
             Resource::Events,
             Resource::Namespaces,
+            Resource::ConfigMaps,
+            Resource::Secrets,
+            Resource::ServiceAccounts,
         ] {
             let obj = json!({"metadata": {"name": "x"}, "involvedObject": {}});
             assert_eq!(cells(r, &obj, now).len(), columns(r).len(), "{r:?}");

@@ -11,6 +11,7 @@ use apiserver::store::MemoryStore;
 use apiserver::{Api, LogError, LogRequest, LogSource, ManualClock, NoLogs, SystemClock};
 use bytes::Bytes;
 use futures::StreamExt;
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// Serves "line 1".."line N" for every container; follow adds two more lines later.
@@ -138,4 +139,48 @@ pub fn pod_yaml(name: &str, image: &str, labels: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\nspec:\n  containers:\n  - name: main\n    image: {image}\n    ports:\n    - containerPort: 80\n"
     )
+}
+
+/// A JSON client of one test server: every answer as (code, body).
+pub struct Http {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Http {
+    pub fn new(server: &Server) -> Self {
+        Self {
+            client: reqwest::Client::new(),
+            base: server.url.clone(),
+        }
+    }
+
+    pub async fn send(&self, method: &str, path: &str, ct: &str, body: Vec<u8>) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let resp = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let code = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap();
+        (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    pub async fn json(&self, method: &str, path: &str, body: &Value) -> (u16, Value) {
+        self.send(
+            method,
+            path,
+            "application/json",
+            serde_json::to_vec(body).unwrap(),
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.send("GET", path, "", Vec::new()).await
+    }
 }

@@ -24,3 +24,17 @@ pub const ALL_KUBECTLS: [&str; 3] = [testkit::KUBECTL, KUBECTL_131, KUBECTL_133]
 pub fn kubectl(program: &str, server: &str) -> testkit::Kubectl {
     testkit::Kubectl::new(server).program(program)
 }
+
+/// The kubectl versions issue 18's tests run (the oldest two validate through
+/// OpenAPI v2), run directly.
+pub const ISSUE_18_KUBECTLS: [&str; 4] = [
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.27",
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.28",
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.30",
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
+];
+
+/// `1.27` of `/usr/lib/google-cloud-sdk/bin/kubectl.1.27`.
+pub fn kubectl_version(program: &str) -> &str {
+    program.rsplit("kubectl.").next().unwrap_or(program)
+}

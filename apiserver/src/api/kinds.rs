@@ -1,0 +1,261 @@
+//! The plain kinds (ConfigMap, Secret, ServiceAccount) through one generic path: create
+//! in a live namespace, replace and patch with resourceVersion preconditions, delete at
+//! once. What differs between them is in `crate::kinds`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
+use super::pods::{first_object, patch_precondition};
+use super::{Api, RETRIES, WriteOptions};
+use crate::decode::{decode_resource, decode_resource_body};
+use crate::error::ApiError;
+use crate::kinds::{self, Kind};
+use crate::patch::{self, PatchType};
+use crate::resource::Resource;
+use crate::store::{Change, Precondition, WriteOp, object_rv};
+
+impl Api {
+    /// The check that guards every create in `ns`: the namespace exists (else 404) and is
+    /// not terminating (else 403), and still is at commit time (its resourceVersion).
+    pub(crate) fn namespace_guard(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+    ) -> Result<WriteOp, ApiError> {
+        let key = Resource::Namespaces.key("", ns);
+        let Some(v) = self.get_value(&key) else {
+            return Err(ApiError::NotFound {
+                resource: "namespaces".into(),
+                name: ns.into(),
+            });
+        };
+        if super::namespaces::is_terminating(&v) {
+            return Err(ApiError::NamespaceTerminating {
+                resource: resource.plural().into(),
+                name: name.into(),
+                namespace: ns.into(),
+            });
+        }
+        Ok(WriteOp::Check {
+            key,
+            precondition: Precondition::ResourceVersion(object_rv(&v).unwrap_or(0)),
+        })
+    }
+
+    /// Commits `put` (a create of `resource` `name` in `ns`) guarded by the namespace;
+    /// a namespace that changed meanwhile is read again.
+    pub(crate) async fn commit_create(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        put: WriteOp,
+    ) -> Result<Vec<Arc<Change>>, ApiError> {
+        for _ in 0..RETRIES {
+            let guard = self.namespace_guard(resource, ns, name)?;
+            match self.commit(vec![guard, put.clone()]).await {
+                // The put's precondition is Absent (AlreadyExists), so a conflict is the
+                // namespace's.
+                Err(ApiError::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::stale("namespaces", ns))
+    }
+
+    /// Creates a plain object in `ns`: 409 if the name is taken, 404 if the namespace is
+    /// missing, 403 if it is terminating, 422 if invalid.
+    pub(crate) async fn create_object<K: Kind>(
+        &self,
+        ns: &str,
+        mut obj: K,
+        opts: WriteOptions,
+    ) -> Result<K, ApiError> {
+        let meta = obj.metadata_mut();
+        bind_namespace(meta, ns)?;
+        stamp_new(meta, self.now());
+        obj.normalize();
+        kinds::validate(&obj, None)?;
+        let name = obj.metadata().name.clone().unwrap_or_default();
+        let key = K::RESOURCE.key(ns, &name);
+        if opts.dry_run {
+            self.namespace_guard(K::RESOURCE, ns, &name)?;
+            if self.get_value(&key).is_some() {
+                return Err(ApiError::AlreadyExists {
+                    resource: K::RESOURCE.plural().into(),
+                    name,
+                });
+            }
+            return Ok(obj);
+        }
+        let put = WriteOp::Put {
+            key,
+            object: to_value(&obj)?,
+            precondition: Precondition::Absent,
+        };
+        first_object(&self.commit_create(K::RESOURCE, ns, &name, put).await?)
+    }
+
+    /// Replaces a plain object (PUT): with `metadata.resourceVersion`, 409 unless it is
+    /// the stored one; without, unconditional.
+    pub(crate) async fn replace_object<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        mut obj: K,
+        opts: WriteOptions,
+    ) -> Result<K, ApiError> {
+        check_name(obj.metadata_mut(), name)?;
+        bind_namespace(obj.metadata_mut(), ns)?;
+        let explicit = meta_rv(obj.metadata())?;
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<K>(K::RESOURCE, ns, name)?;
+            if explicit.is_some_and(|rv| rv != old_rv) {
+                return Err(ApiError::stale(K::RESOURCE.plural(), name));
+            }
+            match self
+                .update_object(ns, name, &old, old_rv, obj.clone(), opts)
+                .await
+            {
+                Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::stale(K::RESOURCE.plural(), name))
+    }
+
+    /// Patches a plain object (merge, JSON, strategic, apply); an apply of a missing
+    /// object creates it. Returns the unknown-field warnings too.
+    pub(crate) async fn patch_object<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+        opts: WriteOptions,
+    ) -> Result<(K, Vec<String>), ApiError> {
+        let explicit = patch_precondition(patch)?;
+        for _ in 0..RETRIES {
+            let live = match self.get_raw(K::RESOURCE, ns, name) {
+                Ok(v) => v,
+                Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
+                    let (mut obj, warnings) = decode_kind::<K>(patch, opts)?;
+                    check_name(obj.metadata_mut(), name)?;
+                    return Ok((self.create_object(ns, obj, opts).await?, warnings));
+                }
+                Err(e) => return Err(e),
+            };
+            let live_rv = object_rv(&live).unwrap_or(0);
+            if explicit.is_some_and(|rv| rv != live_rv) {
+                return Err(ApiError::stale(K::RESOURCE.plural(), name));
+            }
+            let patched = patch::apply(ty, &live, patch, K::KIND, name)?;
+            let (mut new, warnings) = decode_kind::<K>(&patched, opts)?;
+            check_name(new.metadata_mut(), name)?;
+            bind_namespace(new.metadata_mut(), ns)?;
+            let old: K = typed(&live)?;
+            match self.update_object(ns, name, &old, live_rv, new, opts).await {
+                Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
+                other => return other.map(|o| (o, warnings)),
+            }
+        }
+        Err(ApiError::stale(K::RESOURCE.plural(), name))
+    }
+
+    /// Writes `new` over `old` (stored at `old_rv`), keeping what clients may not change.
+    async fn update_object<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        old: &K,
+        old_rv: u64,
+        mut new: K,
+        opts: WriteOptions,
+    ) -> Result<K, ApiError> {
+        let (o, n) = (old.metadata(), new.metadata_mut());
+        n.uid.clone_from(&o.uid);
+        n.creation_timestamp.clone_from(&o.creation_timestamp);
+        n.deletion_timestamp.clone_from(&o.deletion_timestamp);
+        n.deletion_grace_period_seconds = o.deletion_grace_period_seconds;
+        n.resource_version.clone_from(&o.resource_version);
+        n.managed_fields.clone_from(&o.managed_fields);
+        n.generate_name.clone_from(&o.generate_name);
+        new.normalize();
+        kinds::validate(&new, Some(old))?;
+        if new == *old || opts.dry_run {
+            return Ok(new);
+        }
+        let op = WriteOp::Put {
+            key: K::RESOURCE.key(ns, name),
+            object: to_value(&new)?,
+            precondition: Precondition::ResourceVersion(old_rv),
+        };
+        first_object(&self.commit(vec![op]).await?)
+    }
+
+    /// Deletes a plain object at once (it has no grace period); answers Kubernetes'
+    /// success `Status`, as for every kind that does not return the deleted object.
+    pub(crate) async fn delete_object(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let key = resource.key(ns, name);
+        let existing = self.get_raw(resource, ns, name)?;
+        if !dry_run {
+            self.commit(vec![WriteOp::Delete {
+                key,
+                precondition: Precondition::ResourceVersion(object_rv(&existing).unwrap_or(0)),
+            }])
+            .await?;
+        }
+        Ok(json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {
+                "name": name,
+                "kind": resource.plural(),
+                "uid": existing.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+            },
+        }))
+    }
+}
+
+/// Decodes an object of kind `K` under the write's field validation.
+pub(crate) fn decode_kind<K: Kind>(
+    value: &Value,
+    opts: WriteOptions,
+) -> Result<(K, Vec<String>), ApiError> {
+    decode_resource::<K>(value, opts.field_validation).map_err(redact::<K>)
+}
+
+/// [`decode_kind`] of a JSON or YAML body (duplicate keys checked too).
+pub(crate) fn decode_kind_body<K: Kind>(
+    bytes: &[u8],
+    content_type: &str,
+    opts: WriteOptions,
+) -> Result<(K, Vec<String>), ApiError> {
+    decode_resource_body::<K>(bytes, content_type, opts.field_validation).map_err(redact::<K>)
+}
+
+/// A Secret's decoding error never quotes the body: serde's messages may carry the
+/// offending value (a bad base64 string is the secret itself). Field-name problems
+/// (unknown or duplicate fields) name only fields and stay as they are.
+fn redact<K: Kind>(e: ApiError) -> ApiError {
+    match e {
+        ApiError::BadRequest(msg) if K::SENSITIVE && !msg.contains("strict decoding error") => {
+            ApiError::BadRequest(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: the object could not be decoded (its values are not shown)",
+                kind = K::KIND
+            ))
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,163 @@
+//! The plain namespaced kinds (ConfigMap, Secret, ServiceAccount): what differs between
+//! them — defaulting, validation, the Table they print as — behind one trait, so that
+//! create, get, list, watch, replace, patch and delete are written once (`api/kinds.rs`,
+//! `http/kinds.rs`) for all of them.
+
+mod configmap;
+mod secret;
+mod serviceaccount;
+
+use std::time::SystemTime;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::resource::Resource;
+use crate::validation::{Causes, check_metadata, check_subdomain_name};
+
+pub(crate) use configmap::MAX_DATA_BYTES;
+pub(crate) use serviceaccount::DEFAULT_SERVICE_ACCOUNT;
+
+/// One plain kind. Implemented for `k8s_openapi`'s types, so the schema, the field names
+/// and the unknown-field check all come from there.
+pub(crate) trait Kind:
+    k8s_openapi::Resource
+    + k8s_openapi::Metadata<Ty = ObjectMeta>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+    + PartialEq
+    + Send
+    + Sync
+    + 'static
+{
+    /// The resource it is served as.
+    const RESOURCE: Resource;
+
+    /// Whether its values are secret: decoding errors then never quote the body.
+    const SENSITIVE: bool = false;
+
+    /// Defaulting and normalisation, on create and on every update (Secret: `type`
+    /// defaults to Opaque and `stringData` is merged into `data`).
+    fn normalize(&mut self) {}
+
+    /// The kind's own checks of a new or updated object (metadata is checked besides).
+    fn validate(&self, causes: &mut Causes);
+
+    /// The checks of an update beyond [`Kind::validate`] (immutability).
+    fn validate_update(_old: &Self, _new: &Self, _causes: &mut Causes) {}
+}
+
+/// All of an object's checks: metadata (name a DNS-1123 subdomain), then the kind's own.
+pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
+    let mut causes = Causes::default();
+    check_metadata(&mut causes, obj.metadata(), check_subdomain_name);
+    if let Some(old) = old {
+        K::validate_update(old, obj, &mut causes);
+    }
+    obj.validate(&mut causes);
+    let name = obj.metadata().name.clone().unwrap_or_default();
+    causes.into_result(K::KIND, &name)
+}
+
+/// The Table columns of a plain kind (`None` for the others).
+pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
+    match resource {
+        Resource::ConfigMaps => Some(configmap::columns()),
+        Resource::Secrets => Some(secret::columns()),
+        Resource::ServiceAccounts => Some(serviceaccount::columns()),
+        _ => None,
+    }
+}
+
+/// The Table cells of one object of a plain kind (`None` for the others or an object
+/// that does not decode).
+pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
+    let age = crate::clock::age(crate::table::created(obj), now);
+    let name = obj
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut row = vec![name];
+    match resource {
+        Resource::ConfigMaps => row.push(configmap::data_count(obj)),
+        Resource::Secrets => row.extend(secret::type_and_count(obj)),
+        Resource::ServiceAccounts => row.push(serviceaccount::secret_count(obj)),
+        _ => return None,
+    }
+    row.push(Value::String(age));
+    Some(row)
+}
+
+/// A Table column definition, as Kubernetes' printers declare them.
+fn col(name: &str, format: &str, description: &str) -> Value {
+    serde_json::json!({"name": name, "type": "string", "format": format, "description": description, "priority": 0})
+}
+
+/// The NAME column every plain kind starts with and the AGE column it ends with.
+fn name_and_age() -> (Value, Value) {
+    (
+        col(
+            "Name",
+            "name",
+            "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        ),
+        col(
+            "Age",
+            "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        ),
+    )
+}
+
+/// The key rule of ConfigMap and Secret data (`IsConfigMapKey`), one cause per broken
+/// rule, at `path[key]`.
+fn check_data_key(causes: &mut Causes, path: &str, key: &str) {
+    let field = format!("{path}[{key}]");
+    if key.len() > 253 {
+        causes.invalid(&field, key, "must be no more than 253 characters");
+    }
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    {
+        causes.invalid(
+            &field,
+            key,
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+        );
+    }
+    if key == "." {
+        causes.invalid(&field, key, "must not be '.'");
+    } else if key == ".." {
+        causes.invalid(&field, key, "must not be '..'");
+    } else if key.starts_with("..") {
+        causes.invalid(&field, key, "must not start with '..'");
+    }
+}
+
+/// The message of every change to an immutable ConfigMap's or Secret's data.
+const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
+
+/// `immutable: true` freezes the data and itself (ConfigMap and Secret alike).
+fn check_immutable(
+    causes: &mut Causes,
+    old_immutable: Option<bool>,
+    new_immutable: Option<bool>,
+    changed: &[(&str, bool)],
+) {
+    if old_immutable != Some(true) {
+        return;
+    }
+    if new_immutable != Some(true) {
+        causes.push(crate::CauseKind::Forbidden, "immutable", IMMUTABLE_SET);
+    }
+    for (field, differs) in changed {
+        if *differs {
+            causes.push(crate::CauseKind::Forbidden, *field, IMMUTABLE_SET);
+        }
+    }
+}
