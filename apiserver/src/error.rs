@@ -137,7 +137,8 @@ pub enum ApiError {
     #[error("{0}")]
     NotAcceptable(String),
     /// 413: the body is larger than the server accepts.
-    #[error("the request body is {size} bytes or more, larger than the limit of {limit} bytes")]
+    /// (kube-apiserver's message.)
+    #[error("Request entity too large: limit is {limit}")]
     TooLarge {
         /// Bytes received before giving up.
         size: usize,

@@ -21,6 +21,12 @@
 //!   event.
 //! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
 //!   pod and container.
+//! - **Limits** ([`limits`]): kube-apiserver's in-flight budgets (429), request
+//!   timeout (504), a per-client watch cap, and, through `connlimits`, a
+//!   connection cap and header-read timeout. [`serve`] applies the defaults.
+//! - **Audit** ([`audit`]): audit.k8s.io/v1 events at level Metadata, as a layer.
+//! - **Encryption at rest** ([`store::encryption`]): an EncryptionConfiguration
+//!   applied to the redb values of the resources it names (Secrets).
 //! - **Pod status is the scheduler's.** The `status` subresource refuses every client
 //!   write (403); only [`Api::update_pod_status`] (in process) writes it.
 //! - **Namespaces** are created with their `default` ServiceAccount (one transaction) and
@@ -111,6 +117,7 @@
 
 mod api;
 pub mod auth;
+pub mod audit;
 pub mod clock;
 pub mod decode;
 pub mod discovery;
@@ -118,6 +125,7 @@ mod duplicates;
 mod error;
 mod http;
 mod kinds;
+pub mod limits;
 pub mod logs;
 mod openapi;
 pub mod patch;
@@ -136,5 +144,5 @@ pub use api::{
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
-pub use http::{SWEEP_EVERY, router, serve, serve_with_shutdown, sweep};
+pub use http::{SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep};
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

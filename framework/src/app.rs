@@ -57,6 +57,8 @@ pub struct AppConfig {
     pub clock: Arc<dyn Clock>,
     /// TLS, authentication and authorization of the API (default: plain HTTP, loopback).
     pub security: crate::security::Security,
+    /// API limits, audit log, encryption at rest, Mesos TLS and credentials.
+    pub hardening: crate::hardening::Hardening,
 }
 
 /// Why mesopod could not start.
@@ -83,6 +85,9 @@ pub enum AppError {
     /// The security configuration cannot be used.
     #[error(transparent)]
     Security(#[from] crate::security::SecurityError),
+    /// The audit log could not be opened.
+    #[error(transparent)]
+    Audit(#[from] apiserver::audit::AuditError),
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -137,9 +142,10 @@ impl App {
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
         refuse_insecure(&cfg)?;
         let store: Arc<dyn Store> = match &cfg.data_dir {
-            Some(dir) => {
-                Arc::new(RedbStore::open(dir).map_err(|e| AppError::Store(e.to_string()))?)
-            }
+            Some(dir) => Arc::new(
+                RedbStore::open_encrypted(dir, cfg.hardening.encryption.clone())
+                    .map_err(|e| AppError::Store(e.to_string()))?,
+            ),
             None => Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?),
         };
         let directory = Arc::new(AgentDirectory::default());
@@ -155,7 +161,11 @@ impl App {
             None
         };
         let master_url = cfg.framework.masters.join(",");
-        let client = SchedulerClient::new(cfg.framework.masters.clone(), cfg.codec)?;
+        let client = SchedulerClient::with_security(
+            cfg.framework.masters.clone(),
+            cfg.codec,
+            &cfg.hardening.mesos,
+        )?;
 
         let pipeline = default_pipeline(&PipelineConfig {
             framework_roles: cfg.framework.roles.clone(),
@@ -248,11 +258,21 @@ impl App {
             None => (router, None),
         };
         let https = tls.is_some();
+        let router = crate::hardening::layer(router, &cfg.hardening, cfg.clock.clone())?;
+        let conn_limits = cfg.hardening.limits.connections();
         let http = tokio::spawn(async move {
             let stopped = async move {
                 let _ = stopped.await;
             };
-            if let Err(e) = apiserver::tls::serve(listener, router, tls, stopped).await {
+            // The plain listener serves through the connection cap and its
+            // header-read timeout; the TLS one (HTTP/2 by ALPN) does not yet.
+            let served = match tls {
+                Some(tls) => apiserver::tls::serve(listener, router, Some(tls), stopped).await,
+                None => {
+                    connlimits::serve_with_shutdown(listener, router, conn_limits, stopped).await
+                }
+            };
+            if let Err(e) = served {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }
         });

@@ -47,6 +47,8 @@ pub struct Config {
     /// answered `307 Temporary Redirect` to `//<this host:port>/api/v1/scheduler`,
     /// as Mesos redirects to the leading master.
     pub redirect_to: Option<String>,
+    /// Authentication, fault routes and connection limits.
+    pub security: crate::security::Security,
 }
 
 impl Default for Config {
@@ -57,6 +59,7 @@ impl Default for Config {
             timing: Timing::default(),
             work_dir: None,
             redirect_to: None,
+            security: crate::security::Security::default(),
         }
     }
 }

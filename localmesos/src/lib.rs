@@ -102,6 +102,14 @@
 //!   on a persistent work dir, which the next start recovers.
 //! - Checkpoint files are written whole (temporary file, then rename); a
 //!   corrupt one costs its framework's recovery, with an error naming it.
+//! - [`Security`] says what is enforced, as Mesos' flags do: framework HTTP
+//!   basic authentication against [`Credentials`] (401 with
+//!   `WWW-Authenticate` before any other check; a FrameworkInfo.principal
+//!   other than the authenticated one refused), executor JWTs
+//!   (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`, required with
+//!   `authenticate_http_executors`), the `/admin/` fault routes only with
+//!   `enable_faults` on a loopback address, and a connection cap with a
+//!   header-read timeout on every server.
 //!
 //! # What it must not know
 //!
@@ -130,6 +138,7 @@ mod error;
 mod faults;
 mod http;
 mod master;
+pub mod security;
 mod snapshot;
 mod validation;
 
@@ -146,6 +155,7 @@ pub use config::{
 pub use error::Error;
 pub use faults::{RestartOptions, UpdateFault};
 pub use mesos::proto::{AgentId, ExecutorId, FrameworkId};
+pub use security::{Credentials, Security};
 pub use snapshot::{
     AgentSnapshot, ClusterState, ExecutorSnapshot, FrameworkSnapshot, TaskSnapshot,
 };
@@ -191,12 +201,17 @@ impl LocalMesos {
             config.redirect_to.clone(),
             tokio::runtime::Handle::current(),
         );
+        let _ = shared.security.set(config.security.clone());
         for agent in config.agents {
             http::agent::add(&shared, agent).await?;
         }
         let router = http::router(shared.clone());
+        let limits = shared.security().conn_limits();
         let server = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
+            if let Err(e) =
+                connlimits::serve_with_shutdown(listener, router, limits, std::future::pending())
+                    .await
+            {
                 tracing::error!(error = %e, "master HTTP server stopped");
             }
         });

@@ -9,6 +9,32 @@ use mesos::proto::TaskState;
 use mesos::proto::framework_info::capability::Type as Cap;
 use mesos::proto::scheduler::event;
 
+/// A cluster serving the fault routes (`--enable-faults`).
+async fn faulty_cluster(agents: Vec<localmesos::AgentConfig>) -> localmesos::LocalMesos {
+    localmesos::LocalMesos::start(localmesos::Config {
+        agents,
+        timing: fast_timing(),
+        security: localmesos::Security {
+            enable_faults: true,
+            ..localmesos::Security::default()
+        },
+        ..localmesos::Config::default()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn without_enable_faults_the_admin_routes_are_not_served() {
+    let cluster = cluster(vec![], fast_timing()).await;
+    let url = cluster.master_url().to_owned();
+    for path in ["agents", "master/restart", "faults/status-updates"] {
+        assert_eq!(admin(&url, path, "").await.status(), 404, "{path}");
+    }
+    assert!(cluster.state().agents.is_empty(), "nothing was added");
+    cluster.shutdown().await;
+}
+
 async fn admin(url: &str, path: &str, body: &str) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("{url}/admin/{path}"))
@@ -21,7 +47,7 @@ async fn admin(url: &str, path: &str, body: &str) -> reqwest::Response {
 
 #[tokio::test]
 async fn admin_routes_inject_agent_master_and_update_faults() {
-    let cluster = cluster(vec![], fast_timing()).await;
+    let cluster = faulty_cluster(vec![]).await;
     let url = cluster.master_url().to_owned();
     // Add an agent.
     let resp = admin(
@@ -128,7 +154,11 @@ async fn admin_routes_inject_agent_master_and_update_faults() {
 
 #[tokio::test]
 async fn admin_kill_executor_fails_a_simulated_executors_tasks() {
-    let cluster = simulated_cluster(1).await;
+    let cluster = faulty_cluster(vec![agent(
+        "cpus:4;mem:8192;disk:20480;ports:[31000-32000]",
+        true,
+    )])
+    .await;
     let url = cluster.master_url().to_owned();
     let mut sub = subscribe(&url, Codec::Json, framework("k", &[])).await;
     let o = sub.offers().await.remove(0);

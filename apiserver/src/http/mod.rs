@@ -136,15 +136,29 @@ pub async fn serve_with_shutdown(
     api: Api,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_limits(listener, api, crate::limits::Limits::default(), shutdown).await
+}
+
+/// [`serve_with_shutdown`] with `limits` instead of kube-apiserver's defaults.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    api: Api,
+    limits: crate::limits::Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let sweeper = tokio::spawn(sweep(api.clone()));
     let closer = api.clone();
     let signal = async move {
         shutdown.await;
         closer.close_watches();
     };
-    let result = axum::serve(listener, router(api))
-        .with_graceful_shutdown(signal)
-        .await;
+    let result = connlimits::serve_with_shutdown(
+        listener,
+        crate::limits::requests::layer(router(api), &limits),
+        limits.connections(),
+        signal,
+    )
+    .await;
     sweeper.abort();
     let _ = sweeper.await;
     result

@@ -21,6 +21,7 @@
 //! history, fan-out, group commit); they differ only in what a committed batch is
 //! written to.
 
+pub mod encryption;
 mod engine;
 mod memory;
 mod redb_store;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 
+use super::encryption::Encryption;
 use super::engine::{Engine, HISTORY, Loaded, Persist};
 use super::memory::delegate_store;
 use super::{Change, Store, StoreError, StoreFuture, Stored, Watcher, WriteOp};
@@ -31,7 +32,10 @@ fn storage(e: impl std::fmt::Display) -> StoreError {
     StoreError::Storage(e.to_string())
 }
 
-struct Redb(Database);
+struct Redb {
+    db: Database,
+    encryption: Option<Arc<Encryption>>,
+}
 
 impl Persist for Redb {
     fn write(
@@ -40,14 +44,22 @@ impl Persist for Redb {
         meta: &[(String, Vec<u8>)],
         rv: u64,
     ) -> Result<(), StoreError> {
-        let txn = self.0.begin_write().map_err(storage)?;
+        let txn = self.db.begin_write().map_err(storage)?;
         {
             let mut table = txn.open_table(OBJECTS).map_err(storage)?;
             for (key, value) in objects {
                 match value {
-                    Some(v) => {
-                        table.insert(key.as_str(), v.json()).map_err(storage)?;
-                    }
+                    Some(v) => match &self.encryption {
+                        Some(enc) => {
+                            let sealed = enc.encrypt(key, v.json()).map_err(storage)?;
+                            table
+                                .insert(key.as_str(), sealed.as_slice())
+                                .map_err(storage)?;
+                        }
+                        None => {
+                            table.insert(key.as_str(), v.json()).map_err(storage)?;
+                        }
+                    },
                     None => {
                         table.remove(key.as_str()).map_err(storage)?;
                     }
@@ -75,18 +87,32 @@ impl RedbStore {
     /// Opens (or creates) the store in `dir`. Fails if another store holds it open or a
     /// stored object cannot be read back: it never drops what it cannot read.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_encrypted(dir, None)
+    }
+
+    /// [`RedbStore::open`] with the values of the resources `encryption`
+    /// names encrypted on disk (`--encryption-provider-config`). Fails if a
+    /// stored value cannot be decrypted with the configured keys.
+    pub fn open_encrypted(
+        dir: impl AsRef<Path>,
+        encryption: Option<Arc<Encryption>>,
+    ) -> Result<Self, StoreError> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(storage)?;
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DB_FILE))
             .map_err(storage)?;
-        let loaded = load(&db)?;
-        Ok(Self(Engine::start(loaded, Redb(db), HISTORY)?))
+        let loaded = load(&db, encryption.as_deref())?;
+        Ok(Self(Engine::start(
+            loaded,
+            Redb { db, encryption },
+            HISTORY,
+        )?))
     }
 }
 
-fn load(db: &Database) -> Result<Loaded, StoreError> {
+fn load(db: &Database, encryption: Option<&Encryption>) -> Result<Loaded, StoreError> {
     // Creating the tables first lets a fresh directory read like an empty store.
     let txn = db.begin_write().map_err(storage)?;
     txn.open_table(OBJECTS).map_err(storage)?;
@@ -103,7 +129,13 @@ fn load(db: &Database) -> Result<Loaded, StoreError> {
         .map_err(storage)?
     {
         let (k, v) = entry.map_err(storage)?;
-        let stored = Stored::from_json(v.value())
+        let plain = match encryption {
+            Some(enc) => {
+                std::borrow::Cow::Owned(enc.decrypt(k.value(), v.value()).map_err(storage)?)
+            }
+            None => std::borrow::Cow::Borrowed(v.value()),
+        };
+        let stored = Stored::from_json(&plain)
             .map_err(|e| StoreError::Storage(format!("object {}: {e}", k.value())))?;
         loaded.objects.insert(k.value().to_string(), stored);
     }

@@ -12,8 +12,10 @@
 //! not that JSON, an unknown decision or key, a hold or refusal without a
 //! reason, or an `admitWith` without changes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use mesos::client::tls::TlsClient;
 use serde::Deserialize;
 
 use super::decision::{Changes, Decision};
@@ -40,6 +42,8 @@ struct Answer {
 pub struct WebhookHook {
     url: String,
     http: reqwest::Client,
+    /// How an https URL is reached (`--admission-webhook-cafile`).
+    tls: Option<Arc<TlsClient>>,
 }
 
 impl WebhookHook {
@@ -48,7 +52,45 @@ impl WebhookHook {
         Self {
             url: url.into(),
             http: reqwest::Client::new(),
+            tls: None,
         }
+    }
+
+    /// A hook POSTing to an https `url` whose certificate `tls` verifies
+    /// (trusting only `--admission-webhook-cafile`).
+    pub fn with_tls(url: impl Into<String>, tls: Arc<TlsClient>) -> Self {
+        Self {
+            tls: Some(tls),
+            ..Self::new(url)
+        }
+    }
+
+    async fn post(&self, req: &Request) -> Result<reqwest::Response, HookError> {
+        let unreachable = |e: String| HookError::Unreachable(e);
+        if !self.url.starts_with("https://") {
+            return self
+                .http
+                .post(&self.url)
+                .json(req)
+                .send()
+                .await
+                .map_err(|e| unreachable(e.to_string()));
+        }
+        let Some(tls) = &self.tls else {
+            return Err(unreachable(
+                "an https webhook needs --admission-webhook-cafile".into(),
+            ));
+        };
+        let url = reqwest::Url::parse(&self.url).map_err(|e| unreachable(e.to_string()))?;
+        let body = serde_json::to_vec(req).map_err(|e| unreachable(e.to_string()))?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            reqwest::header::HeaderValue::from_static("application/json"),
+        );
+        tls.post(&url, headers, body.into())
+            .await
+            .map_err(|e| unreachable(e.to_string()))
     }
 }
 
@@ -79,13 +121,7 @@ impl Hook for WebhookHook {
 
     fn admit<'a>(&'a self, req: &'a Request) -> HookFuture<'a> {
         Box::pin(async move {
-            let resp = self
-                .http
-                .post(&self.url)
-                .json(req)
-                .send()
-                .await
-                .map_err(|e| HookError::Unreachable(e.to_string()))?;
+            let resp = self.post(req).await?;
             let status = resp.status();
             let body = resp
                 .bytes()

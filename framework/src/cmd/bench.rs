@@ -208,6 +208,7 @@ fn app_config(
         codec: Codec::Protobuf,
         clock: Arc::new(SystemClock),
         security: Default::default(),
+        hardening: crate::hardening::Hardening::default(),
     })
 }
 

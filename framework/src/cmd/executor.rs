@@ -66,8 +66,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         containers: args.containers.settings(),
         ..Options::default()
     };
-    let client = ExecutorClient::new(&env.agent_endpoint, codec)
+    let mut client = ExecutorClient::new(&env.agent_endpoint, codec)
         .with_context(|| format!("agent endpoint {:?}", env.agent_endpoint))?;
+    // The agent's token for this executor (`--authenticate_http_executors`);
+    // containers never see it: their environment starts empty.
+    if let Some(token) = std::env::var("MESOS_EXECUTOR_AUTHENTICATION_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        client = client
+            .with_token(&token)
+            .context("MESOS_EXECUTOR_AUTHENTICATION_TOKEN")?;
+    }
     tracing::info!(
         executor = %env.executor_id,
         framework = %env.framework_id,

@@ -58,6 +58,61 @@ pub struct Args {
     /// Mesos' agent `--executor_reregistration_timeout`.
     #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "2secs")]
     pub executor_reregistration_timeout: Option<Duration>,
+    /// Security: Mesos' authentication flags and the fault routes.
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// Mesos' authentication flags (with Mesos' underscore spellings as
+/// aliases) and the fault routes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SecurityArgs {
+    /// Frameworks must authenticate (HTTP basic) with `--credentials`.
+    #[arg(
+        long,
+        alias = "authenticate_http_frameworks",
+        alias = "authenticate_frameworks"
+    )]
+    pub authenticate_frameworks: bool,
+    /// Mesos' JSON credentials: `{"credentials":[{"principal":"…","secret":"…"}]}`.
+    #[arg(long)]
+    pub credentials: Option<PathBuf>,
+    /// Key file agents sign executor tokens with (HS256).
+    #[arg(long, alias = "jwt_secret_key", alias = "executor_secret_key")]
+    pub jwt_secret_key: Option<PathBuf>,
+    /// Agents refuse executor calls without a valid token (needs `--jwt-secret-key`).
+    #[arg(long, alias = "authenticate_http_executors")]
+    pub authenticate_http_executors: bool,
+    /// Serve the `/admin/` fault routes (never on a non-loopback `--listen`).
+    #[arg(long)]
+    pub enable_faults: bool,
+}
+
+impl SecurityArgs {
+    /// What these flags ask localmesos to enforce.
+    ///
+    /// # Errors
+    /// A flag without the file it needs, or a file that cannot be used.
+    pub fn security(&self, listen: SocketAddr) -> anyhow::Result<localmesos::Security> {
+        let mut s = localmesos::Security::default();
+        if self.authenticate_frameworks {
+            let path = self
+                .credentials
+                .as_ref()
+                .context("--authenticate-frameworks needs --credentials")?;
+            s.framework_credentials = Some(localmesos::Credentials::load(path)?);
+        }
+        if let Some(path) = &self.jwt_secret_key {
+            s.jwt_secret_key = Some(localmesos::security::load_jwt_secret_key(path)?);
+        }
+        s.authenticate_http_executors = self.authenticate_http_executors;
+        if self.enable_faults && !listen.ip().is_loopback() {
+            anyhow::bail!("--enable-faults is refused on a non-loopback --listen ({listen})");
+        }
+        s.enable_faults = self.enable_faults;
+        s.validate().map_err(anyhow::Error::msg)?;
+        Ok(s)
+    }
 }
 
 fn config(args: &Args) -> anyhow::Result<Config> {
@@ -85,14 +140,16 @@ fn config(args: &Args) -> anyhow::Result<Config> {
         }
         agents.push(agent);
     }
+    let listen = args
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 5050)));
     Ok(Config {
-        listen: args
-            .listen
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 5050))),
+        listen,
         agents,
         timing,
         work_dir: args.work_dir.clone(),
         redirect_to: None,
+        security: args.security.security(listen)?,
     })
 }
 

@@ -79,6 +79,9 @@ pub struct Args {
     /// An admission webhook URL; repeat for several, run in order.
     #[arg(long = "admission-webhook")]
     pub admission_webhooks: Vec<String>,
+    /// CA (PEM) that https admission webhooks' certificates must chain to.
+    #[arg(long)]
+    pub admission_webhook_cafile: Option<PathBuf>,
     /// Deadline of each admission hook call (at most 30s).
     #[arg(long, default_value = "10s", value_parser = mesos::duration::parse_flag)]
     pub admission_timeout: Duration,
@@ -107,6 +110,12 @@ pub struct Args {
     /// wipe `--data-dir`, and exit.
     #[arg(long)]
     pub reset: bool,
+    /// API limits, audit and encryption at rest (kube-apiserver's flags).
+    #[command(flatten)]
+    pub hardening: crate::hardening::ApiArgs,
+    /// Mesos TLS and framework authentication (Mesos' flags).
+    #[command(flatten)]
+    pub mesos_security: crate::hardening::MesosArgs,
     /// A file of scheduler flags (`--flag value` per line, `#` comments),
     /// applied before the command line's own; read by `main` before parsing.
     #[arg(long)]
@@ -142,10 +151,17 @@ impl Args {
         } else {
             program
         };
+        let webhook_tls = crate::hardening::webhook_tls(self.admission_webhook_cafile.as_deref())?;
         let hooks: Vec<Arc<dyn Hook>> = self
             .admission_webhooks
             .iter()
-            .map(|u| Arc::new(WebhookHook::new(u.clone())) as Arc<dyn Hook>)
+            .map(|u| {
+                let hook = match &webhook_tls {
+                    Some(tls) => WebhookHook::with_tls(u.clone(), tls.clone()),
+                    None => WebhookHook::new(u.clone()),
+                };
+                Arc::new(hook) as Arc<dyn Hook>
+            })
             .collect();
         let mut framework = FrameworkConfig {
             masters: self.master.clone(),
@@ -160,9 +176,15 @@ impl Args {
             .security
             .resolve(&self.data_dir, self.listen)
             .context("bad security flags")?;
+        let hardening = crate::hardening::from_flags(
+            &self.hardening,
+            &self.mesos_security,
+            self.principal.as_deref(),
+        )?;
         Ok(AppConfig {
             listen,
             security,
+            hardening,
             data_dir: Some(self.data_dir.clone()),
             embedded: localmesos::Config {
                 agents,

@@ -20,6 +20,7 @@ pub(crate) mod executors;
 pub(crate) mod files;
 pub(crate) mod launch;
 pub(crate) mod process;
+pub(crate) mod token;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

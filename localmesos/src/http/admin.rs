@@ -34,6 +34,17 @@ use crate::error::Error;
 use crate::faults::{RestartOptions, UpdateFault};
 use crate::master::{Shared, agents};
 
+/// Whether the fault routes are served: `--enable-faults`, and a loopback
+/// master address (a warning says why not otherwise).
+pub(crate) fn enabled(cx: &Shared) -> bool {
+    let asked = cx.security().enable_faults;
+    let loopback = cx.master_addr.ip().is_loopback();
+    if asked && !loopback {
+        tracing::warn!(addr = %cx.master_addr, "--enable-faults ignored: the fault routes are served only on a loopback address");
+    }
+    asked && loopback
+}
+
 fn err(e: Error) -> Response {
     let code = match e {
         Error::UnknownAgent(_) | Error::UnknownExecutor { .. } => StatusCode::NOT_FOUND,

@@ -95,14 +95,21 @@ async fn serve(
     let files_cx = files::FilesCx {
         root: shared.work_dir.clone(),
     };
+    let auth = axum::middleware::from_fn_with_state(
+        (shared.clone(), cx.agent_id.clone()),
+        super::auth::executors,
+    );
+    let limits = shared.security().conn_limits();
     let router = Router::new()
-        .route("/api/v1/executor", any(executor_api))
+        .route("/api/v1/executor", any(executor_api).layer(auth))
         .route("/state", get(agent_state))
         .route("/slave(1)/state", get(agent_state))
         .with_state(cx)
         .merge(files::router(files_cx));
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
+        if let Err(e) =
+            connlimits::serve_with_shutdown(listener, router, limits, std::future::pending()).await
+        {
             tracing::warn!(error = %e, "agent endpoint stopped");
         }
     });

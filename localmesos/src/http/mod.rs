@@ -6,6 +6,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod agent;
+pub(crate) mod auth;
 pub(crate) mod operator;
 pub(crate) mod request;
 pub(crate) mod scheduler;
@@ -20,13 +21,19 @@ use crate::master::Shared;
 
 /// Every route of the master.
 pub(crate) fn router(cx: Arc<Shared>) -> Router {
-    Router::new()
-        .route("/api/v1/scheduler", any(scheduler::scheduler))
+    let auth = axum::middleware::from_fn_with_state(cx.clone(), auth::frameworks);
+    let router = Router::new()
+        .route("/api/v1/scheduler", any(scheduler::scheduler).layer(auth))
         .route("/version", get(operator::version))
         .route("/state", get(operator::state))
         .route("/state.json", get(operator::state))
         .route("/master/state", get(operator::state))
-        .route("/master/state.json", get(operator::state))
-        .merge(admin::router())
-        .with_state(cx)
+        .route("/master/state.json", get(operator::state));
+    // Fault routes can partition agents: only when asked, and only on loopback.
+    let router = if admin::enabled(&cx) {
+        router.merge(admin::router())
+    } else {
+        router
+    };
+    router.with_state(cx)
 }

@@ -134,6 +134,11 @@ fn spawn(
     for (k, v) in extra_env {
         env.insert((*k).to_owned(), (*v).to_owned());
     }
+    if let Some(key) = &cx.security().jwt_secret_key {
+        let token =
+            crate::agent::token::mint(key, executor.framework_id, executor.executor_id, &container);
+        env.insert(crate::agent::token::TOKEN_ENV.to_owned(), token);
+    }
     let me = cx.weak();
     let spawned = agent_launch::spawn_in_sandbox(
         &cx.rt,

@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     pub(crate) allocate_now: Notify,
     /// Open (`true`) unless a test holds ACCEPT calls back (a slow master).
     pub(crate) accept_gate: tokio::sync::watch::Sender<bool>,
+    /// What the cluster enforces; set once at start (`LocalMesos::start`).
+    pub(crate) security: std::sync::OnceLock<crate::security::Security>,
     me: Weak<Shared>,
 }
 
@@ -97,8 +99,15 @@ impl Shared {
             rt,
             allocate_now: Notify::new(),
             accept_gate: tokio::sync::watch::Sender::new(true),
+            security: std::sync::OnceLock::new(),
             me: me.clone(),
         })
+    }
+
+    /// What the cluster enforces (nothing but connection limits if unset).
+    pub(crate) fn security(&self) -> &crate::security::Security {
+        self.security
+            .get_or_init(crate::security::Security::default)
     }
 
     /// Locks the state. A panic while locked cannot leave it half-updated in

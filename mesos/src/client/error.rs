@@ -11,6 +11,14 @@ pub enum ClientError {
     /// executor, or the stream id is missing or wrong.
     #[error("400 Bad Request: {0}")]
     BadRequest(String),
+    /// 401: no credential, or one the server does not accept.
+    #[error("401 Unauthorized: {body} (WWW-Authenticate: {challenge})")]
+    Unauthorized {
+        /// The response body.
+        body: String,
+        /// The server's `WWW-Authenticate` challenge(s).
+        challenge: String,
+    },
     /// 403: the framework or executor is not subscribed (or not allowed).
     #[error("403 Forbidden: {0}")]
     Forbidden(String),
@@ -37,6 +45,10 @@ pub enum ClientError {
     /// A redirect without a usable `Location`, or too many of them.
     #[error("redirect: {0}")]
     Redirect(String),
+    /// Connecting or the TLS handshake with an https server failed (an
+    /// unknown CA, a wrong name), or the connection broke.
+    #[error("https: {0}")]
+    Tls(String),
     /// Connecting, sending or reading failed.
     #[error("HTTP: {0}")]
     Http(#[from] reqwest::Error),
@@ -65,6 +77,7 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::BadRequest(_) => Some(400),
+            ClientError::Unauthorized { .. } => Some(401),
             ClientError::Forbidden(_) => Some(403),
             ClientError::MethodNotAllowed(_) => Some(405),
             ClientError::NotAcceptable(_) => Some(406),
@@ -83,6 +96,7 @@ impl ClientError {
             self,
             ClientError::ServiceUnavailable(_)
                 | ClientError::Http(_)
+                | ClientError::Tls(_)
                 | ClientError::Redirect(_)
                 | ClientError::Timeout(_)
                 | ClientError::NoMasterReachable(_)

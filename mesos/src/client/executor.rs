@@ -22,6 +22,7 @@ pub struct ExecutorClient {
     url: Url,
     codec: Codec,
     timeout: Duration,
+    token: Option<reqwest::header::HeaderValue>,
 }
 
 impl ExecutorClient {
@@ -37,7 +38,21 @@ impl ExecutorClient {
             url: http::endpoint(agent_endpoint, EXECUTOR_PATH)?,
             codec,
             timeout: http::DEFAULT_RESPONSE_TIMEOUT,
+            token: None,
         })
+    }
+
+    /// The same client sending `token` (the agent's
+    /// `MESOS_EXECUTOR_AUTHENTICATION_TOKEN`) as `Authorization: Bearer` on
+    /// every call, as Mesos' executor library does.
+    ///
+    /// # Errors
+    /// [`ClientError::InvalidEndpoint`] if the token cannot be a header value.
+    pub fn with_token(mut self, token: &str) -> Result<Self, ClientError> {
+        let header = super::security::bearer(token)
+            .map_err(|e| ClientError::InvalidEndpoint(e.to_string()))?;
+        self.token = Some(header);
+        Ok(self)
     }
 
     /// The same client with another deadline for response headers.
@@ -83,6 +98,8 @@ impl ExecutorClient {
             body: Bytes::from(self.codec.encode(&call)),
             stream_id: None,
             timeout: self.timeout,
+            auth: self.token.as_ref(),
+            tls: None,
         }
     }
 }

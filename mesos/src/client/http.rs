@@ -1,15 +1,17 @@
 //! Plumbing shared by both clients: endpoints, POST with manual redirects,
 //! status mapping, bounded error bodies, typed event streams.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, LOCATION};
 use reqwest::{Response, Url};
 use serde::de::DeserializeOwned;
 use tracing::debug;
 
+use super::tls::TlsClient;
 use super::{ClientError, EventStream};
 use crate::codec::Codec;
 use crate::recordio::{self, DEFAULT_MAX_RECORD_LEN};
@@ -42,6 +44,11 @@ pub(crate) fn client() -> Result<reqwest::Client, ClientError> {
         .connect_timeout(CONNECT_TIMEOUT)
         .no_proxy()
         .build()?)
+}
+
+/// The https client of a `--mesos-cafile` configuration.
+pub(crate) fn tls_client(config: &Arc<rustls::ClientConfig>) -> Arc<TlsClient> {
+    Arc::new(TlsClient::new(config.clone(), CONNECT_TIMEOUT))
 }
 
 /// `http://host:port[/prefix]` + `path`, from a URL or a bare `host:port`.
@@ -86,6 +93,10 @@ pub(crate) struct Request<'a> {
     pub(crate) body: Bytes,
     pub(crate) stream_id: Option<&'a str>,
     pub(crate) timeout: Duration,
+    /// `Authorization`, if the client has a credential.
+    pub(crate) auth: Option<&'a HeaderValue>,
+    /// How https URLs are reached; without it they are refused.
+    pub(crate) tls: Option<&'a TlsClient>,
 }
 
 /// POSTs the body to `url`, following redirects (including Mesos'
@@ -93,16 +104,7 @@ pub(crate) struct Request<'a> {
 /// status to its [`ClientError`].
 pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, ClientError> {
     for _ in 0..=MAX_REDIRECTS {
-        let mut builder = req
-            .http
-            .post(url.clone())
-            .header(CONTENT_TYPE, req.codec.content_type())
-            .header(ACCEPT, req.codec.content_type())
-            .body(req.body.clone());
-        if let Some(id) = req.stream_id {
-            builder = builder.header(STREAM_ID_HEADER, id);
-        }
-        let response = tokio::time::timeout(req.timeout, builder.send())
+        let response = tokio::time::timeout(req.timeout, send(req, &url))
             .await
             .map_err(|_| ClientError::Timeout(req.timeout))??;
         let status = response.status();
@@ -115,14 +117,61 @@ pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, Clie
             url = next;
             continue;
         }
+        let challenge = response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(", ");
         let body = tokio::time::timeout(req.timeout, bounded_text(response))
             .await
             .unwrap_or_else(|_| String::from("(body not received in time)"));
+        if status.as_u16() == 401 {
+            return Err(ClientError::Unauthorized { body, challenge });
+        }
         return Err(ClientError::from_status(status.as_u16(), body));
     }
     Err(ClientError::Redirect(format!(
         "more than {MAX_REDIRECTS} redirects, last to {url}"
     )))
+}
+
+/// One POST of `req` to `url`: over reqwest for http, over [`TlsClient`]
+/// for https (refused without one: no plaintext fallback, no default trust).
+async fn send(req: &Request<'_>, url: &Url) -> Result<Response, ClientError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let content_type = HeaderValue::from_static(req.codec.content_type());
+    headers.insert(CONTENT_TYPE, content_type.clone());
+    headers.insert(ACCEPT, content_type);
+    if let Some(id) = req.stream_id
+        && let Ok(v) = HeaderValue::from_str(id)
+    {
+        headers.insert(STREAM_ID_HEADER, v);
+    }
+    if let Some(auth) = req.auth {
+        headers.insert(AUTHORIZATION, auth.clone());
+    }
+    if url.scheme() == "https" {
+        let Some(tls) = req.tls else {
+            return Err(ClientError::InvalidEndpoint(format!(
+                "{url}: an https master needs --mesos-cafile"
+            )));
+        };
+        return tls.post(url, headers, req.body.clone()).await;
+    }
+    if req.tls.is_some() {
+        return Err(ClientError::InvalidEndpoint(format!(
+            "{url}: --mesos-cafile allows only https:// (no plaintext fallback)"
+        )));
+    }
+    Ok(req
+        .http
+        .post(url.clone())
+        .headers(headers)
+        .body(req.body.clone())
+        .send()
+        .await?)
 }
 
 fn redirect_target(url: &Url, response: &Response) -> Result<Url, ClientError> {
@@ -144,6 +193,12 @@ fn redirect_target(url: &Url, response: &Response) -> Result<Url, ClientError> {
     if !matches!(next.scheme(), "http" | "https") {
         return Err(ClientError::Redirect(format!(
             "Location '{location}' is not HTTP"
+        )));
+    }
+    // Credentials and calls never fall back to plaintext.
+    if url.scheme() == "https" && next.scheme() != "https" {
+        return Err(ClientError::Redirect(format!(
+            "refusing a redirect from https to '{location}'"
         )));
     }
     Ok(next)

@@ -22,10 +22,13 @@ mod error;
 pub mod executor;
 mod http;
 pub mod scheduler;
+pub mod security;
+pub mod tls;
 
 pub use error::ClientError;
 pub use executor::ExecutorClient;
 pub use scheduler::{SchedulerClient, Subscription, SubscriptionHandle};
+pub use security::{ClientSecurity, Credential, SecurityError};
 
 use std::pin::Pin;
 

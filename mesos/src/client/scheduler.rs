@@ -53,6 +53,8 @@ pub struct SchedulerClient {
     masters: Vec<Url>,
     codec: Codec,
     timeout: Duration,
+    credential: Option<super::Credential>,
+    tls: Option<std::sync::Arc<super::tls::TlsClient>>,
 }
 
 /// An accepted subscription: where later calls go, and the events.
@@ -90,6 +92,20 @@ impl SchedulerClient {
     /// [`ClientError::InvalidEndpoint`] for an empty list or an address
     /// that is not HTTP; [`ClientError::Http`] if the HTTP client cannot be built.
     pub fn new(masters: Vec<String>, codec: Codec) -> Result<Self, ClientError> {
+        Self::with_security(masters, codec, &super::ClientSecurity::default())
+    }
+
+    /// [`SchedulerClient::new`] with TLS and a framework credential. With
+    /// `security.tls` every master must be `https://`.
+    ///
+    /// # Errors
+    /// As [`SchedulerClient::new`], and [`ClientError::InvalidEndpoint`] for
+    /// a plain-HTTP master when TLS is configured.
+    pub fn with_security(
+        masters: Vec<String>,
+        codec: Codec,
+        security: &super::ClientSecurity,
+    ) -> Result<Self, ClientError> {
         if masters.is_empty() {
             return Err(ClientError::InvalidEndpoint("(no masters given)".into()));
         }
@@ -97,11 +113,20 @@ impl SchedulerClient {
             .iter()
             .map(|m| http::endpoint(m, SCHEDULER_PATH))
             .collect::<Result<Vec<_>, _>>()?;
+        if security.tls.is_some()
+            && let Some(plain) = masters.iter().find(|m| m.scheme() != "https")
+        {
+            return Err(ClientError::InvalidEndpoint(format!(
+                "{plain}: --mesos-cafile needs https:// masters (no plaintext fallback)"
+            )));
+        }
         Ok(Self {
             http: http::client()?,
+            tls: security.tls.as_ref().map(http::tls_client),
             masters,
             codec,
             timeout: http::DEFAULT_RESPONSE_TIMEOUT,
+            credential: security.credential.clone(),
         })
     }
 
@@ -183,6 +208,8 @@ impl SchedulerClient {
             body: Bytes::from(self.codec.encode(&call)),
             stream_id,
             timeout: self.timeout,
+            auth: self.credential.as_ref().map(super::Credential::header),
+            tls: self.tls.as_deref(),
         }
     }
 }

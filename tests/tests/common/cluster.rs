@@ -100,6 +100,7 @@ pub fn app_config(setup: Setup) -> AppConfig {
         codec: Codec::Protobuf,
         clock: Arc::new(SystemClock),
         security: Default::default(),
+        hardening: framework::hardening::Hardening::default(),
     }
 }
 

@@ -40,6 +40,12 @@ pub struct Sched {
 }
 
 pub async fn start() -> Sched {
+    start_with(localmesos::Security::default()).await
+}
+
+/// [`start`] with a cluster enforcing `security` (the scheduler itself
+/// sends no credentials: use it with executor authentication only).
+pub async fn start_with(security: localmesos::Security) -> Sched {
     let mut agent = AgentConfig::from_flags("cpus:16;mem:65536;disk:10000", "", 0).unwrap();
     agent.hostname = Some("agent-e2e".into());
     let cluster = LocalMesos::start(Config {
@@ -51,6 +57,7 @@ pub async fn start() -> Sched {
             executor_shutdown_grace: Duration::from_secs(3),
             ..Timing::default()
         },
+        security,
         ..Config::default()
     })
     .await

@@ -1,0 +1,114 @@
+//! Limits that keep one client, or thousands of idle sockets, from taking the
+//! API down: kube-apiserver's in-flight budgets, request timeout and body limit,
+//! a cap on each client's watches, and a connection cap with header-read
+//! timeouts, so `/healthz` and kubectl keep answering under a flood.
+//!
+//! - [`requests::layer`] wraps a router with the per-request limits.
+//! - The connection limits are the `connlimits` crate's:
+//!   [`connlimits::serve_with_shutdown`] serves a router over plain HTTP/1.1;
+//!   [`connlimits::serve_connection`] serves one accepted stream of any kind
+//!   (a TLS stream too), counted by a [`connlimits::Connections`] slot.
+//!   [`Limits::connections`] gives their settings.
+
+pub mod requests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+
+/// Who a request counts against for [`Limits::max_watches_per_user`]: the
+/// authenticated user once authentication names one, else the client's address.
+pub type ClientKey = Arc<dyn Fn(&Request) -> String + Send + Sync>;
+
+/// Whether a request skips the in-flight budgets: kube-apiserver exempts
+/// the group `system:masters`; authentication, once it names groups, says so.
+pub type Exempt = Arc<dyn Fn(&Request) -> bool + Send + Sync>;
+
+/// The API server's limits. [`Limits::default`] has kube-apiserver's values.
+#[derive(Clone)]
+pub struct Limits {
+    /// Read-only requests (get, list) served at once; past it 429
+    /// (`--max-requests-inflight`, 400). 0 disables the limit, as in kube-apiserver.
+    pub max_requests_inflight: usize,
+    /// Mutating requests served at once; past it 429
+    /// (`--max-mutating-requests-inflight`, 200). 0 disables the limit.
+    pub max_mutating_requests_inflight: usize,
+    /// How long a non-long-running request may take before 504
+    /// (`--request-timeout`, 60s).
+    pub request_timeout: Duration,
+    /// Watches (and followed logs) one client may hold open at once; past it
+    /// 429. kube-apiserver has no such flag; mesopod's is `--max-watches-per-user`.
+    pub max_watches_per_user: usize,
+    /// How long a connection may take to send a request's headers, counted
+    /// from when it starts waiting for a request; it bounds half-sent requests
+    /// and idle keep-alive connections alike (kube-apiserver's
+    /// ReadHeaderTimeout, 32s).
+    pub header_read_timeout: Duration,
+    /// Connections open at once. At the cap a new connection closes the
+    /// oldest one that has no request in service; if every one is busy the
+    /// new one is closed (`--max-connections`, 4096, at most the descriptor
+    /// limit less a reserve).
+    pub max_connections: usize,
+    /// Who a request's watches count against.
+    pub client_key: ClientKey,
+    /// Requests never refused with 429 (by default none; health probes
+    /// always are exempt).
+    pub exempt: Exempt,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("max_requests_inflight", &self.max_requests_inflight)
+            .field(
+                "max_mutating_requests_inflight",
+                &self.max_mutating_requests_inflight,
+            )
+            .field("request_timeout", &self.request_timeout)
+            .field("max_watches_per_user", &self.max_watches_per_user)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_connections", &self.max_connections)
+            .finish_non_exhaustive()
+    }
+}
+
+/// kube-apiserver's `--max-requests-inflight` default.
+pub const DEFAULT_MAX_REQUESTS_INFLIGHT: usize = 400;
+/// kube-apiserver's `--max-mutating-requests-inflight` default.
+pub const DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: usize = 200;
+/// kube-apiserver's `--request-timeout` default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Watches per client: enough for any controller (one per resource it
+/// watches, a few times over), far below the thousands that once used
+/// hundreds of megabytes.
+pub const DEFAULT_MAX_WATCHES_PER_USER: usize = 500;
+/// kube-apiserver's ReadHeaderTimeout.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// Connections at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+
+impl Limits {
+    /// The connection limits among these.
+    pub fn connections(&self) -> connlimits::ConnLimits {
+        connlimits::ConnLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
+            max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_watches_per_user: DEFAULT_MAX_WATCHES_PER_USER,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            client_key: Arc::new(requests::peer_address),
+            exempt: Arc::new(|_| false),
+        }
+    }
+}

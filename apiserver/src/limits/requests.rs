@@ -1,0 +1,246 @@
+//! Per-request limits, as kube-apiserver's filters apply them: the in-flight
+//! budgets (429 with `Retry-After`), the request timeout (504) and a cap on
+//! each client's long-running requests (watches, followed logs).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::Limits;
+use connlimits::GuardedBody;
+
+/// kube-apiserver's 429 text (plain text, not a Status), `http.Error`'s newline included.
+pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\n";
+
+/// kube-apiserver's 504 message for a request past `--request-timeout`.
+pub const TIMEOUT_MESSAGE: &str = "Timeout: request did not complete within the allotted timeout";
+
+/// The default [`Limits::client_key`]: the client's IP address (the port
+/// changes with every connection), or `unknown` when the server did not say.
+pub fn peer_address(req: &Request) -> String {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |ConnectInfo(a)| a.ip().to_string())
+}
+
+/// What a request costs: kube-apiserver counts long-running requests apart,
+/// and mutating ones in their own budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A watch or a followed log: not in the in-flight budgets, not timed out,
+    /// counted per client.
+    LongRunning,
+    /// POST, PUT, PATCH, DELETE.
+    Mutating,
+    /// Everything else.
+    ReadOnly,
+    /// Health probes (`/healthz`, `/readyz`, `/livez`): never refused, as
+    /// kube-apiserver's `probes` flow schema exempts them.
+    Exempt,
+}
+
+/// The class of a request, from its method, path and query.
+pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
+    let probe = ["/healthz", "/readyz", "/livez"]
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')));
+    if probe {
+        return Class::Exempt;
+    }
+    let flag = |name: &str| {
+        query.is_some_and(|q| {
+            q.split('&').any(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                k == name && matches!(v, "true" | "1")
+            })
+        })
+    };
+    // `/api/v1/watch/...` or `/apis/<group>/<version>/watch/...`; a namespace
+    // or object named `watch` elsewhere in the path is not a watch.
+    let mut segments = path.trim_start_matches('/').split('/');
+    let watch_path = match segments.next() {
+        Some("api") => segments.nth(1) == Some("watch"),
+        Some("apis") => segments.nth(2) == Some("watch"),
+        _ => false,
+    };
+    if watch_path || flag("watch") || (path.ends_with("/log") && flag("follow")) {
+        return Class::LongRunning;
+    }
+    match *method {
+        Method::GET | Method::HEAD | Method::OPTIONS => Class::ReadOnly,
+        _ => Class::Mutating,
+    }
+}
+
+struct Budgets {
+    limits: Limits,
+    read_only: Option<Arc<Semaphore>>,
+    mutating: Option<Arc<Semaphore>>,
+    watches: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One long-running request of a client; gives its place back when the
+/// response body ends (or the client goes away).
+struct WatchSlot {
+    key: String,
+    watches: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        let mut map = self.watches.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+fn semaphore(n: usize) -> Option<Arc<Semaphore>> {
+    (n > 0).then(|| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))))
+}
+
+/// `router` with `limits`' per-request limits in front of every route.
+pub fn layer(router: Router, limits: &Limits) -> Router {
+    let budgets = Arc::new(Budgets {
+        limits: limits.clone(),
+        read_only: semaphore(limits.max_requests_inflight),
+        mutating: semaphore(limits.max_mutating_requests_inflight),
+        watches: Arc::default(),
+    });
+    router.layer(axum::middleware::from_fn_with_state(budgets, limit))
+}
+
+/// kube-apiserver's 429: plain text and `Retry-After: 1`.
+pub fn too_many_requests() -> Response {
+    let mut resp = (StatusCode::TOO_MANY_REQUESTS, TOO_MANY_REQUESTS).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+fn timeout() -> Response {
+    let status = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": TIMEOUT_MESSAGE,
+        "reason": "Timeout", "details": {}, "code": 504,
+    });
+    (StatusCode::GATEWAY_TIMEOUT, axum::Json(status)).into_response()
+}
+
+fn permit(budget: Option<&Arc<Semaphore>>) -> Result<Option<OwnedSemaphorePermit>, ()> {
+    match budget {
+        None => Ok(None),
+        Some(s) => s.clone().try_acquire_owned().map(Some).map_err(|_| ()),
+    }
+}
+
+async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Response {
+    let class = classify(req.method(), req.uri().path(), req.uri().query());
+    // Exempt users skip the budgets, not the request timeout.
+    let exempt = matches!(class, Class::Mutating | Class::ReadOnly) && (b.limits.exempt)(&req);
+    match class {
+        Class::Exempt => next.run(req).await,
+        Class::LongRunning => {
+            let key = (b.limits.client_key)(&req);
+            {
+                let mut map = b.watches.lock().unwrap_or_else(|p| p.into_inner());
+                let n = map.entry(key.clone()).or_insert(0);
+                if *n >= b.limits.max_watches_per_user {
+                    tracing::debug!(client = %key, "too many watches");
+                    return too_many_requests();
+                }
+                *n += 1;
+            }
+            let slot = WatchSlot {
+                key,
+                watches: b.watches.clone(),
+            };
+            let resp = next.run(req).await;
+            resp.map(|body| Body::new(GuardedBody::new(body, slot)))
+        }
+        Class::Mutating | Class::ReadOnly => {
+            let budget = if exempt {
+                None
+            } else if class == Class::Mutating {
+                b.mutating.as_ref()
+            } else {
+                b.read_only.as_ref()
+            };
+            let Ok(_permit) = permit(budget) else {
+                return too_many_requests();
+            };
+            match tokio::time::timeout(b.limits.request_timeout, next.run(req)).await {
+                Ok(resp) => resp,
+                Err(_) => timeout(),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watches_and_followed_logs_are_long_running_and_writes_mutating() {
+        let get = Method::GET;
+        assert_eq!(
+            classify(&get, "/api/v1/pods", Some("watch=true&resourceVersion=1")),
+            Class::LongRunning
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/watch/namespaces/a/pods", None),
+            Class::LongRunning
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/namespaces/watch/pods/watch", None),
+            Class::ReadOnly
+        );
+        assert_eq!(
+            classify(&get, "/apis/rbac.authorization.k8s.io/v1/watch/roles", None),
+            Class::LongRunning
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/namespaces/a/pods/p/log", Some("follow=true")),
+            Class::LongRunning
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/namespaces/a/pods/p/log", None),
+            Class::ReadOnly
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/pods", Some("watch=false")),
+            Class::ReadOnly
+        );
+        assert_eq!(
+            classify(&Method::PATCH, "/api/v1/namespaces/a/pods/p", None),
+            Class::Mutating
+        );
+        assert_eq!(classify(&get, "/healthz", None), Class::Exempt);
+        assert_eq!(classify(&get, "/readyz/ping", None), Class::Exempt);
+        assert_eq!(classify(&get, "/healthzx", None), Class::ReadOnly);
+        assert_eq!(
+            classify(&Method::DELETE, "/api/v1/namespaces/a/pods/p", None),
+            Class::Mutating
+        );
+    }
+}
