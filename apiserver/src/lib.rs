@@ -116,8 +116,8 @@
 //! ```
 
 mod api;
-pub mod auth;
 pub mod audit;
+pub mod auth;
 pub mod clock;
 pub mod decode;
 pub mod discovery;

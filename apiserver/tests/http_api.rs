@@ -440,7 +440,12 @@ async fn namespaces_and_events_follow_kubernetes_rules() {
     let (code, body) = http
         .send("DELETE", "/api/v1/namespaces/tmp", "", Vec::new())
         .await;
-    assert_eq!(code, 409, "a second delete while terminating: {body}");
+    // 409 while it is still terminating; the unbound pod leaves at once, so
+    // the finalizer may have removed the namespace already (404).
+    assert!(
+        code == 409 || code == 404,
+        "a second delete while terminating: {body}"
+    );
     // The unbound pod leaves at once, so the namespace follows without a sweep.
     testkit::wait_until(
         "the emptied namespace to go",

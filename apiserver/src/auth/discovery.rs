@@ -25,14 +25,7 @@ pub(super) fn groups() -> Vec<Value> {
 
 fn resources(name: &str) -> Vec<Value> {
     // Exactly the verbs the routes serve (no deletecollection or watch yet).
-    let all = [
-        "create",
-        "delete",
-        "get",
-        "list",
-        "patch",
-        "update",
-    ];
+    let all = ["create", "delete", "get", "list", "patch", "update"];
     match name {
         RBAC => Kind::ALL
             .iter()
@@ -64,4 +57,3 @@ pub(super) fn routes() -> Router<Api> {
     }
     r
 }
-

@@ -187,7 +187,6 @@ pub(crate) async fn read_object(
     crate::decode::parse_object(&read_body(headers, body).await?, &ct)
 }
 
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -272,8 +272,7 @@ pub(crate) async fn apis(
     group_version(&format!("apis/{group}/{version}"), query, headers)
 }
 
-type HashQuery =
-    axum::extract::Query<std::collections::HashMap<String, String>>;
+type HashQuery = axum::extract::Query<std::collections::HashMap<String, String>>;
 
 /// A group-version's document; with the current `hash` it may be cached for good, with
 /// a stale one it moved (301 to the current URL), as kube-apiserver answers.

@@ -386,6 +386,8 @@ impl Standalone {
                 self.work.to_str().unwrap(),
                 "--recovery-timeout",
                 "2mins",
+                // the partition test drives localmesos' /admin/ fault routes
+                "--enable-faults",
             ],
             "http://",
             &self.lm_log,
