@@ -101,6 +101,9 @@ pub struct Options {
     pub registration_timeout: Duration,
     /// How containers run.
     pub containers: crate::oci::ContainerSettings,
+    /// Where the ConfigMaps, Secrets and tokens pods reference come from
+    /// ([`crate::objects::NoObjects`] unless the executor has a credential).
+    pub objects: crate::objects::SharedObjects,
 }
 
 impl Default for Options {
@@ -109,6 +112,7 @@ impl Default for Options {
             restart_backoff: backoff::CRASH_LOOP,
             registration_timeout: REGISTRATION_TIMEOUT,
             containers: crate::oci::ContainerSettings::default(),
+            objects: std::sync::Arc::new(crate::objects::NoObjects),
         }
     }
 }
@@ -155,6 +159,7 @@ impl<A: Agent> Executor<A> {
             node_name: String::new(),
             backoff: options.restart_backoff,
             containers: options.containers.clone(),
+            objects: options.objects.clone(),
         });
         Executor {
             env,

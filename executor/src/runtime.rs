@@ -36,6 +36,8 @@ pub struct RuntimeConfig {
     /// How containers run (process mode by default in the library; the
     /// `mesopod executor` command defaults to the embedded runtime).
     pub containers: ContainerSettings,
+    /// Where the ConfigMaps, Secrets and tokens pods reference come from.
+    pub objects: crate::objects::SharedObjects,
 }
 
 /// The task-level outcome an update stands for.

@@ -97,6 +97,7 @@ pub fn start(checkpoint: bool) -> Harness {
         },
         registration_timeout: Duration::from_secs(5),
         containers: Default::default(),
+        ..Options::default()
     };
     let run = tokio::spawn(Executor::new(env, agent, options).run());
     Harness {

@@ -24,6 +24,7 @@ pub fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
             max: Duration::from_millis(200),
         },
         containers: Default::default(),
+        objects: std::sync::Arc::new(executor::objects::NoObjects),
     })
 }
 
