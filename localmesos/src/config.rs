@@ -25,6 +25,11 @@ pub const DEFAULT_RECOVERY_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Mesos' agent `--executor_reregistration_timeout` default: how long a
 /// recovered agent waits for its executors to re-subscribe.
 pub const DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT: Duration = Duration::from_secs(2);
+/// Mesos' master `--agent_ping_timeout` default: between pings to an agent.
+pub const DEFAULT_AGENT_PING_TIMEOUT: Duration = Duration::from_secs(15);
+/// Mesos' master `--max_agent_ping_timeouts` default: unanswered pings in a
+/// row before an agent is unreachable (75 s of silence with the timeout).
+pub const DEFAULT_MAX_AGENT_PING_TIMEOUTS: u32 = 5;
 /// How long Mesos' command executor waits between SIGTERM and SIGKILL when
 /// the task has no kill policy (3 s in Mesos).
 pub const DEFAULT_TASK_KILL_GRACE: Duration = Duration::from_secs(3);
@@ -90,6 +95,12 @@ pub struct Timing {
     /// `--executor_reregistration_timeout`: a recovered agent's wait for its
     /// executors (also their `MESOS_SUBSCRIPTION_BACKOFF_MAX`).
     pub executor_reregistration_timeout: Duration,
+    /// `--agent_ping_timeout`: how long the master waits for an agent's
+    /// answer to each ping (on its clock, which tests advance).
+    pub agent_ping_timeout: Duration,
+    /// `--max_agent_ping_timeouts`: unanswered pings in a row before the
+    /// master marks an agent unreachable.
+    pub max_agent_ping_timeouts: u32,
 }
 
 impl Default for Timing {
@@ -105,6 +116,8 @@ impl Default for Timing {
             task_kill_grace: DEFAULT_TASK_KILL_GRACE,
             recovery_timeout: DEFAULT_RECOVERY_TIMEOUT,
             executor_reregistration_timeout: DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT,
+            agent_ping_timeout: DEFAULT_AGENT_PING_TIMEOUT,
+            max_agent_ping_timeouts: DEFAULT_MAX_AGENT_PING_TIMEOUTS,
         }
     }
 }

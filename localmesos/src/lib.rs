@@ -52,7 +52,10 @@
 //!   stops what the checkpoints name and removes the dir. Executors run in
 //!   their own cgroup (`mesos/<container id>`, cgroup v2, as root), killed
 //!   with their subtree when they end.
-//! - Faults: [`LocalMesos::partition_agent`], [`LocalMesos::heal_agent`],
+//! - Faults: [`LocalMesos::partition_agent`] (the agent goes silent; the
+//!   master marks it unreachable after [`Timing::agent_ping_timeout`] ×
+//!   [`Timing::max_agent_ping_timeouts`] on its clock, which
+//!   [`LocalMesos::advance_clock`] moves), [`LocalMesos::heal_agent`],
 //!   [`LocalMesos::remove_agent`], [`LocalMesos::restart_master`]
 //!   ([`RestartOptions`]), [`LocalMesos::kill_executor`],
 //!   [`LocalMesos::set_update_fault`] ([`UpdateFault`]: drop, duplicate or
@@ -77,6 +80,7 @@
 //! |---|---|
 //! | `POST /admin/agents` | `{"resources","attributes","hostname","simulated","task_duration_ms"}` → `{"agent_id"}` |
 //! | `POST /admin/agents/{id}/partition` · `/heal` · `/remove` | |
+//! | `POST /admin/clock/advance` | `{"seconds"}` |
 //! | `POST /admin/master/restart` | `{"keep_state","recovery_ms","agent_reregistration_ms"}` |
 //! | `POST /admin/executors/kill` | `{"agent_id","framework_id","executor_id"}` |
 //! | `POST` / `DELETE /admin/faults/status-updates` | `{"drop","duplicate","delay","delay_ms"}` |
@@ -124,8 +128,12 @@
 //!   task's command directly (no nested containers, no group kill).
 //! - An executor that exits fails its live tasks (TASK_FAILED,
 //!   REASON_EXECUTOR_TERMINATED); TASK_LOST is never chosen there.
-//! - Time is not injected: every interval and timeout is a [`Timing`]
-//!   field, and tests shorten them.
+//! - Only the master's ping timeouts read the injectable clock
+//!   ([`LocalMesos::advance_clock`]); every other interval and timeout is a
+//!   [`Timing`] field on real time, and tests shorten them.
+//! - A partitioned agent is offered nothing from the moment it is cut off
+//!   (Mesos would keep offering it until its pings time out, and lose what
+//!   it launched there).
 //! - Only custom executors are recovered: command tasks (which localmesos
 //!   runs itself, standing in for Mesos' command executor) do not survive
 //!   a restart. No fsync: checkpoints survive the process, not the machine.
@@ -147,10 +155,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use config::{
-    AgentConfig, Config, DEFAULT_ALLOCATION_INTERVAL, DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT,
-    DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT, DEFAULT_EXECUTOR_SHUTDOWN_GRACE,
-    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_RECOVERY_TIMEOUT, DEFAULT_STATUS_UPDATE_RETRY_MAX,
-    DEFAULT_STATUS_UPDATE_RETRY_MIN, DEFAULT_TASK_KILL_GRACE, Timing,
+    AgentConfig, Config, DEFAULT_AGENT_PING_TIMEOUT, DEFAULT_ALLOCATION_INTERVAL,
+    DEFAULT_EXECUTOR_REGISTRATION_TIMEOUT, DEFAULT_EXECUTOR_REREGISTRATION_TIMEOUT,
+    DEFAULT_EXECUTOR_SHUTDOWN_GRACE, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_MAX_AGENT_PING_TIMEOUTS,
+    DEFAULT_RECOVERY_TIMEOUT, DEFAULT_STATUS_UPDATE_RETRY_MAX, DEFAULT_STATUS_UPDATE_RETRY_MIN,
+    DEFAULT_TASK_KILL_GRACE, Timing,
 };
 pub use error::Error;
 pub use faults::{RestartOptions, UpdateFault};
@@ -216,12 +225,13 @@ impl LocalMesos {
             }
         });
         let allocator = tokio::spawn(master::allocator::run(shared.clone()));
+        let pings = tokio::spawn(master::pings::run(shared.clone()));
         tracing::info!(%addr, "localmesos master started");
         Ok(LocalMesos {
             shared,
             addr,
             url: format!("http://{addr}"),
-            tasks: vec![server, allocator],
+            tasks: vec![server, allocator, pings],
             _work_dir: temp,
         })
     }
@@ -275,16 +285,29 @@ impl LocalMesos {
         http::agent::add(&self.shared, config).await
     }
 
-    /// Partitions an agent: TASK_UNREACHABLE (TASK_LOST without
-    /// PARTITION_AWARE) for its tasks, its offers rescinded.
+    /// Partitions an agent: from now on it answers no ping and its updates
+    /// wait (its offers are rescinded). Once the master's clock has run
+    /// [`Timing::agent_ping_timeout`] × [`Timing::max_agent_ping_timeouts`]
+    /// past this (see [`LocalMesos::advance_clock`]), the master marks it
+    /// unreachable: TASK_UNREACHABLE (TASK_LOST without PARTITION_AWARE)
+    /// for its tasks.
     ///
     /// # Errors
-    /// Unknown agent, or one that is not active.
+    /// Unknown agent, or one that is not active or already partitioned.
     pub fn partition_agent(&self, agent_id: &str) -> Result<(), Error> {
         agents::partition(&self.shared, agent_id)
     }
 
-    /// Heals a partition: the agent re-registers and is offered again.
+    /// Moves the master's clock `by` forward, as if that much time had
+    /// passed for its own timeouts (agent pings); what falls due happens
+    /// before this returns. Real time, and timers of executors, agents'
+    /// update retries and schedulers, are not moved.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        master::pings::advance(&self.shared, by);
+    }
+
+    /// Heals a partition: an agent not yet unreachable just answers again;
+    /// an unreachable one re-registers and is offered again.
     ///
     /// # Errors
     /// Unknown agent, or one that is not partitioned.

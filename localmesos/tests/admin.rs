@@ -91,9 +91,23 @@ async fn admin_routes_inject_agent_master_and_update_faults() {
         .unwrap();
     assert_eq!(cleared.status(), 200);
 
-    // Partition, heal, remove.
+    // Partition, heal, remove. The partitioned agent is unreachable once
+    // the master's clock passed its ping timeouts (15 s x 5).
     assert_eq!(
         admin(&url, &format!("agents/{agent}/partition"), "")
+            .await
+            .status(),
+        200
+    );
+    for bad in [r#"{"seconds":-1}"#, r#"{"minutes":1}"#, "\"soon\""] {
+        assert_eq!(
+            admin(&url, "clock/advance", bad).await.status(),
+            400,
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        admin(&url, "clock/advance", r#"{"seconds":75}"#)
             .await
             .status(),
         200

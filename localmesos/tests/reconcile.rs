@@ -13,6 +13,13 @@ use mesos::proto::framework_info::capability::Type as Cap;
 use mesos::proto::scheduler::event;
 use mesos::proto::task_status::{Reason, Source};
 
+/// How long an agent may miss pings before it is unreachable, by default:
+/// `--agent_ping_timeout` × `--max_agent_ping_timeouts` (75 s).
+const PING_BUDGET: Duration = Duration::from_secs(
+    localmesos::DEFAULT_AGENT_PING_TIMEOUT.as_secs()
+        * localmesos::DEFAULT_MAX_AGENT_PING_TIMEOUTS as u64,
+);
+
 #[tokio::test]
 async fn implicit_reconciliation_reports_every_known_task_without_uuid() {
     let cluster = simulated_cluster(2).await;
@@ -81,8 +88,10 @@ async fn explicit_reconciliation_follows_the_table() {
         state_of(&ask(&mut pa, "nope", Some("no-agent")).await),
         TaskState::TaskUnknown
     );
-    // Unreachable agent: UNREACHABLE with unreachable_time.
+    // Unreachable agent (silent past its ping timeouts): UNREACHABLE with
+    // unreachable_time.
     cluster.partition_agent(&ids[1]).unwrap();
+    cluster.advance_clock(PING_BUDGET);
     let u = ask(&mut pa, "nope", Some(&ids[1])).await;
     assert_eq!(state_of(&u), TaskState::TaskUnreachable);
     assert!(u.unreachable_time.is_some());
@@ -151,6 +160,13 @@ async fn partition_makes_tasks_unreachable_or_lost_and_heal_brings_them_back() {
     plain.ack(&r).await;
 
     cluster.partition_agent(&agent).unwrap();
+    // The master notices only once the agent missed its pings.
+    pa.assert_none(event::Type::Update, Duration::from_millis(200))
+        .await;
+    cluster.advance_clock(PING_BUDGET - Duration::from_secs(1));
+    pa.assert_none(event::Type::Update, Duration::from_millis(200))
+        .await;
+    cluster.advance_clock(Duration::from_secs(1));
     let u = pa.update().await;
     assert_eq!(
         (state_of(&u), u.source),

@@ -259,6 +259,8 @@ async fn a_partitioned_agent_shows_on_its_pods_and_a_master_restart_is_survived(
     );
 
     app.local().unwrap().partition_agent(&agent_id).unwrap();
+    // Unreachable once the master's clock passes its ping timeouts (75 s).
+    app.local().unwrap().advance_clock(Duration::from_secs(75));
     let lost = wait_pod(app.api(), "default", "steady", T, |p| {
         p.status.as_ref().and_then(|s| s.reason.as_deref()) == Some("NodeLost")
     })

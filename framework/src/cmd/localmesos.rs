@@ -58,6 +58,14 @@ pub struct Args {
     /// Mesos' agent `--executor_reregistration_timeout`.
     #[arg(long, value_parser = mesos::duration::parse_flag, default_value = "2secs")]
     pub executor_reregistration_timeout: Option<Duration>,
+    /// Mesos' master `--agent_ping_timeout`: how long each ping to an agent
+    /// waits for its answer.
+    #[arg(long, alias = "agent_ping_timeout", value_parser = mesos::duration::parse_flag, default_value = "15secs")]
+    pub agent_ping_timeout: Option<Duration>,
+    /// Mesos' master `--max_agent_ping_timeouts`: unanswered pings in a row
+    /// before an agent is marked unreachable.
+    #[arg(long, alias = "max_agent_ping_timeouts", default_value = "5")]
+    pub max_agent_ping_timeouts: Option<u32>,
     /// Security: Mesos' authentication flags and the fault routes.
     #[command(flatten)]
     pub security: SecurityArgs,
@@ -129,6 +137,12 @@ fn config(args: &Args) -> anyhow::Result<Config> {
     }
     if let Some(d) = args.executor_reregistration_timeout {
         timing.executor_reregistration_timeout = d;
+    }
+    if let Some(d) = args.agent_ping_timeout {
+        timing.agent_ping_timeout = d;
+    }
+    if let Some(n) = args.max_agent_ping_timeouts {
+        timing.max_agent_ping_timeouts = n;
     }
     let mut agents = Vec::with_capacity(args.agents);
     for i in 0..args.agents {

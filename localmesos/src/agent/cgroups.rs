@@ -1,48 +1,100 @@
 //! Each executor's own cgroup, as Mesos' cgroups isolator gives every
-//! container one: `mesos/<container id>` in the cgroup v2 tree. When the
-//! executor ends, however it ended, everything left in that subtree (the
-//! pods it started, which lead their own process groups) is killed and the
-//! cgroup removed, so no process outlives its executor.
+//! container one: `mesos/<container id>`. When the executor ends, however
+//! it ended, everything left in that subtree (the pods it started, which
+//! lead their own process groups) is killed and the cgroup removed, so no
+//! process outlives its executor.
 //!
-//! Only when this process is root and a cgroup v2 hierarchy is mounted and
-//! writable; otherwise [`enter`] returns `false` and the agent falls back
-//! to killing the executor's process group.
+//! The tree is cgroup v2's when it is mounted (`cgroup.kill`); without it,
+//! a v1 hierarchy that can stop a subtree: `freezer` (freeze, kill, thaw:
+//! nothing forks in between, as Mesos' v1 isolator destroys) or else
+//! `pids` (`pids.max` 0 forbids forks while the processes are killed).
+//! Only as root; otherwise [`enter`] returns `false`, the agent falls back
+//! to killing the executor's process group, and [`warn_if_unavailable`]
+//! says so when an agent starts.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Where cgroup v2 is mounted, if it is and we may write there.
-fn v2_root() -> Option<PathBuf> {
-    let uid_root = std::fs::read_to_string("/proc/self/status")
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))?;
-    if !uid_root {
+/// A hierarchy executors' cgroups can live in, at its mount point.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Tree {
+    /// The unified hierarchy.
+    V2(PathBuf),
+    /// The v1 `freezer` hierarchy.
+    Freezer(PathBuf),
+    /// The v1 `pids` hierarchy.
+    Pids(PathBuf),
+}
+
+impl Tree {
+    fn root(&self) -> &Path {
+        match self {
+            Tree::V2(p) | Tree::Freezer(p) | Tree::Pids(p) => p,
+        }
+    }
+
+    /// The cgroup of container `container_id` in this tree.
+    fn path_for(&self, container_id: &str) -> Option<PathBuf> {
+        if container_id.is_empty() || container_id.contains('/') || container_id.starts_with('.') {
+            return None;
+        }
+        Some(self.root().join("mesos").join(container_id))
+    }
+}
+
+/// Where executors' cgroups go on this host, if anywhere.
+pub(crate) fn tree() -> Option<Tree> {
+    if !rustix::process::geteuid().is_root() {
         return None;
     }
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mounts.lines().find_map(|l| {
-        // ... mount-point ... - fstype source options
-        let (left, right) = l.split_once(" - ")?;
-        if right.split_whitespace().next()? != "cgroup2" {
-            return None;
+    let (mut freezer, mut pids) = (None, None);
+    for l in mounts.lines() {
+        // ... mount-point ... - fstype source super-options
+        let Some((left, right)) = l.split_once(" - ") else {
+            continue;
+        };
+        let Some(point) = left.split_whitespace().nth(4).map(PathBuf::from) else {
+            continue;
+        };
+        let mut fields = right.split_whitespace();
+        let (kind, options) = (fields.next(), fields.nth(1).unwrap_or(""));
+        match kind {
+            Some("cgroup2") => return Some(Tree::V2(point)),
+            Some("cgroup") => {
+                let has = |c: &str| options.split(',').any(|o| o == c);
+                if has("freezer") {
+                    freezer.get_or_insert(Tree::Freezer(point));
+                } else if has("pids") {
+                    pids.get_or_insert(Tree::Pids(point));
+                }
+            }
+            _ => {}
         }
-        left.split_whitespace().nth(4).map(PathBuf::from)
-    })
+    }
+    freezer.or(pids)
 }
 
-/// The cgroup of container `container_id`, if cgroups are usable.
-pub(crate) fn path_for(container_id: &str) -> Option<PathBuf> {
-    if container_id.is_empty() || container_id.contains('/') || container_id.starts_with('.') {
-        return None;
-    }
-    Some(v2_root()?.join("mesos").join(container_id))
+/// Says once, when the first agent starts, that a killed executor's pods
+/// may outlive it here, and why.
+pub(crate) fn warn_if_unavailable() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if tree().is_none() {
+            tracing::warn!(
+                "executors get no cgroup (needs root and cgroup v2, or a v1 freezer or pids hierarchy): a SIGKILLed executor's process-mode pods outlive it"
+            );
+        }
+    });
 }
 
 /// Moves `pid` into the container's own cgroup. Returns whether it is there.
 pub(crate) fn enter(container_id: &str, pid: u32) -> bool {
-    let Some(path) = path_for(container_id) else {
+    tree().is_some_and(|t| enter_in(&t, container_id, pid))
+}
+
+fn enter_in(tree: &Tree, container_id: &str, pid: u32) -> bool {
+    let Some(path) = tree.path_for(container_id) else {
         return false;
     };
     let moved = std::fs::create_dir_all(&path)
@@ -61,53 +113,80 @@ pub(crate) fn enter(container_id: &str, pid: u32) -> bool {
 /// the background (the kernel kills asynchronously; a populated cgroup
 /// cannot be removed). Does nothing when the container has no cgroup.
 pub(crate) fn destroy(rt: &tokio::runtime::Handle, container_id: &str) {
-    let Some(path) = path_for(container_id) else {
+    let Some(tree) = tree() else {
+        return;
+    };
+    let Some(path) = tree.path_for(container_id) else {
         return;
     };
     if !path.exists() {
         return;
     }
-    kill_tree(&path);
-    rt.spawn(async move {
-        for _ in 0..50 {
-            if remove_tree(&path) {
-                return;
-            }
-            kill_tree(&path);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        tracing::warn!(path = %path.display(), "could not remove an executor's cgroup");
-    });
+    kill_tree(&tree, &path);
+    rt.spawn(async move { remove_when_empty(&tree, &path).await });
 }
 
 /// [`destroy`], awaited: for a process about to exit (`--reset`).
 pub(crate) async fn destroy_and_wait(container_id: &str) {
-    let Some(path) = path_for(container_id) else {
-        return;
-    };
+    if let Some(tree) = tree() {
+        destroy_in(&tree, container_id).await;
+    }
+}
+
+async fn destroy_in(tree: &Tree, container_id: &str) {
+    if let Some(path) = tree.path_for(container_id)
+        && path.exists()
+    {
+        kill_tree(tree, &path);
+        remove_when_empty(tree, &path).await;
+    }
+}
+
+async fn remove_when_empty(tree: &Tree, path: &Path) {
     for _ in 0..50 {
-        if !path.exists() {
+        if remove_tree(path) {
             return;
         }
-        kill_tree(&path);
-        if remove_tree(&path) {
-            return;
-        }
+        kill_tree(tree, path);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tracing::warn!(path = %path.display(), "could not remove an executor's cgroup");
 }
 
-/// `cgroup.kill` (Linux 5.14+) kills the whole subtree; older kernels get
-/// SIGKILL for each process listed.
-fn kill_tree(path: &Path) {
-    if std::fs::write(path.join("cgroup.kill"), "1").is_ok() {
-        return;
+/// Kills the subtree so that nothing in it can fork a survivor meanwhile:
+/// `cgroup.kill` (Linux 5.14+) on v2; a frozen subtree, or one that may
+/// not fork, on v1; else SIGKILL for each process listed.
+fn kill_tree(tree: &Tree, path: &Path) {
+    match tree {
+        Tree::V2(_) => {
+            if std::fs::write(path.join("cgroup.kill"), "1").is_ok() {
+                return;
+            }
+            kill_listed(path);
+        }
+        Tree::Freezer(_) => {
+            let frozen = std::fs::write(path.join("freezer.state"), "FROZEN").is_ok();
+            kill_listed(path);
+            // SIGKILL is delivered once thawed.
+            if frozen {
+                let _ = std::fs::write(path.join("freezer.state"), "THAWED");
+            }
+        }
+        Tree::Pids(_) => {
+            let _ = std::fs::write(path.join("pids.max"), "0");
+            kill_listed(path);
+        }
     }
+}
+
+fn kill_listed(path: &Path) {
     for pid in procs(path) {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
+        if let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
     }
 }
 
@@ -141,3 +220,7 @@ fn remove_tree(path: &Path) -> bool {
     }
     std::fs::remove_dir(path).is_ok() || !path.exists()
 }
+
+#[cfg(test)]
+#[path = "cgroups_tests.rs"]
+mod tests;

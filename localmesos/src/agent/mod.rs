@@ -81,6 +81,9 @@ pub(crate) struct Agent {
     /// Recovering from its checkpoint (`--recover=reconnect`): executors
     /// may re-subscribe; their other calls get 503 until it is over.
     pub(crate) recovering: bool,
+    /// Cut off from the master (partitioned) since this reading of the
+    /// master's clock: it answers no ping, and its updates wait.
+    pub(crate) silent_since: Option<Duration>,
 }
 
 impl Agent {
@@ -108,7 +111,13 @@ impl Agent {
             executors: HashMap::new(),
             registered_time: now_secs(),
             recovering: false,
+            silent_since: None,
         }
+    }
+
+    /// Whether the master hears from it: not partitioned, not unreachable.
+    pub(crate) fn reachable(&self) -> bool {
+        self.silent_since.is_none() && !matches!(self.status, AgentStatus::Unreachable(_))
     }
 
     /// What neither tasks nor offers hold.

@@ -4,7 +4,8 @@
 //! | route | body | effect |
 //! |---|---|---|
 //! | `POST /admin/agents` | `{"resources","attributes","hostname","simulated","task_duration_ms"}` | add an agent → `{"agent_id"}` |
-//! | `POST /admin/agents/{id}/partition` | | agent unreachable |
+//! | `POST /admin/agents/{id}/partition` | | agent silent; unreachable after its ping timeouts |
+//! | `POST /admin/clock/advance` | `{"seconds"}` | the master's clock moves forward |
 //! | `POST /admin/agents/{id}/heal` | | partition healed |
 //! | `POST /admin/agents/{id}/remove` | | agent gone (by operator) |
 //! | `POST /admin/master/restart` | [`RestartOptions`] | streams dropped, 503 while recovering |
@@ -78,6 +79,7 @@ pub(crate) fn router() -> Router<Arc<Shared>> {
         .route("/admin/agents/{id}/partition", post(partition))
         .route("/admin/agents/{id}/heal", post(heal))
         .route("/admin/agents/{id}/remove", post(remove))
+        .route("/admin/clock/advance", post(advance_clock))
         .route("/admin/master/restart", post(restart))
         .route("/admin/executors/kill", post(kill_executor))
         .route(
@@ -125,6 +127,30 @@ async fn heal(AxState(cx): AxState<Arc<Shared>>, Path(id): Path<String>) -> Resp
 
 async fn remove(AxState(cx): AxState<Arc<Shared>>, Path(id): Path<String>) -> Response {
     agents::remove(&cx, &id).map_or_else(err, |()| StatusCode::OK.into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+struct Advance {
+    seconds: f64,
+}
+
+async fn advance_clock(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {
+    let req: Advance = match parse(&body) {
+        Ok(r) => r,
+        Err(bad) => return bad.into_response(),
+    };
+    match Duration::try_from_secs_f64(req.seconds) {
+        Ok(by) => {
+            crate::master::pings::advance(&cx, by);
+            StatusCode::OK.into_response()
+        }
+        Err(_) => BadBody(format!(
+            "seconds must be a finite number >= 0, not {}",
+            req.seconds
+        ))
+        .into_response(),
+    }
 }
 
 async fn restart(AxState(cx): AxState<Arc<Shared>>, body: Bytes) -> Response {

@@ -57,6 +57,7 @@ pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId
     let (endpoint, server) = if config.simulated {
         (None, None)
     } else {
+        crate::agent::cgroups::warn_if_unavailable();
         let (addr, handle) = serve(cx, id.clone(), port)
             .await
             .map_err(|e| Error::AgentBind {

@@ -12,7 +12,6 @@ use super::task::master_status;
 use super::{Shared, State, allocator, reports, tasks};
 use crate::agent::executors::Executor;
 use crate::agent::{Agent, AgentStatus, ExecutorRef, Report};
-use crate::clock::now_secs;
 use crate::error::Error;
 
 /// The index and id the next agent gets: `<master id>-S<index>`.
@@ -35,22 +34,48 @@ fn agent_mut<'a>(st: &'a mut State, id: &str) -> Result<&'a mut Agent, Error> {
         .ok_or_else(|| Error::UnknownAgent(id.to_owned()))
 }
 
-/// Partitions an agent: its offers are rescinded, its tasks become
-/// TASK_UNREACHABLE for partition-aware frameworks and TASK_LOST for the
-/// others (master-generated, REASON_AGENT_REMOVED... as Mesos marks
-/// unreachable agents). Processes keep running.
+/// Partitions an agent: from now on it answers no ping and nothing it
+/// reports reaches the master (its updates wait, its offers are rescinded,
+/// it is offered no more). The master notices only once the ping budget
+/// has run out on its clock (`master::pings`), and then marks it
+/// unreachable ([`mark_unreachable`]). Processes keep running.
 pub(crate) fn partition(cx: &Shared, id: &str) -> Result<(), Error> {
     let st = &mut *cx.lock();
+    let now = cx.clock.now();
     let agent = agent_mut(st, id)?;
-    if agent.status != AgentStatus::Active && agent.status != AgentStatus::Reregistering {
+    let connected = matches!(
+        agent.status,
+        AgentStatus::Active | AgentStatus::Reregistering
+    );
+    if !connected || agent.silent_since.is_some() {
         return Err(Error::AgentState {
             agent: id.to_owned(),
-            state: agent.status.name(),
+            state: if connected {
+                "partitioned"
+            } else {
+                agent.status.name()
+            },
             what: "partition",
         });
     }
+    agent.silent_since = Some(now);
+    allocator::rescind_agent_offers(st, id);
+    // A zero ping budget marks it at once.
+    super::pings::check(cx, st);
+    Ok(())
+}
+
+/// Marks a silent agent unreachable, as Mesos' master does after
+/// `--max_agent_ping_timeouts`: its tasks become TASK_UNREACHABLE for
+/// partition-aware frameworks and TASK_LOST for the others
+/// (master-generated, REASON_AGENT_REMOVED... as Mesos marks unreachable
+/// agents).
+pub(crate) fn mark_unreachable(cx: &Shared, st: &mut State, id: &str) {
     let since = TimeInfo {
-        nanoseconds: (now_secs() * 1e9) as i64,
+        nanoseconds: (cx.clock.wall_secs() * 1e9) as i64,
+    };
+    let Some(agent) = st.agents.get_mut(id) else {
+        return;
     };
     agent.status = AgentStatus::Unreachable(since);
     allocator::rescind_agent_offers(st, id);
@@ -84,15 +109,22 @@ pub(crate) fn partition(cx: &Shared, id: &str) -> Result<(), Error> {
             fw.send_update(u);
         }
     }
-    Ok(())
 }
 
-/// Heals a partition: the agent re-registers and every task on it resumes
+/// Heals a partition. An agent the master has not yet marked unreachable
+/// just answers again: nothing happened to its tasks, and updates it held
+/// go out. An unreachable one re-registers and every task on it resumes
 /// the state it had, as since Mesos 1.5 for every framework, partition
 /// aware or not (1.1 to 1.4 killed the others' tasks).
 pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
     let st = &mut *cx.lock();
     let agent = agent_mut(st, id)?;
+    let was_silent = agent.silent_since.take().is_some();
+    if was_silent && !matches!(agent.status, AgentStatus::Unreachable(_)) {
+        resend_held(st, id);
+        cx.allocate_now.notify_one();
+        return Ok(());
+    }
     if !matches!(agent.status, AgentStatus::Unreachable(_)) {
         return Err(Error::AgentState {
             agent: id.to_owned(),
@@ -137,6 +169,16 @@ pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
             }
             fw.send_update(status);
         }
+    }
+    resend_held(st, id);
+    cx.allocate_now.notify_one();
+    Ok(())
+}
+
+/// Sends the head of each of the agent's tasks' update queues: what it
+/// held while cut off reaches the frameworks now, not at the next retry.
+fn resend_held(st: &State, id: &str) {
+    for fw in st.frameworks.values() {
         for task in fw.tasks.values() {
             if task.agent_id.value == id
                 && let Some(head) = task.pending.front()
@@ -145,8 +187,6 @@ pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
             }
         }
     }
-    cx.allocate_now.notify_one();
-    Ok(())
 }
 
 /// Removes an agent for good (operator removal): its tasks become

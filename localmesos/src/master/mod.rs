@@ -27,6 +27,7 @@ pub(crate) mod calls;
 pub(crate) mod checkpoints;
 pub(crate) mod executors;
 pub(crate) mod launch;
+pub(crate) mod pings;
 pub(crate) mod reconcile;
 pub(crate) mod recover;
 pub(crate) mod reports;
@@ -77,6 +78,8 @@ pub(crate) struct Shared {
     pub(crate) accept_gate: tokio::sync::watch::Sender<bool>,
     /// What the cluster enforces; set once at start (`LocalMesos::start`).
     pub(crate) security: std::sync::OnceLock<crate::security::Security>,
+    /// What the master's own timeouts read (`master::pings`).
+    pub(crate) clock: crate::clock::MasterClock,
     me: Weak<Shared>,
 }
 
@@ -100,6 +103,7 @@ impl Shared {
             allocate_now: Notify::new(),
             accept_gate: tokio::sync::watch::Sender::new(true),
             security: std::sync::OnceLock::new(),
+            clock: crate::clock::MasterClock::new(),
             me: me.clone(),
         })
     }

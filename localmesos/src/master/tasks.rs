@@ -27,7 +27,6 @@ use mesos::proto::{TaskState, TaskStatus};
 
 use super::task::agent_status;
 use super::{Framework, MAX_COMPLETED, Shared, State};
-use crate::agent::AgentStatus;
 use crate::clock::now_secs;
 use crate::faults::Action;
 
@@ -147,7 +146,7 @@ pub(crate) fn forward_head(cx: &Shared, st: &mut State, framework_id: &str, task
         .get(framework_id)
         .and_then(|f| f.tasks.get(task_id))
         .and_then(|t| st.agents.get(&t.agent_id.value))
-        .is_none_or(|a| !matches!(a.status, AgentStatus::Unreachable(_)));
+        .is_none_or(crate::agent::Agent::reachable);
     let fault = if reachable {
         st.update_fault.take_one()
     } else {
