@@ -1,29 +1,35 @@
-//! A partitioned agent heals: every pod on it is Running and ready within
-//! 10 s of the heal (the master sends TASK_RUNNING with
+//! A partitioned agent heals after 120 s: every pod on it is Running and
+//! ready within 10 s of the heal (the master sends TASK_RUNNING with
 //! REASON_AGENT_REREGISTERED, mesopod reconciles that agent's tasks and
-//! asks its executor for every pod's status), and while partitioned, no
-//! pod on it claims to be ready.
+//! asks its executor for every pod's status), and while it is unreachable
+//! no pod on it claims to be ready.
 //!
-//! The issue's 120 s partition is played as a 3 s one: nothing in
-//! localmesos or mesopod acts between the two (localmesos removes no
-//! unreachable agent on a timer; mesopod's only clocks are the start
+//! The 120 s pass on the master's clock, which localmesos' fault route
+//! advances: its agent ping timeouts (`--agent-ping-timeout` 15 s ×
+//! `--max-agent-ping-timeouts` 5) are the only thing that acts on time
+//! during a partition, on either side (mesopod's clocks are the start
 //! deadline of pods not yet running, offer TTLs and the 15-minute implicit
-//! reconciliation), so the heal meets the same state.
+//! reconciliation; executors keep their agent). Pods run in containers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod faults;
 
 use std::time::{Duration, Instant};
 
-use faults::{Faults, Standalone, all_running, apply, count_faults, pods, pods_yaml};
+use faults::{Faults, Mode, Standalone, all_running, apply, count_faults, pods, pods_yaml};
 use testkit::wait_until_blocking;
 
+const C: Mode = Mode::Containers;
+
 #[test]
-fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
+fn pods_on_an_agent_healed_after_120_s_are_running_and_ready_within_ten_seconds() {
     const BASE: u32 = 91_775;
     const N: usize = 20;
+    if !C.possible("pods_on_an_agent_healed_after_120_s_are_running_and_ready_within_ten_seconds") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let (cluster, lm, sched) = Standalone::start(dir.path());
+    let (cluster, lm, sched) = Standalone::start(dir.path(), C);
     let _reset = cluster.reset();
     apply(&cluster.api, &pods_yaml("part", BASE, N));
     let before = all_running(&cluster.api, "part", N, Duration::from_secs(120));
@@ -36,11 +42,34 @@ fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
         .collect();
     assert!(!on_agent.is_empty());
     let task_of = |p: &(String, String, bool, String)| p.3.clone();
+    let active = |c: &Standalone| c.agents().iter().any(|(id, a)| id == &agent && *a);
+    let advance = |secs: u32| {
+        assert!(cluster.admin("clock/advance", &format!(r#"{{"seconds":{secs}}}"#)));
+    };
 
     assert!(cluster.admin(&format!("agents/{agent}/partition"), ""));
-    // Truthful while partitioned: still Running (the phase is kept), not ready.
+    // 74 s of silence: within its ping timeouts, the master still counts on
+    // the agent, and nothing changed for its pods.
+    advance(74);
+    assert!(active(&cluster), "active before its pings time out");
+    assert!(
+        pods(&cluster.api, "part")
+            .iter()
+            .all(|(_, phase, ready, _)| phase == "Running" && *ready)
+    );
+    // Past 75 s it is unreachable: its tasks TASK_UNREACHABLE, its pods
+    // still Running (the phase is kept) and not ready.
+    advance(46);
+    assert!(!active(&cluster), "unreachable after 120 s");
+    let unreachable = cluster
+        .unreachable_tasks()
+        .into_iter()
+        .filter(|t| on_agent.contains(&t[0]))
+        .filter(|t| t[4] == "TASK_UNREACHABLE")
+        .count();
+    assert_eq!(unreachable, on_agent.len());
     wait_until_blocking(
-        "the partitioned agent's pods not ready",
+        "the unreachable agent's pods not ready",
         Duration::from_secs(10),
         || pods(&cluster.api, "part"),
         |p| {
@@ -63,13 +92,6 @@ fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
         "{:?}",
         asked.elapsed()
     );
-    let started = Instant::now();
-    wait_until_blocking(
-        "the partition to last",
-        Duration::from_secs(10),
-        || started.elapsed(),
-        |e| *e >= Duration::from_secs(3),
-    );
     assert!(cluster.admin(&format!("agents/{agent}/heal"), ""));
     let healed = Instant::now();
     all_running(&cluster.api, "part", N - 1, Duration::from_secs(10));
@@ -79,13 +101,51 @@ fn pods_on_a_healed_agent_are_running_and_ready_within_ten_seconds() {
     wait_until_blocking(
         "the deleted pod's process killed after the heal",
         Duration::from_secs(20),
-        || faults::copies(&faults::marker(BASE, doomed)),
+        || faults::procs::sleepers(&faults::marker(BASE, doomed)).len(),
         |n| *n == 0,
     );
     let mut kept = before.clone();
     kept.remove(doomed);
     assert_eq!(
-        count_faults(&cluster.api, "part", BASE, &kept, &cluster.logs()),
+        count_faults(C, &cluster.api, "part", BASE, &kept, &cluster.logs()),
+        Faults::default(),
+        "pods lost, duplicated, panics"
+    );
+    sched.sigterm();
+    lm.sigterm();
+}
+
+/// A partition shorter than the ping timeouts is not one the master sees:
+/// the agent stays active and its pods ready throughout, and they are
+/// ready right after the heal.
+#[test]
+fn a_partition_shorter_than_the_ping_timeouts_changes_nothing() {
+    const BASE: u32 = 91_778;
+    const N: usize = 4;
+    if !C.possible("a_partition_shorter_than_the_ping_timeouts_changes_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (cluster, lm, sched) = Standalone::start(dir.path(), C);
+    let _reset = cluster.reset();
+    apply(&cluster.api, &pods_yaml("blip", BASE, N));
+    let before = all_running(&cluster.api, "blip", N, Duration::from_secs(120));
+    let agent = cluster.tasks()[0][1].clone();
+    assert!(cluster.admin(&format!("agents/{agent}/partition"), ""));
+    assert!(cluster.admin("clock/advance", r#"{"seconds":60}"#));
+    assert!(
+        cluster.agents().iter().any(|(id, a)| id == &agent && *a),
+        "still active"
+    );
+    assert!(cluster.admin(&format!("agents/{agent}/heal"), ""));
+    assert!(
+        cluster.tasks().iter().all(|t| t[4] == "TASK_RUNNING"),
+        "{:?}",
+        cluster.tasks()
+    );
+    all_running(&cluster.api, "blip", N, Duration::from_secs(10));
+    assert_eq!(
+        count_faults(C, &cluster.api, "blip", BASE, &before, &cluster.logs()),
         Faults::default(),
         "pods lost, duplicated, panics"
     );

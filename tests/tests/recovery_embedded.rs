@@ -4,6 +4,10 @@
 //! also localmesos' agent restart), re-subscribes as the same framework,
 //! and every pod is Running and ready with one copy of its process; logs
 //! and delete work. Then `mesopod --reset` stops everything.
+//!
+//! The pods run in containers, the default (embedded runtime, busybox
+//! loaded with `mesopod image load`); a copy is a process in a container's
+//! cgroup (`faults::copies`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod faults;
@@ -11,13 +15,19 @@ mod faults;
 use std::time::Duration;
 
 use faults::{
-    Faults, MESOPOD, Proc, Reset, all_running, apply, copies, count_faults, kubectl_ok, marker,
-    pods_yaml,
+    Faults, MESOPOD, Mode, Proc, Reset, all_running, any_left, apply, count_faults, executor_pids,
+    kubectl_ok, marker, pods_yaml, procs,
 };
 use testkit::wait_until_blocking;
 
 const PODS: usize = 20;
 const BASE: u32 = 91_771;
+const C: Mode = Mode::Containers;
+
+/// Loads the pods' image into the embedded cluster's store, `<data>/images`.
+fn load_image(data: &str) {
+    faults::image::load(&std::path::Path::new(data).join("images"));
+}
 
 fn start(data: &str, log: &std::path::Path) -> Proc {
     Proc::spawn(
@@ -39,13 +49,21 @@ fn start(data: &str, log: &std::path::Path) -> Proc {
     )
 }
 
+fn copies(marker: &str) -> usize {
+    faults::copies(C, marker)
+}
+
 #[test]
 fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
+    if !C.possible("sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data_s = data.to_str().unwrap().to_owned();
     let _reset = Reset(data.clone());
     let log = dir.path().join("mesopod.log");
+    load_image(&data_s);
 
     let first = start(&data_s, &log);
     let api = first.url();
@@ -54,7 +72,7 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
     let framework = faults::get_json(&format!("{api}/debug/framework"))["framework_id"].clone();
     assert!(framework.is_string());
     assert_eq!(
-        count_faults(&api, "keep", BASE, &before, &[&log]),
+        count_faults(C, &api, "keep", BASE, &before, &[&log]),
         Faults::default()
     );
 
@@ -96,7 +114,7 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
             },
         );
         assert_eq!(
-            count_faults(&api, "keep", BASE, &before, &[&log]),
+            count_faults(C, &api, "keep", BASE, &before, &[&log]),
             Faults::default(),
             "after {how} and a restart: pods lost, duplicated, panics"
         );
@@ -143,9 +161,7 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(!data.exists());
-    for i in 1..PODS {
-        assert_eq!(copies(&marker(BASE, i)), 0, "reset stopped pod {i}");
-    }
+    assert_eq!(any_left(BASE, PODS), 0, "reset stopped every pod");
 }
 
 /// SIGKILL of mesopod, never restarted: past `--recovery-timeout` each
@@ -154,10 +170,14 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
 fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout() {
     const BASE: u32 = 91_772;
     const N: usize = 4;
+    if !C.possible("executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let _reset = Reset(data.clone());
     let log = dir.path().join("mesopod.log");
+    load_image(data.to_str().unwrap());
     let mesopod = Proc::spawn(
         &[
             "--listen",
@@ -176,7 +196,7 @@ fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout(
     apply(&api, &pods_yaml("orphan", BASE, N));
     let before = all_running(&api, "orphan", N, Duration::from_secs(60));
     assert_eq!(
-        count_faults(&api, "orphan", BASE, &before, &[&log]),
+        count_faults(C, &api, "orphan", BASE, &before, &[&log]),
         Faults::default()
     );
     let executors = executor_pids(&data);
@@ -189,39 +209,14 @@ fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout(
         "pods and executors gone past the recovery timeout",
         Duration::from_secs(30),
         || {
-            let pods: usize = (0..N).map(|i| copies(&marker(BASE, i))).sum();
-            let execs = executors.iter().filter(|p| alive(**p)).count();
+            let pods = any_left(BASE, N);
+            let execs = executors.iter().filter(|p| procs::alive(**p)).count();
             (pods, execs)
         },
         |(pods, execs)| *pods == 0 && *execs == 0,
     );
     assert_eq!(left, (0, 0), "orphan pods, orphan executors");
     assert_eq!(faults::panics(&[&log]), 0);
-}
-
-/// Pids of the `mesopod-e2e executor` processes whose sandbox is under `data`.
-fn executor_pids(data: &std::path::Path) -> Vec<u32> {
-    let data = data.to_str().unwrap().as_bytes().to_vec();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                let argv: Vec<&[u8]> = c.split(|b| *b == 0).collect();
-                argv.len() >= 2 && argv[0].ends_with(b"mesopod-e2e") && argv[1] == b"executor"
-            }) && std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|e| e.windows(data.len()).any(|w| w == data.as_slice()))
-        })
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
 }
 
 /// An executor that is gone when mesopod starts again (killed while its
@@ -232,11 +227,15 @@ fn alive(pid: u32) -> bool {
 fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
     const BASE: u32 = 91_776;
     const N: usize = 3;
+    if !C.possible("an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let data_s = data.to_str().unwrap().to_owned();
     let _reset = Reset(data.clone());
     let log = dir.path().join("mesopod.log");
+    load_image(&data_s);
     let args = [
         "--listen",
         "127.0.0.1:0",
@@ -278,15 +277,15 @@ fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
         |p| p.len() == N && p.iter().all(|(ph, r)| ph == "Failed" && r == "NodeLost"),
     );
     assert_eq!(after.len(), N);
-    if faults::cgroups_usable() {
-        let left = wait_until_blocking(
-            "the pods' processes gone with the executor's cgroup",
-            Duration::from_secs(10),
-            || (0..N).map(|i| copies(&marker(BASE, i))).sum::<usize>(),
-            |n| *n == 0,
-        );
-        assert_eq!(left, 0, "orphans");
-    }
+    // Each container's init died with its executor (PDEATHSIG), and what
+    // was left went with the executor's cgroup.
+    let left = wait_until_blocking(
+        "the pods' processes gone with their executor",
+        Duration::from_secs(10),
+        || any_left(BASE, N),
+        |n| *n == 0,
+    );
+    assert_eq!(left, 0, "orphans");
     // None was launched again.
     let now = faults::pods(&api, "gone");
     assert!(now.iter().zip(&before).all(|(a, b)| a.3 == b.3));

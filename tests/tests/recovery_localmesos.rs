@@ -2,6 +2,10 @@
 //! SIGKILL and a restart on the same port and work dir recover its agents
 //! and every pod, and never show a pod ready whose process is gone; SIGKILL
 //! of an executor leaves no orphan (its cgroup is destroyed) and no copy.
+//!
+//! Pods run in containers (the default). The executor kill runs in process
+//! mode too: there nothing but the agent's cgroup of the executor (v2, or
+//! v1 freezer/pids) can take the pods with it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod faults;
@@ -9,17 +13,22 @@ mod faults;
 use std::time::Duration;
 
 use faults::{
-    Faults, Standalone, all_running, apply, cgroups_usable, copies, count_faults, marker, pods,
-    pods_yaml,
+    Faults, Mode, Standalone, all_running, any_left, apply, cgroups_usable, copies, count_faults,
+    marker, pods, pods_yaml,
 };
 use testkit::wait_until_blocking;
+
+const C: Mode = Mode::Containers;
 
 #[test]
 fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
     const BASE: u32 = 91_773;
     const N: usize = 20;
+    if !C.possible("sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let (cluster, lm, sched) = Standalone::start(dir.path());
+    let (cluster, lm, sched) = Standalone::start(dir.path(), C);
     let _reset = cluster.reset();
     apply(&cluster.api, &pods_yaml("lm", BASE, N));
     let before = all_running(&cluster.api, "lm", N, Duration::from_secs(120));
@@ -28,7 +37,7 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
 
     lm.sigkill();
     assert!(
-        (0..N).all(|i| copies(&marker(BASE, i)) == 1),
+        (0..N).all(|i| copies(C, &marker(BASE, i)) == 1),
         "the pods outlive the agent"
     );
     let lm = cluster.localmesos();
@@ -41,7 +50,7 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
             for (i, (name, _, ready, _)) in before.iter().enumerate() {
                 let shown = now.iter().any(|p| &p.0 == name && p.2);
                 assert!(
-                    !shown || copies(&marker(BASE, i)) == 1,
+                    !shown || copies(C, &marker(BASE, i)) == 1,
                     "{name} ready: {ready}"
                 );
             }
@@ -66,13 +75,13 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
         "{tasks_after:?}"
     );
     assert_eq!(
-        count_faults(&cluster.api, "lm", BASE, &before, &cluster.logs()),
+        count_faults(C, &cluster.api, "lm", BASE, &before, &cluster.logs()),
         Faults::default()
     );
     sched.sigterm();
     lm.sigterm();
     // SIGTERM left them too; `--recover=cleanup` stops them and wipes the dir.
-    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 1));
+    assert!((0..N).all(|i| copies(C, &marker(BASE, i)) == 1));
     let out = std::process::Command::new(faults::MESOPOD)
         .args(["localmesos", "--recover=cleanup", "--work-dir"])
         .arg(&cluster.work)
@@ -80,26 +89,44 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(!cluster.work.exists());
-    assert!((0..N).all(|i| copies(&marker(BASE, i)) == 0));
+    assert_eq!(any_left(BASE, N), 0);
 }
 
 #[test]
 fn sigkill_of_an_executor_leaves_no_orphan_and_no_second_copy() {
+    if C.possible("sigkill_of_an_executor_leaves_no_orphan_and_no_second_copy") {
+        executor_kill(C, 91_774);
+    }
+}
+
+#[test]
+fn sigkill_of_an_executor_leaves_no_orphan_in_process_mode() {
     if !cgroups_usable() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: this test needs root and cgroup v2 (executors' cgroups)"
+            "CI=true: this test needs root and a cgroup v2 mount or a v1 freezer or pids hierarchy (executors' cgroups)"
         );
-        eprintln!("skipped: needs root and a writable cgroup v2 mount, for executors' cgroups");
+        eprintln!(
+            "SKIPPED: needs root and a cgroup v2 mount or a v1 freezer or pids hierarchy, for executors' cgroups"
+        );
         return;
     }
-    const BASE: u32 = 91_774;
+    executor_kill(Mode::Process, 91_777);
+}
+
+/// Kills every executor: their pods' processes all end, the pods go
+/// Failed, none runs twice.
+fn executor_kill(mode: Mode, base: u32) {
     const N: usize = 6;
     let dir = tempfile::tempdir().unwrap();
-    let (cluster, lm, sched) = Standalone::start(dir.path());
+    let (cluster, lm, sched) = Standalone::start(dir.path(), mode);
     let _reset = cluster.reset();
-    apply(&cluster.api, &pods_yaml("ex", BASE, N));
+    apply(&cluster.api, &pods_yaml("ex", base, N));
     let before = all_running(&cluster.api, "ex", N, Duration::from_secs(120));
+    assert_eq!(
+        count_faults(mode, &cluster.api, "ex", base, &before, &cluster.logs()),
+        Faults::default()
+    );
     let mut executors: Vec<(String, String, String)> = cluster
         .tasks()
         .into_iter()
@@ -119,7 +146,7 @@ fn sigkill_of_an_executor_leaves_no_orphan_and_no_second_copy() {
     let left = wait_until_blocking(
         "no pod process left",
         Duration::from_secs(30),
-        || (0..N).map(|i| copies(&marker(BASE, i))).sum::<usize>(),
+        || any_left(base, N),
         |n| *n == 0,
     );
     assert_eq!(left, 0, "orphans");
@@ -134,10 +161,18 @@ fn sigkill_of_an_executor_leaves_no_orphan_and_no_second_copy() {
                     .all(|(_, phase, ready, _)| phase == "Failed" && !*ready)
         },
     );
-    let duplicates = (0..N).filter(|i| copies(&marker(BASE, *i)) > 1).count()
+    // Every pod accounted for, none launched again, no panic.
+    let lost = N - now.len();
+    let duplicates = (0..N)
+        .filter(|i| copies(mode, &marker(base, *i)) > 1)
+        .count()
         + now.iter().zip(&before).filter(|(a, b)| a.3 != b.3).count();
-    assert_eq!(duplicates, 0);
-    assert_eq!(faults::panics(&cluster.logs()), 0);
+    let panics = faults::panics(&cluster.logs());
+    assert_eq!(
+        (lost, duplicates, panics),
+        (0, 0, 0),
+        "lost, duplicates, panics"
+    );
     sched.sigterm();
     lm.sigterm();
 }

@@ -1,8 +1,17 @@
 //! What the fault tests (`recovery_*.rs`, `partition_*.rs`) share: mesopod
-//! processes with their logs, pods whose processes can be counted, and the
-//! three counts every fault test asserts are zero: pods lost, duplicate
-//! launches, panics.
+//! processes with their logs, pods whose processes can be counted (in
+//! containers, the default, or as host processes), and the three counts
+//! every fault test asserts are zero: pods lost, duplicate launches, panics.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod image;
+pub mod procs;
+mod standalone;
+
+#[allow(unused_imports)]
+pub use procs::{cgroups_usable, executor_pids};
+#[allow(unused_imports)]
+pub use standalone::Standalone;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -28,14 +37,6 @@ impl Proc {
     /// Starts `mesopod ARGS`, logging to `log`, and waits for a stdout line
     /// with `marker`.
     pub fn spawn(args: &[&str], marker: &str, log: &Path) -> Proc {
-        // The fault tests count host processes per pod, so a scheduler runs
-        // its pods in process mode (containers' own orphan and restart
-        // behaviour is `containers_orphans.rs`'s).
-        let mut args = args.to_vec();
-        if args.first() != Some(&"localmesos") {
-            args.push("--container-runtime=process");
-        }
-        let args = args.as_slice();
         let err = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -145,6 +146,33 @@ pub fn get_json(url: &str) -> Value {
     request_json("GET", url, "")
 }
 
+/// How a test's pods run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// In containers of [`image::IMAGE`], on the embedded runtime (the
+    /// default).
+    Containers,
+    /// As host processes (`--container-runtime=process`).
+    Process,
+}
+
+impl Mode {
+    /// The scheduler's flags for this mode; `store` is the image store its
+    /// executors use, when not the embedded cluster's `<data-dir>/images`.
+    pub fn scheduler_args(self, store: Option<&Path>) -> Vec<String> {
+        match (self, store) {
+            (Mode::Process, _) => vec!["--container-runtime=process".to_owned()],
+            (Mode::Containers, Some(s)) => vec![format!("--image-store={}", s.display())],
+            (Mode::Containers, None) => Vec::new(),
+        }
+    }
+
+    /// Whether this mode can run here (containers need root and busybox).
+    pub fn possible(self, test: &str) -> bool {
+        self == Mode::Process || image::containers_possible(test)
+    }
+}
+
 /// The number each pod's process sleeps: unique per test and pod, so
 /// counting `sleep <n>` processes counts that pod's copies.
 pub fn marker(base: u32, i: usize) -> String {
@@ -156,31 +184,29 @@ pub fn pods_yaml(prefix: &str, base: u32, n: usize) -> String {
     (0..n)
         .map(|i| {
             format!(
-                "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\nspec:\n  restartPolicy: Never\n  terminationGracePeriodSeconds: 5\n  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", \"echo hello from {prefix}-{i}; exec sleep {}\"]\n    resources:\n      requests:\n        cpu: 10m\n        memory: 8Mi\n",
+                "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {prefix}-{i}\nspec:\n  restartPolicy: Never\n  terminationGracePeriodSeconds: 5\n  containers:\n  - name: main\n    image: {}\n    command: [\"/bin/sh\", \"-c\", \"echo hello from {prefix}-{i}; exec sleep {}\"]\n    resources:\n      requests:\n        cpu: 10m\n        memory: 8Mi\n",
+                image::IMAGE,
                 marker(base, i)
             )
         })
         .collect()
 }
 
-/// How many processes run `sleep <marker>`.
-pub fn copies(marker: &str) -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| {
-            let argv: Vec<&[u8]> = c.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
-            argv.len() == 2 && argv[0].ends_with(b"sleep") && argv[1] == marker.as_bytes()
-        })
+/// How many copies of the pod with `marker` run: processes sleeping for
+/// it, and in [`Mode::Containers`] only those inside a container's cgroup.
+pub fn copies(mode: Mode, marker: &str) -> usize {
+    procs::sleepers(marker)
+        .into_iter()
+        .filter(|pid| mode == Mode::Process || procs::containerised(*pid))
         .count()
+}
+
+/// Every process of any of the `n` pods of `base`, contained or not: what
+/// must be 0 once they are meant to be gone.
+pub fn any_left(base: u32, n: usize) -> usize {
+    (0..n)
+        .map(|i| procs::sleepers(&marker(base, i)).len())
+        .sum()
 }
 
 /// The test's pods as (name, phase, ready, task id).
@@ -250,6 +276,7 @@ pub struct Faults {
 /// Counts the faults of the pods `before` (named `<prefix>-<i>`), which
 /// should all be Running with the same task ids.
 pub fn count_faults(
+    mode: Mode,
     api: &str,
     prefix: &str,
     base: u32,
@@ -265,7 +292,7 @@ pub fn count_faults(
             .next()
             .and_then(|n| n.parse().ok())
             .unwrap();
-        let copies = copies(&marker(base, i));
+        let copies = copies(mode, &marker(base, i));
         match found {
             Some((_, phase, ready, t)) => {
                 if phase != "Running" || !*ready || copies == 0 {
@@ -318,132 +345,4 @@ pub fn kubectl_ok(api: &str, args: &[&str]) -> String {
 /// kubectl apply of `yaml`.
 pub fn apply(api: &str, yaml: &str) {
     ok(&Kubectl::new(api).run_stdin_blocking(&["apply", "-f", "-"], Some(yaml)));
-}
-
-/// A standalone `mesopod localmesos` on a fixed port with its work dir at
-/// `<data>/localmesos` (so [`Reset`] of `data` cleans it), and a
-/// `mesopod scheduler` against it.
-pub struct Standalone {
-    pub port: u16,
-    pub work: PathBuf,
-    pub lm_log: PathBuf,
-    pub sched_log: PathBuf,
-    pub master: String,
-    pub api: String,
-}
-
-impl Standalone {
-    /// Starts both; returns them with the processes.
-    pub fn start(dir: &Path) -> (Standalone, Proc, Proc) {
-        let port = free_port();
-        let work = dir.join("lm").join("localmesos");
-        let lm_log = dir.join("localmesos.log");
-        let sched_log = dir.join("scheduler.log");
-        let mut s = Standalone {
-            port,
-            work,
-            lm_log,
-            sched_log,
-            master: String::new(),
-            api: String::new(),
-        };
-        let lm = s.localmesos();
-        s.master = lm.url();
-        let data = dir.join("scheduler-data");
-        let sched = Proc::spawn(
-            &[
-                "scheduler",
-                "--master",
-                &s.master,
-                "--listen",
-                "127.0.0.1:0",
-                "--data-dir",
-                data.to_str().unwrap(),
-                "--offer-ttl",
-                "1s",
-            ],
-            "Kubernetes API",
-            &s.sched_log,
-        );
-        s.api = sched.url();
-        (s, lm, sched)
-    }
-
-    /// (Re)starts localmesos on its port and work dir.
-    pub fn localmesos(&self) -> Proc {
-        Proc::spawn(
-            &[
-                "localmesos",
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-                "--agents",
-                "2",
-                "--allocation-interval",
-                "100ms",
-                "--heartbeat-interval",
-                "1s",
-                "--work-dir",
-                self.work.to_str().unwrap(),
-                "--recovery-timeout",
-                "2mins",
-                // the partition test drives localmesos' /admin/ fault routes
-                "--enable-faults",
-            ],
-            "http://",
-            &self.lm_log,
-        )
-    }
-
-    /// The [`Reset`] that stops whatever this cluster leaves running.
-    pub fn reset(&self) -> Reset {
-        Reset(self.work.parent().unwrap().to_path_buf())
-    }
-
-    pub fn logs(&self) -> [&Path; 2] {
-        [&self.lm_log, &self.sched_log]
-    }
-
-    /// Every live task in the master's `/state`: (task id, agent id,
-    /// framework id, executor id, state).
-    pub fn tasks(&self) -> Vec<[String; 5]> {
-        let state = get_json(&format!("{}/state", self.master));
-        let mut out = Vec::new();
-        for fw in state["frameworks"].as_array().into_iter().flatten() {
-            for t in fw["tasks"].as_array().into_iter().flatten() {
-                let s = |k: &str| t[k].as_str().unwrap_or("").to_owned();
-                out.push([
-                    s("id"),
-                    s("slave_id"),
-                    s("framework_id"),
-                    s("executor_id"),
-                    s("state"),
-                ]);
-            }
-        }
-        out.sort();
-        out
-    }
-
-    /// POSTs an admin fault route; whether it answered 200.
-    pub fn admin(&self, route: &str, body: &str) -> bool {
-        !request_json("POST", &format!("{}/admin/{route}", self.master), body).is_null()
-    }
-}
-
-/// Whether this process may use cgroup v2 (root, a writable mount), as
-/// localmesos' agents need to give each executor its own cgroup.
-pub fn cgroups_usable() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
-    let v2 = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| {
-            l.split(" - ")
-                .nth(1)
-                .is_some_and(|r| r.starts_with("cgroup2 "))
-        });
-    root && v2
 }
