@@ -1,6 +1,7 @@
 //! A standalone localmesos (`mesopod localmesos --work-dir`) under faults:
 //! SIGKILL and a restart on the same port and work dir recover its agents
-//! and every pod, and never show a pod ready whose process is gone; SIGKILL
+//! and every pod, and never show a pod ready whose process is gone; so does
+//! a SIGKILL and restart of the scheduler (`--master`) after it; SIGKILL
 //! of an executor leaves no orphan (its cgroup is destroyed) and no copy.
 //!
 //! Pods run in containers (the default). The executor kill runs in process
@@ -28,7 +29,7 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (cluster, lm, sched) = Standalone::start(dir.path(), C);
+    let (mut cluster, lm, sched) = Standalone::start(dir.path(), C);
     let _reset = cluster.reset();
     apply(&cluster.api, &pods_yaml("lm", BASE, N));
     let before = all_running(&cluster.api, "lm", N, Duration::from_secs(120));
@@ -77,6 +78,32 @@ fn sigkill_and_restart_of_localmesos_recovers_every_pod_truthfully() {
     assert_eq!(
         count_faults(C, &cluster.api, "lm", BASE, &before, &cluster.logs()),
         Faults::default()
+    );
+    // The scheduler (`--master`) killed and started again on its data dir:
+    // the same tasks, every pod Running and ready, once each.
+    sched.sigkill();
+    let sched = cluster.scheduler();
+    wait_until_blocking(
+        "the restarted scheduler reconciled every task",
+        Duration::from_secs(30),
+        || faults::get_json(&format!("{}/debug/reconciliation", cluster.api)),
+        |r| {
+            r["rounds_completed"].as_u64().unwrap_or(0) >= 1
+                && r["waiting"].as_array().is_some_and(|w| w.is_empty())
+        },
+    );
+    all_running(&cluster.api, "lm", N, Duration::from_secs(60));
+    let logs = faults::kubectl_ok(&cluster.api, &["logs", "lm-2"]);
+    assert!(logs.contains("hello from lm-2"), "{logs}");
+    assert_eq!(
+        ids(&cluster.tasks()),
+        ids(&tasks_before),
+        "no task launched again"
+    );
+    assert_eq!(
+        count_faults(C, &cluster.api, "lm", BASE, &before, &cluster.logs()),
+        Faults::default(),
+        "after a scheduler restart: pods lost, duplicated, panics"
     );
     sched.sigterm();
     lm.sigterm();

@@ -14,6 +14,8 @@ pub struct Standalone {
     pub sched_log: PathBuf,
     pub master: String,
     pub api: String,
+    mode: Mode,
+    dir: PathBuf,
 }
 
 impl Standalone {
@@ -28,18 +30,26 @@ impl Standalone {
             sched_log: dir.join("scheduler.log"),
             master: String::new(),
             api: String::new(),
+            mode,
+            dir: dir.to_path_buf(),
         };
-        let store = dir.join("images");
         if mode == Mode::Containers {
-            image::load(&store);
+            image::load(&dir.join("images"));
         }
         let lm = s.localmesos();
         s.master = lm.url();
-        let data = dir.join("scheduler-data");
+        let sched = s.scheduler();
+        (s, lm, sched)
+    }
+
+    /// (Re)starts the scheduler on its data dir; [`Standalone::api`] is
+    /// then its new address.
+    pub fn scheduler(&mut self) -> Proc {
+        let data = self.dir.join("scheduler-data");
         let mut args: Vec<String> = [
             "scheduler",
             "--master",
-            &s.master,
+            &self.master,
             "--listen",
             "127.0.0.1:0",
             "--data-dir",
@@ -49,11 +59,11 @@ impl Standalone {
         ]
         .map(str::to_owned)
         .to_vec();
-        args.extend(mode.scheduler_args(Some(&store)));
+        args.extend(self.mode.scheduler_args(Some(&self.dir.join("images"))));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let sched = Proc::spawn(&args, "Kubernetes API", &s.sched_log);
-        s.api = sched.url();
-        (s, lm, sched)
+        let sched = Proc::spawn(&args, "Kubernetes API", &self.sched_log);
+        self.api = sched.url();
+        sched
     }
 
     /// (Re)starts localmesos on its port and work dir.
