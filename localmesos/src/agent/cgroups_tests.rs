@@ -3,6 +3,7 @@
 //! destroy, and so is the cgroup. Needs root (`CI=true` fails without it)
 //! and the hierarchy mounted (skipped, saying which, when the host has none:
 //! a v2-only host has no v1 freezer).
+#![allow(clippy::unwrap_used)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
