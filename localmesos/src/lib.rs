@@ -133,7 +133,9 @@
 //!   [`Timing`] field on real time, and tests shorten them.
 //! - A partitioned agent is offered nothing from the moment it is cut off
 //!   (Mesos would keep offering it until its pings time out, and lose what
-//!   it launched there).
+//!   it launched there), and a KILL for a task on it before it is marked
+//!   unreachable still reaches its executor (Mesos would lose it); the
+//!   TASK_KILLED waits for the heal like every update from it.
 //! - Only custom executors are recovered: command tasks (which localmesos
 //!   runs itself, standing in for Mesos' command executor) do not survive
 //!   a restart. No fsync: checkpoints survive the process, not the machine.
