@@ -212,6 +212,21 @@ impl App {
             client,
             Arc::new(MetaIds(api.clone())),
         );
+        let endpoint = crate::node_identity::ApiEndpoint::of(
+            addr,
+            cfg.security.secure.as_ref(),
+            local.is_some(),
+        );
+        // Pods get the token volume only where the shim signs their tokens.
+        if cfg
+            .security
+            .secure
+            .as_ref()
+            .is_some_and(|s| s.sa_signing_key.is_some())
+        {
+            api.enable_service_account_token_volume(endpoint.ca_pem.clone())
+                .await?;
+        }
         let node_keys = cfg
             .security
             .secure
@@ -222,11 +237,7 @@ impl App {
             node_keys.clone(),
             api.clone(),
             mesos.clone(),
-            crate::node_identity::ApiEndpoint::of(
-                addr,
-                cfg.security.secure.as_ref(),
-                local.is_some(),
-            ),
+            endpoint,
         );
         let forward = {
             let inputs = inputs_tx.clone();

@@ -294,3 +294,134 @@ async fn a_node_credential_reads_only_what_its_pods_reference_and_nothing_reache
     }
     c.app.shutdown().await;
 }
+
+/// A pod that runs nowhere (no agents needed): only its admission is looked at.
+fn plain_pod(name: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  containers:\n  - name: main\n    image: busybox\n  initContainers:\n  - name: init\n    image: busybox\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_admission_mounts_the_token_volume_unless_automount_is_false() {
+    let c = Cluster::start().await;
+    let ca = c.ca_pem();
+    // Every namespace holds the API's CA, new ones included.
+    ok(&c.admin(&["create", "namespace", "fresh"], None).await);
+    for ns in ["default", "kube-system", "fresh"] {
+        let got = ok(&c
+            .admin(
+                &[
+                    "get",
+                    "configmap",
+                    "kube-root-ca.crt",
+                    "-n",
+                    ns,
+                    "-o",
+                    "jsonpath={.data.ca\\.crt}",
+                ],
+                None,
+            )
+            .await);
+        assert_eq!(got.trim(), ca.trim(), "namespace {ns}");
+    }
+
+    ok(&c
+        .admin(&["apply", "-f", "-"], Some(&plain_pod("auto", "")))
+        .await);
+    let spec = c
+        .app
+        .api()
+        .get_pod("default", "auto")
+        .unwrap()
+        .spec
+        .unwrap();
+    let volumes = spec.volumes.clone().unwrap();
+    assert_eq!(volumes.len(), 1, "{volumes:?}");
+    let name = volumes[0].name.clone();
+    assert!(name.starts_with("kube-api-access-"), "{name}");
+    let sources = volumes[0]
+        .projected
+        .as_ref()
+        .unwrap()
+        .sources
+        .as_ref()
+        .unwrap();
+    let token = sources[0].service_account_token.as_ref().unwrap();
+    assert_eq!(
+        (token.path.as_str(), token.expiration_seconds),
+        ("token", Some(3607))
+    );
+    assert_eq!(
+        sources[1].config_map.as_ref().unwrap().name,
+        "kube-root-ca.crt"
+    );
+    assert!(sources[2].downward_api.is_some());
+    for ctr in spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+    {
+        let m = &ctr.volume_mounts.as_ref().unwrap()[0];
+        assert_eq!(m.name, name);
+        assert_eq!(
+            m.mount_path,
+            "/var/run/secrets/kubernetes.io/serviceaccount"
+        );
+        assert_eq!(m.read_only, Some(true));
+    }
+
+    // automountServiceAccountToken: false on the pod, or on its ServiceAccount.
+    ok(&c
+        .admin(
+            &["apply", "-f", "-"],
+            Some(&plain_pod(
+                "manual",
+                "  automountServiceAccountToken: false\n",
+            )),
+        )
+        .await);
+    ok(&c
+        .admin(
+            &["apply", "-f", "-"],
+            Some("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: quiet\nautomountServiceAccountToken: false\n"),
+        )
+        .await);
+    ok(&c
+        .admin(
+            &["apply", "-f", "-"],
+            Some(&plain_pod("by-account", "  serviceAccountName: quiet\n")),
+        )
+        .await);
+    for name in ["manual", "by-account"] {
+        let spec = c.app.api().get_pod("default", name).unwrap().spec.unwrap();
+        assert!(spec.volumes.unwrap_or_default().is_empty(), "{name}");
+        assert!(
+            spec.containers[0]
+                .volume_mounts
+                .clone()
+                .unwrap_or_default()
+                .is_empty(),
+            "{name}"
+        );
+    }
+    // The pod's own true wins over its account's false, as in Kubernetes.
+    ok(&c
+        .admin(
+            &["apply", "-f", "-"],
+            Some(&plain_pod(
+                "pod-wins",
+                "  serviceAccountName: quiet\n  automountServiceAccountToken: true\n",
+            )),
+        )
+        .await);
+    let spec = c
+        .app
+        .api()
+        .get_pod("default", "pod-wins")
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(spec.volumes.unwrap().len(), 1);
+    c.app.shutdown().await;
+}

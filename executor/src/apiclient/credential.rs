@@ -72,6 +72,11 @@ impl Credential {
         got.ok()?.ok()?.clone()
     }
 
+    /// The registration, if the scheduler answered.
+    pub fn current(&self) -> Option<Registered> {
+        self.registered.borrow().clone()
+    }
+
     /// A fresh token for `node`.
     ///
     /// # Errors

@@ -163,7 +163,49 @@ impl ApiClient {
     }
 }
 
+/// The environment kubelet gives containers for the API server's Service, pointing at
+/// the API shim `server` (`https://host:port`): `KUBERNETES_SERVICE_HOST`,
+/// `KUBERNETES_SERVICE_PORT`, `KUBERNETES_SERVICE_PORT_HTTPS` and the Docker-link
+/// style `KUBERNETES_PORT*` variables. Empty if `server` is no URL with a host.
+pub fn kubernetes_service_env(server: &str) -> Vec<(String, String)> {
+    let Ok(uri) = server.parse::<::http::Uri>() else {
+        return Vec::new();
+    };
+    let Some(host) = uri
+        .host()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+    else {
+        return Vec::new();
+    };
+    let https = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let url = if host.contains(':') {
+        format!("tcp://[{host}]:{port}")
+    } else {
+        format!("tcp://{host}:{port}")
+    };
+    let p = format!("KUBERNETES_PORT_{port}_TCP");
+    [
+        ("KUBERNETES_SERVICE_HOST".to_owned(), host.to_owned()),
+        ("KUBERNETES_SERVICE_PORT".to_owned(), port.to_string()),
+        ("KUBERNETES_SERVICE_PORT_HTTPS".to_owned(), port.to_string()),
+        ("KUBERNETES_PORT".to_owned(), url.clone()),
+        (p.clone(), url),
+        (format!("{p}_PROTO"), "tcp".to_owned()),
+        (format!("{p}_PORT"), port.to_string()),
+        (format!("{p}_ADDR"), host.to_owned()),
+    ]
+    .into()
+}
+
 impl PodObjects for ApiClient {
+    fn api_server(&self) -> Option<String> {
+        match &self.fixed {
+            Some((server, _)) => Some(server.clone()),
+            None => self.credential.current().map(|r| r.server),
+        }
+    }
+
     fn config_map<'a>(
         &'a self,
         namespace: &'a str,
@@ -231,5 +273,22 @@ impl PodObjects for ApiClient {
                 _ => Err(unavailable("the answer has no token".into())),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_service_env_points_at_the_shim() {
+        let env = kubernetes_service_env("https://127.0.0.1:6443");
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("KUBERNETES_SERVICE_HOST"), Some("127.0.0.1"));
+        assert_eq!(get("KUBERNETES_SERVICE_PORT"), Some("6443"));
+        assert_eq!(get("KUBERNETES_PORT"), Some("tcp://127.0.0.1:6443"));
+        assert_eq!(get("KUBERNETES_PORT_6443_TCP_ADDR"), Some("127.0.0.1"));
+        assert_eq!(kubernetes_service_env("https://[::1]")[0].1, "::1");
+        assert!(kubernetes_service_env("not a url").is_empty());
     }
 }
