@@ -95,12 +95,6 @@ impl NodeKeys {
         Ok(kid)
     }
 
-    /// Forgets every key registered from `agent_id`.
-    pub fn forget_agent(&self, agent_id: &str) {
-        let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
-        keys.retain(|_, k| k.agent_id != agent_id);
-    }
-
     /// How many keys are registered.
     pub fn len(&self) -> usize {
         self.keys.read().unwrap_or_else(|p| p.into_inner()).len()

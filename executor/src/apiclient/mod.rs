@@ -13,7 +13,8 @@
 //!    ([`identity::TOKEN_LIFETIME`]); the shim checks it against the registered keys and
 //!    authorizes it with the Node authorizer: only objects referenced by pods bound to
 //!    that node.
-//! 4. A 401 (a restarted scheduler forgot the key) sends the key again and retries once.
+//! 4. A 401 (a restarted scheduler forgot the key), or an API that cannot be reached
+//!    (it may now listen elsewhere), sends the key again and retries once.
 //!
 //! `MESOPOD_API_SERVER` with `MESOPOD_API_CA_FILE` (or `MESOPOD_API_CA`, inline PEM)
 //! override the URL and CA the scheduler names, for agents that reach the API by
@@ -116,10 +117,19 @@ impl ApiClient {
                 .credential
                 .token(&reg.node)
                 .map_err(|e| unavailable(e.to_string()))?;
-            let (code, answer) = endpoint
+            let (code, answer) = match endpoint
                 .send(method.clone(), path, &token, body.clone())
                 .await
-                .map_err(unavailable)?;
+            {
+                Ok(answer) => answer,
+                // A restarted scheduler may serve the API elsewhere: ask it again.
+                Err(e) if attempt == 0 && self.fixed.is_none() => {
+                    tracing::info!(error = %e, "the API is unreachable; registering again");
+                    self.credential.forget();
+                    continue;
+                }
+                Err(e) => return Err(unavailable(e)),
+            };
             match code {
                 200 | 201 => return Ok(Some(answer)),
                 404 => return Ok(None),
