@@ -114,6 +114,26 @@ impl Cluster {
     }
 }
 
+/// The executors' stderr logs under the agents' sandboxes.
+fn executor_logs(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            found.extend(executor_logs(&path));
+        } else if path.file_name().is_some_and(|n| n == "stderr")
+            && let Ok(text) = std::fs::read_to_string(&path)
+            && text.contains("mesopod executor starting")
+        {
+            found.push(text);
+        }
+    }
+    found
+}
+
 fn secret(name: &str, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\nstringData:\n  password: {value}\n"
@@ -156,6 +176,29 @@ async fn a_node_credential_reads_only_what_its_pods_reference_and_nothing_reache
         |n| *n == 2,
     )
     .await;
+
+    // ... and each got the scheduler's answer (the node and the API), as it logs.
+    let work = c.app.local().unwrap().work_dir().to_owned();
+    let logs = wait_until(
+        "both executors registered",
+        Duration::from_secs(20),
+        async || executor_logs(&work),
+        |logs| {
+            logs.iter()
+                .filter(|l| l.contains("node credential registered"))
+                .count()
+                == 2
+        },
+    )
+    .await;
+    for node in ["agent-0", "agent-1"] {
+        assert!(
+            logs.iter()
+                .any(|l| l.contains(&format!("node=\"{node}\""))
+                    || l.contains(&format!("node={node}"))),
+            "{logs:?}"
+        );
+    }
 
     let node_a = c.credential("agent-0", true);
     let client = ApiClient::new(node_a.clone(), None);
