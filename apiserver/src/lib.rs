@@ -137,6 +137,8 @@ pub mod table;
 pub mod tls;
 pub mod validation;
 
+/// ServiceAccount admission's token volume (`kube-api-access-*`) and `kube-root-ca.crt`.
+pub use api::sa_token;
 pub use api::{
     Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream, PodHead,
     RawStream, StatusWrite, WriteOptions, k8s_time, system_time,

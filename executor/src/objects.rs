@@ -79,6 +79,13 @@ pub trait PodObjects: Send + Sync + std::fmt::Debug {
         audience: Option<&'a str>,
         expiration_seconds: i64,
     ) -> ObjectsFuture<'a, ServiceAccountToken>;
+
+    /// The API server's URL as containers should reach it (for
+    /// `KUBERNETES_SERVICE_HOST`/`PORT`, see
+    /// [`crate::apiclient::kubernetes_service_env`]), if known.
+    fn api_server(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A shared handle to the objects source.

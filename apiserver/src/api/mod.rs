@@ -5,12 +5,13 @@ mod events;
 mod kinds;
 mod logs;
 mod namespaces;
-mod node_scope;
+pub(crate) mod node_scope;
 mod nodes;
 mod objects;
 mod pod_deletion;
 mod pod_status;
 mod pods;
+pub mod sa_token;
 mod watch;
 
 use std::path::Path;
@@ -63,6 +64,8 @@ struct Inner {
     /// Who the embedder's own pod status and binding writes are authorized as, once
     /// authorization is on (`crate::auth::in_process`).
     in_process: std::sync::OnceLock<crate::auth::InProcess>,
+    /// The API's CA once ServiceAccount token volumes are on (`sa_token`).
+    token_ca: std::sync::OnceLock<String>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -94,6 +97,7 @@ impl Api {
                 logs,
                 closing: tokio::sync::watch::Sender::new(false),
                 in_process: std::sync::OnceLock::new(),
+                token_ca: std::sync::OnceLock::new(),
             }),
         };
         api.ensure_system_namespaces().await?;

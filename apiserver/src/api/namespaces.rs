@@ -139,6 +139,9 @@ impl Api {
         {
             ops.push(default_service_account(&name, now)?);
         }
+        if let Some(op) = self.root_ca_config_map(&name)? {
+            ops.push(op);
+        }
         first_object(&self.commit(ops).await?)
     }
 

@@ -195,14 +195,12 @@ impl Api {
         };
         spec.service_account_name = Some(account.clone());
         spec.service_account = Some(account.clone());
-        if self
-            .get_value(&Resource::ServiceAccounts.key(ns, &account))
-            .is_none()
-        {
+        let Some(sa) = self.get_value(&Resource::ServiceAccounts.key(ns, &account)) else {
             return Err(ApiError::Forbidden(format!(
                 "pods \"{name}\" is forbidden: error looking up service account {ns}/{account}: serviceaccount \"{account}\" not found"
             )));
-        }
+        };
+        self.add_token_volume(pod, Some(&sa));
         Ok(())
     }
 
