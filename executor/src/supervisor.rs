@@ -15,6 +15,7 @@
 
 mod containers;
 mod finish;
+mod launch;
 
 use std::collections::HashMap;
 use std::io;
@@ -136,6 +137,11 @@ impl Supervisor {
             .unwrap_or_else(|| config.node_name.clone());
         let record = |c: &ContainerPlan| ContainerRecord::new(&c.name, &c.image);
         let oci_backoff = config.containers.image_backoff;
+        if let Some(oci) = &oci {
+            let images = plan.init_containers.iter().chain(&plan.containers);
+            oci.gc
+                .hold(&task_id.value, images.map(|c| c.image.clone()).collect());
+        }
         Supervisor {
             init: plan.init_containers.iter().map(record).collect(),
             main: plan.containers.iter().map(record).collect(),
@@ -215,6 +221,9 @@ impl Supervisor {
         }
         if let Some(sandbox) = self.sandbox.get() {
             crate::oci::sandbox::remove(&sandbox.dir);
+        }
+        if let Some(oci) = &self.oci {
+            oci.gc.release(&self.task_id.value);
         }
         self.report_final();
     }

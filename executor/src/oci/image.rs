@@ -104,6 +104,11 @@ impl StoreImages {
             .map(|store| StoreImages { store })
             .map_err(|e| format!("cannot open the image store: {e}"))
     }
+
+    /// The store itself (for gc).
+    pub fn store(&self) -> &images::ImageStore {
+        &self.store
+    }
 }
 
 impl Images for StoreImages {

@@ -1,5 +1,5 @@
 //! Drives a runc-compatible CLI for the supervisor: pull, root filesystem,
-//! bundle, `create` + `start`, exit (through a pidfd: the container's init
+//! bundle, `run --detach` (create and start in one exec), exit (through a pidfd: the container's init
 //! is the executor's child, the executor being a subreaper), `delete`.
 
 use std::os::fd::{AsFd as _, OwnedFd};
@@ -11,6 +11,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use tokio::process::Command;
 
 use super::bundle::{self, BundleContext};
+use super::gc::ImageGc;
 use super::image::{Image, Images, PullFailure, StoreImages};
 use super::sandbox::{self, PodSandbox};
 use super::{ContainerSettings, RuntimeKind, cgroup};
@@ -64,6 +65,8 @@ pub(crate) struct Oci {
     /// Where pod sandboxes live (`<root>-sandboxes`).
     sandboxes: PathBuf,
     pub(crate) images: Arc<dyn Images>,
+    /// Image gc: pods hold their images while they live.
+    pub(crate) gc: Arc<ImageGc>,
     allow_privileged: bool,
 }
 
@@ -73,8 +76,11 @@ impl Oci {
         if settings.runtime == RuntimeKind::Process {
             return Ok(None);
         }
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find the mesopod binary: {e}"))?;
+        let exe = match &settings.mesopod_binary {
+            Some(path) => path.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| format!("cannot find the mesopod binary: {e}"))?,
+        };
         let (program, prefix) = match &settings.runtime {
             RuntimeKind::Cli(p) => (p.clone(), Vec::new()),
             _ => (exe.clone(), vec!["runtime".to_owned()]),
@@ -100,6 +106,7 @@ impl Oci {
         store_config.insecure_registries = settings.insecure_registries.clone();
         store_config.registry_config = settings.registry_config.clone();
         let images = StoreImages::open(store_config)?;
+        let gc = ImageGc::new(images.store().clone(), settings.image_gc);
         let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
         Ok(Some(Oci {
             program,
@@ -108,6 +115,7 @@ impl Oci {
             exe,
             sandboxes,
             images: Arc::new(images),
+            gc,
             allow_privileged: settings.allow_privileged,
         }))
     }
@@ -159,7 +167,7 @@ impl Oci {
         ids
     }
 
-    /// Builds the bundle and runs `create` and `start`.
+    /// Builds the bundle and runs it (`run --detach`).
     pub(crate) async fn start(&self, req: StartRequest<'_>) -> Result<Running, StartError> {
         let bundle_dir = req.dir.join(format!(".bundle-{}", req.id));
         let rootfs = bundle_dir.join("rootfs");
@@ -211,11 +219,16 @@ impl Oci {
         };
         let pid_file = bundle_dir.join("pid");
         let log = bundle_dir.join("runtime.log");
-        let created = self
+        // `run --detach` (create and start in one exec): the container's
+        // process is exec'd before the pidfd below is opened, but it is
+        // this process' child by then (a subreaper), so even a quick exit
+        // leaves a zombie the pidfd still names.
+        let ran = self
             .cli()
             .arg("--log")
             .arg(&log)
-            .arg("create")
+            .arg("run")
+            .arg("--detach")
             .arg("--bundle")
             .arg(&bundle_dir)
             .arg("--pid-file")
@@ -229,9 +242,18 @@ impl Oci {
             release(&rootfs, &bundle_dir);
             StartError::Runtime(what)
         };
-        match created {
+        match ran {
             Ok(s) if s.success() => {}
-            Ok(s) => return Err(failed(runtime_error(&log, &req.dir, s.to_string()))),
+            Ok(s) => {
+                let why = runtime_error(&log, &req.dir, s.to_string());
+                let _ = self
+                    .cli()
+                    .args(["delete", "--force"])
+                    .arg(&req.id)
+                    .output()
+                    .await;
+                return Err(failed(why));
+            }
             Err(e) => {
                 return Err(failed(format!(
                     "cannot run the container runtime {}: {e}",
@@ -249,35 +271,14 @@ impl Oci {
                 rustix::process::pidfd_open(p, PidfdFlags::empty())
                     .map_err(|e| failed(format!("pidfd_open: {e}")))
             })?;
-        let running = Running {
+        Ok(Running {
             id: req.id.clone(),
             pid,
             pidfd,
             rootfs,
             cgroups_path,
             image_id: req.image.image_id.clone(),
-        };
-        let started = self
-            .cli()
-            .arg("start")
-            .arg(&req.id)
-            .stderr(Stdio::piped())
-            .output()
-            .await;
-        match started {
-            Ok(o) if o.status.success() => Ok(running),
-            Ok(o) => {
-                let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
-                self.remove(&running).await;
-                Err(StartError::Runtime(format!("runtime start failed: {msg}")))
-            }
-            Err(e) => {
-                self.remove(&running).await;
-                Err(StartError::Runtime(format!(
-                    "cannot run the container runtime: {e}"
-                )))
-            }
-        }
+        })
     }
 
     /// Waits for the container to exit; returns its exit code and whether

@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let options = Options {
         restart_backoff,
-        containers: args.containers.settings(),
+        containers: args.containers.settings().map_err(anyhow::Error::msg)?,
         ..Options::default()
     };
     let mut client = ExecutorClient::new(&env.agent_endpoint, codec)

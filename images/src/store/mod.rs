@@ -3,7 +3,7 @@
 
 mod fetch;
 mod gc;
-pub use gc::GcReport;
+pub use gc::{GcReport, ImageGcPolicy};
 pub(crate) mod record;
 
 use std::path::{Path, PathBuf};

@@ -11,6 +11,8 @@ use images::{ImageStore, StoreConfig};
 
 use crate::common::cluster::{Setup, agent, app_config};
 
+pub mod in_process;
+
 /// The file only the test image has.
 pub const IMAGE_FILE: &str = "/etc/only-in-image";
 /// Its content.
