@@ -159,6 +159,24 @@ impl ImageStore {
     }
 }
 
+impl ImageStore {
+    /// The references of every image in the store, sorted; reading them
+    /// does not count as a use (gc's order is untouched).
+    pub async fn references(&self) -> Vec<String> {
+        let layout = self.inner.layout.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let mut refs: Vec<String> = records(&layout)
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|r| r.references)
+                .collect();
+            refs.sort();
+            refs
+        });
+        listed.await.unwrap_or_default()
+    }
+}
+
 /// The image ids `names` (references or ids) stand for in the store.
 fn image_ids(layout: &Layout, names: &[String]) -> HashSet<String> {
     names
