@@ -144,13 +144,7 @@ impl Oci {
     /// this root, and removes its pods' sandboxes; returns the containers'
     /// ids. Run before anything is launched.
     pub(crate) fn clean_orphans(&self) -> Vec<String> {
-        let ids: Vec<String> = std::fs::read_dir(&self.root)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().is_dir())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
+        let ids = sandbox::subdirs(&self.root);
         for id in &ids {
             let out = self.cli_sync().args(["delete", "--force", id]).output();
             if let Err(e) = out {

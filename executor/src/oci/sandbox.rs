@@ -188,17 +188,22 @@ pub fn remove(dir: &Path) {
 /// Removes every sandbox under `sandboxes` (a dead executor's); returns
 /// their names.
 pub(crate) fn remove_leftovers(sandboxes: &Path) -> Vec<String> {
-    let names: Vec<String> = std::fs::read_dir(sandboxes)
+    let names = subdirs(sandboxes);
+    for name in &names {
+        remove(&sandboxes.join(name));
+    }
+    names
+}
+
+/// The names of the directories in `dir` (none if it cannot be read).
+pub(crate) fn subdirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.path().is_dir())
         .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    for name in &names {
-        remove(&sandboxes.join(name));
-    }
-    names
+        .collect()
 }
 
 #[cfg(test)]

@@ -228,7 +228,7 @@ mod tests {
         };
         assert!(
             bad.image_gc()
-                .unwrap_err()
+                .expect_err("a low threshold over the high one")
                 .contains("--image-gc-low-threshold")
         );
     }

@@ -282,26 +282,25 @@ mod tests {
 
     #[test]
     fn thresholds_follow_kubelets_rules() {
+        let age = std::time::Duration::from_secs(120);
         assert_eq!(
             ImageGcPolicy::default(),
-            ImageGcPolicy::new(85, 80).unwrap()
+            ImageGcPolicy::new(85, 80, age).unwrap()
         );
-        let err = ImageGcPolicy::new(80, 80).unwrap_err();
+        let err = ImageGcPolicy::new(80, 80, age).unwrap_err();
         assert!(
             err.contains("must be less than imageGCHighThresholdPercent"),
             "{err}"
         );
         assert!(
-            ImageGcPolicy::new(101, 0)
+            ImageGcPolicy::new(101, 0, age)
                 .unwrap_err()
                 .contains("between 0 and 100")
         );
-        let t = ImageGcPolicy::new(85, 80).unwrap();
+        let t = ImageGcPolicy::default();
         assert_eq!(t.to_free(1000, 849), None);
         assert_eq!(t.to_free(1000, 900), Some(100));
-        assert_eq!(
-            ImageGcPolicy::new(100, 100).unwrap().to_free(1000, 1000),
-            None
-        );
+        let off = ImageGcPolicy::new(100, 100, age).unwrap();
+        assert_eq!(off.to_free(1000, 1000), None);
     }
 }
