@@ -131,6 +131,7 @@ impl Runtime {
             }
         };
         if let Some(oci) = &oci {
+            oci.gc.trigger();
             let orphans = oci.clean_orphans();
             if !orphans.is_empty() {
                 tracing::warn!(

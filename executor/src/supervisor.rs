@@ -15,6 +15,7 @@
 
 mod containers;
 mod finish;
+mod launch;
 
 use std::collections::HashMap;
 use std::io;
@@ -110,6 +111,8 @@ pub(crate) struct Supervisor {
     runs: u32,
     /// Pull and config back-off.
     oci_backoff: crate::backoff::Backoff,
+    /// The pod's shared namespaces, made by its first container start.
+    sandbox: Arc<tokio::sync::OnceCell<crate::oci::sandbox::PodSandbox>>,
 }
 
 impl Supervisor {
@@ -134,6 +137,11 @@ impl Supervisor {
             .unwrap_or_else(|| config.node_name.clone());
         let record = |c: &ContainerPlan| ContainerRecord::new(&c.name, &c.image);
         let oci_backoff = config.containers.image_backoff;
+        if let Some(oci) = &oci {
+            let images = plan.init_containers.iter().chain(&plan.containers);
+            oci.gc
+                .hold(&task_id.value, images.map(|c| c.image.clone()).collect());
+        }
         Supervisor {
             init: plan.init_containers.iter().map(record).collect(),
             main: plan.containers.iter().map(record).collect(),
@@ -163,6 +171,7 @@ impl Supervisor {
             starting: std::collections::HashSet::new(),
             runs: 0,
             oci_backoff,
+            sandbox: Arc::default(),
         }
     }
 
@@ -209,6 +218,12 @@ impl Supervisor {
                 () = sleep_until(sigkill_at), if sigkill_at.is_some() => self.sigkill_all(),
                 else => break,
             }
+        }
+        if let Some(sandbox) = self.sandbox.get() {
+            crate::oci::sandbox::remove(&sandbox.dir);
+        }
+        if let Some(oci) = &self.oci {
+            oci.gc.release(&self.task_id.value);
         }
         self.report_final();
     }

@@ -79,4 +79,4 @@ pub use manifest::ImageConfig;
 pub use policy::{PullPolicy, PullPolicyError};
 pub use reference::{Reference, ReferenceError};
 pub use rootfs::{Rootfs, RootfsError, assemble, assemble_copy};
-pub use store::{Fetched, GcReport, Image, ImageStore, StoreConfig};
+pub use store::{Fetched, GcReport, Image, ImageGcPolicy, ImageStore, StoreConfig};

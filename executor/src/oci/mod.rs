@@ -5,7 +5,7 @@
 //!
 //! - One path for every runtime: the executor writes an OCI bundle
 //!   ([`bundle`], [`spec`]) over the image's root filesystem (an overlay
-//!   with a fresh writable layer per run) and drives `create`, `start`,
+//!   with a fresh writable layer per run) and drives `run --detach` and
 //!   `delete` of a runc-compatible CLI ([`runner`]) with `--root` under the
 //!   agent's work dir. The default CLI is this binary's own
 //!   `mesopod runtime` ([`embedded`]); `--container-runtime PATH` names any
@@ -21,8 +21,11 @@
 pub mod bundle;
 pub mod cgroup;
 pub mod embedded;
+pub(crate) mod gc;
 pub mod image;
+pub(crate) mod pull_secrets;
 pub(crate) mod runner;
+pub mod sandbox;
 pub mod spec;
 
 use std::path::PathBuf;
@@ -87,6 +90,13 @@ pub struct ContainerSettings {
     pub registry_config: Option<PathBuf>,
     /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
     pub image_backoff: Backoff,
+    /// The mesopod binary whose `mesopod runtime` makes pod sandboxes (and
+    /// runs containers on the embedded runtime); this process' own
+    /// executable when `None` (tests that host the executor in-process name it).
+    pub mesopod_binary: Option<PathBuf>,
+    /// Image gc thresholds over the store's filesystem
+    /// (`--image-gc-high-threshold`, `--image-gc-low-threshold`).
+    pub image_gc: images::ImageGcPolicy,
 }
 
 impl Default for ContainerSettings {
@@ -99,6 +109,8 @@ impl Default for ContainerSettings {
             insecure_registries: Vec::new(),
             registry_config: None,
             image_backoff: IMAGE_PULL_BACKOFF,
+            mesopod_binary: None,
+            image_gc: images::ImageGcPolicy::default(),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Drives a runc-compatible CLI for the supervisor: pull, root filesystem,
-//! bundle, `create` + `start`, exit (through a pidfd: the container's init
+//! bundle, `run --detach` (create and start in one exec), exit (through a pidfd: the container's init
 //! is the executor's child, the executor being a subreaper), `delete`.
 
 use std::os::fd::{AsFd as _, OwnedFd};
@@ -11,7 +11,9 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use tokio::process::Command;
 
 use super::bundle::{self, BundleContext};
+use super::gc::ImageGc;
 use super::image::{Image, Images, PullFailure, StoreImages};
+use super::sandbox::{self, PodSandbox};
 use super::{ContainerSettings, RuntimeKind, cgroup};
 use crate::layout::LogStream;
 use crate::pod::ContainerPlan;
@@ -48,6 +50,8 @@ pub(crate) struct StartRequest<'a> {
     pub(crate) hostname: String,
     pub(crate) pod_ref: String,
     pub(crate) env: Vec<(String, String)>,
+    /// The pod's shared namespaces.
+    pub(crate) sandbox: &'a PodSandbox,
 }
 
 /// The runtime CLI and the image store.
@@ -56,21 +60,30 @@ pub(crate) struct Oci {
     program: PathBuf,
     prefix: Vec<String>,
     root: PathBuf,
+    /// This binary, which makes pod sandboxes whatever the runtime.
+    exe: PathBuf,
+    /// Where pod sandboxes live (`<root>-sandboxes`).
+    sandboxes: PathBuf,
     pub(crate) images: Arc<dyn Images>,
+    /// Image gc: pods hold their images while they live.
+    pub(crate) gc: Arc<ImageGc>,
     allow_privileged: bool,
 }
 
 impl Oci {
     /// `None` in process mode.
     pub(crate) fn new(settings: &ContainerSettings, sandbox: &Path) -> Result<Option<Oci>, String> {
+        if settings.runtime == RuntimeKind::Process {
+            return Ok(None);
+        }
+        let exe = match &settings.mesopod_binary {
+            Some(path) => path.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| format!("cannot find the mesopod binary: {e}"))?,
+        };
         let (program, prefix) = match &settings.runtime {
-            RuntimeKind::Process => return Ok(None),
-            RuntimeKind::Embedded => (
-                std::env::current_exe()
-                    .map_err(|e| format!("cannot find the mesopod binary: {e}"))?,
-                vec!["runtime".to_owned()],
-            ),
             RuntimeKind::Cli(p) => (p.clone(), Vec::new()),
+            _ => (exe.clone(), vec!["runtime".to_owned()]),
         };
         if let Some(why) = super::unavailable_reason() {
             return Err(why);
@@ -93,11 +106,16 @@ impl Oci {
         store_config.insecure_registries = settings.insecure_registries.clone();
         store_config.registry_config = settings.registry_config.clone();
         let images = StoreImages::open(store_config)?;
+        let gc = ImageGc::new(images.store().clone(), settings.image_gc);
+        let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
         Ok(Some(Oci {
             program,
             prefix,
             root,
+            exe,
+            sandboxes,
             images: Arc::new(images),
+            gc,
             allow_privileged: settings.allow_privileged,
         }))
     }
@@ -116,28 +134,34 @@ impl Oci {
         cmd
     }
 
+    /// Makes the sandbox of the pod whose task is `task`.
+    pub(crate) async fn sandbox(&self, task: &str, hostname: &str) -> Result<PodSandbox, String> {
+        let dir = self.sandboxes.join(sandbox::dir_name(task));
+        sandbox::create(&self.exe, &dir, hostname).await
+    }
+
     /// Kills and deletes every container an earlier executor left under
-    /// this root; returns their ids. Run before anything is launched.
+    /// this root, and removes its pods' sandboxes; returns the containers'
+    /// ids. Run before anything is launched.
     pub(crate) fn clean_orphans(&self) -> Vec<String> {
-        let ids: Vec<String> = std::fs::read_dir(&self.root)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().is_dir())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
+        let ids = sandbox::subdirs(&self.root);
         for id in &ids {
-            let bundle = self.root.join(id).join("state.json");
-            let _ = bundle;
             let out = self.cli_sync().args(["delete", "--force", id]).output();
             if let Err(e) = out {
                 tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
             }
         }
+        let sandboxes = sandbox::remove_leftovers(&self.sandboxes);
+        if !sandboxes.is_empty() {
+            tracing::warn!(
+                ?sandboxes,
+                "removed the pod sandboxes an earlier executor left"
+            );
+        }
         ids
     }
 
-    /// Builds the bundle and runs `create` and `start`.
+    /// Builds the bundle and runs it (`run --detach`).
     pub(crate) async fn start(&self, req: StartRequest<'_>) -> Result<Running, StartError> {
         let bundle_dir = req.dir.join(format!(".bundle-{}", req.id));
         let rootfs = bundle_dir.join("rootfs");
@@ -152,6 +176,7 @@ impl Oci {
                 .map_err(StartError::Runtime)?;
         }
         let cgroups_path = format!("mesopod/{}", req.id);
+        let joins = req.sandbox.joins();
         let cx = BundleContext {
             hostname: &req.hostname,
             pod_ref: req.pod_ref.clone(),
@@ -159,7 +184,7 @@ impl Oci {
             cgroups_path: cgroups_path.clone(),
             allow_privileged: self.allow_privileged,
             env: &req.env,
-            join: &[],
+            join: &joins,
         };
         let spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,
@@ -188,11 +213,16 @@ impl Oci {
         };
         let pid_file = bundle_dir.join("pid");
         let log = bundle_dir.join("runtime.log");
-        let created = self
+        // `run --detach` (create and start in one exec): the container's
+        // process is exec'd before the pidfd below is opened, but it is
+        // this process' child by then (a subreaper), so even a quick exit
+        // leaves a zombie the pidfd still names.
+        let ran = self
             .cli()
             .arg("--log")
             .arg(&log)
-            .arg("create")
+            .arg("run")
+            .arg("--detach")
             .arg("--bundle")
             .arg(&bundle_dir)
             .arg("--pid-file")
@@ -206,9 +236,18 @@ impl Oci {
             release(&rootfs, &bundle_dir);
             StartError::Runtime(what)
         };
-        match created {
+        match ran {
             Ok(s) if s.success() => {}
-            Ok(s) => return Err(failed(runtime_error(&log, &req.dir, s.to_string()))),
+            Ok(s) => {
+                let why = runtime_error(&log, &req.dir, s.to_string());
+                let _ = self
+                    .cli()
+                    .args(["delete", "--force"])
+                    .arg(&req.id)
+                    .output()
+                    .await;
+                return Err(failed(why));
+            }
             Err(e) => {
                 return Err(failed(format!(
                     "cannot run the container runtime {}: {e}",
@@ -226,35 +265,14 @@ impl Oci {
                 rustix::process::pidfd_open(p, PidfdFlags::empty())
                     .map_err(|e| failed(format!("pidfd_open: {e}")))
             })?;
-        let running = Running {
+        Ok(Running {
             id: req.id.clone(),
             pid,
             pidfd,
             rootfs,
             cgroups_path,
             image_id: req.image.image_id.clone(),
-        };
-        let started = self
-            .cli()
-            .arg("start")
-            .arg(&req.id)
-            .stderr(Stdio::piped())
-            .output()
-            .await;
-        match started {
-            Ok(o) if o.status.success() => Ok(running),
-            Ok(o) => {
-                let msg = String::from_utf8_lossy(&o.stderr).trim().to_owned();
-                self.remove(&running).await;
-                Err(StartError::Runtime(format!("runtime start failed: {msg}")))
-            }
-            Err(e) => {
-                self.remove(&running).await;
-                Err(StartError::Runtime(format!(
-                    "cannot run the container runtime: {e}"
-                )))
-            }
-        }
+        })
     }
 
     /// Waits for the container to exit; returns its exit code and whether

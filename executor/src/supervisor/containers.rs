@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{Event, Supervisor, Which};
+use super::{Event, Supervisor, Which, launch};
 use crate::events::ContainerEvent;
 use crate::oci::bundle::CREATE_CONTAINER_CONFIG_ERROR;
 use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF};
-use crate::oci::runner::{Running, StartError, StartRequest};
+use crate::oci::runner::{Running, StartError};
 use crate::status::{Exit, Life, START_ERROR};
 
 /// How long `ErrImagePull` shows before `ImagePullBackOff`.
@@ -57,49 +57,30 @@ impl Supervisor {
             &key.uid,
             &plan.name,
         ));
-        let hostname = key.name.clone();
-        let pod_ref = format!("{}_{}({})", key.name, key.namespace, key.uid);
-        let env = self.resolve_env(&plan);
+        let path = self.field_path(which);
+        let start = launch::Start {
+            which,
+            oci,
+            id,
+            dir,
+            hostname: crate::oci::sandbox::pod_hostname(&key.name),
+            pod_ref: format!("{}_{}({})", key.name, key.namespace, key.uid),
+            task: self.task_id.value.clone(),
+            sandbox: Arc::clone(&self.sandbox),
+            objects: Arc::clone(&self.config.objects),
+            pod: self.plan.pod.clone(),
+            env: self.resolve_env(&plan),
+            path,
+            plan,
+        };
+        let image = start.plan.image.clone();
         self.event(
             which,
             "Normal",
             "Pulling",
-            format!("Pulling image {:?}", plan.image),
+            format!("Pulling image {image:?}"),
         );
-        self.events.push(Box::pin(async move {
-            let mut events = Vec::new();
-            let path = match which {
-                Which::Init(_) => format!("spec.initContainers{{{}}}", plan.name),
-                Which::Main(_) => format!("spec.containers{{{}}}", plan.name),
-            };
-            let image = match oci.images.ensure(&plan.image, plan.pull_policy).await {
-                Ok(image) => image,
-                Err(f) => return Event::OciStarted(which, Box::new(Err(StartError::Pull(f))), events),
-            };
-            let pulled = match image.pulled_in {
-                Some(took) => format!(
-                    "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.",
-                    plan.image, image.size
-                ),
-                None => format!("Container image {:?} already present on machine", plan.image),
-            };
-            events.push(ContainerEvent::new("Normal", "Pulled", pulled, path.clone()));
-            let req = StartRequest {
-                id,
-                plan: &plan,
-                image: &image,
-                dir: dir.clone(),
-                hostname,
-                pod_ref,
-                env,
-            };
-            let result = oci.start(req).await;
-            if result.is_ok() {
-                events.push(ContainerEvent::new("Normal", "Created", format!("Created container: {}", plan.name), path.clone()));
-                events.push(ContainerEvent::new("Normal", "Started", format!("Started container {}", plan.name), path));
-            }
-            Event::OciStarted(which, Box::new(result), events)
-        }));
+        self.events.push(Box::pin(start.run()));
     }
 
     pub(super) fn oci_started(
@@ -112,8 +93,8 @@ impl Supervisor {
         // The "Pulling" event was a guess made before the pull: with the image
         // already present, kubelet says only "Pulled ... already present".
         if events
-            .first()
-            .is_some_and(|e| e.message.contains("already present"))
+            .iter()
+            .any(|e| e.reason == "Pulled" && e.message.contains("already present"))
         {
             let path = self.field_path(which);
             self.out_events

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use executor::oci::{ContainerSettings, RuntimeKind};
 
 /// How pods' containers run.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ContainerFlags {
     /// `embedded` (default: this binary's own OCI runtime), `process` (host
     /// processes without isolation, for development), or the path of a
@@ -28,6 +28,33 @@ pub struct ContainerFlags {
     /// A Docker `config.json` whose `auths` the agents pull with.
     #[arg(long, value_name = "FILE")]
     pub registry_config: Option<PathBuf>,
+    /// Image gc runs once the image store's filesystem is this percent
+    /// full (kubelet's flag and default; 100 turns gc off).
+    #[arg(long, value_name = "PERCENT", default_value_t = 85)]
+    pub image_gc_high_threshold: u8,
+    /// Image gc removes unused images until the filesystem is at most
+    /// this percent full (kubelet's flag and default).
+    #[arg(long, value_name = "PERCENT", default_value_t = 80)]
+    pub image_gc_low_threshold: u8,
+    /// An unused image younger than this is kept (kubelet's flag; `2m`).
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub minimum_image_ttl_duration: String,
+}
+
+impl Default for ContainerFlags {
+    /// The flags' defaults, as clap gives them.
+    fn default() -> Self {
+        ContainerFlags {
+            container_runtime: None,
+            allow_privileged: false,
+            image_store: None,
+            insecure_registries: Vec::new(),
+            registry_config: None,
+            image_gc_high_threshold: 85,
+            image_gc_low_threshold: 80,
+            minimum_image_ttl_duration: "2m".into(),
+        }
+    }
 }
 
 impl ContainerFlags {
@@ -50,19 +77,62 @@ impl ContainerFlags {
         if let Some(c) = &self.registry_config {
             args.push(format!("--registry-config={}", absolute(c).display()));
         }
+        let gc = ContainerFlags::default();
+        if (
+            self.image_gc_high_threshold,
+            self.image_gc_low_threshold,
+            self.minimum_image_ttl_duration.as_str(),
+        ) != (
+            gc.image_gc_high_threshold,
+            gc.image_gc_low_threshold,
+            gc.minimum_image_ttl_duration.as_str(),
+        ) {
+            args.push(format!(
+                "--image-gc-high-threshold={}",
+                self.image_gc_high_threshold
+            ));
+            args.push(format!(
+                "--image-gc-low-threshold={}",
+                self.image_gc_low_threshold
+            ));
+            args.push(format!(
+                "--minimum-image-ttl-duration={}",
+                self.minimum_image_ttl_duration
+            ));
+        }
         args
     }
 
+    /// The image gc policy the flags give.
+    ///
+    /// # Errors
+    ///
+    /// kubelet's messages for thresholds out of range, and a bad duration.
+    pub fn image_gc(&self) -> Result<images::ImageGcPolicy, String> {
+        let age = mesos::duration::parse_flag(&self.minimum_image_ttl_duration)
+            .map_err(|e| format!("--minimum-image-ttl-duration: {e}"))?;
+        images::ImageGcPolicy::new(
+            self.image_gc_high_threshold,
+            self.image_gc_low_threshold,
+            age,
+        )
+    }
+
     /// What the executor runs containers with.
-    pub fn settings(&self) -> ContainerSettings {
-        ContainerSettings {
+    ///
+    /// # Errors
+    ///
+    /// As [`ContainerFlags::image_gc`].
+    pub fn settings(&self) -> Result<ContainerSettings, String> {
+        Ok(ContainerSettings {
             runtime: RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded")),
             image_store: self.image_store.clone(),
             allow_privileged: self.allow_privileged,
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
+            image_gc: self.image_gc()?,
             ..ContainerSettings::default()
-        }
+        })
     }
 }
 
@@ -134,6 +204,8 @@ mod tests {
             image_store: None,
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
+            image_gc_high_threshold: 90,
+            ..ContainerFlags::default()
         };
         assert_eq!(
             flags.executor_args(Some(Path::new("/data/images"))),
@@ -143,9 +215,22 @@ mod tests {
                 "--image-store=/data/images",
                 "--insecure-registry=reg.lan:5000",
                 "--registry-config=/etc/mesopod/config.json",
+                "--image-gc-high-threshold=90",
+                "--image-gc-low-threshold=80",
+                "--minimum-image-ttl-duration=2m",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());
+        assert!(flags.image_gc().is_ok());
+        let bad = ContainerFlags {
+            image_gc_low_threshold: 95,
+            ..flags
+        };
+        assert!(
+            bad.image_gc()
+                .expect_err("a low threshold over the high one")
+                .contains("--image-gc-low-threshold")
+        );
     }
 
     #[test]

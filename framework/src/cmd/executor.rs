@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let options = Options {
         restart_backoff,
-        containers: args.containers.settings(),
+        containers: args.containers.settings().map_err(anyhow::Error::msg)?,
         objects: Arc::new(ApiClient::new(credential.clone(), fixed)),
         credential: Some(credential),
         ..Options::default()

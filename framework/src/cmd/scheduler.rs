@@ -287,6 +287,7 @@ async fn reset(args: &Args) -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     crate::cmd::init_logging("info");
     args.containers.warn_at_startup();
+    args.containers.image_gc().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     if args.reset {
         return runtime.block_on(reset(&args));

@@ -1,6 +1,6 @@
 //! `create`: cgroups, namespaces, and the container's `init` process.
 
-use std::os::fd::AsFd as _;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ pub(crate) fn create(
     id: &str,
     bundle: &Path,
     pid_file: Option<PathBuf>,
-) -> Result<(), RuntimeFailure> {
+) -> Result<Option<OwnedFd>, RuntimeFailure> {
     let bundle =
         std::fs::canonicalize(bundle).map_err(|e| RuntimeFailure::io(bundle.display(), e))?;
     let spec = read_spec(&bundle)?;
@@ -55,7 +55,7 @@ fn create_in(
     bundle: &Path,
     spec: &Spec,
     pid_file: Option<PathBuf>,
-) -> Result<(), RuntimeFailure> {
+) -> Result<Option<OwnedFd>, RuntimeFailure> {
     rustix::fs::mknodat(
         rustix::fs::CWD,
         dir.join("exec.fifo"),
@@ -65,12 +65,20 @@ fn create_in(
     )
     .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
     let cgroups = make_cgroups(spec)?;
-    // init learns whose child it will be from a pidfd of this process'
-    // parent (the executor) on its stdin: a pid means nothing inside the
-    // new PID namespace, and std hands a child no other descriptor safely.
+    // This process' parent is the executor (a subreaper), whose child init
+    // becomes once this process exits; init learns when that is from a
+    // pidfd of this process on its stdin (a pid means nothing inside the
+    // new PID namespace, and std hands a child no other descriptor safely).
     let parent = rustix::process::getppid()
         .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
-    let has_parent = parent.is_some();
+    let me = parent.as_ref().and_then(|_| {
+        rustix::process::pidfd_open(
+            rustix::process::getpid(),
+            rustix::process::PidfdFlags::empty(),
+        )
+        .ok()
+    });
+    let has_parent = me.is_some();
     // Only the PID namespace is entered here (it applies to children);
     // init enters the others itself, so this process keeps the host's
     // mounts while init pivots.
@@ -88,7 +96,7 @@ fn create_in(
         .arg(if has_parent { "stdin" } else { "none" })
         .arg(id)
         .env_clear()
-        .stdin(parent.map_or_else(Stdio::null, Stdio::from))
+        .stdin(me.map_or_else(Stdio::null, Stdio::from))
         .spawn()
         .map_err(|e| RuntimeFailure::io("start init", e))?;
     let pid = i32::try_from(child.id()).map_err(|e| RuntimeFailure::io("pid", e))?;
@@ -160,6 +168,32 @@ fn create_in(
     // `child` is not waited for: once this process exits, init belongs to
     // the nearest subreaper (the executor).
     drop(child);
+    Ok(parent)
+}
+
+/// The last step of `create` and `run`: a container whose executor died
+/// while it was made is killed and deleted, for init's parent-death signal
+/// is armed only once this process is gone, and would never fire.
+pub(crate) fn check_executor(
+    root: &Path,
+    id: &str,
+    executor: Option<OwnedFd>,
+) -> Result<(), RuntimeFailure> {
+    let Some(fd) = executor else { return Ok(()) };
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    if rustix::event::poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0) {
+        let _ = state::delete(root, id, true);
+        return Err(RuntimeFailure(
+            "the executor that created this container is gone".into(),
+        ));
+    }
     Ok(())
 }
 

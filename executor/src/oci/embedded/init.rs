@@ -33,8 +33,8 @@ pub(crate) fn init(
         Mode::empty(),
     )
     .map_err(|e| RuntimeFailure::io(dir.display(), e))?;
-    // The executor's pidfd arrives on stdin (see create); the container's
-    // stdin is /dev/null.
+    // The spawning runtime process' pidfd arrives on stdin (see create);
+    // the container's stdin is /dev/null.
     let parent_fd = if parent_on_stdin {
         rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3).ok()
     } else {
@@ -88,31 +88,38 @@ pub(crate) fn init(
     Err(RuntimeFailure::io(format!("exec {:?}", p.args[0]), err))
 }
 
-/// Once `start` ran, `create` is gone and this process is a child of the
-/// executor (a subreaper): die with it. A container whose executor is
-/// already gone never starts.
-fn arm_parent_death(parent: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
-    let Some(fd) = parent else { return Ok(()) };
-    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
-        .map_err(|e| RuntimeFailure::io("PR_SET_PDEATHSIG", e))?;
+/// Dies with the executor: once the runtime process that spawned this one
+/// (`create`, or `run`, which starts the container before it exits) is
+/// gone, this one is the executor's child (a subreaper), and a parent-death
+/// signal armed then fires when the executor dies. Armed earlier, it would
+/// fire at the spawner's exit. A pidfd reports an exit only after the
+/// kernel has reparented the children, so the wait is race-free; it is
+/// bounded, in case the spawner lingers. The spawner itself refuses to
+/// leave a container whose executor is already gone.
+fn arm_parent_death(spawner: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
+    let Some(fd) = spawner else { return Ok(()) };
     let mut fds = [rustix::event::PollFd::new(
         &fd,
         rustix::event::PollFlags::IN,
     )];
-    let ready = rustix::event::poll(
-        &mut fds,
-        Some(&rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        }),
-    )
-    .map_err(|e| RuntimeFailure::io("poll the executor", e))?;
-    if ready > 0 {
-        return Err(RuntimeFailure(
-            "the executor that created this container is gone".into(),
-        ));
+    let timeout = rustix::time::Timespec {
+        tv_sec: 10,
+        tv_nsec: 0,
+    };
+    loop {
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Ok(0) => {
+                return Err(RuntimeFailure(
+                    "the runtime process that created this container did not exit".into(),
+                ));
+            }
+            Ok(_) => break,
+            Err(e) => return Err(RuntimeFailure::io("poll the runtime process", e)),
+        }
     }
-    Ok(())
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|e| RuntimeFailure::io("PR_SET_PDEATHSIG", e))
 }
 
 /// Everything up to the exec; returns the program's path inside the root.

@@ -3,6 +3,8 @@
 //! `pivot_root` and cgroups, so a machine with nothing installed runs real
 //! containers through the same path as runc.
 //!
+//! `run --detach` is `create` then `start` in one process.
+//!
 //! `create` is a short-lived process: it joins the container's cgroups,
 //! unshares the mount, UTS, IPC and PID namespaces (or joins the ones the
 //! config names), and starts `runtime init`, which becomes the container's
@@ -12,6 +14,9 @@
 //! process. The process that runs `create` should be a child subreaper (the
 //! executor is): `init` is then its child, and `init` arms
 //! `PR_SET_PDEATHSIG`, so a container dies with the executor that started it.
+//!
+//! `sandbox` (mesopod's own, not runc's) makes a pod's shared IPC and UTS
+//! namespaces (see [`crate::oci::sandbox`]).
 //!
 //! Everything here runs single-threaded in a process of its own: nothing
 //! forks inside the multi-threaded executor.
@@ -71,7 +76,7 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
         }
     }
     let command = args.get(i).ok_or_else(|| {
-        RuntimeFailure("no command: create, start, state, kill, delete or list".into())
+        RuntimeFailure("no command: create, start, run, state, kill, delete or list".into())
     })?;
     let rest: Vec<String> = args[i + 1..].to_vec();
     let (flags, positional) = split_flags(&rest);
@@ -81,15 +86,35 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             .cloned()
             .ok_or_else(|| RuntimeFailure(format!("{command}: a container id is required")))
     };
+    let create = |id: &str| {
+        let bundle = flag(&flags, &["--bundle", "-b"]).unwrap_or_else(|| ".".into());
+        create::create(
+            &root,
+            id,
+            &PathBuf::from(bundle),
+            flag(&flags, &["--pid-file"]).map(PathBuf::from),
+        )
+    };
     match command.as_str() {
         "create" => {
-            let bundle = flag(&flags, &["--bundle", "-b"]).unwrap_or_else(|| ".".into());
-            create::create(
-                &root,
-                &id()?,
-                &PathBuf::from(bundle),
-                flag(&flags, &["--pid-file"]).map(PathBuf::from),
-            )
+            let id = id()?;
+            let executor = create(&id)?;
+            create::check_executor(&root, &id, executor)
+        }
+        // runc's `run --detach`: create and start in one invocation, so a
+        // container costs one runtime exec on its way up, not two.
+        "run" => {
+            if !flags.iter().any(|(k, _)| k == "--detach" || k == "-d") {
+                return Err(RuntimeFailure(
+                    "run: only --detach is supported (the caller supervises the container)".into(),
+                ));
+            }
+            let id = id()?;
+            let executor = create(&id)?;
+            state::start(&root, &id).inspect_err(|_| {
+                let _ = state::delete(&root, &id, true);
+            })?;
+            create::check_executor(&root, &id, executor)
         }
         "init" => init::init(
             &root,
@@ -116,6 +141,14 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             &id()?,
             flags.iter().any(|(k, _)| k == "--force" || k == "-f"),
         ),
+        "sandbox" => crate::oci::sandbox::hold(
+            &PathBuf::from(
+                positional
+                    .first()
+                    .ok_or_else(|| RuntimeFailure("sandbox: a directory is required".into()))?,
+            ),
+            &flag(&flags, &["--hostname"]).unwrap_or_default(),
+        ),
         "list" => {
             for id in state::list(&root) {
                 println!("{id}");
@@ -133,6 +166,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--pid-file",
     "--parent",
     "--console-socket",
+    "--hostname",
 ];
 
 fn split_flags(args: &[String]) -> (Vec<(String, String)>, Vec<String>) {

@@ -1,0 +1,119 @@
+//! One container start through the runtime, as a future of the pod's loop:
+//! the pod's pull secrets, the image (pulled if it must be) while the pod
+//! sandbox is made, then `run`. Its events travel back with the result.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{Event, Which};
+use crate::events::ContainerEvent;
+use crate::objects::SharedObjects;
+use crate::oci::image::{ERR_IMAGE_PULL, PullFailure};
+use crate::oci::runner::{Oci, StartError, StartRequest};
+use crate::oci::sandbox::PodSandbox;
+use crate::pod::ContainerPlan;
+
+/// kubelet's event reason when the pod sandbox cannot be made.
+const FAILED_CREATE_POD_SANDBOX: &str = "FailedCreatePodSandBox";
+
+/// Everything a start needs, owned (it outlives the supervisor's borrow).
+pub(super) struct Start {
+    pub(super) which: Which,
+    pub(super) oci: Arc<Oci>,
+    pub(super) plan: ContainerPlan,
+    pub(super) id: String,
+    pub(super) dir: PathBuf,
+    pub(super) hostname: String,
+    pub(super) pod_ref: String,
+    pub(super) task: String,
+    pub(super) sandbox: Arc<tokio::sync::OnceCell<PodSandbox>>,
+    pub(super) objects: SharedObjects,
+    pub(super) pod: Pod,
+    pub(super) env: Vec<(String, String)>,
+    /// The container's `fieldPath` in events.
+    pub(super) path: String,
+}
+
+impl Start {
+    pub(super) async fn run(self) -> Event {
+        let mut events = Vec::new();
+        let result = self.start(&mut events).await;
+        Event::OciStarted(self.which, Box::new(result), events)
+    }
+
+    async fn start(
+        &self,
+        events: &mut Vec<ContainerEvent>,
+    ) -> Result<crate::oci::runner::Running, StartError> {
+        let plan = &self.plan;
+        let secrets = crate::oci::pull_secrets::read(self.objects.as_ref(), &self.pod)
+            .await
+            .map_err(|message| {
+                StartError::Pull(PullFailure {
+                    reason: ERR_IMAGE_PULL,
+                    message,
+                })
+            })?;
+        events.extend(secrets.warning);
+        // The sandbox is made while the image is pulled (or found): neither
+        // waits for the other.
+        let (image, sandbox) = tokio::join!(
+            self.oci
+                .images
+                .ensure(&plan.image, plan.pull_policy, secrets.creds),
+            self.sandbox
+                .get_or_try_init(|| self.oci.sandbox(&self.task, &self.hostname)),
+        );
+        let image = image.map_err(StartError::Pull)?;
+        let pulled = match image.pulled_in {
+            Some(took) => format!(
+                "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.",
+                plan.image, image.size
+            ),
+            None => format!(
+                "Container image {:?} already present on machine",
+                plan.image
+            ),
+        };
+        events.push(self.event("Normal", "Pulled", pulled));
+        let sandbox = sandbox.map_err(|e| {
+            // kubelet's words; the start is retried as any runtime failure.
+            let message = format!("Failed to create pod sandbox: {e}");
+            events.push(ContainerEvent::new(
+                "Warning",
+                FAILED_CREATE_POD_SANDBOX,
+                message.clone(),
+                String::new(),
+            ));
+            StartError::Runtime(message)
+        })?;
+        let req = StartRequest {
+            id: self.id.clone(),
+            plan,
+            image: &image,
+            dir: self.dir.clone(),
+            hostname: self.hostname.clone(),
+            pod_ref: self.pod_ref.clone(),
+            env: self.env.clone(),
+            sandbox,
+        };
+        let running = self.oci.start(req).await?;
+        events.push(self.event(
+            "Normal",
+            "Created",
+            format!("Created container: {}", plan.name),
+        ));
+        events.push(self.event(
+            "Normal",
+            "Started",
+            format!("Started container {}", plan.name),
+        ));
+        Ok(running)
+    }
+
+    fn event(&self, type_: &str, reason: &str, message: String) -> ContainerEvent {
+        ContainerEvent::new(type_, reason, message, self.path.clone())
+    }
+}
