@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, EnvVar, EnvVarSource, NodeAffinity, PodAffinity, PodAntiAffinity, PodOS,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SecurityContext, Volume,
-    VolumeMount,
+    PodSecurityContext, PodSpec, Probe, ResourceRequirements, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::schemars::generate::SchemaSettings;
@@ -78,7 +77,10 @@ fn every_field_of_the_pod_types_is_classified_and_no_entry_is_stale() {
         if let Rule::Nested(inner) = f.rule
             && !types.contains(inner)
         {
-            problems.push(format!("{}.{}: nested type {inner} is not walked", f.ty, f.name));
+            problems.push(format!(
+                "{}.{}: nested type {inner} is not walked",
+                f.ty, f.name
+            ));
         }
         let refuses = !matches!(f.rule, Rule::Honoured | Rule::Nested(_));
         if refuses && f.why.is_empty() {

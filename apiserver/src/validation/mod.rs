@@ -16,8 +16,8 @@ mod names;
 mod pod;
 mod support;
 
-pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};
+pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub use pod::{validate_pod, validate_pod_update};
 
 /// Collects causes for one object.
@@ -80,4 +80,3 @@ impl Causes {
         }
     }
 }
-

@@ -9,7 +9,7 @@ use crate::error::CauseKind;
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+pub(super) const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 /// Kubernetes' limit on all annotations of one object together.
@@ -78,7 +78,11 @@ pub(crate) fn check_label_name(causes: &mut Causes, field: &str, name: &str) {
     }
 }
 
-pub(super) fn check_labels(causes: &mut Causes, field: &str, labels: Option<&BTreeMap<String, String>>) {
+pub(super) fn check_labels(
+    causes: &mut Causes,
+    field: &str,
+    labels: Option<&BTreeMap<String, String>>,
+) {
     for (k, v) in labels.into_iter().flatten() {
         if !is_qualified_name(k) {
             causes.invalid(field, k, QUALIFIED_NAME_MSG);
@@ -119,7 +123,6 @@ pub(crate) fn check_metadata(
         );
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -5,8 +5,11 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 
-use super::names::{check_label_name, check_labels, check_metadata, check_subdomain_name};
 use super::Causes;
+use super::names::{
+    QUALIFIED_NAME_MSG, check_label_name, check_labels, check_metadata, check_subdomain_name,
+    is_qualified_name,
+};
 use crate::error::{ApiError, CauseKind};
 
 /// Validates a pod for create or update; `Err` is the 422 answer.
@@ -168,6 +171,13 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
         } else if e.name.contains('=') || e.name.chars().any(|ch| !ch.is_ascii_graphic()) {
             causes.invalid(format!("{path}.env[{i}].name"), &e.name, "a valid environment variable name must consist only of printable ASCII characters other than '='");
         }
+        if let Some(f) = e.value_from.as_ref().and_then(|v| v.field_ref.as_ref()) {
+            check_env_field_path(
+                causes,
+                &format!("{path}.env[{i}].valueFrom.fieldRef.fieldPath"),
+                &f.field_path,
+            );
+        }
     }
     for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
         let field = format!("{path}.volumeMounts[{i}]");
@@ -233,6 +243,33 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
                 );
             }
         }
+    }
+}
+
+/// The pod fields `env[].valueFrom.fieldRef` may name, as Kubernetes lists them.
+const ENV_FIELD_PATHS: [&str; 9] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+];
+
+fn check_env_field_path(causes: &mut Causes, field: &str, path: &str) {
+    // One label or annotation by key is allowed too: `metadata.labels['app']`.
+    let subscript = ["metadata.labels['", "metadata.annotations['"]
+        .iter()
+        .find_map(|p| path.strip_prefix(p))
+        .and_then(|rest| rest.strip_suffix("']"));
+    match subscript {
+        Some(key) if !is_qualified_name(key) => causes.invalid(field, key, QUALIFIED_NAME_MSG),
+        Some(_) => {}
+        None if ENV_FIELD_PATHS.contains(&path) => {}
+        None => causes.unsupported(field, path, &ENV_FIELD_PATHS),
     }
 }
 

@@ -87,3 +87,109 @@ fn scalar(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    use crate::error::ApiError;
+    use crate::validation::validate_pod;
+
+    /// `field|reason|message` of every cause for a pod with `spec`.
+    fn causes(spec: serde_json::Value) -> Vec<String> {
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
+        match validate_pod(&pod) {
+            Ok(()) => Vec::new(),
+            Err(ApiError::Invalid { causes, .. }) => causes
+                .into_iter()
+                .map(|c| format!("{}|{:?}|{}", c.field, c.kind, c.message))
+                .collect(),
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    fn has(got: &[String], prefix: &str) {
+        assert!(
+            got.iter().any(|g| g.starts_with(prefix)),
+            "no {prefix:?} in {got:#?}"
+        );
+    }
+
+    #[test]
+    fn one_refusal_per_class_names_the_field_in_kubernetes_words() {
+        let got = causes(json!({
+            "hostAliases": [{"ip": "10.0.0.1", "hostnames": ["a"]}],
+            "hostPID": true,
+            "securityContext": {"sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}]},
+            "volumes": [
+                {"name": "ok", "emptyDir": {}},
+                {"name": "pvc", "persistentVolumeClaim": {"claimName": "c"}},
+                {"name": "nfs", "nfs": {"server": "s", "path": "/"}}
+            ],
+            "containers": [{
+                "name": "c", "image": "i",
+                "livenessProbe": {"exec": {"command": ["true"]}},
+                "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}},
+                "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                "volumeMounts": [{"name": "ok", "mountPath": "/d", "mountPropagation": "HostToContainer"}],
+                "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.bogus"}}}]
+            }]
+        }));
+        for want in [
+            "spec.hostAliases|Forbidden|Forbidden: not supported by mesopod: ",
+            "spec.hostPID|NotSupported|Unsupported value: \"true\": supported values: \"false\"",
+            "spec.securityContext.sysctls|Forbidden|",
+            "spec.volumes[1].persistentVolumeClaim|Forbidden|Forbidden: not supported by mesopod: there are no persistent volumes",
+            "spec.volumes[2].nfs|Forbidden|",
+            "spec.containers[0].livenessProbe|Forbidden|Forbidden: not supported by mesopod yet: probes are issue #19",
+            "spec.containers[0].resources.limits[nvidia.com/gpu]|Forbidden|",
+            "spec.containers[0].securityContext.seccompProfile|Forbidden|",
+            "spec.containers[0].volumeMounts[0].mountPropagation|NotSupported|Unsupported value: \"HostToContainer\": supported values: \"None\"",
+            "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath|NotSupported|",
+        ] {
+            has(&got, want);
+        }
+        assert!(
+            !got.iter().any(|g| g.starts_with("spec.volumes[0]")),
+            "{got:#?}"
+        );
+        assert!(!got.iter().any(|g| g.contains("limits[cpu]")), "{got:#?}");
+        assert_eq!(got.len(), 10, "{got:#?}");
+    }
+
+    #[test]
+    fn what_the_executor_honours_is_accepted() {
+        let got = causes(json!({
+            "hostNetwork": true, "hostPID": false, "dnsPolicy": "ClusterFirst",
+            "enableServiceLinks": true,
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Exists"}]}]}},
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": {"topologyKey": "k"}}]}},
+            "securityContext": {"runAsUser": 1000, "windowsOptions": {"runAsUserName": "x"}},
+            "volumes": [
+                {"name": "e", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+                {"name": "h", "hostPath": {"path": "/srv"}},
+                {"name": "c", "configMap": {"name": "cm"}},
+                {"name": "s", "secret": {"secretName": "s"}},
+                {"name": "d", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+                {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}
+            ],
+            "containers": [{
+                "name": "c", "image": "i", "stdin": false,
+                "resources": {"requests": {"cpu": "1", "memory": "1Mi", "ephemeral-storage": "1Gi"}, "limits": {"memory": "2Mi"}},
+                "volumeMounts": [{"name": "e", "mountPath": "/e", "mountPropagation": "None", "subPath": "x"}],
+                "envFrom": [{"configMapRef": {"name": "cm"}}],
+                "env": [
+                    {"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+                    {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                    {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+                ]
+            }]
+        }));
+        assert!(got.is_empty(), "{got:#?}");
+    }
+}
