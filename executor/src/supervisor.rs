@@ -110,6 +110,8 @@ pub(crate) struct Supervisor {
     runs: u32,
     /// Pull and config back-off.
     oci_backoff: crate::backoff::Backoff,
+    /// The pod's shared namespaces, made by its first container start.
+    sandbox: Arc<tokio::sync::OnceCell<crate::oci::sandbox::PodSandbox>>,
 }
 
 impl Supervisor {
@@ -163,6 +165,7 @@ impl Supervisor {
             starting: std::collections::HashSet::new(),
             runs: 0,
             oci_backoff,
+            sandbox: Arc::default(),
         }
     }
 
@@ -209,6 +212,9 @@ impl Supervisor {
                 () = sleep_until(sigkill_at), if sigkill_at.is_some() => self.sigkill_all(),
                 else => break,
             }
+        }
+        if let Some(sandbox) = self.sandbox.get() {
+            crate::oci::sandbox::remove(&sandbox.dir);
         }
         self.report_final();
     }

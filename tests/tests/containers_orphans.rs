@@ -118,6 +118,9 @@ async fn scenario(runtime: &str) {
         1,
         "the recreated pod runs exactly once"
     );
+    // The dead executor's pod sandboxes went with it: only the new pod's is left.
+    let left = sandboxes_left(&work);
+    assert_eq!(left.len(), 1, "{left:?}");
 
     app.shutdown().await;
     wait_until(

@@ -36,7 +36,8 @@ pub struct BundleContext<'a> {
     pub allow_privileged: bool,
     /// Resolved environment of the container (pod's `env`, in order).
     pub env: &'a [(String, String)],
-    /// Namespaces to join rather than create (`ipc`, `uts` of the pod).
+    /// Namespaces to join rather than create (the pod sandbox's `ipc`,
+    /// `uts`, and `network` when the pod has its own).
     pub join: &'a [(String, String)],
 }
 
@@ -89,9 +90,16 @@ pub fn build(
     let capabilities = capabilities(plan)?;
     let mut linux = Linux {
         namespaces: ["pid", "mount", "ipc", "uts"]
-            .iter()
+            .into_iter()
+            // The pod's own network namespace, when it has one (CNI).
+            .chain(
+                cx.join
+                    .iter()
+                    .any(|(k, _)| k == "network")
+                    .then_some("network"),
+            )
             .map(|kind| Namespace {
-                kind: (*kind).into(),
+                kind: kind.into(),
                 path: cx
                     .join
                     .iter()

@@ -73,11 +73,13 @@ pub struct PullFailure {
 
 /// Where images come from.
 pub trait Images: Send + Sync + std::fmt::Debug {
-    /// The image `image` under `policy`, pulled if it must be.
+    /// The image `image` under `policy`, pulled if it must be; `creds`
+    /// (the pod's imagePullSecrets) are tried before the agent's.
     fn ensure(
         &self,
         image: &str,
         policy: PullPolicy,
+        creds: Vec<images::RegistryAuth>,
     ) -> BoxFuture<'static, Result<Image, PullFailure>>;
 }
 
@@ -109,6 +111,7 @@ impl Images for StoreImages {
         &self,
         image: &str,
         policy: PullPolicy,
+        creds: Vec<images::RegistryAuth>,
     ) -> BoxFuture<'static, Result<Image, PullFailure>> {
         let store = self.store.clone();
         let image = image.to_owned();
@@ -116,7 +119,7 @@ impl Images for StoreImages {
             let started = Instant::now();
             let (found, fetched) =
                 store
-                    .ensure_fetched(&image, policy, &[])
+                    .ensure_fetched(&image, policy, &creds)
                     .await
                     .map_err(|e| PullFailure {
                         reason: e.reason(),

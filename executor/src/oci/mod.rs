@@ -22,7 +22,9 @@ pub mod bundle;
 pub mod cgroup;
 pub mod embedded;
 pub mod image;
+pub(crate) mod pull_secrets;
 pub(crate) mod runner;
+pub mod sandbox;
 pub mod spec;
 
 use std::path::PathBuf;

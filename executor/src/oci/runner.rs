@@ -12,6 +12,7 @@ use tokio::process::Command;
 
 use super::bundle::{self, BundleContext};
 use super::image::{Image, Images, PullFailure, StoreImages};
+use super::sandbox::{self, PodSandbox};
 use super::{ContainerSettings, RuntimeKind, cgroup};
 use crate::layout::LogStream;
 use crate::pod::ContainerPlan;
@@ -48,6 +49,8 @@ pub(crate) struct StartRequest<'a> {
     pub(crate) hostname: String,
     pub(crate) pod_ref: String,
     pub(crate) env: Vec<(String, String)>,
+    /// The pod's shared namespaces.
+    pub(crate) sandbox: &'a PodSandbox,
 }
 
 /// The runtime CLI and the image store.
@@ -56,6 +59,10 @@ pub(crate) struct Oci {
     program: PathBuf,
     prefix: Vec<String>,
     root: PathBuf,
+    /// This binary, which makes pod sandboxes whatever the runtime.
+    exe: PathBuf,
+    /// Where pod sandboxes live (`<root>-sandboxes`).
+    sandboxes: PathBuf,
     pub(crate) images: Arc<dyn Images>,
     allow_privileged: bool,
 }
@@ -63,14 +70,14 @@ pub(crate) struct Oci {
 impl Oci {
     /// `None` in process mode.
     pub(crate) fn new(settings: &ContainerSettings, sandbox: &Path) -> Result<Option<Oci>, String> {
+        if settings.runtime == RuntimeKind::Process {
+            return Ok(None);
+        }
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find the mesopod binary: {e}"))?;
         let (program, prefix) = match &settings.runtime {
-            RuntimeKind::Process => return Ok(None),
-            RuntimeKind::Embedded => (
-                std::env::current_exe()
-                    .map_err(|e| format!("cannot find the mesopod binary: {e}"))?,
-                vec!["runtime".to_owned()],
-            ),
             RuntimeKind::Cli(p) => (p.clone(), Vec::new()),
+            _ => (exe.clone(), vec!["runtime".to_owned()]),
         };
         if let Some(why) = super::unavailable_reason() {
             return Err(why);
@@ -93,10 +100,13 @@ impl Oci {
         store_config.insecure_registries = settings.insecure_registries.clone();
         store_config.registry_config = settings.registry_config.clone();
         let images = StoreImages::open(store_config)?;
+        let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
         Ok(Some(Oci {
             program,
             prefix,
             root,
+            exe,
+            sandboxes,
             images: Arc::new(images),
             allow_privileged: settings.allow_privileged,
         }))
@@ -116,8 +126,15 @@ impl Oci {
         cmd
     }
 
+    /// Makes the sandbox of the pod whose task is `task`.
+    pub(crate) async fn sandbox(&self, task: &str, hostname: &str) -> Result<PodSandbox, String> {
+        let dir = self.sandboxes.join(sandbox::dir_name(task));
+        sandbox::create(&self.exe, &dir, hostname).await
+    }
+
     /// Kills and deletes every container an earlier executor left under
-    /// this root; returns their ids. Run before anything is launched.
+    /// this root, and removes its pods' sandboxes; returns the containers'
+    /// ids. Run before anything is launched.
     pub(crate) fn clean_orphans(&self) -> Vec<String> {
         let ids: Vec<String> = std::fs::read_dir(&self.root)
             .into_iter()
@@ -127,12 +144,17 @@ impl Oci {
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         for id in &ids {
-            let bundle = self.root.join(id).join("state.json");
-            let _ = bundle;
             let out = self.cli_sync().args(["delete", "--force", id]).output();
             if let Err(e) = out {
                 tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
             }
+        }
+        let sandboxes = sandbox::remove_leftovers(&self.sandboxes);
+        if !sandboxes.is_empty() {
+            tracing::warn!(
+                ?sandboxes,
+                "removed the pod sandboxes an earlier executor left"
+            );
         }
         ids
     }
@@ -152,6 +174,7 @@ impl Oci {
                 .map_err(StartError::Runtime)?;
         }
         let cgroups_path = format!("mesopod/{}", req.id);
+        let joins = req.sandbox.joins();
         let cx = BundleContext {
             hostname: &req.hostname,
             pod_ref: req.pod_ref.clone(),
@@ -159,7 +182,7 @@ impl Oci {
             cgroups_path: cgroups_path.clone(),
             allow_privileged: self.allow_privileged,
             env: &req.env,
-            join: &[],
+            join: &joins,
         };
         let spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,

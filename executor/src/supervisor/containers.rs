@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use super::{Event, Supervisor, Which};
 use crate::events::ContainerEvent;
 use crate::oci::bundle::CREATE_CONTAINER_CONFIG_ERROR;
-use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF};
+use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, PullFailure};
 use crate::oci::runner::{Running, StartError, StartRequest};
 use crate::status::{Exit, Life, START_ERROR};
 
@@ -57,7 +57,11 @@ impl Supervisor {
             &key.uid,
             &plan.name,
         ));
-        let hostname = key.name.clone();
+        let hostname = crate::oci::sandbox::pod_hostname(&key.name);
+        let sandbox = Arc::clone(&self.sandbox);
+        let task = self.task_id.value.clone();
+        let objects = Arc::clone(&self.config.objects);
+        let pod = self.plan.pod.clone();
         let pod_ref = format!("{}_{}({})", key.name, key.namespace, key.uid);
         let env = self.resolve_env(&plan);
         self.event(
@@ -72,7 +76,15 @@ impl Supervisor {
                 Which::Init(_) => format!("spec.initContainers{{{}}}", plan.name),
                 Which::Main(_) => format!("spec.containers{{{}}}", plan.name),
             };
-            let image = match oci.images.ensure(&plan.image, plan.pull_policy).await {
+            let secrets = match crate::oci::pull_secrets::read(objects.as_ref(), &pod).await {
+                Ok(s) => s,
+                Err(message) => {
+                    let f = PullFailure { reason: ERR_IMAGE_PULL, message };
+                    return Event::OciStarted(which, Box::new(Err(StartError::Pull(f))), events);
+                }
+            };
+            events.extend(secrets.warning);
+            let image = match oci.images.ensure(&plan.image, plan.pull_policy, secrets.creds).await {
                 Ok(image) => image,
                 Err(f) => return Event::OciStarted(which, Box::new(Err(StartError::Pull(f))), events),
             };
@@ -84,6 +96,15 @@ impl Supervisor {
                 None => format!("Container image {:?} already present on machine", plan.image),
             };
             events.push(ContainerEvent::new("Normal", "Pulled", pulled, path.clone()));
+            let sandbox = match sandbox.get_or_try_init(|| oci.sandbox(&task, &hostname)).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // kubelet's words; the start is retried as any runtime failure.
+                    let message = format!("Failed to create pod sandbox: {e}");
+                    events.push(ContainerEvent::new("Warning", "FailedCreatePodSandBox", message.clone(), String::new()));
+                    return Event::OciStarted(which, Box::new(Err(StartError::Runtime(message))), events);
+                }
+            };
             let req = StartRequest {
                 id,
                 plan: &plan,
@@ -92,6 +113,7 @@ impl Supervisor {
                 hostname,
                 pod_ref,
                 env,
+                sandbox,
             };
             let result = oci.start(req).await;
             if result.is_ok() {
@@ -112,8 +134,8 @@ impl Supervisor {
         // The "Pulling" event was a guess made before the pull: with the image
         // already present, kubelet says only "Pulled ... already present".
         if events
-            .first()
-            .is_some_and(|e| e.message.contains("already present"))
+            .iter()
+            .any(|e| e.reason == "Pulled" && e.message.contains("already present"))
         {
             let path = self.field_path(which);
             self.out_events

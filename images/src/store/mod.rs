@@ -188,9 +188,22 @@ impl ImageStore {
         }
         let mut all = creds.to_vec();
         all.extend(self.inner.creds.iter().cloned());
-        self.pull(&reference, &all)
-            .await
-            .map(|i| (i, Fetched::Pulled))
+        // As kubelet: each of the registry's credentials in turn (the pod's
+        // first) until one is not refused.
+        let registry = reference.registry().to_owned();
+        let mut rest: &[RegistryAuth] = &all;
+        loop {
+            let pulled = self.pull(&reference, rest).await;
+            let used = rest.iter().position(|c| c.registry() == registry);
+            match (pulled, used) {
+                (Err(PullError::Unauthorized { .. }), Some(i))
+                    if rest[i + 1..].iter().any(|c| c.registry() == registry) =>
+                {
+                    rest = &rest[i + 1..];
+                }
+                (pulled, _) => return pulled.map(|i| (i, Fetched::Pulled)),
+            }
+        }
     }
 
     /// The image `reference` names, if the store has it whole.

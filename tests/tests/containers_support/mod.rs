@@ -132,3 +132,22 @@ pub fn store() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().to_path_buf();
     (dir, path)
 }
+
+/// The pod sandbox directories of the agents under `work`.
+pub fn sandboxes_dirs(work: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(work.join("slaves"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|agent| agent.path().join("mesopod-runtime-sandboxes"))
+        .collect()
+}
+
+/// The pod sandboxes left under `work`.
+pub fn sandboxes_left(work: &Path) -> Vec<PathBuf> {
+    sandboxes_dirs(work)
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect()
+}

@@ -13,6 +13,9 @@
 //! executor is): `init` is then its child, and `init` arms
 //! `PR_SET_PDEATHSIG`, so a container dies with the executor that started it.
 //!
+//! `sandbox` (mesopod's own, not runc's) makes a pod's shared IPC and UTS
+//! namespaces (see [`crate::oci::sandbox`]).
+//!
 //! Everything here runs single-threaded in a process of its own: nothing
 //! forks inside the multi-threaded executor.
 
@@ -116,6 +119,14 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             &id()?,
             flags.iter().any(|(k, _)| k == "--force" || k == "-f"),
         ),
+        "sandbox" => crate::oci::sandbox::hold(
+            &PathBuf::from(
+                positional
+                    .first()
+                    .ok_or_else(|| RuntimeFailure("sandbox: a directory is required".into()))?,
+            ),
+            &flag(&flags, &["--hostname"]).unwrap_or_default(),
+        ),
         "list" => {
             for id in state::list(&root) {
                 println!("{id}");
@@ -133,6 +144,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--pid-file",
     "--parent",
     "--console-socket",
+    "--hostname",
 ];
 
 fn split_flags(args: &[String]) -> (Vec<(String, String)>, Vec<String>) {

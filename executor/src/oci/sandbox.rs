@@ -1,0 +1,231 @@
+//! The pod sandbox: the namespaces a pod's containers share.
+//!
+//! Kubernetes gives the containers of one pod one IPC namespace (SysV
+//! shared memory and semaphores work between them) and one UTS namespace
+//! (the hostname is the pod's), while each keeps its own mount and PID
+//! namespaces. A sandbox is a directory `<sandboxes>/<pod>/` holding the
+//! namespace files `ipc` and `uts`, each a bind mount of a namespace that
+//! `mesopod runtime sandbox` created: the bind mount keeps the namespace
+//! alive with no process in it, and every container of the pod joins it
+//! through `linux.namespaces[].path`, which runc honours as the embedded
+//! runtime does.
+//!
+//! `net` is the pod's network namespace when it has one of its own (CNI);
+//! `None` means the agent's network, where containers share the host's
+//! network namespace and `localhost` already works between them.
+//!
+//! A sandbox goes with its pod ([`remove`]); an executor that starts
+//! removes every sandbox a dead predecessor left ([`remove_leftovers`]),
+//! as it kills their containers.
+
+use std::path::{Path, PathBuf};
+
+use rustix::mount::UnmountFlags;
+use rustix::thread::UnshareFlags;
+
+use super::embedded::RuntimeFailure;
+
+/// The namespaces a sandbox holds, as OCI names them, with their
+/// `/proc/self/ns` file names.
+const HELD: &[(&str, &str)] = &[("ipc", "ipc"), ("uts", "uts")];
+
+/// The longest hostname Linux takes; kubelet truncates pod names to it.
+const HOSTNAME_MAX: usize = 63;
+
+/// A pod's shared namespaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSandbox {
+    /// The sandbox's directory.
+    pub dir: PathBuf,
+    /// The IPC namespace file.
+    pub ipc: PathBuf,
+    /// The UTS namespace file (its hostname is the pod's).
+    pub uts: PathBuf,
+    /// The pod's network namespace, when it has its own (CNI); `None`
+    /// runs the pod in the agent's network namespace.
+    pub net: Option<PathBuf>,
+}
+
+impl PodSandbox {
+    /// The sandbox in `dir`, as [`create`] lays it out.
+    pub fn at(dir: &Path) -> PodSandbox {
+        PodSandbox {
+            dir: dir.to_path_buf(),
+            ipc: dir.join("ipc"),
+            uts: dir.join("uts"),
+            net: None,
+        }
+    }
+
+    /// The namespaces a container of the pod joins: `(OCI type, path)`.
+    pub fn joins(&self) -> Vec<(String, String)> {
+        let mut out = vec![
+            ("ipc".to_owned(), self.ipc.display().to_string()),
+            ("uts".to_owned(), self.uts.display().to_string()),
+        ];
+        if let Some(net) = &self.net {
+            out.push(("network".to_owned(), net.display().to_string()));
+        }
+        out
+    }
+}
+
+/// kubelet's hostname for a pod: its name, cut to 63 characters without a
+/// trailing `-` or `.`.
+pub fn pod_hostname(pod_name: &str) -> String {
+    if pod_name.len() <= HOSTNAME_MAX {
+        return pod_name.to_owned();
+    }
+    let cut: String = pod_name.chars().take(HOSTNAME_MAX).collect();
+    cut.trim_end_matches(['-', '.']).to_owned()
+}
+
+/// A sandbox directory name from a task id: the characters a path and
+/// the runtime's ids allow.
+pub fn dir_name(task: &str) -> String {
+    task.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+/// Creates the sandbox at `dir` by running `exe runtime sandbox` (the
+/// namespaces are made by a single-threaded process of their own, never
+/// by the executor).
+pub(crate) async fn create(exe: &Path, dir: &Path, hostname: &str) -> Result<PodSandbox, String> {
+    let out = tokio::process::Command::new(exe)
+        .arg("runtime")
+        .arg("sandbox")
+        .arg("--hostname")
+        .arg(hostname)
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run {} runtime sandbox: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    Ok(PodSandbox::at(dir))
+}
+
+/// `mesopod runtime sandbox --hostname NAME DIR`: new IPC and UTS
+/// namespaces with the pod's hostname, bind-mounted at `DIR/ipc` and
+/// `DIR/uts`. Runs in a process of its own (it unshares itself).
+pub(crate) fn hold(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {
+    if hostname.is_empty() || hostname.len() > HOSTNAME_MAX {
+        return Err(RuntimeFailure(format!(
+            "sandbox: hostname {hostname:?} must have 1 to {HOSTNAME_MAX} characters"
+        )));
+    }
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| RuntimeFailure::io(parent.display(), e))?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(RuntimeFailure(format!(
+                "sandbox {} already exists",
+                dir.display()
+            )));
+        }
+        Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
+    }
+    let made = hold_in(dir, hostname);
+    if made.is_err() {
+        remove(dir);
+    }
+    made
+}
+
+fn hold_in(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {
+    // Only namespace flags, in a single-threaded process: the case
+    // rustix's deprecation of `unshare` (for CLONE_FILES and friends) spares.
+    #[allow(deprecated)]
+    rustix::thread::unshare(UnshareFlags::NEWIPC | UnshareFlags::NEWUTS)
+        .map_err(|e| RuntimeFailure::io("unshare the pod's IPC and UTS namespaces", e))?;
+    rustix::system::sethostname(hostname.as_bytes())
+        .map_err(|e| RuntimeFailure::io("sethostname", e))?;
+    for (_, file) in HELD {
+        let target = dir.join(file);
+        std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
+        let source = format!("/proc/self/ns/{file}");
+        rustix::mount::mount_bind(source.as_str(), &target)
+            .map_err(|e| RuntimeFailure::io(format!("bind {source} to {}", target.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Unmounts a sandbox's namespace files and removes its directory; the
+/// namespaces end once no container is left in them.
+pub fn remove(dir: &Path) {
+    for file in HELD.iter().map(|(_, f)| *f).chain(["net"]) {
+        let path = dir.join(file);
+        match rustix::mount::unmount(&path, UnmountFlags::DETACH) {
+            Ok(()) | Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOENT) => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot unmount a sandbox namespace")
+            }
+        }
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a pod sandbox"),
+    }
+}
+
+/// Removes every sandbox under `sandboxes` (a dead executor's); returns
+/// their names.
+pub(crate) fn remove_leftovers(sandboxes: &Path) -> Vec<String> {
+    let names: Vec<String> = std::fs::read_dir(sandboxes)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    for name in &names {
+        remove(&sandboxes.join(name));
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostnames_are_cut_as_kubelet_cuts_them() {
+        assert_eq!(pod_hostname("web-0"), "web-0");
+        let long = format!("{}-{}", "a".repeat(62), "b".repeat(10));
+        assert_eq!(pod_hostname(&long), "a".repeat(62));
+        assert_eq!(pod_hostname(&"c".repeat(70)).len(), HOSTNAME_MAX);
+    }
+
+    #[test]
+    fn sandboxes_join_ipc_and_uts_and_the_pods_network_when_it_has_one() {
+        let mut sb = PodSandbox::at(Path::new("/s/p"));
+        assert_eq!(
+            sb.joins(),
+            [
+                ("ipc".to_owned(), "/s/p/ipc".to_owned()),
+                ("uts".to_owned(), "/s/p/uts".to_owned())
+            ]
+        );
+        sb.net = Some(PathBuf::from("/run/netns/p"));
+        assert_eq!(sb.joins()[2], ("network".to_owned(), "/run/netns/p".into()));
+        assert_eq!(dir_name("default/web:1"), "default_web_1");
+        assert_eq!(dir_name("..x"), "x");
+    }
+}
