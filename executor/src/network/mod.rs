@@ -27,11 +27,13 @@ use serde_json::Value;
 mod conf;
 mod netns;
 mod plugin;
+mod pod;
 mod record;
 
 pub use conf::NetworkConfig;
 pub use netns::{create_netns, remove_netns};
 use plugin::Command;
+pub use pod::{host_network, host_ports};
 use record::Record;
 
 /// Debian's plugin directory (`containernetworking-plugins`).

@@ -89,6 +89,9 @@ pub struct ContainerSettings {
     pub registry_config: Option<PathBuf>,
     /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
     pub image_backoff: Backoff,
+    /// `--cni-conf-dir`/`--cni-bin-dir`: pods get their own network (`None`:
+    /// the agent's).
+    pub cni: Option<crate::network::CniSettings>,
 }
 
 impl Default for ContainerSettings {
@@ -101,6 +104,7 @@ impl Default for ContainerSettings {
             insecure_registries: Vec::new(),
             registry_config: None,
             image_backoff: IMAGE_PULL_BACKOFF,
+            cni: None,
         }
     }
 }

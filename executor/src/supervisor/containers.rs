@@ -96,7 +96,7 @@ impl Supervisor {
                 None => format!("Container image {:?} already present on machine", plan.image),
             };
             events.push(ContainerEvent::new("Normal", "Pulled", pulled, path.clone()));
-            let sandbox = match sandbox.get_or_try_init(|| oci.sandbox(&task, &hostname)).await {
+            let sandbox = match sandbox.get_or_try_init(|| oci.sandbox(&task, &hostname, &pod)).await {
                 Ok(s) => s,
                 Err(e) => {
                     // kubelet's words; the start is retried as any runtime failure.

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use executor::network::{CniSettings, DEFAULT_CNI_BIN_DIR};
 use executor::oci::{ContainerSettings, RuntimeKind};
 
 /// How pods' containers run.
@@ -28,6 +29,15 @@ pub struct ContainerFlags {
     /// A Docker `config.json` whose `auths` the agents pull with.
     #[arg(long, value_name = "FILE")]
     pub registry_config: Option<PathBuf>,
+    /// Give every pod that is not `hostNetwork` its own network namespace
+    /// and IP from the CNI network configured in DIR (its first `.conflist`,
+    /// `.conf` or `.json` file), as kubelet's flag of that name.
+    #[arg(long, value_name = "DIR", env = "MESOPOD_CNI_CONF_DIR")]
+    pub cni_conf_dir: Option<PathBuf>,
+    /// Where the CNI plugins are (comma-separated; default /opt/cni/bin,
+    /// Debian's containernetworking-plugins install into /usr/lib/cni).
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub cni_bin_dir: Vec<PathBuf>,
 }
 
 impl ContainerFlags {
@@ -50,6 +60,15 @@ impl ContainerFlags {
         if let Some(c) = &self.registry_config {
             args.push(format!("--registry-config={}", absolute(c).display()));
         }
+        if let Some(cni) = self.cni() {
+            args.push(format!("--cni-conf-dir={}", cni.conf_dir.display()));
+            let bins: Vec<String> = cni
+                .bin_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            args.push(format!("--cni-bin-dir={}", bins.join(",")));
+        }
         args
     }
 
@@ -61,8 +80,22 @@ impl ContainerFlags {
             allow_privileged: self.allow_privileged,
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
+            cni: self.cni(),
             ..ContainerSettings::default()
         }
+    }
+
+    /// The CNI network, when `--cni-conf-dir` is given.
+    fn cni(&self) -> Option<CniSettings> {
+        let bin_dirs = if self.cni_bin_dir.is_empty() {
+            vec![PathBuf::from(DEFAULT_CNI_BIN_DIR)]
+        } else {
+            self.cni_bin_dir.iter().map(|d| absolute(d)).collect()
+        };
+        Some(CniSettings {
+            conf_dir: absolute(self.cni_conf_dir.as_deref()?),
+            bin_dirs,
+        })
     }
 }
 
@@ -134,6 +167,8 @@ mod tests {
             image_store: None,
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
+            cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
+            cni_bin_dir: vec![PathBuf::from("/usr/lib/cni"), PathBuf::from("/opt/cni/bin")],
         };
         assert_eq!(
             flags.executor_args(Some(Path::new("/data/images"))),
@@ -143,9 +178,19 @@ mod tests {
                 "--image-store=/data/images",
                 "--insecure-registry=reg.lan:5000",
                 "--registry-config=/etc/mesopod/config.json",
+                "--cni-conf-dir=/etc/cni/net.d",
+                "--cni-bin-dir=/usr/lib/cni,/opt/cni/bin",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());
+        let default_bins = ContainerFlags {
+            cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
+            ..ContainerFlags::default()
+        };
+        assert_eq!(
+            default_bins.settings().cni.map(|c| c.bin_dirs),
+            Some(vec![PathBuf::from(DEFAULT_CNI_BIN_DIR)])
+        );
     }
 
     #[test]
