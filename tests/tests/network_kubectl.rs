@@ -13,7 +13,7 @@ mod containers_support;
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::cluster::*;
@@ -48,6 +48,84 @@ fn pod(name: &str, script: &str, extra: &str) -> String {
          terminationGracePeriodSeconds: 1\n{extra}  containers:\n  - name: main\n    image: {IMAGE}\n    \
          command: [\"/bin/sh\", \"-c\", {script:?}]\n"
     )
+}
+
+/// A CNI network of the test's own: bridge, subnet, lease dir; the bridge is
+/// removed at the end.
+struct TestNet {
+    _dir: tempfile::TempDir,
+    bridge: String,
+    subnet: String,
+    ipam: PathBuf,
+    conf_dir: PathBuf,
+}
+
+impl TestNet {
+    fn new(tag: u32) -> TestNet {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = std::process::id();
+        let bridge = format!("mpk{}x{tag}", pid % 100_000);
+        let subnet = format!("10.{}.{}", 212 + tag, pid % 250);
+        let conf_dir = dir.path().join("net.d");
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        let ipam = dir.path().join("ipam");
+        let conf = json!({"cniVersion": "1.0.0", "name": "mesopod-e2e", "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": false,
+             "ipam": {"type": "host-local", "subnet": format!("{subnet}.0/24"), "dataDir": ipam}},
+            {"type": "portmap", "capabilities": {"portMappings": true}}
+        ]});
+        std::fs::write(conf_dir.join("10-pods.conflist"), conf.to_string()).unwrap();
+        TestNet {
+            _dir: dir,
+            bridge,
+            subnet,
+            ipam,
+            conf_dir,
+        }
+    }
+
+    /// The IPs host-local holds.
+    fn leased(&self) -> Vec<String> {
+        std::fs::read_dir(self.ipam.join("mesopod-e2e"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.parse::<IpAddr>().is_ok())
+            .collect()
+    }
+
+    fn leases(&self) -> usize {
+        self.leased().len()
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+    }
+}
+
+/// The executors whose sandbox is under `work`.
+fn executors_under(work: &Path) -> Vec<i32> {
+    let want = format!("MESOS_SANDBOX={}", work.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
+            let ours = env
+                .split(|b| *b == 0)
+                .any(|kv| kv.starts_with(want.as_bytes()));
+            (is_executor && ours).then_some(pid)
+        })
+        .collect()
 }
 
 async fn cni_cluster(store: &Path, conf: &Path) -> App {
@@ -89,23 +167,11 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     if !prerequisites(false) || !cni_ready() {
         return;
     }
-    let net = tempfile::tempdir().unwrap();
-    let pid = std::process::id();
-    let bridge = format!("mpk{}", pid % 1_000_000);
-    let subnet = format!("10.213.{}", pid % 250);
-    let conf_dir = net.path().join("net.d");
-    std::fs::create_dir_all(&conf_dir).unwrap();
-    let ipam = net.path().join("ipam");
-    let conf = json!({"cniVersion": "1.0.0", "name": "mesopod-e2e", "plugins": [
-        {"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": false,
-         "ipam": {"type": "host-local", "subnet": format!("{subnet}.0/24"), "dataDir": ipam}},
-        {"type": "portmap", "capabilities": {"portMappings": true}}
-    ]});
-    std::fs::write(conf_dir.join("10-pods.conflist"), conf.to_string()).unwrap();
-
+    let net = TestNet::new(1);
+    let (subnet, conf_dir) = (&net.subnet, &net.conf_dir);
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let app = cni_cluster(&store, &conf_dir).await;
+    let app = cni_cluster(&store, conf_dir).await;
     let k = Kubectl::new(&app.api_url());
 
     let serve = "mkdir -p /tmp/www && echo hello-from-server > /tmp/www/index.html && \
@@ -117,7 +183,7 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&server_yaml)).await);
     let server_ip = running_ip(&app, "server").await;
-    assert!(server_ip.to_string().starts_with(&subnet), "{server_ip}");
+    assert!(server_ip.to_string().starts_with(subnet), "{server_ip}");
 
     let fetch = format!(
         "until wget -q -O - http://{server_ip}:8080/index.html; do sleep 0.2; done; exec sleep 3600"
@@ -127,7 +193,7 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
         .await);
     let client_ip = running_ip(&app, "client").await;
     assert_ne!(client_ip, server_ip, "each pod has its own IP");
-    assert!(client_ip.to_string().starts_with(&subnet), "{client_ip}");
+    assert!(client_ip.to_string().starts_with(subnet), "{client_ip}");
     wait_until(
         "the client's fetch from the server pod",
         T,
@@ -147,18 +213,11 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&host)).await);
     let host_ip = running_ip(&app, "onhost").await;
     assert!(
-        !host_ip.to_string().starts_with(&subnet),
+        !host_ip.to_string().starts_with(subnet.as_str()),
         "hostNetwork keeps the agent's IP: {host_ip}"
     );
 
-    let leases = || {
-        std::fs::read_dir(ipam.join("mesopod-e2e"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().parse::<IpAddr>().is_ok())
-            .count()
-    };
+    let leases = || net.leases();
     assert_eq!(leases(), 2);
     ok(&k
         .run(&[
@@ -175,7 +234,76 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     }
     wait_until("the IP leases released", T, async || leases(), |n| *n == 0).await;
     app.shutdown().await;
-    let _ = std::process::Command::new("ip")
-        .args(["link", "del", &bridge])
-        .status();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
+    if !prerequisites(false) || !cni_ready() {
+        return;
+    }
+    let net = TestNet::new(2);
+    let (_keep, store) = store();
+    load_image(&store, IMAGE).await;
+    let app = cni_cluster(&store, &net.conf_dir).await;
+    let k = Kubectl::new(&app.api_url());
+    ok(&k
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("first", "exec sleep 3600", "")),
+        )
+        .await);
+    let first_ip = running_ip(&app, "first").await;
+    assert_eq!(net.leases(), 1);
+
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    let executors = executors_under(&work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    let pid = rustix::process::Pid::from_raw(executors[0]).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    wait_pod(app.api(), "default", "first", T, |p| phase(p) == "Failed").await;
+    assert_eq!(
+        net.leases(),
+        1,
+        "a SIGKILLed executor releases nothing itself"
+    );
+
+    // The next executor on the agent releases the dead one's network before it
+    // starts its own pod.
+    ok(&k
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("second", "exec sleep 3600", "")),
+        )
+        .await);
+    let second_ip = running_ip(&app, "second").await;
+    assert!(
+        second_ip.to_string().starts_with(&net.subnet),
+        "{second_ip}"
+    );
+    wait_until(
+        "the dead executor's lease released",
+        T,
+        async || net.leased(),
+        |l| *l == [second_ip.to_string()],
+    )
+    .await;
+    assert!(!net.leased().contains(&first_ip.to_string()));
+    ok(&k
+        .run(&["delete", "pod", "first", "second", "--wait=false"])
+        .await);
+    for name in ["first", "second"] {
+        wait_gone(app.api(), "default", name, T).await;
+    }
+    wait_until(
+        "every lease released",
+        T,
+        async || net.leases(),
+        |n| *n == 0,
+    )
+    .await;
+    app.shutdown().await;
 }
