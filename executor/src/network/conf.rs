@@ -82,3 +82,43 @@ impl NetworkConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_first_file_is_the_network_and_a_single_plugin_is_a_list_of_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = NetworkConfig::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("no .conflist, .conf or .json file"), "{err}");
+
+        std::fs::write(dir.path().join("README"), "not a network").unwrap();
+        std::fs::write(
+            dir.path().join("20-b.conflist"),
+            r#"{"name": "b", "plugins": [{"type": "bridge"}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("10-a.conf"),
+            r#"{"cniVersion": "0.4.0", "name": "a", "type": "ptp"}"#,
+        )
+        .unwrap();
+        let c = NetworkConfig::load(dir.path()).unwrap();
+        assert_eq!((c.name.as_str(), c.cni_version.as_str()), ("a", "0.4.0"));
+        assert_eq!(c.plugins.len(), 1);
+        assert_eq!(c.plugins[0]["type"], "ptp");
+
+        std::fs::write(dir.path().join("00-bad.conflist"), "{").unwrap();
+        let err = NetworkConfig::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("00-bad.conflist"), "{err}");
+        std::fs::write(
+            dir.path().join("00-bad.conflist"),
+            r#"{"name": "x", "plugins": [{}]}"#,
+        )
+        .unwrap();
+        let err = NetworkConfig::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a plugin has no \"type\""), "{err}");
+    }
+}
