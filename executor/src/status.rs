@@ -234,6 +234,8 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) init: &'a [ContainerRecord],
     pub(crate) main: &'a [ContainerRecord],
     pub(crate) host_ip: &'a str,
+    /// The agent's IP, or the pod's own on a CNI agent.
+    pub(crate) pod_ip: &'a str,
     pub(crate) start_time: SystemTime,
     pub(crate) now: SystemTime,
 }
@@ -248,14 +250,13 @@ impl Snapshot<'_> {
             reason: self.reason.map(str::to_owned),
             message: self.message.clone(),
             conditions: Some(conditions),
-            // Containers run as host processes: the pod's IP is the agent's.
             host_ip: Some(self.host_ip.to_owned()),
             host_ips: Some(vec![HostIP {
                 ip: self.host_ip.to_owned(),
             }]),
-            pod_ip: Some(self.host_ip.to_owned()),
+            pod_ip: Some(self.pod_ip.to_owned()),
             pod_ips: Some(vec![PodIP {
-                ip: self.host_ip.to_owned(),
+                ip: self.pod_ip.to_owned(),
             }]),
             start_time: time(self.start_time),
             init_container_statuses: (!self.init.is_empty())

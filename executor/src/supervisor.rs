@@ -219,8 +219,8 @@ impl Supervisor {
                 else => break,
             }
         }
-        if let Some(sandbox) = self.sandbox.get() {
-            crate::oci::sandbox::remove(&sandbox.dir);
+        if let (Some(sandbox), Some(oci)) = (self.sandbox.get(), &self.oci) {
+            oci.remove_sandbox(sandbox).await;
         }
         if let Some(oci) = &self.oci {
             oci.gc.release(&self.task_id.value);
@@ -549,6 +549,9 @@ impl Supervisor {
 
     fn report(&mut self, state: PodState, message: Option<String>) {
         let reason = self.deadline_exceeded.then_some(DEADLINE_EXCEEDED);
+        // On a CNI agent the pod has an IP of its own once its sandbox exists.
+        let pod_ip = (self.sandbox.get().and_then(|s| s.ip))
+            .map_or_else(|| self.config.host_ip.clone(), |ip| ip.to_string());
         let status = Snapshot {
             phase: self.phase(state),
             reason,
@@ -561,6 +564,7 @@ impl Supervisor {
             init: &self.init,
             main: &self.main,
             host_ip: &self.config.host_ip,
+            pod_ip: &pod_ip,
             start_time: self.start_time,
             now: SystemTime::now(),
         }

@@ -97,6 +97,9 @@ pub struct ContainerSettings {
     /// Image gc thresholds over the store's filesystem
     /// (`--image-gc-high-threshold`, `--image-gc-low-threshold`).
     pub image_gc: images::ImageGcPolicy,
+    /// `--cni-conf-dir`/`--cni-bin-dir`: pods get their own network (`None`:
+    /// the agent's).
+    pub cni: Option<crate::network::CniSettings>,
 }
 
 impl Default for ContainerSettings {
@@ -111,6 +114,7 @@ impl Default for ContainerSettings {
             image_backoff: IMAGE_PULL_BACKOFF,
             mesopod_binary: None,
             image_gc: images::ImageGcPolicy::default(),
+            cni: None,
         }
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Oci {
     /// Image gc: pods hold their images while they live.
     pub(crate) gc: Arc<ImageGc>,
     allow_privileged: bool,
+    /// The pods' own network, on a CNI agent (records in `<root>-cni`).
+    cni: Option<crate::network::Cni>,
 }
 
 impl Oci {
@@ -108,6 +110,10 @@ impl Oci {
         let images = StoreImages::open(store_config)?;
         let gc = ImageGc::new(images.store().clone(), settings.image_gc);
         let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
+        let cni = settings
+            .cni
+            .clone()
+            .map(|s| crate::network::Cni::new(s, PathBuf::from(format!("{}-cni", root.display()))));
         Ok(Some(Oci {
             program,
             prefix,
@@ -117,6 +123,7 @@ impl Oci {
             images: Arc::new(images),
             gc,
             allow_privileged: settings.allow_privileged,
+            cni,
         }))
     }
 
@@ -134,10 +141,59 @@ impl Oci {
         cmd
     }
 
-    /// Makes the sandbox of the pod whose task is `task`.
-    pub(crate) async fn sandbox(&self, task: &str, hostname: &str) -> Result<PodSandbox, String> {
+    /// Makes the sandbox of the pod whose task is `task`, with a network of
+    /// its own on a CNI agent unless the pod is `hostNetwork`.
+    pub(crate) async fn sandbox(
+        &self,
+        task: &str,
+        hostname: &str,
+        pod: &k8s_openapi::api::core::v1::Pod,
+    ) -> Result<PodSandbox, String> {
         let dir = self.sandboxes.join(sandbox::dir_name(task));
-        sandbox::create(&self.exe, &dir, hostname).await
+        let mut sb = sandbox::create(&self.exe, &dir, hostname).await?;
+        let Some(cni) = self
+            .cni
+            .clone()
+            .filter(|_| !crate::network::host_network(pod))
+        else {
+            return Ok(sb);
+        };
+        let (id, netns, ports) = (
+            sandbox::dir_name(task),
+            dir.join("net"),
+            crate::network::host_ports(pod),
+        );
+        let attached = tokio::task::spawn_blocking(move || cni.attach(&id, &netns, &ports))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        match attached {
+            Ok(a) => {
+                sb.net = Some(a.netns);
+                sb.ip = Some(a.ip);
+                Ok(sb)
+            }
+            Err(e) => {
+                sandbox::remove(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Releases a pod's sandbox: its network first (CNI DEL frees the IP).
+    pub(crate) async fn remove_sandbox(&self, sb: &PodSandbox) {
+        if let (Some(cni), Some(_)) = (self.cni.clone(), &sb.net) {
+            let id = sb
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let done = tokio::task::spawn_blocking(move || cni.detach(&id)).await;
+            if let Ok(Err(e)) = done {
+                tracing::warn!(error = %e, "releasing a pod's network");
+            }
+        }
+        sandbox::remove(&sb.dir);
     }
 
     /// Kills and deletes every container an earlier executor left under
@@ -149,6 +205,13 @@ impl Oci {
             let out = self.cli_sync().args(["delete", "--force", id]).output();
             if let Err(e) = out {
                 tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
+            }
+        }
+        // Networks first: DEL needs the namespaces the sandboxes hold.
+        for (pod, done) in self.cni.iter().flat_map(|c| c.release_orphans(|_| false)) {
+            match done {
+                Ok(()) => tracing::warn!(%pod, "released the network an earlier executor left"),
+                Err(e) => tracing::warn!(%pod, error = %e, "cannot release a leftover network"),
             }
         }
         let sandboxes = sandbox::remove_leftovers(&self.sandboxes);

@@ -44,6 +44,8 @@ pub struct PodSandbox {
     /// The pod's network namespace, when it has its own (CNI); `None`
     /// runs the pod in the agent's network namespace.
     pub net: Option<PathBuf>,
+    /// The pod's IP in `net` (`None`: the agent's IP).
+    pub ip: Option<std::net::IpAddr>,
 }
 
 impl PodSandbox {
@@ -54,6 +56,7 @@ impl PodSandbox {
             ipc: dir.join("ipc"),
             uts: dir.join("uts"),
             net: None,
+            ip: None,
         }
     }
 

@@ -63,8 +63,11 @@ impl Start {
             self.oci
                 .images
                 .ensure(&plan.image, plan.pull_policy, secrets.creds),
-            self.sandbox
-                .get_or_try_init(|| self.oci.sandbox(&self.task, &self.hostname)),
+            self.sandbox.get_or_try_init(|| self.oci.sandbox(
+                &self.task,
+                &self.hostname,
+                &self.pod
+            )),
         );
         let image = image.map_err(StartError::Pull)?;
         let pulled = match image.pulled_in {

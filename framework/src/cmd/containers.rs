@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use executor::network::{CniSettings, DEFAULT_CNI_BIN_DIR};
 use executor::oci::{ContainerSettings, RuntimeKind};
 
 /// How pods' containers run.
@@ -39,6 +40,15 @@ pub struct ContainerFlags {
     /// An unused image younger than this is kept (kubelet's flag; `2m`).
     #[arg(long, value_name = "DURATION", default_value = "2m")]
     pub minimum_image_ttl_duration: String,
+    /// Give every pod that is not `hostNetwork` its own network namespace
+    /// and IP from the CNI network configured in DIR (its first `.conflist`,
+    /// `.conf` or `.json` file), as kubelet's flag of that name.
+    #[arg(long, value_name = "DIR", env = "MESOPOD_CNI_CONF_DIR")]
+    pub cni_conf_dir: Option<PathBuf>,
+    /// Where the CNI plugins are (comma-separated; default /opt/cni/bin,
+    /// Debian's containernetworking-plugins install into /usr/lib/cni).
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub cni_bin_dir: Vec<PathBuf>,
 }
 
 impl Default for ContainerFlags {
@@ -53,6 +63,8 @@ impl Default for ContainerFlags {
             image_gc_high_threshold: 85,
             image_gc_low_threshold: 80,
             minimum_image_ttl_duration: "2m".into(),
+            cni_conf_dir: None,
+            cni_bin_dir: Vec::new(),
         }
     }
 }
@@ -100,6 +112,15 @@ impl ContainerFlags {
                 self.minimum_image_ttl_duration
             ));
         }
+        if let Some(cni) = self.cni() {
+            args.push(format!("--cni-conf-dir={}", cni.conf_dir.display()));
+            let bins: Vec<String> = cni
+                .bin_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            args.push(format!("--cni-bin-dir={}", bins.join(",")));
+        }
         args
     }
 
@@ -131,7 +152,21 @@ impl ContainerFlags {
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
             image_gc: self.image_gc()?,
+            cni: self.cni(),
             ..ContainerSettings::default()
+        })
+    }
+
+    /// The CNI network, when `--cni-conf-dir` is given.
+    fn cni(&self) -> Option<CniSettings> {
+        let bin_dirs = if self.cni_bin_dir.is_empty() {
+            vec![PathBuf::from(DEFAULT_CNI_BIN_DIR)]
+        } else {
+            self.cni_bin_dir.iter().map(|d| absolute(d)).collect()
+        };
+        Some(CniSettings {
+            conf_dir: absolute(self.cni_conf_dir.as_deref()?),
+            bin_dirs,
         })
     }
 }
@@ -205,6 +240,8 @@ mod tests {
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
             image_gc_high_threshold: 90,
+            cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
+            cni_bin_dir: vec![PathBuf::from("/usr/lib/cni"), PathBuf::from("/opt/cni/bin")],
             ..ContainerFlags::default()
         };
         assert_eq!(
@@ -218,6 +255,8 @@ mod tests {
                 "--image-gc-high-threshold=90",
                 "--image-gc-low-threshold=80",
                 "--minimum-image-ttl-duration=2m",
+                "--cni-conf-dir=/etc/cni/net.d",
+                "--cni-bin-dir=/usr/lib/cni,/opt/cni/bin",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());
@@ -230,6 +269,18 @@ mod tests {
             bad.image_gc()
                 .expect_err("a low threshold over the high one")
                 .contains("--image-gc-low-threshold")
+        );
+        let default_bins = ContainerFlags {
+            cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
+            ..ContainerFlags::default()
+        };
+        assert_eq!(
+            default_bins
+                .settings()
+                .expect("default flags")
+                .cni
+                .map(|c| c.bin_dirs),
+            Some(vec![PathBuf::from(DEFAULT_CNI_BIN_DIR)])
         );
     }
 

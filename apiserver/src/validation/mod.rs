@@ -1,0 +1,82 @@
+//! Validation as Kubernetes does it, for everything the shim supports: names (DNS-1123),
+//! labels and annotations, required fields, unique container and volume names, ports,
+//! parseable quantities, enumerated values, and which pod fields an update may change.
+//! On top, every pod field mesopod cannot honour is refused at create, from one table
+//! ([`fields`]) that is also the documented list of what each field does here.
+//!
+//! Every check appends a [`Cause`] worded as Kubernetes words it; a non-empty list becomes
+//! one 422 Invalid answer listing all of them.
+
+use crate::error::{ApiError, Cause, CauseKind};
+
+pub mod fields;
+#[cfg(test)]
+mod fields_walk;
+mod names;
+mod pod;
+mod support;
+
+pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};
+pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
+pub use pod::{validate_pod, validate_pod_update};
+
+/// Collects causes for one object.
+#[derive(Debug, Default)]
+pub(crate) struct Causes(pub(crate) Vec<Cause>);
+
+impl Causes {
+    pub(crate) fn push(
+        &mut self,
+        kind: CauseKind,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.0.push(Cause {
+            kind,
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    pub(crate) fn required(&mut self, field: impl Into<String>) {
+        self.push(CauseKind::Required, field, "Required value");
+    }
+
+    pub(crate) fn invalid(&mut self, field: impl Into<String>, value: &str, detail: &str) {
+        self.push(
+            CauseKind::Invalid,
+            field,
+            format!("Invalid value: \"{value}\": {detail}"),
+        );
+    }
+
+    pub(crate) fn unsupported(
+        &mut self,
+        field: impl Into<String>,
+        value: &str,
+        supported: &[&str],
+    ) {
+        let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
+        self.push(
+            CauseKind::NotSupported,
+            field,
+            format!(
+                "Unsupported value: \"{value}\": supported values: {}",
+                list.join(", ")
+            ),
+        );
+    }
+
+    /// `Ok` if nothing was found, else the 422 for `kind` `name`.
+    pub(crate) fn into_result(self, kind: &str, name: &str) -> Result<(), ApiError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Invalid {
+                kind: kind.into(),
+                name: name.into(),
+                causes: self.0,
+            })
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Issue #17, pod networking end to end: on an agent whose executor runs with
+//! `--cni-conf-dir` (Debian's bridge, host-local and portmap), two pods created with
+//! kubectl get their own IPs in `status.podIP`, one fetches a page from the other, a
+//! `hostPort` on the agent reaches the pod, a `hostNetwork` pod keeps the agent's IP,
+//! and once the pods are deleted no IP lease is left.
+//!
+//! Needs root, busybox-static and the CNI plugins (.ci/install-cni.sh): fails under
+//! CI=true without them, skipped with a message elsewhere.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod containers_support;
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::cluster::*;
+use containers_support::*;
+use framework::app::App;
+use serde_json::json;
+use testkit::{Kubectl, ok, wait_until};
+
+const T: Duration = Duration::from_secs(60);
+const HOST_PORT: u16 = 31005;
+
+fn cni_ready() -> bool {
+    let missing: Vec<&str> = ["bridge", "host-local", "portmap"]
+        .into_iter()
+        .filter(|p| !Path::new("/usr/lib/cni").join(p).exists())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("network_kubectl needs /usr/lib/cni/{missing:?} (.ci/install-cni.sh)");
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+/// A pod running `script` in the test image, with `extra` spec lines.
+fn pod(name: &str, script: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n  \
+         terminationGracePeriodSeconds: 1\n{extra}  containers:\n  - name: main\n    image: {IMAGE}\n    \
+         command: [\"/bin/sh\", \"-c\", {script:?}]\n"
+    )
+}
+
+/// A CNI network of the test's own: bridge, subnet, lease dir; the bridge is
+/// removed at the end.
+struct TestNet {
+    _dir: tempfile::TempDir,
+    bridge: String,
+    subnet: String,
+    ipam: PathBuf,
+    conf_dir: PathBuf,
+}
+
+impl TestNet {
+    fn new(tag: u32) -> TestNet {
+        let dir = tempfile::tempdir().unwrap();
+        let pid = std::process::id();
+        let bridge = format!("mpk{}x{tag}", pid % 100_000);
+        let subnet = format!("10.{}.{}", 212 + tag, pid % 250);
+        let conf_dir = dir.path().join("net.d");
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        let ipam = dir.path().join("ipam");
+        let conf = json!({"cniVersion": "1.0.0", "name": "mesopod-e2e", "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": false,
+             "ipam": {"type": "host-local", "subnet": format!("{subnet}.0/24"), "dataDir": ipam}},
+            {"type": "portmap", "capabilities": {"portMappings": true}}
+        ]});
+        std::fs::write(conf_dir.join("10-pods.conflist"), conf.to_string()).unwrap();
+        TestNet {
+            _dir: dir,
+            bridge,
+            subnet,
+            ipam,
+            conf_dir,
+        }
+    }
+
+    /// The IPs host-local holds.
+    fn leased(&self) -> Vec<String> {
+        std::fs::read_dir(self.ipam.join("mesopod-e2e"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.parse::<IpAddr>().is_ok())
+            .collect()
+    }
+
+    fn leases(&self) -> usize {
+        self.leased().len()
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+    }
+}
+
+/// The executors whose sandbox is under `work`.
+fn executors_under(work: &Path) -> Vec<i32> {
+    let want = format!("MESOS_SANDBOX={}", work.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
+            let ours = env
+                .split(|b| *b == 0)
+                .any(|kv| kv.starts_with(want.as_bytes()));
+            (is_executor && ours).then_some(pid)
+        })
+        .collect()
+}
+
+async fn cni_cluster(store: &Path, conf: &Path) -> App {
+    let mut cfg = common::cluster::app_config(Setup {
+        agents: vec![agent(
+            "cpus:8;mem:8192;disk:20480;ports:[31000-31010]",
+            "rack:r0",
+            0,
+        )],
+        ..Setup::default()
+    });
+    cfg.executor.args = vec![
+        "--container-runtime=embedded".into(),
+        format!("--image-store={}", store.display()),
+        format!("--cni-conf-dir={}", conf.display()),
+        "--cni-bin-dir=/usr/lib/cni".into(),
+    ];
+    App::start(cfg).await.expect("mesopod starts")
+}
+
+async fn running_ip(app: &App, name: &str) -> IpAddr {
+    let up = wait_pod(app.api(), "default", name, T, |p| phase(p) != "Pending").await;
+    assert_eq!(phase(&up), "Running", "{name}: {:?}", up.status);
+    let status = up.status.unwrap();
+    status.pod_ip.unwrap().parse().unwrap()
+}
+
+fn http_get(ip: &str, port: u16) -> std::io::Result<String> {
+    let mut s = TcpStream::connect_timeout(&(ip.parse::<IpAddr>().unwrap(), port).into(), T)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n")?;
+    let mut got = String::new();
+    s.read_to_string(&mut got)?;
+    Ok(got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports() {
+    if !prerequisites(false) || !cni_ready() {
+        return;
+    }
+    let net = TestNet::new(1);
+    let (subnet, conf_dir) = (&net.subnet, &net.conf_dir);
+    let (_keep, store) = store();
+    load_image(&store, IMAGE).await;
+    let app = cni_cluster(&store, conf_dir).await;
+    let k = Kubectl::new(&app.api_url());
+
+    let serve = "mkdir -p /tmp/www && echo hello-from-server > /tmp/www/index.html && \
+                 exec httpd -f -p 8080 -h /tmp/www";
+    let ports = "  hostNetwork: false\n";
+    let server_yaml = pod("server", serve, ports).replace(
+        "    command:",
+        &format!("    ports:\n    - {{containerPort: 8080, hostPort: {HOST_PORT}}}\n    command:"),
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&server_yaml)).await);
+    let server_ip = running_ip(&app, "server").await;
+    assert!(server_ip.to_string().starts_with(subnet), "{server_ip}");
+
+    let fetch = format!(
+        "until wget -q -O - http://{server_ip}:8080/index.html; do sleep 0.2; done; exec sleep 3600"
+    );
+    ok(&k
+        .run_stdin(&["apply", "-f", "-"], Some(&pod("client", &fetch, "")))
+        .await);
+    let client_ip = running_ip(&app, "client").await;
+    assert_ne!(client_ip, server_ip, "each pod has its own IP");
+    assert!(client_ip.to_string().starts_with(subnet), "{client_ip}");
+    wait_until(
+        "the client's fetch from the server pod",
+        T,
+        async || String::from_utf8_lossy(&k.run(&["logs", "client"]).await.stdout).into_owned(),
+        |log| log.contains("hello-from-server"),
+    )
+    .await;
+
+    // The host port, from the agent's side: its address on the pods' bridge.
+    let page = http_get(&format!("{subnet}.1"), HOST_PORT).unwrap();
+    assert!(
+        page.contains("hello-from-server"),
+        "hostPort {HOST_PORT}: {page}"
+    );
+
+    let host = pod("onhost", "exec sleep 3600", "  hostNetwork: true\n");
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&host)).await);
+    let host_ip = running_ip(&app, "onhost").await;
+    assert!(
+        !host_ip.to_string().starts_with(subnet.as_str()),
+        "hostNetwork keeps the agent's IP: {host_ip}"
+    );
+
+    let leases = || net.leases();
+    assert_eq!(leases(), 2);
+    ok(&k
+        .run(&[
+            "delete",
+            "pod",
+            "server",
+            "client",
+            "onhost",
+            "--wait=false",
+        ])
+        .await);
+    for name in ["server", "client", "onhost"] {
+        wait_gone(app.api(), "default", name, T).await;
+    }
+    wait_until("the IP leases released", T, async || leases(), |n| *n == 0).await;
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
+    if !prerequisites(false) || !cni_ready() {
+        return;
+    }
+    let net = TestNet::new(2);
+    let (_keep, store) = store();
+    load_image(&store, IMAGE).await;
+    let app = cni_cluster(&store, &net.conf_dir).await;
+    let k = Kubectl::new(&app.api_url());
+    ok(&k
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("first", "exec sleep 3600", "")),
+        )
+        .await);
+    let first_ip = running_ip(&app, "first").await;
+    assert_eq!(net.leases(), 1);
+
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    let executors = executors_under(&work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    let pid = rustix::process::Pid::from_raw(executors[0]).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    wait_pod(app.api(), "default", "first", T, |p| phase(p) == "Failed").await;
+    assert_eq!(
+        net.leases(),
+        1,
+        "a SIGKILLed executor releases nothing itself"
+    );
+
+    // The next executor on the agent releases the dead one's network before it
+    // starts its own pod.
+    ok(&k
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&pod("second", "exec sleep 3600", "")),
+        )
+        .await);
+    let second_ip = running_ip(&app, "second").await;
+    assert!(
+        second_ip.to_string().starts_with(&net.subnet),
+        "{second_ip}"
+    );
+    wait_until(
+        "the dead executor's lease released",
+        T,
+        async || net.leased(),
+        |l| *l == [second_ip.to_string()],
+    )
+    .await;
+    assert!(!net.leased().contains(&first_ip.to_string()));
+    ok(&k
+        .run(&["delete", "pod", "first", "second", "--wait=false"])
+        .await);
+    for name in ["first", "second"] {
+        wait_gone(app.api(), "default", name, T).await;
+    }
+    wait_until(
+        "every lease released",
+        T,
+        async || net.leases(),
+        |n| *n == 0,
+    )
+    .await;
+    app.shutdown().await;
+}
