@@ -264,14 +264,9 @@ impl App {
             let stopped = async move {
                 let _ = stopped.await;
             };
-            // The plain listener serves through the connection cap and its
-            // header-read timeout; the TLS one (HTTP/2 by ALPN) does not yet.
-            let served = match tls {
-                Some(tls) => apiserver::tls::serve(listener, router, Some(tls), stopped).await,
-                None => {
-                    connlimits::serve_with_shutdown(listener, router, conn_limits, stopped).await
-                }
-            };
+            // Plain or TLS, one accept loop: the connection cap and the
+            // header-read timeout (which bounds the TLS handshake too).
+            let served = apiserver::tls::serve(listener, router, tls, conn_limits, stopped).await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }

@@ -4,11 +4,9 @@
 //! timeouts, so `/healthz` and kubectl keep answering under a flood.
 //!
 //! - [`requests::layer`] wraps a router with the per-request limits.
-//! - The connection limits are the `connlimits` crate's:
-//!   [`connlimits::serve_with_shutdown`] serves a router over plain HTTP/1.1;
-//!   [`connlimits::serve_connection`] serves one accepted stream of any kind
-//!   (a TLS stream too), counted by a [`connlimits::Connections`] slot.
-//!   [`Limits::connections`] gives their settings.
+//! - The connection limits are the `connlimits` crate's accept loop, which
+//!   serves plain TCP and TLS ([`crate::tls::serve`]) alike, HTTP/1.1 and
+//!   HTTP/2. [`Limits::connections`] gives their settings.
 
 pub mod requests;
 
