@@ -253,12 +253,18 @@ impl App {
                 api: api.clone(),
                 clock: cfg.clock.clone(),
             }));
-        let (router, tls) = match serving {
-            Some(s) => (s.auth.layer(router), Some(s.tls)),
-            None => (router, None),
+        // kube-apiserver's order: authentication, then audit and the
+        // limits (which name the user), then authorization.
+        let (router, auth, tls) = match serving {
+            Some(s) => (s.auth.authorize_layer(router), Some(s.auth), Some(s.tls)),
+            None => (router, None, None),
         };
         let https = tls.is_some();
         let router = crate::hardening::layer(router, &cfg.hardening, cfg.clock.clone())?;
+        let router = match auth {
+            Some(auth) => auth.authenticate_layer(router),
+            None => router,
+        };
         let conn_limits = cfg.hardening.limits.connections();
         let http = tokio::spawn(async move {
             let stopped = async move {

@@ -131,7 +131,7 @@ pub fn layer(
             let log = apiserver::audit::AuditLog::open(
                 path,
                 clock,
-                Arc::new(apiserver::audit::anonymous),
+                Arc::new(apiserver::audit::request_user),
             )?;
             log.layer(router)
         }

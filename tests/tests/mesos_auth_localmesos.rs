@@ -54,6 +54,7 @@ async fn subscribe(
     auth: Option<(&str, &str)>,
     principal: Option<&str>,
 ) -> reqwest::Response {
+    testkit::init_crypto();
     let mut req = reqwest::Client::new()
         .post(format!("{url}/api/v1/scheduler"))
         .header("Content-Type", "application/json")
@@ -79,6 +80,7 @@ async fn framework_calls_need_the_right_credentials_and_principal() {
         assert_eq!(resp.text().await.unwrap(), "401 Unauthorized.");
     }
     // 401 comes before everything else, even the method check.
+    testkit::init_crypto();
     let get = reqwest::get(format!("{url}/api/v1/scheduler"))
         .await
         .unwrap();
@@ -219,6 +221,7 @@ async fn executors_must_present_their_agent_minted_token() {
             r#"{{"type":"SUBSCRIBE","framework_id":{{"value":"{fid}"}},"executor_id":{{"value":"{}"}},"subscribe":{{}}}}"#,
             harness::EXECUTOR_ID
         );
+        testkit::init_crypto();
         let mut req = reqwest::Client::new()
             .post(format!("http://{endpoint}/api/v1/executor"))
             .header("Content-Type", "application/json")

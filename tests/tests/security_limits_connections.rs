@@ -46,6 +46,7 @@ async fn flood(addr: std::net::SocketAddr, n: usize, half: usize) -> Vec<TcpStre
 
 /// `url` answers 200 within a second, five times in a row.
 async fn answers_promptly(url: &str) {
+    testkit::init_crypto();
     let client = reqwest::Client::new();
     for _ in 0..5 {
         let started = Instant::now();

@@ -360,5 +360,6 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) {
 }
 
 pub async fn get_json(url: &str) -> serde_json::Value {
+    testkit::init_crypto();
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }
