@@ -28,10 +28,13 @@ pub(crate) struct Clients {
     /// For registries with no CA of their own: the system's roots.
     http: reqwest::Client,
     /// For registries with CAs in `certs_dir`, by registry and CA bytes.
-    with_ca: Arc<Mutex<HashMap<(String, Vec<u8>), reqwest::Client>>>,
+    with_ca: Arc<Mutex<HashMap<CaKey, reqwest::Client>>>,
     /// Bearer tokens by `registry/repository`.
     tokens: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// A registry and the bytes of its CA files.
+type CaKey = (String, Vec<u8>);
 
 /// One image's registry, with the credentials for it.
 #[derive(Clone)]
