@@ -112,6 +112,29 @@ impl Secure {
         )
     }
 
+    /// Namespaces `a` and `b`, alice an editor of `a`, and each of `more`
+    /// (binding name, cluster role, user) a RoleBinding in `a`, made by the admin.
+    pub async fn tenants(&self, more: &[(&str, &str, &str)]) {
+        let k = super::KUBECTL_133;
+        for ns in ["a", "b"] {
+            testkit::ok(&self.admin(k, &["create", "namespace", ns]).await);
+        }
+        for &(name, role, user) in [("alice-edit", "edit", "alice")].iter().chain(more) {
+            let role = format!("--clusterrole={role}");
+            let user = format!("--user={user}");
+            let args = [
+                "create",
+                "rolebinding",
+                name,
+                role.as_str(),
+                user.as_str(),
+                "-n",
+                "a",
+            ];
+            testkit::ok(&self.admin(k, &args).await);
+        }
+    }
+
     /// kubectl `program` with `args` as the admin (the kubeconfig mesopod wrote).
     pub async fn admin(&self, program: &str, args: &[&str]) -> std::process::Output {
         let kc = format!("--kubeconfig={}", self.kubeconfig().display());
