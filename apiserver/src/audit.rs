@@ -41,6 +41,32 @@ pub struct AuditUser {
 /// and says who the user is; without it every request is `system:anonymous`.
 pub type UserOf = Arc<dyn Fn(&Request) -> AuditUser + Send + Sync>;
 
+/// The user authentication put in the request ([`crate::auth::RequestUser`]); a
+/// request whose credentials were refused has no user (kube-apiserver's audit event
+/// of a failed authentication has an empty one); without authentication,
+/// [`anonymous`].
+pub fn request_user(req: &Request) -> AuditUser {
+    if let Some(crate::auth::RequestUser(user)) = req.extensions().get() {
+        return AuditUser {
+            username: user.name.clone(),
+            uid: user.uid.clone(),
+            groups: user.groups.clone(),
+        };
+    }
+    if req
+        .extensions()
+        .get::<crate::auth::Unauthenticated>()
+        .is_some()
+    {
+        return AuditUser {
+            username: String::new(),
+            uid: String::new(),
+            groups: Vec::new(),
+        };
+    }
+    anonymous(req)
+}
+
 /// The user of a request when no authentication names one.
 pub fn anonymous(_: &Request) -> AuditUser {
     AuditUser {
@@ -228,12 +254,18 @@ async fn audit(State(log): State<AuditLog>, mut req: Request, next: Next) -> Res
         "auditID": audit_id,
         "requestURI": uri,
         "verb": verb,
-        "user": {"username": user.username, "groups": user.groups},
+        "user": {},
         "sourceIPs": [peer_address(&req)],
         "requestReceivedTimestamp": micro_time(received),
     });
+    if !user.username.is_empty() {
+        event["user"]["username"] = json!(user.username);
+    }
     if !user.uid.is_empty() {
         event["user"]["uid"] = json!(user.uid);
+    }
+    if !user.groups.is_empty() {
+        event["user"]["groups"] = json!(user.groups);
     }
     if let Some(ua) = user_agent {
         event["userAgent"] = json!(ua);

@@ -1,35 +1,28 @@
 //! Serving a router over TLS (rustls, HTTP/1.1 and HTTP/2 chosen by ALPN, as kubectl and
-//! client-go use HTTP/2) or over plain TCP, with graceful shutdown. Client certificates
+//! client-go use HTTP/2) or over plain TCP, through `connlimits`' accept loop (connection
+//! cap, header-read and handshake timeout, graceful shutdown). Client certificates
 //! verified against the client CA reach handlers as [`PeerCertificates`].
 
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder;
+use axum::http::Extensions;
+use connlimits::ConnLimits;
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerConfig, WebPkiClientVerifier};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt as _;
+use tokio_rustls::server::TlsStream;
 
 use crate::auth::AuthError;
 
 /// The verified client certificate chain of a TLS connection (leaf first).
 #[derive(Debug, Clone)]
 pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
-
-/// How long a client may take to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long open requests may take to finish once shutdown begins.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn tls_err(what: &Path, e: impl std::fmt::Debug) -> AuthError {
     AuthError::Tls(format!("{}: {e:?}", what.display()))
@@ -87,8 +80,44 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
-/// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` resolves, then
-/// lets open requests finish for a few seconds.
+/// The TLS step of `connlimits`' accept loop: a rustls handshake, after
+/// which the verified client chain rides on every request of the
+/// connection as [`PeerCertificates`].
+#[derive(Clone)]
+pub struct TlsHandshake(TlsAcceptor);
+
+impl TlsHandshake {
+    /// Handshakes with `config` (see [`server_config`]).
+    pub fn new(config: Arc<ServerConfig>) -> Self {
+        Self(TlsAcceptor::from(config))
+    }
+}
+
+impl std::fmt::Debug for TlsHandshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsHandshake").finish_non_exhaustive()
+    }
+}
+
+impl connlimits::Handshake for TlsHandshake {
+    type Stream = TlsStream<TcpStream>;
+
+    async fn handshake(&self, tcp: TcpStream) -> std::io::Result<(Self::Stream, Extensions)> {
+        let tls = self.0.accept(tcp).await?;
+        let mut extensions = Extensions::new();
+        if let Some(certs) = tls.get_ref().1.peer_certificates() {
+            extensions.insert(PeerCertificates(Arc::new(
+                certs.iter().map(|c| c.clone().into_owned()).collect(),
+            )));
+        }
+        Ok((tls, extensions))
+    }
+}
+
+/// Serves `router` on `listener`, over TLS with `tls` (HTTP/1.1 or HTTP/2 by
+/// ALPN) or plain TCP without, through `connlimits`' one accept loop: the
+/// connection cap, the header-read timeout (which bounds the handshake too)
+/// and graceful shutdown when `shutdown` resolves.
 ///
 /// # Errors
 /// Never today: a failed accept or handshake affects only that connection.
@@ -96,70 +125,20 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     tls: Option<Arc<ServerConfig>>,
+    limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = Builder::new(TokioExecutor::new());
-    let acceptor = tls.map(TlsAcceptor::from);
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of descriptors and the like: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let router = router.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            let Some(acceptor) = acceptor else {
-                let conn = builder.serve_connection(TokioIo::new(stream), service(router, None));
-                let _ = watcher.watch(conn.into_owned()).await;
-                return;
-            };
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
-            };
-            let peer = tls.get_ref().1.peer_certificates().map(|certs| {
-                PeerCertificates(Arc::new(
-                    certs.iter().map(|c| c.clone().into_owned()).collect(),
-                ))
-            });
-            let conn = builder.serve_connection(TokioIo::new(tls), service(router, peer));
-            let _ = watcher.watch(conn.into_owned()).await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
-    Ok(())
-}
-
-fn service(
-    router: Router,
-    peer: Option<PeerCertificates>,
-) -> impl hyper::service::Service<
-    hyper::Request<Incoming>,
-    Response = axum::response::Response,
-    Error = std::convert::Infallible,
-    Future = impl Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send,
-> + Clone {
-    hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        if let Some(peer) = &peer {
-            req.extensions_mut().insert(peer.clone());
+    match tls {
+        Some(config) => {
+            connlimits::serve_with_handshake(
+                listener,
+                TlsHandshake::new(config),
+                router,
+                limits,
+                shutdown,
+            )
+            .await
         }
-        router.clone().oneshot(req.map(axum::body::Body::new))
-    })
+        None => connlimits::serve_with_shutdown(listener, router, limits, shutdown).await,
+    }
 }

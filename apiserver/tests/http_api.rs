@@ -263,6 +263,7 @@ async fn put_uses_optimistic_concurrency_and_patches_of_every_kind_apply() {
 }
 
 async fn watch_lines(url: &str, accept: &str, n: usize) -> Vec<Value> {
+    testkit::init_crypto();
     let resp = reqwest::Client::new()
         .get(url)
         .header("accept", accept)
@@ -385,6 +386,7 @@ async fn watches_stream_tables_bookmarks_and_expire_old_versions() {
     );
 
     // A watch still open does not hold the server's shutdown up.
+    testkit::init_crypto();
     let open = reqwest::Client::new()
         .get(format!("{}{PODS}?watch=true", server.url))
         .send()
@@ -540,6 +542,7 @@ async fn dry_run_stores_nothing_and_unknown_fields_warn_by_default() {
 
     let mut extra = pod("warned");
     extra["spec"]["madeUp"] = json!(true);
+    testkit::init_crypto();
     let resp = reqwest::Client::new()
         .post(format!("{}{PODS}", server.url))
         .json(&extra)

@@ -35,6 +35,7 @@ async fn duplicate_keys_are_refused_under_strict_validation_and_warned_about_oth
         404,
         "nothing was stored"
     );
+    testkit::init_crypto();
     let resp = reqwest::Client::new()
         .post(format!("{}{CMS}", server.url))
         .header("content-type", "application/json")

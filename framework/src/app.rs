@@ -284,25 +284,26 @@ impl App {
                 api: api.clone(),
                 clock: cfg.clock.clone(),
             }));
-        let (router, tls) = match serving {
-            Some(s) => (s.auth.layer(router), Some(s.tls)),
-            None => (router, None),
+        // kube-apiserver's order: authentication, then audit and the
+        // limits (which name the user), then authorization.
+        let (router, auth, tls) = match serving {
+            Some(s) => (s.auth.authorize_layer(router), Some(s.auth), Some(s.tls)),
+            None => (router, None, None),
         };
         let https = tls.is_some();
         let router = crate::hardening::layer(router, &cfg.hardening, cfg.clock.clone())?;
+        let router = match auth {
+            Some(auth) => auth.authenticate_layer(router),
+            None => router,
+        };
         let conn_limits = cfg.hardening.limits.connections();
         let http = tokio::spawn(async move {
             let stopped = async move {
                 let _ = stopped.await;
             };
-            // The plain listener serves through the connection cap and its
-            // header-read timeout; the TLS one (HTTP/2 by ALPN) does not yet.
-            let served = match tls {
-                Some(tls) => apiserver::tls::serve(listener, router, Some(tls), stopped).await,
-                None => {
-                    connlimits::serve_with_shutdown(listener, router, conn_limits, stopped).await
-                }
-            };
+            // Plain or TLS, one accept loop: the connection cap and the
+            // header-read timeout (which bounds the TLS handshake too).
+            let served = apiserver::tls::serve(listener, router, tls, conn_limits, stopped).await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }

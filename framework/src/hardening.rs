@@ -131,7 +131,7 @@ pub fn layer(
             let log = apiserver::audit::AuditLog::open(
                 path,
                 clock,
-                Arc::new(apiserver::audit::anonymous),
+                Arc::new(apiserver::audit::request_user),
             )?;
             log.layer(router)
         }
@@ -143,14 +143,11 @@ pub fn layer(
 ///
 /// # Errors
 /// The CA file cannot be read or holds no certificate.
-pub fn webhook_tls(
-    cafile: Option<&std::path::Path>,
-) -> anyhow::Result<Option<Arc<mesos::client::tls::TlsClient>>> {
+pub fn webhook_tls(cafile: Option<&std::path::Path>) -> anyhow::Result<Option<reqwest::Client>> {
     let Some(path) = cafile else { return Ok(None) };
     let config =
         mesos::client::security::tls_from_ca_file(path).context("--admission-webhook-cafile")?;
-    Ok(Some(Arc::new(mesos::client::tls::TlsClient::new(
-        config,
-        Duration::from_secs(5),
-    ))))
+    let client = mesos::client::security::https_client(&config, Duration::from_secs(5))
+        .context("--admission-webhook-cafile")?;
+    Ok(Some(client))
 }

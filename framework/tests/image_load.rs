@@ -11,6 +11,7 @@ const MESOPOD: &str = env!("CARGO_BIN_EXE_mesopod");
 
 #[tokio::test]
 async fn image_load_imports_a_docker_save_archive_into_the_data_dir() {
+    testkit::init_crypto();
     let dir = tempfile::tempdir().expect("tempdir");
     let image = testing::image(
         vec![
@@ -39,6 +40,8 @@ async fn image_load_imports_a_docker_save_archive_into_the_data_dir() {
         stdout.starts_with("Loaded image: docker.io/library/app:v1 (docker.io/library/app@sha256:"),
         "{stdout}"
     );
+
+    testkit::init_crypto();
 
     let store = ImageStore::open(StoreConfig::new(data.join("images"))).expect("store");
     let loaded = store

@@ -18,8 +18,14 @@
 //!   It never blocks the caller's runtime (file work runs on the blocking
 //!   pool) and concurrent pulls of one blob or layer share one download.
 //! - Registries on loopback are reached over plain HTTP, others over TLS
-//!   (rustls, ring; the `tls` feature, see [`install_crypto_provider`])
-//!   unless listed in [`StoreConfig::insecure_registries`].
+//!   (rustls) unless listed in [`StoreConfig::insecure_registries`]. A
+//!   registry's CA certificates are Docker's `*.crt` files in
+//!   `<`[`StoreConfig::certs_dir`]`>/<host:port>/` (`/etc/docker/certs.d`),
+//!   trusted beside the system's roots; a loopback registry with such a
+//!   directory is reached over TLS too. A certificate nobody trusts fails
+//!   the pull with containerd's `x509: ...` words. The process must have
+//!   installed a rustls crypto provider (the `mesopod` binary installs
+//!   ring) before a store is opened.
 //!   Credentials come from [`StoreConfig::registry_config`] (a Docker
 //!   `config.json`) and from the caller ([`RegistryAuth`], e.g. a pod's
 //!   imagePullSecrets); no credential is logged.
@@ -61,17 +67,6 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod unpack;
-
-/// Installs ring as rustls' process-wide crypto provider (with the `tls`
-/// feature; a no-op without). reqwest, built without a provider of its
-/// own, panics building any client before one is installed, so a binary
-/// with `tls` calls this first thing. A second call changes nothing.
-pub fn install_crypto_provider() {
-    #[cfg(feature = "tls")]
-    {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
 
 pub use auth::{AuthError, RegistryAuth};
 pub use error::{PullError, StoreError};

@@ -1,15 +1,11 @@
 //! The registry side of a pull: the OCI distribution API's two reads
 //! (manifests, blobs) with its token and basic auth, over plain HTTP for
-//! loopback and `insecure_registries`, else TLS (the `tls` feature).
-//!
-//! Why not oci-client: it cannot be built without reqwest's rustls, and
-//! that feature, unified across the workspace, makes every other reqwest
-//! client in the process panic unless a crypto provider was installed
-//! first (see the `tls` feature in Cargo.toml).
+//! loopback and `insecure_registries`, else TLS, trusting the system's roots
+//! and the registry's CAs in Docker's `certs.d` directory.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
@@ -21,19 +17,30 @@ use crate::error::{PullError, error_chain};
 use crate::manifest::ACCEPTED;
 use crate::reference::Reference;
 
-/// One HTTP client and the registries' tokens, shared by a store's pulls.
+/// Docker's directory of per-registry TLS files.
+pub(crate) const DOCKER_CERTS_DIR: &str = "/etc/docker/certs.d";
+
+/// The HTTP clients and the registries' tokens, shared by a store's pulls.
 #[derive(Clone)]
 pub(crate) struct Clients {
     insecure: Arc<Vec<String>>,
+    certs_dir: Arc<PathBuf>,
+    /// For registries with no CA of their own: the system's roots.
     http: reqwest::Client,
+    /// For registries with CAs in `certs_dir`, by registry and CA bytes.
+    with_ca: Arc<Mutex<HashMap<CaKey, reqwest::Client>>>,
     /// Bearer tokens by `registry/repository`.
     tokens: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// A registry and the bytes of its CA files.
+type CaKey = (String, Vec<u8>);
 
 /// One image's registry, with the credentials for it.
 #[derive(Clone)]
 pub(crate) struct Remote {
     clients: Clients,
+    http: reqwest::Client,
     base: String,
     reference: Reference,
     basic: Option<(String, String)>,
@@ -50,19 +57,93 @@ pub(crate) fn is_loopback(registry: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .read_timeout(std::time::Duration::from_secs(60))
+        .user_agent(concat!("mesopod/", env!("CARGO_PKG_VERSION")))
+}
+
+/// The PEM bytes of Docker's CA files for `registry`: every `*.crt` in
+/// `<certs_dir>/<registry>/`, in name order; `None` without that directory.
+fn registry_cas(certs_dir: &Path, registry: &str) -> Result<Option<Vec<u8>>, String> {
+    let dir = certs_dir.join(registry);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "crt"))
+        .collect();
+    files.sort();
+    let mut pem = Vec::new();
+    for file in files {
+        let bytes =
+            std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        pem.extend_from_slice(&bytes);
+        pem.push(b'\n');
+    }
+    Ok((!pem.is_empty()).then_some(pem))
+}
+
+/// containerd's words for a certificate rustls refused, from an error chain.
+fn x509_words(chain: &str) -> Option<String> {
+    if !chain.contains("invalid peer certificate") {
+        return None;
+    }
+    let what = if chain.contains("UnknownIssuer") {
+        "x509: certificate signed by unknown authority".to_string()
+    } else if chain.contains("Expired") || chain.contains("NotValidYet") {
+        "x509: certificate has expired or is not yet valid".to_string()
+    } else if chain.contains("NotValidForName") {
+        "x509: certificate is not valid for the registry's name".to_string()
+    } else {
+        format!("x509: {chain}")
+    };
+    Some(format!("tls: failed to verify certificate: {what}"))
+}
+
 impl Clients {
-    pub(crate) fn new(insecure: Vec<String>) -> Result<Self, reqwest::Error> {
-        crate::install_crypto_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .read_timeout(std::time::Duration::from_secs(60))
-            .user_agent(concat!("mesopod/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+    pub(crate) fn new(insecure: Vec<String>, certs_dir: PathBuf) -> Result<Self, reqwest::Error> {
         Ok(Self {
             insecure: Arc::new(insecure),
-            http,
+            certs_dir: Arc::new(certs_dir),
+            http: client_builder().build()?,
+            with_ca: Arc::default(),
             tokens: Arc::default(),
         })
+    }
+
+    /// The client for a registry whose CAs are `pem`: the system's roots
+    /// and these.
+    fn client_with_cas(&self, registry: &str, pem: Vec<u8>) -> Result<reqwest::Client, String> {
+        let key = (registry.to_string(), pem);
+        let mut cached = self.with_ca.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = cached.get(&key) {
+            return Ok(client.clone());
+        }
+        let shown = self.certs_dir.join(registry);
+        let certs = reqwest::Certificate::from_pem_bundle(&key.1)
+            .map_err(|e| format!("{}: not PEM certificates: {e}", shown.display()))?;
+        if certs.is_empty() {
+            return Err(format!(
+                "{}: no certificate in its *.crt files",
+                shown.display()
+            ));
+        }
+        let client = certs
+            .into_iter()
+            .fold(
+                client_builder(),
+                reqwest::ClientBuilder::add_root_certificate,
+            )
+            .build()
+            .map_err(|e| format!("{}: {}", shown.display(), error_chain(&e)))?;
+        cached.insert(key, client.clone());
+        Ok(client)
     }
 
     /// The registry of `reference`, with the first of `creds` for it.
@@ -72,15 +153,19 @@ impl Clients {
         creds: &[RegistryAuth],
     ) -> Result<Remote, PullError> {
         let registry = reference.registry();
-        let plain = is_loopback(registry) || self.insecure.iter().any(|r| r == registry);
-        if !plain && !cfg!(feature = "tls") {
-            return Err(PullError::Other {
-                reference: reference.to_string(),
-                detail: format!(
-                    "registry {registry} needs TLS, and this mesopod was built without the images crate's `tls` feature; list it with --insecure-registry only if it serves plain HTTP"
-                ),
-            });
-        }
+        let other = |detail: String| PullError::Other {
+            reference: reference.to_string(),
+            detail,
+        };
+        let cas = registry_cas(&self.certs_dir, registry).map_err(other)?;
+        // Docker's rule, with its certs.d: a loopback registry speaks plain
+        // HTTP unless a CA directory says it serves TLS.
+        let plain =
+            (is_loopback(registry) && cas.is_none()) || self.insecure.iter().any(|r| r == registry);
+        let http = match cas {
+            Some(pem) if !plain => self.client_with_cas(registry, pem).map_err(other)?,
+            _ => self.http.clone(),
+        };
         // Docker Hub's API lives on another host than its name.
         let host = if registry == crate::reference::DOCKER_HUB {
             "registry-1.docker.io"
@@ -89,6 +174,7 @@ impl Clients {
         };
         Ok(Remote {
             clients: self.clone(),
+            http,
             base: format!("{}://{host}", if plain { "http" } else { "https" }),
             reference: reference.clone(),
             basic: auth::for_registry(creds, registry).map(RegistryAuth::user_password),
@@ -106,16 +192,27 @@ impl Remote {
     }
 
     fn transport(&self, e: &reqwest::Error) -> PullError {
+        let chain = error_chain(e);
+        if let Some(x509) = x509_words(&chain) {
+            return PullError::Other {
+                reference: self.reference(),
+                detail: format!(
+                    "failed to resolve reference \"{}\": failed to do request: {}: {x509}",
+                    self.reference(),
+                    self.base
+                ),
+            };
+        }
         if e.is_connect() || e.is_timeout() {
             PullError::Unreachable {
                 reference: self.reference(),
                 registry: self.reference.registry().to_string(),
-                detail: error_chain(e),
+                detail: chain.clone(),
             }
         } else {
             PullError::Other {
                 reference: self.reference(),
-                detail: error_chain(e),
+                detail: chain.clone(),
             }
         }
     }
@@ -124,7 +221,7 @@ impl Remote {
     async fn get(&self, path: &str, accept: &[&str]) -> Result<reqwest::Response, PullError> {
         let url = format!("{}/v2/{}/{path}", self.base, self.reference.repository());
         let send = |auth: Option<String>| {
-            let mut req = self.clients.http.get(&url);
+            let mut req = self.http.get(&url);
             if !accept.is_empty() {
                 req = req.header(reqwest::header::ACCEPT, accept.join(", "));
             }
@@ -195,7 +292,7 @@ impl Remote {
             if let Some(service) = params.get("service") {
                 query.push(("service", service));
             }
-            let mut req = self.clients.http.get(realm).query(&query);
+            let mut req = self.http.get(realm).query(&query);
             if let Some(basic) = basic {
                 req = req.header(reqwest::header::AUTHORIZATION, basic);
             }
@@ -322,6 +419,7 @@ fn challenge_params(params: &str) -> HashMap<String, String> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -333,6 +431,50 @@ mod tests {
         assert!(!is_loopback("registry.example:5000"));
         assert!(!is_loopback("10.0.0.1:5000"));
         assert!(!is_loopback("docker.io"));
+    }
+
+    #[test]
+    fn a_registry_with_docker_ca_files_speaks_tls_even_on_loopback() {
+        testkit::init_crypto();
+        let certs = tempfile::tempdir().unwrap();
+        let clients = Clients::new(vec!["10.0.0.9:5000".into()], certs.path().into()).unwrap();
+        let base = |image: &str| {
+            let reference = Reference::parse(image).unwrap();
+            clients.remote(&reference, &[]).unwrap().base
+        };
+        assert_eq!(base("127.0.0.1:5000/a"), "http://127.0.0.1:5000");
+        assert_eq!(
+            base("registry.example:5000/a"),
+            "https://registry.example:5000"
+        );
+        assert_eq!(
+            base("10.0.0.9:5000/a"),
+            "http://10.0.0.9:5000",
+            "--insecure-registry"
+        );
+        assert_eq!(base("busybox"), "https://registry-1.docker.io");
+        let dir = certs.path().join("127.0.0.1:5000");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("ca.crt"), "not a certificate").unwrap();
+        let reference = Reference::parse("127.0.0.1:5000/a").unwrap();
+        let bad = clients.remote(&reference, &[]).err().unwrap();
+        assert!(bad.to_string().contains("127.0.0.1:5000"), "{bad}");
+        std::fs::write(
+            dir.join("ca.crt"),
+            include_str!("../../tests/tests/fixtures/tls/ca.pem"),
+        )
+        .unwrap();
+        assert_eq!(base("127.0.0.1:5000/a"), "https://127.0.0.1:5000");
+    }
+
+    #[test]
+    fn refused_certificates_read_as_containerd_says() {
+        assert_eq!(
+            x509_words("error sending request: client error (Connect): invalid peer certificate: UnknownIssuer")
+                .as_deref(),
+            Some("tls: failed to verify certificate: x509: certificate signed by unknown authority")
+        );
+        assert_eq!(x509_words("connection refused"), None);
     }
 
     #[test]

@@ -20,6 +20,8 @@ async fn credentials_from_a_docker_config_or_the_caller() {
         .await;
     let dir = tempfile::tempdir().expect("tempdir");
 
+    testkit::init_crypto();
+
     let anonymous = ImageStore::open(StoreConfig::new(dir.path().join("a"))).expect("store");
     let err = anonymous
         .ensure(&reference, PullPolicy::IfNotPresent, &[])
@@ -63,6 +65,7 @@ async fn credentials_from_a_docker_config_or_the_caller() {
     .expect("write");
     let mut config = StoreConfig::new(dir.path().join("b"));
     config.registry_config = Some(config_file.clone());
+    testkit::init_crypto();
     let store = ImageStore::open(config).expect("store");
     let image = store
         .ensure(&reference, PullPolicy::Always, &[])
@@ -73,6 +76,7 @@ async fn credentials_from_a_docker_config_or_the_caller() {
     std::fs::write(&config_file, b"{not json").expect("write");
     let mut config = StoreConfig::new(dir.path().join("c"));
     config.registry_config = Some(config_file);
+    testkit::init_crypto();
     let err = ImageStore::open(config).err().expect("a bad config.json");
     assert!(matches!(err, StoreError::RegistryConfig { .. }), "{err}");
 }

@@ -8,6 +8,7 @@ use images::testing::{self, Layer, Registry, Spec};
 use images::{ImageStore, PullError, PullPolicy, StoreConfig};
 
 fn store(dir: &Path) -> ImageStore {
+    testkit::init_crypto();
     ImageStore::open(StoreConfig::new(dir.join("images"))).expect("store opens")
 }
 

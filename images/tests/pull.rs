@@ -7,6 +7,7 @@ use images::testing::{self, Registry, Spec};
 use images::{ImageStore, PullPolicy, StoreConfig, rootfs};
 
 fn store(dir: &std::path::Path) -> ImageStore {
+    testkit::init_crypto();
     ImageStore::open(StoreConfig::new(dir.join("images"))).expect("store opens")
 }
 

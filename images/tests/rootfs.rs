@@ -28,6 +28,7 @@ async fn layered(dir: &Path) -> Image {
     let archive = dir.join("layered.tar");
     let tags: &[&str] = &["example.com/layered:v1"];
     std::fs::write(&archive, testing::docker_save(&[(tags, &image)])).expect("write");
+    testkit::init_crypto();
     let store = ImageStore::open(StoreConfig::new(dir.join("images"))).expect("store");
     store.load_archive(&archive).await.expect("load");
     store

@@ -10,6 +10,7 @@ use images::{ImageStore, PullPolicy, StoreConfig, StoreError};
 fn store_with(dir: &Path, threshold: u64) -> ImageStore {
     let mut config = StoreConfig::new(dir.join("images"));
     config.gc_threshold_bytes = threshold;
+    testkit::init_crypto();
     ImageStore::open(config).expect("store opens")
 }
 

@@ -66,6 +66,7 @@ impl Framework {
             }),
             ..Default::default()
         };
+        testkit::init_crypto();
         let client = reqwest::Client::new();
         let resp = client
             .post(format!("{url}/api/v1/scheduler"))

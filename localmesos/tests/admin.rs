@@ -36,6 +36,7 @@ async fn without_enable_faults_the_admin_routes_are_not_served() {
 }
 
 async fn admin(url: &str, path: &str, body: &str) -> reqwest::Response {
+    testkit::init_crypto();
     reqwest::Client::new()
         .post(format!("{url}/admin/{path}"))
         .header("Content-Type", "application/json")
@@ -84,6 +85,7 @@ async fn admin_routes_inject_agent_master_and_update_faults() {
     let r = sub.update().await;
     assert_eq!(state_of(&r), TaskState::TaskRunning);
     sub.ack(&r).await;
+    testkit::init_crypto();
     let cleared = reqwest::Client::new()
         .delete(format!("{url}/admin/faults/status-updates"))
         .send()

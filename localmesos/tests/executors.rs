@@ -43,6 +43,7 @@ fn endpoint(cluster: &LocalMesos) -> SocketAddr {
 }
 
 async fn exec_post(ep: SocketAddr, call: &ExecCall, accept: bool) -> reqwest::Response {
+    testkit::init_crypto();
     let mut req = reqwest::Client::new()
         .post(format!("http://{ep}/api/v1/executor"))
         .header("Content-Type", "application/json")

@@ -272,6 +272,7 @@ async fn a_master_that_is_not_the_leader_redirects_with_a_protocol_relative_loca
     .await
     .unwrap();
     let body = Codec::Json.encode(&subscribe_call(framework("r", &[])));
+    testkit::init_crypto();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

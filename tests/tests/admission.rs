@@ -202,6 +202,7 @@ async fn webhooks_decide_and_their_changes_reach_procurement() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_webhooks_hold_the_attempt_unless_fail_open() {
+    testkit::init_crypto();
     let slow = webhook(|_| {
         (
             Duration::from_secs(5),

@@ -134,6 +134,7 @@ async fn scenario(runtime: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_executor_leaves_no_container_on_the_embedded_runtime() {
+    testkit::init_crypto();
     if prerequisites(false) {
         scenario("embedded").await;
     }
@@ -141,6 +142,7 @@ async fn a_sigkilled_executor_leaves_no_container_on_the_embedded_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_executor_leaves_no_container_on_runc() {
+    testkit::init_crypto();
     if prerequisites(true) {
         scenario(RUNC).await;
     }

@@ -26,6 +26,7 @@ fn pod(name: &str, host: Option<&str>, cpu: &str) -> Pod {
 }
 
 async fn get(url: &str, accept: Option<&str>) -> (u16, String) {
+    testkit::init_crypto();
     let mut req = reqwest::Client::new().get(url);
     if let Some(a) = accept {
         req = req.header("Accept", a);
@@ -187,6 +188,7 @@ async fn every_endpoint_answers_against_a_live_scheduler() {
     assert_eq!(fw["master"].as_str(), Some(app.master_url()));
     assert!(fw["last_heartbeat_unix"].is_number(), "{fw}");
 
+    testkit::init_crypto();
     let client = reqwest::Client::new();
     let r = client
         .post(format!("{base}/debug/actions/reconcile?kind=implicit"))
@@ -291,6 +293,7 @@ async fn without_a_master_readyz_and_actions_say_so() {
     let (code, body) = get(&format!("{base}/readyz"), None).await;
     assert_eq!(code, 503);
     assert!(body.contains("not subscribed"), "{body}");
+    testkit::init_crypto();
     let r = reqwest::Client::new()
         .post(format!("{base}/debug/actions/reconcile?kind=explicit"))
         .send()

@@ -17,6 +17,7 @@ const T: Duration = Duration::from_secs(60);
 async fn deleting_a_namespace_stops_its_running_pods_then_removes_everything_in_it() {
     let app = start(Setup::default()).await;
     let server = app.api_url();
+    testkit::init_crypto();
     let http = reqwest::Client::new();
     for k in ISSUE_18_KUBECTLS {
         let v = kubectl_version(k);

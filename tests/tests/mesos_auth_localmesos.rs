@@ -10,14 +10,12 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::harness;
+use common::{harness, pymesos};
 use localmesos::{AgentConfig, Config, Credentials, LocalMesos, Security, Timing};
 use mesos::codec::Codec;
 use mesos::proto::TaskState;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 const PRINCIPAL: &str = "mesopod";
 const SECRET: &str = "s3cret-value";
@@ -54,6 +52,7 @@ async fn subscribe(
     auth: Option<(&str, &str)>,
     principal: Option<&str>,
 ) -> reqwest::Response {
+    testkit::init_crypto();
     let mut req = reqwest::Client::new()
         .post(format!("{url}/api/v1/scheduler"))
         .header("Content-Type", "application/json")
@@ -79,6 +78,7 @@ async fn framework_calls_need_the_right_credentials_and_principal() {
         assert_eq!(resp.text().await.unwrap(), "401 Unauthorized.");
     }
     // 401 comes before everything else, even the method check.
+    testkit::init_crypto();
     let get = reqwest::get(format!("{url}/api/v1/scheduler"))
         .await
         .unwrap();
@@ -133,63 +133,33 @@ async fn mesos_client_gets_a_typed_401_with_the_challenge() {
     cluster.shutdown().await;
 }
 
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-fn pymesos_available() -> bool {
-    std::process::Command::new(python())
-        .args(["-c", "import pymesos, addict"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[tokio::test]
 async fn pymesos_with_a_principal_and_secret_runs_a_task() {
-    if !pymesos_available() {
-        let msg = "pymesos is not installed (run .ci/install-pymesos.sh)";
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{msg}: required in CI"
-        );
-        eprintln!("\n!!!!!!!! SKIPPED pymesos auth test: {msg} !!!!!!!!\n");
+    if !pymesos::available_or_skip("pymesos auth test") {
         return;
     }
     let cluster = authenticated_cluster().await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/pymesos_auth_scheduler.py"
+    let mut script = pymesos::Script::start(
+        "pymesos_auth_scheduler.py",
+        &[
+            cluster.master_addr().to_string(),
+            PRINCIPAL.into(),
+            SECRET.into(),
+        ],
     );
-    let mut child = testkit::ProcessGuard::spawn(
-        tokio::process::Command::new(python())
-            .arg(script)
-            .arg(cluster.master_addr().to_string())
-            .arg(PRINCIPAL)
-            .arg(SECRET)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-    )
-    .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let finished = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            seen.push(line.clone());
-            if line == "DONE" || line == "TIMEOUT" {
-                return line == "DONE";
-            }
-        }
-        false
-    })
-    .await
-    .unwrap_or(false);
-    let seen = seen.join("\n");
+    let finished = script
+        .until(Duration::from_secs(60), |l| match l {
+            "DONE" => Some(true),
+            "TIMEOUT" => Some(false),
+            _ => None,
+        })
+        .await;
+    let seen = script.seen.join("\n");
     assert!(finished, "pymesos did not finish its task:\n{seen}");
     assert!(seen.contains("REGISTERED"), "{seen}");
     assert!(seen.contains("STATE TASK_FINISHED"), "{seen}");
-    child.wait().await.unwrap();
+    let (status, _, stderr) = script.finish().await;
+    assert!(status.success(), "{status:?}\n{stderr}");
     cluster.shutdown().await;
 }
 
@@ -219,6 +189,7 @@ async fn executors_must_present_their_agent_minted_token() {
             r#"{{"type":"SUBSCRIBE","framework_id":{{"value":"{fid}"}},"executor_id":{{"value":"{}"}},"subscribe":{{}}}}"#,
             harness::EXECUTOR_ID
         );
+        testkit::init_crypto();
         let mut req = reqwest::Client::new()
             .post(format!("http://{endpoint}/api/v1/executor"))
             .header("Content-Type", "application/json")

@@ -2,8 +2,8 @@
 //! `--mesos-cafile` (credentials travel only inside TLS; a certificate from
 //! another CA and plain http:// are refused, no plaintext fallback), and an
 //! admission webhook with `--admission-webhook-cafile`. The servers are test
-//! doubles speaking TLS through `connlimits::serve_connection`, the same
-//! path the API's TLS serving can take.
+//! doubles speaking TLS through `connlimits::serve_with_handshake` with the
+//! API's own TLS step, the path the API's TLS serving takes.
 #![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
@@ -27,6 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Serves `router` over TLS (the fixture server certificate) on 127.0.0.1:0.
 async fn tls_server(router: Router) -> SocketAddr {
+    testkit::init_crypto();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
         .unwrap()
         .map(Result::unwrap)
@@ -40,30 +41,20 @@ async fn tls_server(router: Router) -> SocketAddr {
     .with_no_client_auth()
     .with_single_cert(certs, key)
     .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let connections = connlimits::Connections::new(16);
     let limits = connlimits::ConnLimits {
         max_connections: 16,
         header_read_timeout: std::time::Duration::from_secs(5),
     };
-    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        let _keep = _stop_tx;
-        while let Ok((tcp, peer)) = listener.accept().await {
-            let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
-            let Some(slot) = connections.admit() else {
-                continue;
-            };
-            tokio::spawn(async move {
-                // A client that refuses our certificate ends the handshake.
-                if let Ok(tls) = acceptor.accept(tcp).await {
-                    connlimits::serve_connection(tls, peer, router, limits, slot, stop).await;
-                }
-            });
-        }
-    });
+    let handshake = apiserver::tls::TlsHandshake::new(Arc::new(config));
+    tokio::spawn(connlimits::serve_with_handshake(
+        listener,
+        handshake,
+        router,
+        limits,
+        std::future::pending(),
+    ));
     addr
 }
 

@@ -135,6 +135,7 @@ async fn strict_validation_refuses_unknown_fields_and_a_multi_document_file_appl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documents_are_served_as_kube_apiserver_serves_them() {
     let server = Server::start().await;
+    testkit::init_crypto();
     let client = reqwest::Client::new();
     let get = |path: &str, accept: &str| {
         client
@@ -197,6 +198,7 @@ async fn the_documents_are_served_as_kube_apiserver_serves_them() {
     let v3 = get(&url, "application/json").await.unwrap();
     assert_eq!(v3.headers()["cache-control"], "public, immutable");
     let v3: serde_json::Value = v3.json().await.unwrap();
+    testkit::init_crypto();
     let no_follow = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

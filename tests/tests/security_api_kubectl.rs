@@ -19,40 +19,11 @@ fn pod(name: &str) -> String {
 }
 
 async fn setup(s: &Secure) {
-    let k = common::KUBECTL_133;
-    for args in [
-        &["create", "namespace", "a"][..],
-        &["create", "namespace", "b"],
-        &[
-            "create",
-            "rolebinding",
-            "alice-edit",
-            "--clusterrole=edit",
-            "--user=alice",
-            "-n",
-            "a",
-        ],
-        &[
-            "create",
-            "rolebinding",
-            "victor-view",
-            "--clusterrole=view",
-            "--user=victor",
-            "-n",
-            "a",
-        ],
-        &[
-            "create",
-            "rolebinding",
-            "ada-admin",
-            "--clusterrole=admin",
-            "--user=ada",
-            "-n",
-            "a",
-        ],
-    ] {
-        ok(&s.admin(k, args).await);
-    }
+    s.tenants(&[
+        ("victor-view", "view", "victor"),
+        ("ada-admin", "admin", "ada"),
+    ])
+    .await;
 }
 
 async fn create_pod(

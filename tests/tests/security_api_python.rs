@@ -54,22 +54,7 @@ async fn the_python_client_uses_a_bearer_token_over_tls() {
         return;
     }
     let s = Secure::start().await;
-    let k = common::KUBECTL_133;
-    for args in [
-        &["create", "namespace", "a"][..],
-        &["create", "namespace", "b"],
-        &[
-            "create",
-            "rolebinding",
-            "alice-edit",
-            "--clusterrole=edit",
-            "--user=alice",
-            "-n",
-            "a",
-        ],
-    ] {
-        testkit::ok(&s.admin(k, args).await);
-    }
+    s.tenants(&[]).await;
     let ca = s.data_dir().join("pki/ca.crt");
     let out = tokio::time::timeout(
         Duration::from_secs(60),

@@ -76,6 +76,7 @@ impl Shim {
     }
 
     fn client(&self) -> reqwest::Client {
+        testkit::init_crypto();
         reqwest::Client::new()
     }
 
@@ -106,6 +107,7 @@ impl Shim {
 }
 
 async fn get(url: &str) -> reqwest::Response {
+    testkit::init_crypto();
     reqwest::get(url).await.unwrap()
 }
 

@@ -41,6 +41,7 @@ async fn every_request_is_audited_at_level_metadata() {
     cfg.hardening.audit_log_path = Some(log.clone());
     let app = framework::app::App::start(cfg).await.unwrap();
     let base = app.api_url();
+    testkit::init_crypto();
     let http = reqwest::Client::new();
     let secret_note = "do-not-log-this-body";
 

@@ -1,7 +1,9 @@
 //! Thousands of idle or half-sent connections cannot exhaust descriptors or
 //! starve `/healthz`: the connection cap displaces idle connections for new
 //! ones, and the header-read timeout closes connections that never finish a
-//! request. Checked on mesopod's API and on localmesos' master.
+//! request. Checked on mesopod's API, plain and TLS (one accept loop serves
+//! both; the header-read timeout bounds the TLS handshake too), and on
+//! localmesos' master.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -9,7 +11,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cluster::{Setup, app_config};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use common::secure::Secure;
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 /// Raises the soft descriptor limit to the hard one (as Go programs do at
@@ -43,6 +46,7 @@ async fn flood(addr: std::net::SocketAddr, n: usize, half: usize) -> Vec<TcpStre
 
 /// `url` answers 200 within a second, five times in a row.
 async fn answers_promptly(url: &str) {
+    testkit::init_crypto();
     let client = reqwest::Client::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -57,7 +61,7 @@ async fn answers_promptly(url: &str) {
 }
 
 /// Whether the server has closed `s` (a read sees EOF or a reset).
-async fn closed_by_server(s: &mut TcpStream, within: Duration) -> bool {
+async fn closed_by_server<S: AsyncRead + Unpin>(s: &mut S, within: Duration) -> bool {
     let mut buf = [0u8; 512];
     loop {
         match tokio::time::timeout(within, s.read(&mut buf)).await {
@@ -143,4 +147,89 @@ async fn localmesos_keeps_answering_state_under_an_idle_connection_flood() {
     answers_promptly(&format!("{}/state", cluster.master_url())).await;
     drop(socks);
     cluster.shutdown().await;
+}
+
+/// A TLS connection to `secure`'s API as its admin.
+async fn tls_connect(secure: &Secure) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let tcp = TcpStream::connect(secure.app.addr()).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    tokio_rustls::TlsConnector::from(secure.admin_tls())
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tls_listener_has_the_cap_the_header_read_timeout_and_a_handshake_timeout() {
+    let secure = Secure::start_with(|cfg| {
+        cfg.hardening.limits.max_connections = 16;
+        cfg.hardening.limits.header_read_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let within =
+        |took: Duration| took >= Duration::from_millis(400) && took < Duration::from_secs(5);
+
+    // A stalled handshake: half a ClientHello record header, then nothing.
+    let mut stalled = TcpStream::connect(secure.app.addr()).await.unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01]).await.unwrap();
+    let started = Instant::now();
+    assert!(closed_by_server(&mut stalled, Duration::from_secs(10)).await);
+    let took = started.elapsed();
+    assert!(within(took), "stalled handshake closed after {took:?}");
+
+    // Slowloris over TLS: the handshake done, the headers never finished.
+    let mut slow = tls_connect(&secure).await;
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert!(closed_by_server(&mut slow, Duration::from_secs(10)).await);
+    let took = started.elapsed();
+    assert!(within(took), "half-sent TLS request closed after {took:?}");
+
+    // At the cap, idle connections (here: never even shaking hands) make
+    // room, and a real request over TLS still gets through.
+    let mut idle = flood(secure.app.addr(), 100, 0).await;
+    let mut ok = tls_connect(&secure).await;
+    ok.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), ok.read_to_string(&mut answer))
+        .await
+        .expect("healthz over TLS answers at the cap")
+        .ok();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut closed = 0;
+    for s in &mut idle {
+        if closed_by_server(s, Duration::from_millis(20)).await {
+            closed += 1;
+        }
+    }
+    assert!(
+        closed >= 100 - 16,
+        "{closed} of 100 idle connections closed with a cap of 16"
+    );
+    drop(idle);
+
+    // Every place taken by a request in service (watches): a new connection
+    // is closed at once, before its handshake.
+    let mut watches = Vec::new();
+    for _ in 0..16 {
+        let mut w = tls_connect(&secure).await;
+        w.write_all(b"GET /api/v1/namespaces/default/pods?watch=true HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut head = [0u8; 12];
+        w.read_exact(&mut head).await.unwrap();
+        assert_eq!(&head, b"HTTP/1.1 200", "the watch is served");
+        watches.push(w);
+    }
+    let mut refused = TcpStream::connect(secure.app.addr()).await.unwrap();
+    assert!(
+        closed_by_server(&mut refused, Duration::from_secs(2)).await,
+        "a connection past a cap of busy ones is closed"
+    );
+    drop(watches);
+    secure.app.shutdown().await;
 }

@@ -9,7 +9,11 @@
 //!   and `system:masters`. A denial is a 403 worded as kube-apiserver words it.
 //! - [`Auth::layer`] puts both in front of a router: every request, the framework's
 //!   debug pages included, is authenticated and then authorized on the attributes its
-//!   path gives ([`request_info::Attributes`]). Lists and watches are authorized as a
+//!   path gives ([`request_info::Attributes`]). An embedder with layers of its own
+//!   between the two (audit, in-flight limits: kube-apiserver's order is
+//!   authentication, audit, limits, authorization) uses [`Auth::authenticate_layer`]
+//!   outside them and [`Auth::authorize_layer`] inside; those layers then find the
+//!   [`RequestUser`] (or [`Unauthenticated`]) in the request's extensions. Lists and watches are authorized as a
 //!   whole, as in Kubernetes: a namespaced list needs `list` in that namespace, a list
 //!   across namespaces needs it cluster-wide; no object is filtered out of an answer.
 //! - The reviews (`kubectl auth can-i`, `kubectl auth whoami`) and TokenRequest
@@ -74,6 +78,11 @@ pub enum AuthError {
 /// through.
 #[derive(Debug, Clone)]
 pub struct RequestUser(pub UserInfo);
+
+/// In a request's extensions when authentication ran and accepted no credential; the
+/// authorization layer answers it 401.
+#[derive(Debug, Clone, Copy)]
+pub struct Unauthenticated;
 
 /// Authentication with an authorizer (`None`: `AlwaysAllow`).
 pub struct Auth {
@@ -153,16 +162,50 @@ impl Auth {
 
     /// `router` with every request authenticated and authorized first.
     pub fn layer(self: &Arc<Self>, router: Router) -> Router {
-        router.layer(axum::middleware::from_fn_with_state(self.clone(), check))
+        self.authenticate_layer(self.authorize_layer(router))
+    }
+
+    /// `router` (which must be under [`Auth::authorize_layer`]) with every request's
+    /// credentials checked first: the user goes into its extensions as [`RequestUser`],
+    /// or [`Unauthenticated`] when no credential was accepted.
+    pub fn authenticate_layer(self: &Arc<Self>, router: Router) -> Router {
+        router.layer(axum::middleware::from_fn_with_state(
+            self.clone(),
+            authenticate,
+        ))
+    }
+
+    /// `router` with every request authorized: 401 for an [`Unauthenticated`] one (or one
+    /// that [`Auth::authenticate_layer`] never saw), 403 for a denied one.
+    pub fn authorize_layer(self: &Arc<Self>, router: Router) -> Router {
+        router.layer(axum::middleware::from_fn_with_state(
+            self.clone(),
+            authorize,
+        ))
     }
 }
 
-async fn check(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
-    let Some(user) = auth.authn.authenticate(
+async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
+    match auth.authn.authenticate(
         &auth.api,
         req.headers(),
         req.extensions().get::<PeerCertificates>(),
-    ) else {
+    ) {
+        Some(user) => {
+            if let Some(sa) = &auth.authn.service_accounts {
+                req.extensions_mut().insert(sa.clone());
+            }
+            req.extensions_mut().insert(RequestUser(user));
+        }
+        None => {
+            req.extensions_mut().insert(Unauthenticated);
+        }
+    }
+    next.run(req).await
+}
+
+async fn authorize(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
+    let Some(RequestUser(user)) = req.extensions().get::<RequestUser>().cloned() else {
         tracing::debug!(path = req.uri().path(), "unauthenticated request refused");
         return status::unauthorized();
     };
@@ -184,12 +227,8 @@ async fn check(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> R
             );
             return node_authz::denied(&user, &attrs, &reason);
         }
-        req.extensions_mut().insert((user.clone(), rbac.clone()));
+        req.extensions_mut().insert((user, rbac.clone()));
     }
-    if let Some(sa) = &auth.authn.service_accounts {
-        req.extensions_mut().insert(sa.clone());
-    }
-    req.extensions_mut().insert(RequestUser(user));
     next.run(req).await
 }
 

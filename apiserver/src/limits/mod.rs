@@ -4,11 +4,9 @@
 //! timeouts, so `/healthz` and kubectl keep answering under a flood.
 //!
 //! - [`requests::layer`] wraps a router with the per-request limits.
-//! - The connection limits are the `connlimits` crate's:
-//!   [`connlimits::serve_with_shutdown`] serves a router over plain HTTP/1.1;
-//!   [`connlimits::serve_connection`] serves one accepted stream of any kind
-//!   (a TLS stream too), counted by a [`connlimits::Connections`] slot.
-//!   [`Limits::connections`] gives their settings.
+//! - The connection limits are the `connlimits` crate's accept loop, which
+//!   serves plain TCP and TLS ([`crate::tls::serve`]) alike, HTTP/1.1 and
+//!   HTTP/2. [`Limits::connections`] gives their settings.
 
 pub mod requests;
 
@@ -17,8 +15,9 @@ use std::time::Duration;
 
 use axum::extract::Request;
 
-/// Who a request counts against for [`Limits::max_watches_per_user`]: the
-/// authenticated user once authentication names one, else the client's address.
+/// Who a request counts against for [`Limits::max_watches_per_user`]: by
+/// default the authenticated user, else the client's address
+/// ([`requests::user_or_peer`]).
 pub type ClientKey = Arc<dyn Fn(&Request) -> String + Send + Sync>;
 
 /// Whether a request skips the in-flight budgets: kube-apiserver exempts
@@ -52,8 +51,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// Who a request's watches count against.
     pub client_key: ClientKey,
-    /// Requests never refused with 429 (by default none; health probes
-    /// always are exempt).
+    /// Requests never refused with 429 (by default those of `system:masters`,
+    /// as in kube-apiserver; health probes always are exempt).
     pub exempt: Exempt,
 }
 
@@ -107,8 +106,8 @@ impl Default for Limits {
             max_watches_per_user: DEFAULT_MAX_WATCHES_PER_USER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            client_key: Arc::new(requests::peer_address),
-            exempt: Arc::new(|_| false),
+            client_key: Arc::new(requests::user_or_peer),
+            exempt: Arc::new(requests::is_system_master),
         }
     }
 }

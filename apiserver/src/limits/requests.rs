@@ -23,8 +23,28 @@ pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\
 /// kube-apiserver's 504 message for a request past `--request-timeout`.
 pub const TIMEOUT_MESSAGE: &str = "Timeout: request did not complete within the allotted timeout";
 
-/// The default [`Limits::client_key`]: the client's IP address (the port
-/// changes with every connection), or `unknown` when the server did not say.
+/// The default [`Limits::client_key`]: the authenticated user
+/// ([`crate::auth::RequestUser`], so a user's watches count together from
+/// every address), else the client's address ([`peer_address`]).
+pub fn user_or_peer(req: &Request) -> String {
+    match req.extensions().get::<crate::auth::RequestUser>() {
+        Some(crate::auth::RequestUser(user)) => format!("user:{}", user.name),
+        None => format!("addr:{}", peer_address(req)),
+    }
+}
+
+/// The default [`Limits::exempt`]: kube-apiserver's, members of
+/// `system:masters` skip the in-flight budgets.
+pub fn is_system_master(req: &Request) -> bool {
+    req.extensions()
+        .get::<crate::auth::RequestUser>()
+        .is_some_and(|crate::auth::RequestUser(u)| {
+            u.groups.iter().any(|g| g == crate::auth::user::MASTERS)
+        })
+}
+
+/// The client's IP address (the port changes with every connection), or
+/// `unknown` when the server did not say.
 pub fn peer_address(req: &Request) -> String {
     req.extensions()
         .get::<ConnectInfo<SocketAddr>>()

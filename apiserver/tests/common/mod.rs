@@ -82,6 +82,7 @@ impl Server {
 
     /// A server for an API built by the test.
     pub async fn serve(api: Api) -> Server {
+        testkit::init_crypto();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel();
@@ -149,6 +150,7 @@ pub struct Http {
 
 impl Http {
     pub fn new(server: &Server) -> Self {
+        testkit::init_crypto();
         Self {
             client: reqwest::Client::new(),
             base: server.url.clone(),

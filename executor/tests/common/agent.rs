@@ -65,6 +65,7 @@ pub struct Harness {
 }
 
 pub fn start(checkpoint: bool) -> Harness {
+    testkit::init_crypto();
     let sandbox = tempfile::tempdir().unwrap();
     let env = ExecutorEnv::from_vars([
         ("MESOS_AGENT_ENDPOINT", "127.0.0.1:5051".to_string()),

@@ -12,10 +12,8 @@
 //! not that JSON, an unknown decision or key, a hold or refusal without a
 //! reason, or an `admitWith` without changes.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mesos::client::tls::TlsClient;
 use serde::Deserialize;
 
 use super::decision::{Changes, Decision};
@@ -43,7 +41,7 @@ pub struct WebhookHook {
     url: String,
     http: reqwest::Client,
     /// How an https URL is reached (`--admission-webhook-cafile`).
-    tls: Option<Arc<TlsClient>>,
+    tls: Option<reqwest::Client>,
 }
 
 impl WebhookHook {
@@ -58,7 +56,7 @@ impl WebhookHook {
 
     /// A hook POSTing to an https `url` whose certificate `tls` verifies
     /// (trusting only `--admission-webhook-cafile`).
-    pub fn with_tls(url: impl Into<String>, tls: Arc<TlsClient>) -> Self {
+    pub fn with_tls(url: impl Into<String>, tls: reqwest::Client) -> Self {
         Self {
             tls: Some(tls),
             ..Self::new(url)
@@ -81,14 +79,9 @@ impl WebhookHook {
                 "an https webhook needs --admission-webhook-cafile".into(),
             ));
         };
-        let url = reqwest::Url::parse(&self.url).map_err(|e| unreachable(e.to_string()))?;
-        let body = serde_json::to_vec(req).map_err(|e| unreachable(e.to_string()))?;
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            reqwest::header::CONTENT_TYPE,
-            reqwest::header::HeaderValue::from_static("application/json"),
-        );
-        tls.post(&url, headers, body.into())
+        tls.post(&self.url)
+            .json(req)
+            .send()
             .await
             .map_err(|e| unreachable(e.to_string()))
     }

@@ -224,6 +224,7 @@ mod tests {
 
     #[tokio::test]
     async fn serves_three_agents_on_a_free_port_until_told_to_stop() {
+        testkit::init_crypto();
         let args = Args {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             agents: 3,

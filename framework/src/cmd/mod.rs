@@ -24,6 +24,9 @@ pub fn main() -> anyhow::Result<()> {
     if raw.get(1).map(String::as_str) == Some("runtime") {
         std::process::exit(::executor::oci::embedded::main(&raw[2..]));
     }
+    // Once, before any HTTPS client or server is built: reqwest has no
+    // crypto provider of its own (the workspace allows only ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = crate::cli::splice_config(raw).context("bad --config")?;
     let cli = Cli::parse_from(args);
     match cli.command {

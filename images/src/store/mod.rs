@@ -29,6 +29,9 @@ pub struct StoreConfig {
     pub insecure_registries: Vec<String>,
     /// A Docker `config.json` with credentials for every pull (`--registry-config`).
     pub registry_config: Option<PathBuf>,
+    /// Docker's per-registry TLS directory: `<certs_dir>/<host:port>/*.crt`
+    /// are that registry's CAs (default `/etc/docker/certs.d`).
+    pub certs_dir: PathBuf,
     /// `gc` removes unused images while the store holds more than this.
     pub gc_threshold_bytes: u64,
 }
@@ -41,6 +44,7 @@ impl StoreConfig {
             root: root.into(),
             insecure_registries: Vec::new(),
             registry_config: None,
+            certs_dir: PathBuf::from(crate::remote::DOCKER_CERTS_DIR),
             gc_threshold_bytes: 10 << 30,
         }
     }
@@ -119,8 +123,8 @@ impl ImageStore {
             }
         };
         record::remove_stale_temps(&layout);
-        let clients =
-            Clients::new(config.insecure_registries.clone()).map_err(|e| StoreError::Io {
+        let clients = Clients::new(config.insecure_registries.clone(), config.certs_dir.clone())
+            .map_err(|e| StoreError::Io {
                 path: config.root.clone(),
                 source: std::io::Error::other(e),
             })?;

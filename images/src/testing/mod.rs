@@ -60,6 +60,18 @@ pub struct Registry {
     port: u16,
     http: reqwest::Client,
     auth: bool,
+    tls: bool,
+}
+
+/// The files of a registry serving TLS ([`Registry::start_tls`]).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// Its certificate chain (PEM), valid for 127.0.0.1.
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// The CA that signed `cert`, which the pushing client trusts.
+    pub ca: PathBuf,
 }
 
 impl Registry {
@@ -70,15 +82,31 @@ impl Registry {
     ///
     /// When the registry does not start and answer within 30 s.
     pub async fn start_or_skip(test: &str) -> Option<Self> {
-        let installed = Path::new(REGISTRY_BIN).exists() && Path::new("/bin/busybox").exists();
-        if !require(
-            test,
-            installed,
-            "docker-registry and busybox-static (.ci/install-registry.sh)",
-        ) {
+        if !Self::installed(test) {
             return None;
         }
         Some(Self::start().await)
+    }
+
+    /// [`Registry::start_tls`], or skips as [`Registry::start_or_skip`].
+    ///
+    /// # Panics
+    ///
+    /// As [`Registry::start`].
+    pub async fn start_tls_or_skip(test: &str, tls: TlsFiles) -> Option<Self> {
+        if !Self::installed(test) {
+            return None;
+        }
+        Some(Self::start_tls(tls).await)
+    }
+
+    fn installed(test: &str) -> bool {
+        let installed = Path::new(REGISTRY_BIN).exists() && Path::new("/bin/busybox").exists();
+        require(
+            test,
+            installed,
+            "docker-registry and busybox-static (.ci/install-registry.sh)",
+        )
     }
 
     /// Starts a registry on a free loopback port.
@@ -87,7 +115,16 @@ impl Registry {
     ///
     /// When it does not start and answer within 30 s.
     pub async fn start() -> Self {
-        Self::start_inner(false).await
+        Self::start_inner(false, None).await
+    }
+
+    /// A registry serving HTTPS with `tls`'s certificate.
+    ///
+    /// # Panics
+    ///
+    /// As [`Registry::start`].
+    pub async fn start_tls(tls: TlsFiles) -> Self {
+        Self::start_inner(false, Some(tls)).await
     }
 
     /// A registry that asks for basic auth ([`AUTH_USER`], [`AUTH_PASSWORD`]).
@@ -96,10 +133,10 @@ impl Registry {
     ///
     /// As [`Registry::start`].
     pub async fn start_with_auth() -> Self {
-        Self::start_inner(true).await
+        Self::start_inner(true, None).await
     }
 
-    async fn start_inner(auth: bool) -> Self {
+    async fn start_inner(auth: bool, tls: Option<TlsFiles>) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         // The registry takes an address, not a listener: a port just freed
         // by the kernel is the nearest thing to port 0.
@@ -111,6 +148,14 @@ impl Registry {
             "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
             dir.path().join("storage").display()
         );
+        let config = match &tls {
+            Some(tls) => format!(
+                "{config}  tls:\n    certificate: {}\n    key: {}\n",
+                tls.cert.display(),
+                tls.key.display()
+            ),
+            None => config,
+        };
         let config = if auth {
             let htpasswd = dir.path().join("htpasswd");
             std::fs::write(&htpasswd, AUTH_HTPASSWD).expect("htpasswd");
@@ -134,13 +179,22 @@ impl Registry {
         )
         .expect("docker-registry starts")
         .grace(Duration::from_secs(2));
-        crate::install_crypto_provider();
+        testkit::init_crypto();
+        let http = match &tls {
+            Some(tls) => {
+                let pem = std::fs::read(&tls.ca).expect("the registry's CA");
+                let ca = reqwest::Certificate::from_pem(&pem).expect("a PEM CA");
+                reqwest::Client::builder().add_root_certificate(ca).build()
+            }
+            None => reqwest::Client::builder().build(),
+        };
         let registry = Self {
             guard: Some(guard),
             dir,
             port,
-            http: reqwest::Client::new(),
+            http: http.expect("an HTTP client"),
             auth,
+            tls: tls.is_some(),
         };
         let url = format!("{}/v2/", registry.base());
         let http = registry.http.clone();
@@ -166,7 +220,8 @@ impl Registry {
     }
 
     fn base(&self) -> String {
-        format!("http://{}", self.host())
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.host())
     }
 
     /// Where the registry keeps blobs (to corrupt one behind its back).

@@ -35,6 +35,7 @@ pub fn agent(resources: &str, simulated: bool) -> AgentConfig {
 }
 
 pub async fn cluster(agents: Vec<AgentConfig>, timing: Timing) -> LocalMesos {
+    testkit::init_crypto();
     LocalMesos::start(Config {
         agents,
         timing,
@@ -80,6 +81,7 @@ pub async fn post(
     stream_id: Option<&str>,
     body: Vec<u8>,
 ) -> reqwest::Response {
+    testkit::init_crypto();
     let mut req = reqwest::Client::new()
         .post(format!("{url}/api/v1/scheduler"))
         .body(body);
@@ -358,5 +360,6 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) {
 }
 
 pub async fn get_json(url: &str) -> serde_json::Value {
+    testkit::init_crypto();
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }

@@ -11,7 +11,6 @@ use reqwest::{Response, Url};
 use serde::de::DeserializeOwned;
 use tracing::debug;
 
-use super::tls::TlsClient;
 use super::{ClientError, EventStream};
 use crate::codec::Codec;
 use crate::recordio::{self, DEFAULT_MAX_RECORD_LEN};
@@ -46,9 +45,13 @@ pub(crate) fn client() -> Result<reqwest::Client, ClientError> {
         .build()?)
 }
 
-/// The https client of a `--mesos-cafile` configuration.
-pub(crate) fn tls_client(config: &Arc<rustls::ClientConfig>) -> Arc<TlsClient> {
-    Arc::new(TlsClient::new(config.clone(), CONNECT_TIMEOUT))
+/// The https client of a `--mesos-cafile` configuration: reqwest over
+/// exactly that rustls configuration (its roots, its provider), https only.
+pub(crate) fn tls_client(
+    config: &Arc<rustls::ClientConfig>,
+) -> Result<reqwest::Client, ClientError> {
+    super::security::https_client(config, CONNECT_TIMEOUT)
+        .map_err(|e| ClientError::Tls(e.to_string()))
 }
 
 /// `http://host:port[/prefix]` + `path`, from a URL or a bare `host:port`.
@@ -96,7 +99,7 @@ pub(crate) struct Request<'a> {
     /// `Authorization`, if the client has a credential.
     pub(crate) auth: Option<&'a HeaderValue>,
     /// How https URLs are reached; without it they are refused.
-    pub(crate) tls: Option<&'a TlsClient>,
+    pub(crate) tls: Option<&'a reqwest::Client>,
 }
 
 /// POSTs the body to `url`, following redirects (including Mesos'
@@ -137,8 +140,9 @@ pub(crate) async fn post(req: &Request<'_>, mut url: Url) -> Result<Posted, Clie
     )))
 }
 
-/// One POST of `req` to `url`: over reqwest for http, over [`TlsClient`]
-/// for https (refused without one: no plaintext fallback, no default trust).
+/// One POST of `req` to `url`: over the plain client for http, over the
+/// `--mesos-cafile` client for https (refused without one: no plaintext
+/// fallback, no default trust).
 async fn send(req: &Request<'_>, url: &Url) -> Result<Response, ClientError> {
     let mut headers = reqwest::header::HeaderMap::new();
     let content_type = HeaderValue::from_static(req.codec.content_type());
@@ -158,7 +162,13 @@ async fn send(req: &Request<'_>, url: &Url) -> Result<Response, ClientError> {
                 "{url}: an https master needs --mesos-cafile"
             )));
         };
-        return tls.post(url, headers, req.body.clone()).await;
+        return tls
+            .post(url.clone())
+            .headers(headers)
+            .body(req.body.clone())
+            .send()
+            .await
+            .map_err(|e| ClientError::Tls(format!("{url}: {}", error_chain(&e))));
     }
     if req.tls.is_some() {
         return Err(ClientError::InvalidEndpoint(format!(
@@ -202,6 +212,19 @@ fn redirect_target(url: &Url, response: &Response) -> Result<Url, ClientError> {
         )));
     }
     Ok(next)
+}
+
+/// An error and its causes, `a: b: c` (reqwest's own text hides why a
+/// handshake failed).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// The body as text, cut at [`MAX_ERROR_BODY`] bytes.

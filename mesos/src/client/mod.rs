@@ -23,7 +23,6 @@ pub mod executor;
 mod http;
 pub mod scheduler;
 pub mod security;
-pub mod tls;
 
 pub use error::ClientError;
 pub use executor::ExecutorClient;

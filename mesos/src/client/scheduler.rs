@@ -54,7 +54,8 @@ pub struct SchedulerClient {
     codec: Codec,
     timeout: Duration,
     credential: Option<super::Credential>,
-    tls: Option<std::sync::Arc<super::tls::TlsClient>>,
+    /// The `--mesos-cafile` client, for https masters.
+    tls: Option<reqwest::Client>,
 }
 
 /// An accepted subscription: where later calls go, and the events.
@@ -122,7 +123,7 @@ impl SchedulerClient {
         }
         Ok(Self {
             http: http::client()?,
-            tls: security.tls.as_ref().map(http::tls_client),
+            tls: security.tls.as_ref().map(http::tls_client).transpose()?,
             masters,
             codec,
             timeout: http::DEFAULT_RESPONSE_TIMEOUT,
@@ -209,7 +210,7 @@ impl SchedulerClient {
             stream_id,
             timeout: self.timeout,
             auth: self.credential.as_ref().map(super::Credential::header),
-            tls: self.tls.as_deref(),
+            tls: self.tls.as_ref(),
         }
     }
 }

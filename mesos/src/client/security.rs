@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine as _;
 use reqwest::header::HeaderValue;
@@ -188,4 +189,25 @@ pub fn tls_from_ca_file(ca_file: &Path) -> Result<Arc<rustls::ClientConfig>, Sec
     .with_root_certificates(roots)
     .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// An https-only reqwest client over exactly `config` (its roots and its
+/// crypto provider: no process-wide provider is needed), connecting within
+/// `connect_timeout`, following no redirects and ignoring proxy variables:
+/// the client of `--mesos-cafile` and `--admission-webhook-cafile`.
+///
+/// # Errors
+/// [`SecurityError::Credential`] if reqwest cannot build it.
+pub fn https_client(
+    config: &Arc<rustls::ClientConfig>,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, SecurityError> {
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(rustls::ClientConfig::clone(config))
+        .https_only(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(connect_timeout)
+        .no_proxy()
+        .build()
+        .map_err(|e| SecurityError::Credential(format!("cannot build the https client: {e}")))
 }

@@ -61,6 +61,7 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) async fn start(replies: Vec<Reply>) -> Server {
+        testkit::init_crypto();
         let script = Script {
             requests: Arc::default(),
             replies: Arc::new(Mutex::new(replies.into())),
@@ -87,6 +88,7 @@ impl Server {
 
 /// An address nothing listens on (bound, then released).
 pub(crate) async fn dead_address() -> String {
+    testkit::init_crypto();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);

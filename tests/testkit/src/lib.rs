@@ -12,6 +12,11 @@
 //!   panics with what it last saw. It is for conditions no event tells of
 //!   (another process's state); what can be awaited is awaited instead.
 //!
+//! - [`init_crypto`] installs ring as rustls' process-wide crypto
+//!   provider, as the `mesopod` binary does first thing; a test that builds
+//!   any reqwest client (directly, or through a Mesos client, an image
+//!   store or `App`) calls it first.
+//!
 //! testkit depends on none of mesopod's crates, so that any of them can
 //! take it as a dev-dependency without cargo building that crate twice.
 
@@ -22,3 +27,11 @@ mod wait;
 pub use kubectl::{KUBECTL, Kubectl, KubectlChild, ok, stderr, stdout};
 pub use process::{GroupCommand, ProcessGuard, Reap};
 pub use wait::{wait_until, wait_until_blocking};
+
+/// Installs ring as rustls' process-wide crypto provider, as `mesopod`'s
+/// main does. reqwest is built without a provider of its own (the workspace
+/// allows ring only), so building a client before this panics. Idempotent.
+pub fn init_crypto() {
+    // Err only when a provider is installed already: then there is one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -64,6 +64,7 @@ pub fn fast_timing() -> Timing {
 }
 
 pub fn app_config(setup: Setup) -> AppConfig {
+    testkit::init_crypto();
     AppConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: setup.data_dir,

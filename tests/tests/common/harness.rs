@@ -46,6 +46,7 @@ pub async fn start() -> Sched {
 /// [`start`] with a cluster enforcing `security` (the scheduler itself
 /// sends no credentials: use it with executor authentication only).
 pub async fn start_with(security: localmesos::Security) -> Sched {
+    testkit::init_crypto();
     let mut agent = AgentConfig::from_flags("cpus:16;mem:65536;disk:10000", "", 0).unwrap();
     agent.hostname = Some("agent-e2e".into());
     let cluster = LocalMesos::start(Config {

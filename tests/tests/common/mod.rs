@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod harness;
+pub mod pymesos;
 pub mod secure;
 
 /// apiserver's own test server (in-process, on 127.0.0.1:0, with a test log

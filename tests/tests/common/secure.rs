@@ -43,6 +43,11 @@ pub struct Secure {
 
 impl Secure {
     pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// [`Secure::start`] with `tweak` applied to the configuration last.
+    pub async fn start_with(tweak: impl FnOnce(&mut framework::app::AppConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.csv");
         let csv: String = USERS
@@ -60,6 +65,7 @@ impl Secure {
         let (listen, security) = security_args(&tokens).resolve(&data, cfg.listen).unwrap();
         cfg.listen = listen;
         cfg.security = security;
+        tweak(&mut cfg);
         let app = App::start(cfg).await.expect("secure mesopod starts");
         Self { app, dir }
     }
@@ -72,11 +78,61 @@ impl Secure {
         self.data_dir().join("kubeconfig")
     }
 
+    /// A rustls client configuration trusting mesopod's CA and presenting
+    /// its admin certificate (ring, explicitly: no process provider needed).
+    pub fn admin_tls(&self) -> std::sync::Arc<rustls::ClientConfig> {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let pki = self.data_dir().join("pki");
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(pki.join("ca.crt")).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(pki.join("admin.crt"))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+        let key = PrivateKeyDer::from_pem_file(pki.join("admin.key")).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .unwrap();
+        std::sync::Arc::new(config)
+    }
+
     pub fn ca(&self) -> String {
         format!(
             "--certificate-authority={}",
             self.data_dir().join("pki/ca.crt").display()
         )
+    }
+
+    /// Namespaces `a` and `b`, alice an editor of `a`, and each of `more`
+    /// (binding name, cluster role, user) a RoleBinding in `a`, made by the admin.
+    pub async fn tenants(&self, more: &[(&str, &str, &str)]) {
+        let k = super::KUBECTL_133;
+        for ns in ["a", "b"] {
+            testkit::ok(&self.admin(k, &["create", "namespace", ns]).await);
+        }
+        for &(name, role, user) in [("alice-edit", "edit", "alice")].iter().chain(more) {
+            let role = format!("--clusterrole={role}");
+            let user = format!("--user={user}");
+            let args = [
+                "create",
+                "rolebinding",
+                name,
+                role.as_str(),
+                user.as_str(),
+                "-n",
+                "a",
+            ];
+            testkit::ok(&self.admin(k, &args).await);
+        }
     }
 
     /// kubectl `program` with `args` as the admin (the kubeconfig mesopod wrote).
