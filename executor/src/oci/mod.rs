@@ -87,6 +87,8 @@ pub struct ContainerSettings {
     pub registry_config: Option<PathBuf>,
     /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
     pub image_backoff: Backoff,
+    /// Volumes: `--allowed-host-paths`, resync and usage intervals.
+    pub volumes: crate::volumes::VolumeSettings,
 }
 
 impl Default for ContainerSettings {
@@ -99,6 +101,7 @@ impl Default for ContainerSettings {
             insecure_registries: Vec::new(),
             registry_config: None,
             image_backoff: IMAGE_PULL_BACKOFF,
+            volumes: crate::volumes::VolumeSettings::default(),
         }
     }
 }

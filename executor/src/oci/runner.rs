@@ -48,6 +48,8 @@ pub(crate) struct StartRequest<'a> {
     pub(crate) hostname: String,
     pub(crate) pod_ref: String,
     pub(crate) env: Vec<(String, String)>,
+    /// The pod's volumes, as this container mounts them.
+    pub(crate) mounts: Vec<super::spec::Mount>,
 }
 
 /// The runtime CLI and the image store.
@@ -160,6 +162,7 @@ impl Oci {
             allow_privileged: self.allow_privileged,
             env: &req.env,
             join: &[],
+            mounts: &req.mounts,
         };
         let spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,

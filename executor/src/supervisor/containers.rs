@@ -59,7 +59,7 @@ impl Supervisor {
         ));
         let hostname = key.name.clone();
         let pod_ref = format!("{}_{}({})", key.name, key.namespace, key.uid);
-        let env = self.resolve_env(&plan);
+        let inputs = self.inputs.clone();
         self.event(
             which,
             "Normal",
@@ -72,6 +72,9 @@ impl Supervisor {
                 Which::Init(_) => format!("spec.initContainers{{{}}}", plan.name),
                 Which::Main(_) => format!("spec.containers{{{}}}", plan.name),
             };
+            if let Err(msg) = inputs.volumes_ready().await {
+                return Event::OciStarted(which, Box::new(Err(StartError::Config(msg))), events);
+            }
             let image = match oci.images.ensure(&plan.image, plan.pull_policy).await {
                 Ok(image) => image,
                 Err(f) => return Event::OciStarted(which, Box::new(Err(StartError::Pull(f))), events),
@@ -84,14 +87,22 @@ impl Supervisor {
                 None => format!("Container image {:?} already present on machine", plan.image),
             };
             events.push(ContainerEvent::new("Normal", "Pulled", pulled, path.clone()));
+            let ready = match inputs.prepare(&plan).await {
+                Ok(ready) => ready,
+                Err(msg) => return Event::OciStarted(which, Box::new(Err(StartError::Config(msg))), events),
+            };
+            for (reason, message) in ready.warnings {
+                events.push(ContainerEvent::new("Warning", reason.as_str(), message, path.clone()));
+            }
             let req = StartRequest {
                 id,
-                plan: &plan,
+                plan: &ready.plan,
                 image: &image,
                 dir: dir.clone(),
                 hostname,
                 pod_ref,
-                env,
+                env: ready.env,
+                mounts: ready.mounts,
             };
             let result = oci.start(req).await;
             if result.is_ok() {

@@ -28,6 +28,15 @@ pub struct ContainerFlags {
     /// A Docker `config.json` whose `auths` the agents pull with.
     #[arg(long, value_name = "FILE")]
     pub registry_config: Option<PathBuf>,
+    /// Host directories `hostPath` volumes may name (comma-separated or
+    /// repeated; none by default, so every hostPath pod is refused).
+    #[arg(
+        long,
+        value_name = "PATH,...",
+        value_delimiter = ',',
+        env = "MESOPOD_ALLOWED_HOST_PATHS"
+    )]
+    pub allowed_host_paths: Vec<PathBuf>,
 }
 
 impl ContainerFlags {
@@ -50,6 +59,9 @@ impl ContainerFlags {
         if let Some(c) = &self.registry_config {
             args.push(format!("--registry-config={}", absolute(c).display()));
         }
+        for p in &self.allowed_host_paths {
+            args.push(format!("--allowed-host-paths={}", absolute(p).display()));
+        }
         args
     }
 
@@ -61,6 +73,14 @@ impl ContainerFlags {
             allow_privileged: self.allow_privileged,
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
+            volumes: executor::volumes::VolumeSettings {
+                allowed_host_paths: self
+                    .allowed_host_paths
+                    .iter()
+                    .map(|p| absolute(p))
+                    .collect(),
+                ..Default::default()
+            },
             ..ContainerSettings::default()
         }
     }
@@ -134,6 +154,7 @@ mod tests {
             image_store: None,
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
+            allowed_host_paths: vec![PathBuf::from("/srv/data"), PathBuf::from("/var/log")],
         };
         assert_eq!(
             flags.executor_args(Some(Path::new("/data/images"))),
@@ -143,6 +164,8 @@ mod tests {
                 "--image-store=/data/images",
                 "--insecure-registry=reg.lan:5000",
                 "--registry-config=/etc/mesopod/config.json",
+                "--allowed-host-paths=/srv/data",
+                "--allowed-host-paths=/var/log",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());

@@ -1,0 +1,33 @@
+//! The key/value data of ConfigMaps and Secrets, as bytes.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+/// A ConfigMap's `data` and `binaryData` together.
+pub(crate) fn config_map_data(cm: &ConfigMap) -> BTreeMap<String, Vec<u8>> {
+    let mut out: BTreeMap<String, Vec<u8>> = cm
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    for (k, v) in cm.binary_data.iter().flatten() {
+        out.insert(k.clone(), v.0.clone());
+    }
+    out
+}
+
+/// A Secret's `data` (decoded) and `stringData`.
+pub(crate) fn secret_data(s: &Secret) -> BTreeMap<String, Vec<u8>> {
+    let mut out: BTreeMap<String, Vec<u8>> = s
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    for (k, v) in s.string_data.iter().flatten() {
+        out.insert(k.clone(), v.clone().into_bytes());
+    }
+    out
+}
