@@ -125,11 +125,11 @@ impl EnvSource {
     }
 }
 
+/// A container's `env` (in order) and `envFrom`, planned.
+pub(crate) type PlannedEnv = (Vec<(String, EnvSource)>, Vec<EnvFrom>);
+
 /// Plans `env` and `envFrom`; an error names the field.
-pub(crate) fn plan_env(
-    c: &Container,
-    field: &str,
-) -> Result<(Vec<(String, EnvSource)>, Vec<EnvFrom>), String> {
+pub(crate) fn plan_env(c: &Container, field: &str) -> Result<PlannedEnv, String> {
     let mut env = Vec::new();
     for (i, var) in c.env.iter().flatten().enumerate() {
         env.push((
