@@ -268,3 +268,7 @@ async fn token(
 pub fn refresh_after(lifetime: Duration) -> Duration {
     (lifetime * 4 / 5).min(Duration::from_secs(24 * 3600))
 }
+
+#[cfg(test)]
+#[path = "projection_tests.rs"]
+mod tests;
