@@ -347,3 +347,27 @@ async fn the_downward_api_shows_the_pods_name_and_node() {
         "downward agent-host 32Mi\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_path_symlink_cannot_lead_out_of_its_volume() {
+    let Some(mut s) = setup().await else { return };
+    let mount = |sub: Option<&str>, at: &str| match sub {
+        Some(sub) => json!({"name": "shared", "mountPath": at, "subPath": sub}),
+        None => json!({"name": "shared", "mountPath": at}),
+    };
+    let p = plan(
+        "escape",
+        json!({"restartPolicy": "Never", "volumes": [{"name": "shared", "emptyDir": {}}],
+            "initContainers": [sh("plant", "ln -s / /data/evil && ln -s ../../.. /data/up && touch /data/marker",
+                json!({"volumeMounts": [mount(None, "/data")]}))],
+            "containers": [sh("c", "ls /a; ls /b",
+                json!({"volumeMounts": [mount(Some("evil"), "/a"), mount(Some("up"), "/b")]}))]}),
+    );
+    s.rt.launch(TaskId::new("t-escape"), p).unwrap();
+    let end = until(&mut s.rx, |u| u.state.is_terminal()).await;
+    assert_eq!(end.state, PodState::Finished, "{end:?}");
+    let out = log(&s.sandbox, "escape", "c");
+    // Both links resolve to the volume's own root, not the host's.
+    assert_eq!(out.matches("marker").count(), 2, "{out}");
+    assert!(!out.contains("proc") && !out.contains("usr"), "{out}");
+}
