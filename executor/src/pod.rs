@@ -30,7 +30,7 @@ pub use envsrc::{
     EnvFrom, EnvSource, KeyRef, PodContext, PodField, Resolved, ResourceRef, expand, expanded,
     resolve,
 };
-pub(crate) use objects_data::{config_map_data, secret_data};
+pub(crate) use objects_data::{Kind, fetch};
 pub use resources::RawResources;
 pub use security::{Limits, Security};
 use security::{limits, security};
@@ -276,7 +276,7 @@ fn is_path_safe(s: &str) -> bool {
 }
 
 /// A Kubernetes DNS label: what a container name must be.
-fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.chars()

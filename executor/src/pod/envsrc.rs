@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 
+use super::objects_data::{Kind, fetch};
 use crate::objects::PodObjects;
 use crate::pod::{ContainerPlan, PodKey};
 
@@ -77,6 +78,20 @@ pub struct ResourceRef {
     pub resource: String,
     /// `divisor` as written (`1` when unset).
     pub divisor: String,
+}
+
+impl ResourceRef {
+    /// From the API's selector (`divisor` 1 when unset).
+    pub fn from_selector(r: &k8s_openapi::api::core::v1::ResourceFieldSelector) -> ResourceRef {
+        ResourceRef {
+            container: r.container_name.clone().unwrap_or_default(),
+            resource: r.resource.clone(),
+            divisor: r
+                .divisor
+                .as_ref()
+                .map_or_else(|| "1".into(), |d| d.0.clone()),
+        }
+    }
 }
 
 /// `configMapKeyRef` / `secretKeyRef`.
@@ -190,14 +205,7 @@ fn plan_var(var: &EnvVar, at: &str) -> Result<EnvSource, String> {
                     format!("{at}.valueFrom.fieldRef.fieldPath: Unsupported value: {path:?}")
                 })?)
             }
-            (None, Some(r), None, None) => EnvSource::Resource(ResourceRef {
-                container: r.container_name.clone().unwrap_or_default(),
-                resource: r.resource.clone(),
-                divisor: r
-                    .divisor
-                    .as_ref()
-                    .map_or_else(|| "1".into(), |d| d.0.clone()),
-            }),
+            (None, Some(r), None, None) => EnvSource::Resource(ResourceRef::from_selector(r)),
             (None, None, Some(r), None) => {
                 EnvSource::ConfigMapKey(key_ref(&r.name, &r.key, r.optional))
             }
@@ -307,25 +315,17 @@ pub async fn resolve(
         env.push((k, v));
     };
     for from in &plan.env_from {
-        let data = if from.secret {
-            objects
-                .secret(ns, &from.name)
-                .await
-                .map_err(|e| e.to_string())?
-                .map(|s| super::secret_data(&s))
+        let kind = if from.secret {
+            Kind::Secret
         } else {
-            objects
-                .config_map(ns, &from.name)
-                .await
-                .map_err(|e| e.to_string())?
-                .map(|c| super::config_map_data(&c))
+            Kind::ConfigMap
         };
-        let kind = if from.secret { "secret" } else { "configmap" };
+        let data = fetch(objects, kind, ns, &from.name).await?;
         let Some(data) = data else {
             if from.optional {
                 continue;
             }
-            return Err(format!("{kind} {:?} not found", from.name));
+            return Err(format!("{} {:?} not found", kind.lower(), from.name));
         };
         let mut invalid = Vec::new();
         for (k, v) in data {
@@ -353,52 +353,43 @@ pub async fn resolve(
             EnvSource::Value(v) => Some(expand(v, &out.env)),
             EnvSource::Field(f) => Some(cx.field(f)),
             EnvSource::Resource(r) => Some(cx.resource(r, &plan.name)?),
-            EnvSource::ConfigMapKey(r) => {
-                let cm = objects
-                    .config_map(ns, &r.name)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                match cm {
-                    None if r.optional => None,
-                    None => return Err(format!("configmap {:?} not found", r.name)),
-                    Some(cm) => match super::config_map_data(&cm).remove(&r.key) {
-                        Some(v) => Some(String::from_utf8_lossy(&v).into_owned()),
-                        None if r.optional => None,
-                        None => {
-                            return Err(format!(
-                                "couldn't find key {} in ConfigMap {ns}/{}",
-                                r.key, r.name
-                            ));
-                        }
-                    },
-                }
-            }
-            EnvSource::SecretKey(r) => {
-                let s = objects
-                    .secret(ns, &r.name)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                match s {
-                    None if r.optional => None,
-                    None => return Err(format!("secret {:?} not found", r.name)),
-                    Some(s) => match super::secret_data(&s).remove(&r.key) {
-                        Some(v) => Some(String::from_utf8_lossy(&v).into_owned()),
-                        None if r.optional => None,
-                        None => {
-                            return Err(format!(
-                                "couldn't find key {} in Secret {ns}/{}",
-                                r.key, r.name
-                            ));
-                        }
-                    },
-                }
-            }
+            EnvSource::ConfigMapKey(r) => key_value(objects, Kind::ConfigMap, ns, r).await?,
+            EnvSource::SecretKey(r) => key_value(objects, Kind::Secret, ns, r).await?,
         };
         if let Some(v) = value {
             set(&mut out.env, name.clone(), v);
         }
     }
     Ok(out)
+}
+
+/// A `configMapKeyRef` or `secretKeyRef` value; `None` when optional and
+/// missing.
+async fn key_value(
+    objects: &dyn PodObjects,
+    kind: Kind,
+    ns: &str,
+    r: &KeyRef,
+) -> Result<Option<String>, String> {
+    let Some(mut data) = fetch(objects, kind, ns, &r.name).await? else {
+        return if r.optional {
+            Ok(None)
+        } else {
+            Err(format!("{} {:?} not found", kind.lower(), r.name))
+        };
+    };
+    let upper = match kind {
+        Kind::ConfigMap => "ConfigMap",
+        Kind::Secret => "Secret",
+    };
+    match data.remove(&r.key) {
+        Some(v) => Ok(Some(String::from_utf8_lossy(&v).into_owned())),
+        None if r.optional => Ok(None),
+        None => Err(format!(
+            "couldn't find key {} in {upper} {ns}/{}",
+            r.key, r.name
+        )),
+    }
 }
 
 /// The plan with `command` and `args` expanded against `env`, as the

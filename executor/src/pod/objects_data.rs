@@ -31,3 +31,43 @@ pub(crate) fn secret_data(s: &Secret) -> BTreeMap<String, Vec<u8>> {
     }
     out
 }
+
+/// Which kind of object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A ConfigMap.
+    ConfigMap,
+    /// A Secret.
+    Secret,
+}
+
+impl Kind {
+    /// kubelet's word in "… not found" (`configmap`, `secret`).
+    pub(crate) fn lower(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "configmap",
+            Kind::Secret => "secret",
+        }
+    }
+}
+
+/// The data of the object `ns/name`; `Ok(None)` when it does not exist.
+pub(crate) async fn fetch(
+    objects: &dyn crate::objects::PodObjects,
+    kind: Kind,
+    ns: &str,
+    name: &str,
+) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+    Ok(match kind {
+        Kind::ConfigMap => objects
+            .config_map(ns, name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|c| config_map_data(&c)),
+        Kind::Secret => objects
+            .secret(ns, name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|s| secret_data(&s)),
+    })
+}

@@ -40,7 +40,7 @@ pub fn check_volumes(spec: &PodSpec) -> Result<(), String> {
                 v.name
             ));
         }
-        if !is_dns_label(&v.name) {
+        if !crate::pod::is_dns_label(&v.name) {
             return Err(format!(
                 "spec.volumes[{i}].name: {:?} is not a DNS label",
                 v.name
@@ -169,15 +169,6 @@ pub fn check_relative(p: &str) -> Result<(), String> {
         return Err(format!("{p:?} must not contain '..'"));
     }
     Ok(())
-}
-
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, KeyToPath, Volume};
 
 use super::atomic::{File, Payload};
 use crate::objects::PodObjects;
-use crate::pod::{PodContext, PodField, ResourceRef};
+use crate::pod::{Kind, PodContext, PodField, ResourceRef, fetch};
 
 /// Kubernetes' default mode for these volumes' files.
 pub const DEFAULT_MODE: i32 = 0o644;
@@ -43,13 +43,22 @@ pub async fn payload(
     let mut out = Payload::new();
     if let Some(cm) = &v.config_map {
         let mode = cm.default_mode.unwrap_or(DEFAULT_MODE);
-        let optional = cm.optional.unwrap_or(false);
-        config_map(&cm.name, cm.items.as_deref(), optional, mode, src, &mut out).await?;
+        let o = Object {
+            kind: Kind::ConfigMap,
+            name: &cm.name,
+            items: cm.items.as_deref(),
+            optional: cm.optional.unwrap_or(false),
+        };
+        object(o, mode, src, &mut out).await?;
     } else if let Some(s) = &v.secret {
         let mode = s.default_mode.unwrap_or(DEFAULT_MODE);
-        let name = s.secret_name.clone().unwrap_or_default();
-        let optional = s.optional.unwrap_or(false);
-        secret(&name, s.items.as_deref(), optional, mode, src, &mut out).await?;
+        let o = Object {
+            kind: Kind::Secret,
+            name: s.secret_name.as_deref().unwrap_or_default(),
+            items: s.items.as_deref(),
+            optional: s.optional.unwrap_or(false),
+        };
+        object(o, mode, src, &mut out).await?;
     } else if let Some(d) = &v.downward_api {
         let mode = d.default_mode.unwrap_or(DEFAULT_MODE);
         downward(d.items.as_deref().unwrap_or_default(), mode, src, &mut out)?;
@@ -57,20 +66,22 @@ pub async fn payload(
         let mode = p.default_mode.unwrap_or(DEFAULT_MODE);
         for (i, s) in p.sources.iter().flatten().enumerate() {
             if let Some(cm) = &s.config_map {
-                let optional = cm.optional.unwrap_or(false);
-                config_map(&cm.name, cm.items.as_deref(), optional, mode, src, &mut out).await?;
+                let o = Object {
+                    kind: Kind::ConfigMap,
+                    name: &cm.name,
+                    items: cm.items.as_deref(),
+                    optional: cm.optional.unwrap_or(false),
+                };
+                object(o, mode, src, &mut out).await?;
             }
             if let Some(sec) = &s.secret {
-                let optional = sec.optional.unwrap_or(false);
-                secret(
-                    &sec.name,
-                    sec.items.as_deref(),
-                    optional,
-                    mode,
-                    src,
-                    &mut out,
-                )
-                .await?;
+                let o = Object {
+                    kind: Kind::Secret,
+                    name: &sec.name,
+                    items: sec.items.as_deref(),
+                    optional: sec.optional.unwrap_or(false),
+                };
+                object(o, mode, src, &mut out).await?;
             }
             if let Some(d) = &s.downward_api {
                 downward(d.items.as_deref().unwrap_or_default(), mode, src, &mut out)?;
@@ -133,59 +144,29 @@ fn project(
     Ok(())
 }
 
-async fn config_map(
-    name: &str,
-    items: Option<&[KeyToPath]>,
+/// One ConfigMap or Secret source's files.
+struct Object<'a> {
+    kind: Kind,
+    name: &'a str,
+    items: Option<&'a [KeyToPath]>,
     optional: bool,
-    mode: i32,
-    src: &Sources<'_>,
-    out: &mut Payload,
-) -> Result<(), String> {
-    let ns = src.cx.key.namespace.as_str();
-    match src
-        .objects
-        .config_map(ns, name)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        None if optional => Ok(()),
-        None => Err(format!("configmap {name:?} not found")),
-        Some(cm) => project(
-            crate::pod::config_map_data(&cm),
-            items,
-            optional,
-            mode,
-            |k| format!("configmap references non-existent config key: {k}"),
-            out,
-        ),
-    }
 }
 
-async fn secret(
-    name: &str,
-    items: Option<&[KeyToPath]>,
-    optional: bool,
+async fn object(
+    o: Object<'_>,
     mode: i32,
     src: &Sources<'_>,
     out: &mut Payload,
 ) -> Result<(), String> {
     let ns = src.cx.key.namespace.as_str();
-    match src
-        .objects
-        .secret(ns, name)
-        .await
-        .map_err(|e| e.to_string())?
-    {
-        None if optional => Ok(()),
-        None => Err(format!("secret {name:?} not found")),
-        Some(s) => project(
-            crate::pod::secret_data(&s),
-            items,
-            optional,
-            mode,
-            |k| format!("secret references non-existent secret key: {k}"),
-            out,
-        ),
+    let missing_key = |k: &str| match o.kind {
+        Kind::ConfigMap => format!("configmap references non-existent config key: {k}"),
+        Kind::Secret => format!("secret references non-existent secret key: {k}"),
+    };
+    match fetch(src.objects, o.kind, ns, o.name).await? {
+        None if o.optional => Ok(()),
+        None => Err(format!("{} {:?} not found", o.kind.lower(), o.name)),
+        Some(data) => project(data, o.items, o.optional, mode, missing_key, out),
     }
 }
 
@@ -207,14 +188,7 @@ fn downward(
                 src.cx.field(&field)
             }
             (None, Some(r)) => {
-                let r = ResourceRef {
-                    container: r.container_name.clone().unwrap_or_default(),
-                    resource: r.resource.clone(),
-                    divisor: r
-                        .divisor
-                        .as_ref()
-                        .map_or_else(|| "1".into(), |d| d.0.clone()),
-                };
+                let r = ResourceRef::from_selector(r);
                 if r.container.is_empty() {
                     return Err(format!(
                         "downwardAPI {:?}: resourceFieldRef needs containerName",
