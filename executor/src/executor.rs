@@ -104,6 +104,9 @@ pub struct Options {
     /// Where the ConfigMaps, Secrets and tokens pods reference come from
     /// ([`crate::objects::NoObjects`] unless the executor has a credential).
     pub objects: crate::objects::SharedObjects,
+    /// The node credential whose public key goes to the scheduler after every
+    /// SUBSCRIBED ([`crate::apiclient`]); `None`: no API access.
+    pub credential: Option<std::sync::Arc<crate::apiclient::Credential>>,
 }
 
 impl Default for Options {
@@ -113,6 +116,7 @@ impl Default for Options {
             registration_timeout: REGISTRATION_TIMEOUT,
             containers: crate::oci::ContainerSettings::default(),
             objects: std::sync::Arc::new(crate::objects::NoObjects),
+            credential: None,
         }
     }
 }
@@ -287,6 +291,7 @@ impl<A: Agent> Executor<A> {
 
     async fn session(&mut self, mut stream: EventStream) -> SessionEnd {
         let mut shutdown_by: Option<Instant> = None;
+        let credential = self.options.credential.clone();
         loop {
             if let Some(by) = shutdown_by
                 && self.runtime.is_empty()
@@ -318,6 +323,7 @@ impl<A: Agent> Executor<A> {
                 }
                 Some(update) = self.updates.recv() => self.send(update).await,
                 () = sleep_until(self.retry_at), if self.retry_at.is_some() => self.flush().await,
+                () = reregister_wanted(credential.as_deref()) => self.send_node_key().await,
                 () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
                     return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
@@ -345,6 +351,7 @@ impl<A: Agent> Executor<A> {
                         self.runtime.set_node_name(&agent.hostname);
                     }
                 }
+                self.send_node_key().await;
             }
             Some(event::Type::Launch) => match event.launch.and_then(|l| l.task) {
                 Some(task) => self.launch(task),
@@ -374,12 +381,11 @@ impl<A: Agent> Executor<A> {
                 return true;
             }
             Some(event::Type::Message) => {
-                if event
-                    .message
-                    .is_some_and(|m| m.data == RESEND_STATUS_MESSAGE)
-                {
+                let data = event.message.map(|m| m.data).unwrap_or_default();
+                let credential = self.options.credential.as_deref();
+                if data == RESEND_STATUS_MESSAGE {
                     self.resend_statuses().await;
-                } else {
+                } else if !credential.is_some_and(|c| c.on_message(&data)) {
                     tracing::info!("MESSAGE from the scheduler (ignored)");
                 }
             }
@@ -390,6 +396,23 @@ impl<A: Agent> Executor<A> {
             Some(event::Type::Heartbeat) | Some(event::Type::Unknown) | None => {}
         }
         false
+    }
+
+    /// Sends the node credential's public key to the scheduler (executor MESSAGE).
+    async fn send_node_key(&mut self) {
+        let Some(data) = self.options.credential.as_ref().map(|c| c.key_message()) else {
+            return;
+        };
+        let call = Call {
+            executor_id: Some(self.env.executor_id.clone()),
+            framework_id: Some(self.env.framework_id.clone()),
+            r#type: Some(call::Type::Message as i32),
+            message: Some(call::Message { data }),
+            ..Default::default()
+        };
+        if let Err(e) = self.agent.call(call).await {
+            tracing::warn!(error = %e, "could not send the node key to the scheduler");
+        }
     }
 
     fn launch(&mut self, task: TaskInfo) {
@@ -558,6 +581,14 @@ impl<A: Agent> Executor<A> {
 /// of one agent do not reconnect in lockstep, and one that slept while its
 /// agent restarted still comes back within the agent's re-registration
 /// timeout (the same value).
+/// Completes when the credential wants its key sent again; never without one.
+async fn reregister_wanted(credential: Option<&crate::apiclient::Credential>) {
+    match credential {
+        Some(c) => c.reregister_wanted().await,
+        None => std::future::pending().await,
+    }
+}
+
 fn jittered(d: Duration) -> Duration {
     let random = uuid::Uuid::new_v4().as_u128() as u64;
     d.mul_f64((random % 1_000_000) as f64 / 1_000_000.0)

@@ -59,6 +59,7 @@
 //! scheduling: its only inputs are the agent's events and the pods in them.
 
 pub mod agent;
+pub mod apiclient;
 pub mod backoff;
 pub mod env;
 pub mod events;

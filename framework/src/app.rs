@@ -108,6 +108,7 @@ pub struct App {
     registry: RegistryReader,
     observed: Arc<Observed>,
     inputs: mpsc::UnboundedSender<Input>,
+    node_keys: Arc<apiserver::auth::node_keys::NodeKeys>,
     /// The core's task, until `wait` has collected its result.
     core: Option<JoinHandle<Result<(), CoreError>>>,
     tasks: Vec<JoinHandle<()>>,
@@ -211,6 +212,22 @@ impl App {
             client,
             Arc::new(MetaIds(api.clone())),
         );
+        let node_keys = cfg
+            .security
+            .secure
+            .as_ref()
+            .map(|s| s.node_keys.clone())
+            .unwrap_or_default();
+        let identities = crate::node_identity::NodeIdentities::new(
+            node_keys.clone(),
+            api.clone(),
+            mesos.clone(),
+            crate::node_identity::ApiEndpoint::of(
+                addr,
+                cfg.security.secure.as_ref(),
+                local.is_some(),
+            ),
+        );
         let forward = {
             let inputs = inputs_tx.clone();
             let observed = observed.clone();
@@ -220,6 +237,9 @@ impl App {
                     observed.saw_event(clock.now());
                     if matches!(&ev, DriverEvent::Event(e) if e.kind() == Some(mesos::proto::scheduler::event::Type::Heartbeat))
                     {
+                        continue;
+                    }
+                    if identities.intercept(&ev) {
                         continue;
                     }
                     if inputs.send(Input::Driver(ev)).is_err() {
@@ -288,6 +308,7 @@ impl App {
             registry: reader,
             observed,
             inputs: inputs_tx,
+            node_keys,
             core: Some(core),
             tasks: vec![driver_task, forward, http, sweeper],
             stop_http: Some(stop_http),
@@ -298,6 +319,11 @@ impl App {
     pub fn api_url(&self) -> String {
         let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}", self.addr)
+    }
+
+    /// Executors' node keys, as registered through Mesos.
+    pub fn node_keys(&self) -> &Arc<apiserver::auth::node_keys::NodeKeys> {
+        &self.node_keys
     }
 
     /// The address the API listens on.

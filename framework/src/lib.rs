@@ -37,6 +37,7 @@ pub mod hardening;
 pub mod launch;
 pub mod logs;
 pub mod metrics;
+pub mod node_identity;
 pub mod objects;
 pub mod observe;
 pub mod offers;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use apiserver::Api;
+use apiserver::auth::node_keys::NodeKeys;
 use apiserver::auth::sa::TokenAuthority;
 use apiserver::auth::{Auth, Authenticator};
 
@@ -41,8 +42,9 @@ pub struct SecurityArgs {
     /// Let requests without credentials in as system:anonymous.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
-    /// RBAC (default with authentication) or AlwaysAllow.
-    #[arg(long, default_value = "RBAC")]
+    /// `Node,RBAC` (default with authentication: executors read only what their
+    /// agent's pods reference), `RBAC`, or `AlwaysAllow`.
+    #[arg(long, default_value = "Node,RBAC")]
     pub authorization_mode: String,
     /// The key that signs service account tokens; default: generated with the PKI.
     #[arg(long)]
@@ -73,6 +75,11 @@ pub struct Secure {
     pub anonymous: bool,
     /// RBAC (else AlwaysAllow).
     pub rbac: bool,
+    /// The Node authorizer in front of RBAC.
+    pub node: bool,
+    /// Executors' node keys, registered through Mesos: the scheduler writes, the
+    /// authenticator reads.
+    pub node_keys: Arc<NodeKeys>,
     /// Service account token signing key.
     pub sa_signing_key: Option<PathBuf>,
     /// Service account token verifying keys.
@@ -139,12 +146,13 @@ impl SecurityArgs {
             }
             return Ok((listen, Security::default()));
         }
-        let rbac = match self.authorization_mode.as_str() {
-            "RBAC" => true,
-            "AlwaysAllow" => false,
+        let (rbac, node) = match self.authorization_mode.as_str() {
+            "Node,RBAC" => (true, true),
+            "RBAC" => (true, false),
+            "AlwaysAllow" => (false, false),
             other => {
                 return Err(SecurityError::Flags(format!(
-                    "--authorization-mode must be RBAC or AlwaysAllow, not {other:?}"
+                    "--authorization-mode must be Node,RBAC, RBAC or AlwaysAllow, not {other:?}"
                 )));
             }
         };
@@ -201,6 +209,8 @@ impl SecurityArgs {
                     token_file: self.token_auth_file.clone(),
                     anonymous: self.anonymous_auth,
                     rbac,
+                    node,
+                    node_keys: Arc::default(),
                     sa_signing_key,
                     sa_keys: self.service_account_key_files.clone(),
                     issuers,
@@ -254,8 +264,13 @@ impl Secure {
             tokens,
             service_accounts,
             anonymous: self.anonymous,
+            nodes: Some(self.node_keys.clone()),
         };
-        let auth = Auth::new(api.clone(), authn, self.rbac).await?;
+        let auth = if self.rbac {
+            Auth::with_node(api.clone(), authn, self.node).await?
+        } else {
+            Auth::new(api.clone(), authn, false).await?
+        };
         Ok(Serving { tls, auth })
     }
 

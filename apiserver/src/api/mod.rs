@@ -5,7 +5,7 @@ mod events;
 mod kinds;
 mod logs;
 mod namespaces;
-mod node_scope;
+pub(crate) mod node_scope;
 mod nodes;
 mod objects;
 mod pod_deletion;

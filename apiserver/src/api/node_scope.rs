@@ -80,6 +80,11 @@ pub(crate) fn pod_references(pod: &Value, resource: Resource, name: &str) -> boo
     }
 }
 
+/// The Node authorizer's reason for an object no pod on `node` references.
+pub(crate) fn no_relationship(node: &str) -> String {
+    format!("no relationship found between node '{node}' and this object")
+}
+
 impl Api {
     /// `resource` `ns/name` as node `node` may read it: the object if a pod bound to the
     /// node references it, else the Node authorizer's 403 (also when it does not exist,
@@ -91,19 +96,62 @@ impl Api {
         ns: &str,
         name: &str,
     ) -> Result<Arc<Value>, ApiError> {
-        let (pods, _) = self.store().list(&Resource::Pods.prefix(Some(ns)));
-        let referenced = pods.iter().any(|p| {
-            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
-                && pod_references(p, resource, name)
-        });
-        if !referenced {
+        if !self.node_references(node, resource, ns, name) {
             return Err(ApiError::Forbidden(format!(
-                "{plural} \"{name}\" is forbidden: User \"system:node:{node}\" cannot get resource \"{plural}\" in API group \"\" in the namespace \"{ns}\": no relationship found between node '{node}' and this object",
+                "{plural} \"{name}\" is forbidden: User \"system:node:{node}\" cannot get resource \"{plural}\" in API group \"\" in the namespace \"{ns}\": {}",
+                no_relationship(node),
                 plural = resource.plural()
             )));
         }
         // Referenced but absent: the node sees the plain 404.
         self.get_raw(resource, ns, name)
+    }
+
+    /// Whether a pod bound to `node` references `resource` `ns/name`: the Node
+    /// authorizer's graph edge, read from the pods in the store.
+    pub fn node_references(&self, node: &str, resource: Resource, ns: &str, name: &str) -> bool {
+        let (pods, _) = self.store().list(&Resource::Pods.prefix(Some(ns)));
+        pods.iter().any(|p| {
+            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
+                && pod_references(p, resource, name)
+        })
+    }
+
+    /// NodeRestriction's rule for a node's TokenRequest on service account `ns/account`:
+    /// the token must be bound to a pod (`bound`, the live pod's JSON) that runs on
+    /// `node` as that service account. The error is kube-apiserver's 403.
+    pub fn node_may_request_token(
+        &self,
+        node: &str,
+        ns: &str,
+        account: &str,
+        bound: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let forbidden = |why: &str| {
+            ApiError::Forbidden(format!("serviceaccounts \"{account}\" is forbidden: {why}"))
+        };
+        let Some(pod) = bound else {
+            return Err(forbidden("node requested token not bound to a pod"));
+        };
+        if pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node) {
+            return Err(forbidden(
+                "node requested token bound to a pod scheduled on a different node",
+            ));
+        }
+        if pod
+            .pointer("/spec/serviceAccountName")
+            .and_then(Value::as_str)
+            != Some(account)
+        {
+            let name = pod
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return Err(forbidden(&format!(
+                "node requested token bound to a pod ({ns}/{name}) with a different serviceaccount name"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -21,6 +21,8 @@ pub struct Authenticator {
     pub service_accounts: Option<Arc<TokenAuthority>>,
     /// `--anonymous-auth`.
     pub anonymous: bool,
+    /// Executors' node keys, registered through Mesos ([`super::node_keys`]).
+    pub nodes: Option<Arc<super::node_keys::NodeKeys>>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -30,6 +32,7 @@ impl std::fmt::Debug for Authenticator {
             .field("tokens", &self.tokens.len())
             .field("service_accounts", &self.service_accounts.is_some())
             .field("anonymous", &self.anonymous)
+            .field("nodes", &self.nodes.as_ref().map(|n| n.len()))
             .finish()
     }
 }
@@ -57,6 +60,13 @@ impl Authenticator {
             }
             if let Some(user) = self.tokens.get(token) {
                 return Some(user.clone());
+            }
+            if let Some(user) = self
+                .nodes
+                .as_ref()
+                .and_then(|n| n.authenticate(token, api.now()))
+            {
+                return Some(user);
             }
             return self.service_accounts.as_ref()?.authenticate(api, token);
         }

@@ -19,6 +19,8 @@ pub mod authn;
 pub mod der;
 mod discovery;
 mod in_process;
+pub mod node_authz;
+pub mod node_keys;
 mod proto;
 pub mod rbac;
 pub mod request_info;
@@ -78,6 +80,8 @@ pub struct Auth {
     api: Api,
     authn: Authenticator,
     rbac: Option<Arc<Rbac>>,
+    /// The Node authorizer before RBAC (`--authorization-mode=Node,RBAC`).
+    node: bool,
 }
 
 impl std::fmt::Debug for Auth {
@@ -85,6 +89,7 @@ impl std::fmt::Debug for Auth {
         f.debug_struct("Auth")
             .field("authn", &self.authn)
             .field("rbac", &self.rbac.is_some())
+            .field("node", &self.node)
             .finish()
     }
 }
@@ -108,7 +113,29 @@ impl Auth {
         } else {
             None
         };
-        Ok(Arc::new(Self { api, authn, rbac }))
+        Ok(Arc::new(Self {
+            api,
+            authn,
+            rbac,
+            node: false,
+        }))
+    }
+
+    /// As [`Auth::new`] with RBAC, and with the Node authorizer in front of it when
+    /// `node` (`--authorization-mode=Node,RBAC`).
+    ///
+    /// # Errors
+    /// The bootstrap roles cannot be written.
+    pub async fn with_node(
+        api: Api,
+        authn: Authenticator,
+        node: bool,
+    ) -> Result<Arc<Self>, crate::ApiError> {
+        let auth = Self::new(api, authn, true).await?;
+        let mut auth = Arc::try_unwrap(auth)
+            .map_err(|_| crate::ApiError::Internal("the authorizer is already shared".into()))?;
+        auth.node = node;
+        Ok(Arc::new(auth))
     }
 
     /// The RBAC authorizer, if authorization is RBAC.
@@ -141,7 +168,13 @@ async fn check(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> R
     };
     if let Some(rbac) = &auth.rbac {
         let attrs = Attributes::from_request(req.method(), req.uri().path(), req.uri().query());
-        if !rbac.authorize(&user, &attrs).allowed {
+        let by_node = match auth.node {
+            true => node_authz::authorize(&auth.api, &user, &attrs),
+            false => node_authz::NodeDecision::NoOpinion(String::new()),
+        };
+        if let node_authz::NodeDecision::NoOpinion(reason) = by_node
+            && !rbac.authorize(&user, &attrs).allowed
+        {
             tracing::debug!(
                 user = user.name,
                 verb = attrs.verb,
@@ -149,7 +182,7 @@ async fn check(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> R
                 namespace = attrs.namespace,
                 "request denied"
             );
-            return status::denied(&user, &attrs);
+            return node_authz::denied(&user, &attrs, &reason);
         }
         req.extensions_mut().insert((user.clone(), rbac.clone()));
     }

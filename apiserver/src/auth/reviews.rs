@@ -132,6 +132,7 @@ const MAX_EXPIRATION: u64 = 1 << 32;
 async fn token_request(
     State(api): State<Api>,
     authority: Option<Extension<Arc<TokenAuthority>>>,
+    user: Option<Extension<RequestUser>>,
     ApiPath((ns, name)): ApiPath<(String, String)>,
     headers: HeaderMap,
     b: Body,
@@ -165,6 +166,7 @@ async fn token_request(
         );
     }
     let mut pod = None;
+    let mut bound_pod = None;
     if let Some(bound) = spec.get("boundObjectRef").filter(|b| b.is_object()) {
         match bound["kind"].as_str() {
             Some("Pod") => {
@@ -188,11 +190,15 @@ async fn token_request(
                     });
                 }
                 pod = Some((pod_name, uid));
+                bound_pod = Some(live);
             }
             other => causes.unsupported("spec.boundObjectRef.kind", other.unwrap_or(""), &["Pod"]),
         }
     }
     causes.into_result("TokenRequest", &name)?;
+    if let Some(node) = super::node_keys::node_of(&who(&user)) {
+        api.node_may_request_token(node, &ns, &name, bound_pod.as_deref())?;
+    }
     let token_spec = TokenSpec {
         namespace: ns,
         name: name.clone(),
@@ -304,6 +310,7 @@ mod tests {
             tokens: [("admin-token".to_owned(), admin)].into(),
             service_accounts: Some(Arc::new(authority)),
             anonymous: false,
+            nodes: None,
         };
         let auth = Auth::new(api.clone(), authn, true).await.unwrap();
         let router = auth.layer(crate::router(api));

@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
+use executor::apiclient::{ApiClient, Credential};
 use executor::backoff::{Backoff, CRASH_LOOP};
 use executor::{Executor, ExecutorEnv, Options};
 use mesos::client::ExecutorClient;
@@ -24,6 +27,14 @@ pub struct Args {
     /// Longest crash-loop backoff, in Mesos duration syntax (default `5mins`).
     #[arg(long, env = "MESOPOD_RESTART_BACKOFF_MAX")]
     pub restart_backoff_max: Option<String>,
+    /// The API shim's URL, over the one the scheduler names when it registers this
+    /// executor's node key.
+    #[arg(long, env = "MESOPOD_API_SERVER")]
+    pub api_server: Option<String>,
+    /// The CA certificate (PEM file) of `--api-server`; `MESOPOD_API_CA` may hold the
+    /// PEM itself.
+    #[arg(long, env = "MESOPOD_API_CA_FILE")]
+    pub api_ca_file: Option<std::path::PathBuf>,
     /// How containers run.
     #[command(flatten)]
     pub containers: crate::cmd::containers::ContainerFlags,
@@ -61,9 +72,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             CRASH_LOOP.max,
         )?,
     };
+    let credential = Arc::new(Credential::generate()?);
+    let fixed = match &args.api_server {
+        None => None,
+        Some(server) => {
+            let ca = match &args.api_ca_file {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("--api-ca-file {}", path.display()))?,
+                None => std::env::var("MESOPOD_API_CA").unwrap_or_default(),
+            };
+            Some((server.clone(), ca))
+        }
+    };
     let options = Options {
         restart_backoff,
         containers: args.containers.settings(),
+        objects: Arc::new(ApiClient::new(credential.clone(), fixed)),
+        credential: Some(credential),
         ..Options::default()
     };
     let mut client = ExecutorClient::new(&env.agent_endpoint, codec)
