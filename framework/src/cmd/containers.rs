@@ -37,6 +37,10 @@ pub struct ContainerFlags {
         env = "MESOPOD_ALLOWED_HOST_PATHS"
     )]
     pub allowed_host_paths: Vec<PathBuf>,
+    /// How often executors rewrite configMap, secret and projected volumes
+    /// from their objects (kubelet's flag; its default, 1m).
+    #[arg(long, value_parser = mesos::duration::parse_flag)]
+    pub sync_frequency: Option<std::time::Duration>,
 }
 
 impl ContainerFlags {
@@ -62,6 +66,9 @@ impl ContainerFlags {
         for p in &self.allowed_host_paths {
             args.push(format!("--allowed-host-paths={}", absolute(p).display()));
         }
+        if let Some(every) = self.sync_frequency {
+            args.push(format!("--sync-frequency={}ms", every.as_millis()));
+        }
         args
     }
 
@@ -79,6 +86,9 @@ impl ContainerFlags {
                     .iter()
                     .map(|p| absolute(p))
                     .collect(),
+                resync_interval: self
+                    .sync_frequency
+                    .unwrap_or(executor::volumes::RESYNC_INTERVAL),
                 ..Default::default()
             },
             ..ContainerSettings::default()
@@ -155,6 +165,7 @@ mod tests {
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
             allowed_host_paths: vec![PathBuf::from("/srv/data"), PathBuf::from("/var/log")],
+            sync_frequency: Some(std::time::Duration::from_secs(5)),
         };
         assert_eq!(
             flags.executor_args(Some(Path::new("/data/images"))),
@@ -166,6 +177,7 @@ mod tests {
                 "--registry-config=/etc/mesopod/config.json",
                 "--allowed-host-paths=/srv/data",
                 "--allowed-host-paths=/var/log",
+                "--sync-frequency=5000ms",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());
