@@ -245,7 +245,9 @@ impl Supervisor {
         if let Some(watch) = watch {
             watch.abort();
         }
-        self.inputs.volumes.teardown().await;
+        if !self.inputs.volumes.is_empty() {
+            self.inputs.volumes.teardown().await;
+        }
         self.report_final();
     }
 
