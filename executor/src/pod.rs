@@ -5,8 +5,10 @@
 //!
 //! A plan is only built from a pod this executor can run faithfully; anything
 //! else is a [`PodError`] whose message tells the user what to change.
-//! Environment sources that need the Kubernetes API (secrets, config maps)
-//! are refused rather than silently left empty. The plan keeps `command` and
+//! Environment sources and volumes are planned here ([`envsrc`], and
+//! [`crate::volumes`]) and resolved when a container starts: a missing
+//! ConfigMap or Secret keeps it waiting, never starts it without. The plan
+//! keeps `command` and
 //! `args` apart, since with a container runtime they combine with the
 //! image's Entrypoint and Cmd ([`crate::oci::bundle::argv`]); in process mode
 //! a container without `command` is refused ([`PodError::NoCommand`]).
@@ -15,12 +17,21 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 
 use crate::oci::image::{PullPolicy, pull_policy};
 
+mod envsrc;
+mod objects_data;
+mod resources;
 mod security;
 
+pub use envsrc::{
+    EnvFrom, EnvSource, KeyRef, PodContext, PodField, Resolved, ResourceRef, expand, expanded,
+    resolve,
+};
+pub(crate) use objects_data::{Kind, fetch};
+pub use resources::RawResources;
 pub use security::{Limits, Security};
 use security::{limits, security};
 
@@ -93,49 +104,6 @@ pub struct PodKey {
     pub uid: String,
 }
 
-/// A pod field a container can read through `env[].valueFrom.fieldRef`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodField {
-    /// `metadata.name`.
-    Name,
-    /// `metadata.namespace`.
-    Namespace,
-    /// `metadata.uid`.
-    Uid,
-    /// `status.podIP`.
-    PodIp,
-    /// `status.hostIP`.
-    HostIp,
-    /// `spec.nodeName`.
-    NodeName,
-    /// `spec.serviceAccountName`.
-    ServiceAccountName,
-}
-
-impl PodField {
-    fn parse(path: &str) -> Option<PodField> {
-        Some(match path {
-            "metadata.name" => PodField::Name,
-            "metadata.namespace" => PodField::Namespace,
-            "metadata.uid" => PodField::Uid,
-            "status.podIP" => PodField::PodIp,
-            "status.hostIP" => PodField::HostIp,
-            "spec.nodeName" => PodField::NodeName,
-            "spec.serviceAccountName" => PodField::ServiceAccountName,
-            _ => return None,
-        })
-    }
-}
-
-/// One environment variable's source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnvSource {
-    /// `value` (Kubernetes' `$(VAR)` references already resolved).
-    Value(String),
-    /// `valueFrom.fieldRef`.
-    Field(PodField),
-}
-
 /// One container, ready to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerPlan {
@@ -147,9 +115,9 @@ pub struct ContainerPlan {
     pub pull_policy: PullPolicy,
     /// `command` followed by `args`: `argv[0]` is the program (process mode).
     pub argv: Vec<String>,
-    /// `command`, `$(VAR)`-expanded.
+    /// `command`, as written (see [`expanded`] for `$(VAR)`).
     pub command: Option<Vec<String>>,
-    /// `args`, `$(VAR)`-expanded.
+    /// `args`, as written (see [`expanded`] for `$(VAR)`).
     pub args: Option<Vec<String>>,
     /// The security context, pod and container merged.
     pub security: Security,
@@ -157,6 +125,12 @@ pub struct ContainerPlan {
     pub resources: Limits,
     /// Environment, in the pod's order.
     pub env: Vec<(String, EnvSource)>,
+    /// `envFrom`, applied before `env`.
+    pub env_from: Vec<EnvFrom>,
+    /// `resources` as written (`resourceFieldRef`).
+    pub raw_resources: RawResources,
+    /// `volumeMounts`.
+    pub mounts: Vec<crate::volumes::MountPlan>,
     /// `workingDir`, if set.
     pub working_dir: Option<PathBuf>,
 }
@@ -255,23 +229,27 @@ impl PodPlan {
                 )));
             }
         };
+        crate::volumes::check_volumes(spec).map_err(invalid)?;
         let mut names = HashSet::new();
         let init = spec.init_containers.as_deref().unwrap_or_default();
-        let mut plan_all = |list: &[Container]| -> Result<Vec<ContainerPlan>, PodError> {
-            list.iter()
-                .map(|c| {
-                    if !names.insert(c.name.clone()) {
-                        return Err(invalid(format!(
-                            "container name {:?} is used twice",
-                            c.name
-                        )));
-                    }
-                    plan_container(c, spec.security_context.as_ref())
-                })
-                .collect()
-        };
-        let init_containers = plan_all(init)?;
-        let containers = plan_all(&spec.containers)?;
+        let mut plan_all =
+            |list: &[Container], kind: &str| -> Result<Vec<ContainerPlan>, PodError> {
+                list.iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if !names.insert(c.name.clone()) {
+                            return Err(invalid(format!(
+                                "container name {:?} is used twice",
+                                c.name
+                            )));
+                        }
+                        let field = format!("spec.{kind}[{i}]");
+                        plan_container(c, spec, &field)
+                    })
+                    .collect()
+            };
+        let init_containers = plan_all(init, "initContainers")?;
+        let containers = plan_all(&spec.containers, "containers")?;
         Ok(PodPlan {
             key: PodKey {
                 namespace,
@@ -298,7 +276,7 @@ fn is_path_safe(s: &str) -> bool {
 }
 
 /// A Kubernetes DNS label: what a container name must be.
-fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.chars()
@@ -307,10 +285,7 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn plan_container(
-    c: &Container,
-    pod_sec: Option<&PodSecurityContext>,
-) -> Result<ContainerPlan, PodError> {
+fn plan_container(c: &Container, spec: &PodSpec, field: &str) -> Result<ContainerPlan, PodError> {
     if !is_dns_label(&c.name) {
         return Err(PodError::Invalid(format!(
             "container name {:?} is not a DNS label (lower-case letters, digits and '-', at most 63)",
@@ -322,99 +297,43 @@ fn plan_container(
         container: c.name.clone(),
         what,
     };
-    let mut env: Vec<(String, EnvSource)> = Vec::new();
-    for var in c.env.as_deref().unwrap_or_default() {
-        let source = match (&var.value, &var.value_from) {
-            (_, Some(from)) => {
-                if let Some(field) = &from.field_ref {
-                    let path = field.field_path.as_str();
-                    EnvSource::Field(PodField::parse(path).ok_or_else(|| {
-                        unsupported(format!("env {:?}: fieldRef {path:?}", var.name))
-                    })?)
-                } else if from.secret_key_ref.is_some() {
-                    return Err(unsupported(format!("env {:?}: secretKeyRef", var.name)));
-                } else if from.config_map_key_ref.is_some() {
-                    return Err(unsupported(format!("env {:?}: configMapKeyRef", var.name)));
-                } else {
-                    return Err(unsupported(format!(
-                        "env {:?}: this valueFrom source",
-                        var.name
-                    )));
-                }
-            }
-            (value, None) => EnvSource::Value(expand(value.as_deref().unwrap_or_default(), &env)),
-        };
-        env.push((var.name.clone(), source));
-    }
-    if c.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
-        return Err(unsupported("envFrom".into()));
-    }
-    let expand_all = |list: &Option<Vec<String>>| {
-        list.as_ref()
-            .map(|l| l.iter().map(|a| expand(a, &env)).collect::<Vec<_>>())
-    };
-    let command = expand_all(&c.command).filter(|c| !c.is_empty());
-    let args = expand_all(&c.args).filter(|a| !a.is_empty());
-    let argv = match &command {
-        Some(cmd) => cmd.iter().chain(args.iter().flatten()).cloned().collect(),
-        None => Vec::new(),
-    };
-    let security = security(c, pod_sec);
+    let (env, env_from) = envsrc::plan_env(c, field).map_err(PodError::Invalid)?;
+    let mounts = crate::volumes::plan_mounts(c, field, spec).map_err(PodError::Invalid)?;
+    let command = c.command.clone().filter(|c| !c.is_empty());
+    let args = c.args.clone().filter(|a| !a.is_empty());
+    let security = security(c, spec.security_context.as_ref());
     let resources = limits(c).map_err(unsupported)?;
-    Ok(ContainerPlan {
+    let mut plan = ContainerPlan {
         name: c.name.clone(),
         pull_policy: pull_policy(c.image_pull_policy.as_deref(), &image),
         image,
-        argv,
+        argv: Vec::new(),
         command,
         args,
         security,
         resources,
         env,
+        env_from,
+        raw_resources: RawResources::of(c),
+        mounts,
         working_dir: c
             .working_dir
             .as_ref()
             .filter(|w| !w.is_empty())
             .map(PathBuf::from),
-    })
-}
-
-/// Kubernetes' `$(VAR)` expansion in command, args and env values: a
-/// reference to an earlier literal variable is replaced, `$$` escapes `$`,
-/// and anything else is left as written (as Kubernetes does).
-fn expand(input: &str, env: &[(String, EnvSource)]) -> String {
-    let mut out = String::with_capacity(input.len());
-    let mut rest = input;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(stripped) = after.strip_prefix('$') {
-            out.push('$');
-            rest = stripped;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-        {
-            let name = &inner[..end];
-            let value = env.iter().rev().find_map(|(n, s)| match s {
-                EnvSource::Value(v) if n == name => Some(v.as_str()),
-                _ => None,
-            });
-            match value {
-                Some(v) => out.push_str(v),
-                None => {
-                    out.push_str("$(");
-                    out.push_str(name);
-                    out.push(')');
-                }
-            }
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
+    };
+    // `argv` with the literal variables expanded, for process mode's
+    // "has a command" check; the container runs `expanded` of its full env.
+    let literal: Vec<(String, String)> = plan
+        .env
+        .iter()
+        .filter_map(|(n, s)| match s {
+            EnvSource::Value(v) => Some((n.clone(), v.clone())),
+            _ => None,
+        })
+        .collect();
+    plan.argv = expanded(&plan, &literal).argv;
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -513,8 +432,12 @@ mod tests {
                 "restartPolicy",
             ),
             (
-                json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}}),
-                "secretKeyRef",
+                json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}, "configMapKeyRef": {"name": "s", "key": "k"}}}]}]}}),
+                "spec.containers[0].env[0].valueFrom: exactly one of",
+            ),
+            (
+                json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}}),
+                "spec.containers[0].volumeMounts[0].name: Not found",
             ),
             (
                 json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c", "command": ["x"], "env": [{"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels"}}}]}]}}),

@@ -192,6 +192,14 @@ impl Runtime {
             self.reject(task_id, e.to_string());
             return Ok(());
         }
+        if let Some(why) = crate::volumes::launch_refusal(
+            &plan,
+            &self.config.containers.volumes,
+            self.oci.is_some(),
+        ) {
+            self.reject(task_id, why);
+            return Ok(());
+        }
         let (kill_tx, kill_rx) = mpsc::unbounded_channel();
         let sup = Supervisor::new(
             task_id.clone(),

@@ -18,6 +18,8 @@ pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 pub const START_ERROR: &str = "StartError";
 /// Pod reason when `activeDeadlineSeconds` ran out.
 pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+/// Pod reason (and event reason) when kubelet's eviction stopped it.
+pub const EVICTED: &str = "Evicted";
 
 /// Where a container is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]

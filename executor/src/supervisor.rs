@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use crate::events::ContainerEvent;
 use crate::layout;
 use crate::oci::runner::{Oci, Running, StartError};
-use crate::pod::{ContainerPlan, EnvSource, PodField, PodPlan, RestartPolicy};
+use crate::pod::{ContainerPlan, PodPlan, RestartPolicy};
 use crate::process::{self, KILL, TERM};
 use crate::runtime::{KillOrder, PodState, PodUpdate, RuntimeConfig};
 use crate::status::{
@@ -113,6 +113,13 @@ pub(crate) struct Supervisor {
     oci_backoff: crate::backoff::Backoff,
     /// The pod's shared namespaces, made by its first container start.
     sandbox: Arc<tokio::sync::OnceCell<crate::oci::sandbox::PodSandbox>>,
+    /// Volumes, objects and the pod's values for container starts.
+    inputs: crate::volumes::StartInputs,
+    /// Eviction messages from the volume watch (an `emptyDir` past its limit).
+    evictions: mpsc::UnboundedReceiver<String>,
+    evict_tx: mpsc::UnboundedSender<String>,
+    /// Why the pod was evicted, once it was.
+    evicted: Option<String>,
 }
 
 impl Supervisor {
@@ -142,7 +149,27 @@ impl Supervisor {
             oci.gc
                 .hold(&task_id.value, images.map(|c| c.image.clone()).collect());
         }
+        let volumes = crate::volumes::PodVolumes::new(
+            &pod_dir,
+            &plan,
+            config.containers.volumes.clone(),
+            Arc::clone(&config.objects),
+        );
+        let inputs = crate::volumes::StartInputs {
+            info: Arc::new(crate::volumes::PodInfo {
+                plan: Arc::new(plan.clone()),
+                node_name: node_name.clone(),
+                host_ip: config.host_ip.clone(),
+            }),
+            volumes: Arc::new(volumes),
+            objects: Arc::clone(&config.objects),
+        };
+        let (evict_tx, evictions) = mpsc::unbounded_channel();
         Supervisor {
+            inputs,
+            evictions,
+            evict_tx,
+            evicted: None,
             init: plan.init_containers.iter().map(record).collect(),
             main: plan.containers.iter().map(record).collect(),
             init_attempts: vec![0; plan.init_containers.len()],
@@ -197,6 +224,10 @@ impl Supervisor {
             return;
         }
         let deadline = self.plan.active_deadline.map(|d| Instant::now() + d);
+        let watch = (!self.inputs.volumes.is_empty()).then(|| {
+            let volumes = Arc::clone(&self.inputs.volumes);
+            tokio::spawn(volumes.watch(Arc::clone(&self.inputs.info), self.evict_tx.clone()))
+        });
         self.advance();
         while !self.is_over() {
             let sigkill_at = self.killing.filter(|k| !k.sigkilled).map(|k| k.sigkill_at);
@@ -211,6 +242,7 @@ impl Supervisor {
                     }
                 },
                 Some(event) = self.events.next() => self.handle(event),
+                Some(message) = self.evictions.recv(), if self.evicted.is_none() => self.evict(message),
                 () = sleep_until(deadline), if deadline_armed => {
                     self.deadline_exceeded = true;
                     self.begin_kill(KillOrder { grace: None, cap: Duration::MAX });
@@ -219,6 +251,12 @@ impl Supervisor {
                 else => break,
             }
         }
+        if let Some(watch) = watch {
+            watch.abort();
+        }
+        if !self.inputs.volumes.is_empty() {
+            self.inputs.volumes.teardown().await;
+        }
         if let (Some(sandbox), Some(oci)) = (self.sandbox.get(), &self.oci) {
             oci.remove_sandbox(sandbox).await;
         }
@@ -226,6 +264,23 @@ impl Supervisor {
             oci.gc.release(&self.task_id.value);
         }
         self.report_final();
+    }
+
+    /// Kubelet's eviction: stop every container now; the pod ends Failed,
+    /// reason `Evicted`.
+    fn evict(&mut self, message: String) {
+        tracing::warn!(task = %self.task_id, %message, "evicting pod");
+        self.out_events.push(ContainerEvent::new(
+            "Warning",
+            crate::status::EVICTED,
+            message.clone(),
+            String::new(),
+        ));
+        self.evicted = Some(message);
+        self.begin_kill(KillOrder {
+            grace: Some(Duration::ZERO),
+            cap: Duration::ZERO,
+        });
     }
 
     fn is_over(&self) -> bool {
@@ -313,7 +368,7 @@ impl Supervisor {
             &key.uid,
             &plan.name,
         ));
-        let env = self.resolve_env(&plan);
+        let (plan, env) = self.inputs.prepare_local(&plan);
         match process::spawn(&plan, &dir, &key.name, &env) {
             Ok(started) => {
                 let pgid = started.pgid;
@@ -346,31 +401,6 @@ impl Supervisor {
                 self.exited(which, exit);
             }
         }
-    }
-
-    fn resolve_env(&self, plan: &ContainerPlan) -> Vec<(String, String)> {
-        let pod = &self.plan.pod;
-        plan.env
-            .iter()
-            .map(|(name, source)| {
-                let value = match source {
-                    EnvSource::Value(v) => v.clone(),
-                    EnvSource::Field(field) => match field {
-                        PodField::Name => self.plan.key.name.clone(),
-                        PodField::Namespace => self.plan.key.namespace.clone(),
-                        PodField::Uid => pod.metadata.uid.clone().unwrap_or_default(),
-                        PodField::PodIp | PodField::HostIp => self.config.host_ip.clone(),
-                        PodField::NodeName => self.node_name.clone(),
-                        PodField::ServiceAccountName => pod
-                            .spec
-                            .as_ref()
-                            .and_then(|s| s.service_account_name.clone())
-                            .unwrap_or_else(|| "default".into()),
-                    },
-                };
-                (name.clone(), value)
-            })
-            .collect()
     }
 
     fn handle(&mut self, event: Event) {
@@ -548,7 +578,10 @@ impl Supervisor {
     }
 
     fn report(&mut self, state: PodState, message: Option<String>) {
-        let reason = self.deadline_exceeded.then_some(DEADLINE_EXCEEDED);
+        let reason = self
+            .deadline_exceeded
+            .then_some(DEADLINE_EXCEEDED)
+            .or(self.evicted.as_ref().map(|_| crate::status::EVICTED));
         // On a CNI agent the pod has an IP of its own once its sandbox exists.
         let pod_ip = (self.sandbox.get().and_then(|s| s.ip))
             .map_or_else(|| self.config.host_ip.clone(), |ip| ip.to_string());

@@ -39,6 +39,8 @@ pub struct BundleContext<'a> {
     /// Namespaces to join rather than create (the pod sandbox's `ipc`,
     /// `uts`, and `network` when the pod has its own).
     pub join: &'a [(String, String)],
+    /// The pod's volumes as this container mounts them (after the defaults).
+    pub mounts: &'a [Mount],
 }
 
 /// Builds the container's `config.json`; an error is a
@@ -153,7 +155,10 @@ pub fn build(
             readonly: sec.read_only_root_filesystem,
         },
         hostname: Some(cx.hostname.to_owned()),
-        mounts: default_mounts(sec.privileged),
+        mounts: default_mounts(sec.privileged)
+            .into_iter()
+            .chain(cx.mounts.iter().cloned())
+            .collect(),
         linux,
         annotations: Default::default(),
     })
@@ -426,6 +431,7 @@ mod tests {
             allow_privileged: privileged_ok,
             env: &[("A".into(), "pod".into())],
             join: &[],
+            mounts: &[],
         };
         build(&plan(c), img, &cx)
     }

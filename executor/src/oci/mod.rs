@@ -100,6 +100,8 @@ pub struct ContainerSettings {
     /// `--cni-conf-dir`/`--cni-bin-dir`: pods get their own network (`None`:
     /// the agent's).
     pub cni: Option<crate::network::CniSettings>,
+    /// Volumes: `--allowed-host-paths`, resync and usage intervals.
+    pub volumes: crate::volumes::VolumeSettings,
 }
 
 impl Default for ContainerSettings {
@@ -115,6 +117,7 @@ impl Default for ContainerSettings {
             mesopod_binary: None,
             image_gc: images::ImageGcPolicy::default(),
             cni: None,
+            volumes: crate::volumes::VolumeSettings::default(),
         }
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct StartRequest<'a> {
     pub(crate) env: Vec<(String, String)>,
     /// The pod's shared namespaces.
     pub(crate) sandbox: &'a PodSandbox,
+    /// The pod's volumes, as this container mounts them.
+    pub(crate) mounts: Vec<super::spec::Mount>,
 }
 
 /// The runtime CLI and the image store.
@@ -248,6 +250,7 @@ impl Oci {
             allow_privileged: self.allow_privileged,
             env: &req.env,
             join: &joins,
+            mounts: &req.mounts,
         };
         let spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,

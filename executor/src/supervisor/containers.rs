@@ -69,7 +69,7 @@ impl Supervisor {
             sandbox: Arc::clone(&self.sandbox),
             objects: Arc::clone(&self.config.objects),
             pod: self.plan.pod.clone(),
-            env: self.resolve_env(&plan),
+            inputs: self.inputs.clone(),
             path,
             plan,
         };

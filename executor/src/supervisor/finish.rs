@@ -24,7 +24,9 @@ impl Supervisor {
         } else {
             ""
         };
-        let (state, message) = if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
+        let (state, message) = if let Some(why) = &self.evicted {
+            (PodState::Failed, why.clone())
+        } else if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
             let how = if k.sigkilled {
                 "SIGKILL after the grace period"
             } else {

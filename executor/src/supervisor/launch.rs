@@ -31,7 +31,8 @@ pub(super) struct Start {
     pub(super) sandbox: Arc<tokio::sync::OnceCell<PodSandbox>>,
     pub(super) objects: SharedObjects,
     pub(super) pod: Pod,
-    pub(super) env: Vec<(String, String)>,
+    /// Volumes, objects and the pod's values (env, mounts).
+    pub(super) inputs: crate::volumes::StartInputs,
     /// The container's `fieldPath` in events.
     pub(super) path: String,
 }
@@ -48,6 +49,10 @@ impl Start {
         events: &mut Vec<ContainerEvent>,
     ) -> Result<crate::oci::runner::Running, StartError> {
         let plan = &self.plan;
+        self.inputs
+            .volumes_ready()
+            .await
+            .map_err(StartError::Config)?;
         let secrets = crate::oci::pull_secrets::read(self.objects.as_ref(), &self.pod)
             .await
             .map_err(|message| {
@@ -92,14 +97,25 @@ impl Start {
             ));
             StartError::Runtime(message)
         })?;
+        // After the sandbox: on a CNI agent `status.podIP` is its IP.
+        let pod_ip = sandbox.ip.map(|ip| ip.to_string());
+        let ready = self
+            .inputs
+            .prepare(plan, pod_ip.as_deref())
+            .await
+            .map_err(StartError::Config)?;
+        for (reason, message) in ready.warnings {
+            events.push(self.event("Warning", reason.as_str(), message));
+        }
         let req = StartRequest {
             id: self.id.clone(),
-            plan,
+            plan: &ready.plan,
             image: &image,
             dir: self.dir.clone(),
             hostname: self.hostname.clone(),
             pod_ref: self.pod_ref.clone(),
-            env: self.env.clone(),
+            env: ready.env,
+            mounts: ready.mounts,
             sandbox,
         };
         let running = self.oci.start(req).await?;

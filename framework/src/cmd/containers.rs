@@ -49,6 +49,19 @@ pub struct ContainerFlags {
     /// Debian's containernetworking-plugins install into /usr/lib/cni).
     #[arg(long, value_name = "DIR", value_delimiter = ',')]
     pub cni_bin_dir: Vec<PathBuf>,
+    /// Host directories `hostPath` volumes may name (comma-separated or
+    /// repeated; none by default, so every hostPath pod is refused).
+    #[arg(
+        long,
+        value_name = "PATH,...",
+        value_delimiter = ',',
+        env = "MESOPOD_ALLOWED_HOST_PATHS"
+    )]
+    pub allowed_host_paths: Vec<PathBuf>,
+    /// How often executors rewrite configMap, secret and projected volumes
+    /// from their objects (kubelet's flag; its default, 1m).
+    #[arg(long, value_parser = mesos::duration::parse_flag)]
+    pub sync_frequency: Option<std::time::Duration>,
 }
 
 impl Default for ContainerFlags {
@@ -65,6 +78,8 @@ impl Default for ContainerFlags {
             minimum_image_ttl_duration: "2m".into(),
             cni_conf_dir: None,
             cni_bin_dir: Vec::new(),
+            allowed_host_paths: Vec::new(),
+            sync_frequency: None,
         }
     }
 }
@@ -121,6 +136,12 @@ impl ContainerFlags {
                 .collect();
             args.push(format!("--cni-bin-dir={}", bins.join(",")));
         }
+        for p in &self.allowed_host_paths {
+            args.push(format!("--allowed-host-paths={}", absolute(p).display()));
+        }
+        if let Some(every) = self.sync_frequency {
+            args.push(format!("--sync-frequency={}ms", every.as_millis()));
+        }
         args
     }
 
@@ -153,6 +174,17 @@ impl ContainerFlags {
             registry_config: self.registry_config.clone(),
             image_gc: self.image_gc()?,
             cni: self.cni(),
+            volumes: executor::volumes::VolumeSettings {
+                allowed_host_paths: self
+                    .allowed_host_paths
+                    .iter()
+                    .map(|p| absolute(p))
+                    .collect(),
+                resync_interval: self
+                    .sync_frequency
+                    .unwrap_or(executor::volumes::RESYNC_INTERVAL),
+                ..Default::default()
+            },
             ..ContainerSettings::default()
         })
     }
@@ -242,6 +274,8 @@ mod tests {
             image_gc_high_threshold: 90,
             cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
             cni_bin_dir: vec![PathBuf::from("/usr/lib/cni"), PathBuf::from("/opt/cni/bin")],
+            allowed_host_paths: vec![PathBuf::from("/srv/data"), PathBuf::from("/var/log")],
+            sync_frequency: Some(std::time::Duration::from_secs(5)),
             ..ContainerFlags::default()
         };
         assert_eq!(
@@ -257,6 +291,9 @@ mod tests {
                 "--minimum-image-ttl-duration=2m",
                 "--cni-conf-dir=/etc/cni/net.d",
                 "--cni-bin-dir=/usr/lib/cni,/opt/cni/bin",
+                "--allowed-host-paths=/srv/data",
+                "--allowed-host-paths=/var/log",
+                "--sync-frequency=5000ms",
             ]
         );
         assert!(ContainerFlags::default().executor_args(None).is_empty());
