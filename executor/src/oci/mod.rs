@@ -23,6 +23,7 @@ pub mod cgroup;
 pub mod embedded;
 pub(crate) mod gc;
 pub mod image;
+pub(crate) mod inroot;
 pub(crate) mod pull_secrets;
 pub(crate) mod runner;
 pub mod sandbox;

@@ -4,10 +4,12 @@
 //! as kubelet does, so that a container cannot swap a path component for a
 //! symlink between the check and the mount.
 
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::oci::inroot::{make_dirs, open_in};
 
 /// Binds `sub` inside `volume` at `target` (created as a file or a
 /// directory to match). A missing `sub` is created as a directory, as
@@ -40,45 +42,4 @@ pub(super) fn bind(volume: &Path, sub: &str, target: &Path) -> Result<(), String
     }
     let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
     rustix::mount::mount_bind(source.as_str(), target).map_err(|e| err("bind", e))
-}
-
-fn open_in(root: &OwnedFd, sub: &str) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat2(
-        root,
-        sub,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-    )
-}
-
-fn make_dirs(root: &OwnedFd, sub: &str) -> rustix::io::Result<()> {
-    let mut done = String::new();
-    for part in sub.split('/').filter(|p| !p.is_empty() && *p != ".") {
-        let parent = if done.is_empty() {
-            rustix::fs::openat(
-                root,
-                ".",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?
-        } else {
-            rustix::fs::openat2(
-                root,
-                done.as_str(),
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-                ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
-            )?
-        };
-        match rustix::fs::mkdirat(&parent, part, Mode::from_raw_mode(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(e),
-        }
-        if !done.is_empty() {
-            done.push('/');
-        }
-        done.push_str(part);
-    }
-    Ok(())
 }

@@ -196,21 +196,16 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
     if m.kind.as_deref() == Some("cgroup") {
         return Ok(());
     }
-    let target = rootfs.join(m.destination.trim_start_matches('/'));
     let kind = m.kind.as_deref().unwrap_or("bind");
     let is_bind = kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind");
     let source = m.source.clone().unwrap_or_else(|| kind.to_owned());
-    if is_bind && Path::new(&source).is_file() {
-        if !target.exists() {
-            if let Some(parent) = target.parent() {
-                let _ = std::fs::create_dir_all(parent);
-            }
-            std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
-        }
-    } else {
-        std::fs::create_dir_all(&target)
-            .map_err(|e| RuntimeFailure::io(format!("mkdir {}", target.display()), e))?;
-    }
+    // The destination is resolved inside the rootfs: an image's symlink
+    // (`/data -> /etc`) must not make us create or mount on the host.
+    let in_root = |e| RuntimeFailure::io(format!("mount destination {}", m.destination), e);
+    let root = crate::oci::inroot::open_root(rootfs).map_err(in_root)?;
+    let file = is_bind && Path::new(&source).is_file();
+    let target_fd = crate::oci::inroot::ensure_in(&root, &m.destination, file).map_err(in_root)?;
+    let target = PathBuf::from(crate::oci::inroot::proc_path(&target_fd));
     let mut flags = MountFlags::empty();
     let mut data = Vec::new();
     for o in &m.options {
@@ -230,7 +225,12 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
     if is_bind {
         rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
         if flags.contains(MountFlags::RDONLY) {
-            rustix::mount::mount_remount(&target, MountFlags::BIND | flags, "").map_err(what)?;
+            // Opened again, the path now resolves to the new mount's root.
+            let mounted =
+                crate::oci::inroot::ensure_in(&root, &m.destination, file).map_err(in_root)?;
+            let mounted = crate::oci::inroot::proc_path(&mounted);
+            rustix::mount::mount_remount(mounted.as_str(), MountFlags::BIND | flags, "")
+                .map_err(what)?;
         }
         return Ok(());
     }
