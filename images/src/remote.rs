@@ -58,6 +58,10 @@ pub(crate) fn is_loopback(registry: &str) -> bool {
 }
 
 fn client_builder() -> reqwest::ClientBuilder {
+    // reqwest's rustls takes the process-wide provider. `mesopod` installs
+    // ring first thing; a program (or test) that did not gets ring here
+    // instead of reqwest's panic. Err means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .read_timeout(std::time::Duration::from_secs(60))

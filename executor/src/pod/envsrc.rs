@@ -310,6 +310,11 @@ pub async fn resolve(
 ) -> Result<Resolved, String> {
     let ns = cx.key.namespace.as_str();
     let mut out = Resolved::default();
+    // kubelet's service variables for the API (`KUBERNETES_SERVICE_HOST`…)
+    // come first, so the container's own env overrides them.
+    if let Some(server) = objects.api_server() {
+        out.env = crate::apiclient::kubernetes_service_env(&server);
+    }
     let set = |env: &mut Vec<(String, String)>, k: String, v: String| {
         env.retain(|(n, _)| *n != k);
         env.push((k, v));
