@@ -202,6 +202,27 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     )
     .await;
 
+    // The containers of one pod share its network namespace: `localhost`
+    // reaches the other container.
+    let local =
+        "until wget -q -O - http://localhost:8080/index.html; do sleep 0.2; done; exec sleep 3600";
+    let duo = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: duo\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: web\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", {serve:?}]\n  - name: fetch\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", {local:?}]\n"
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&duo)).await);
+    let duo_ip = running_ip(&app, "duo").await;
+    assert!(duo_ip.to_string().starts_with(subnet), "{duo_ip}");
+    wait_until(
+        "one container's fetch from the other over localhost",
+        T,
+        async || {
+            let out = k.run(&["logs", "duo", "-c", "fetch"]).await;
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        },
+        |log| log.contains("hello-from-server"),
+    )
+    .await;
+
     // The host port, from the agent's side: its address on the pods' bridge.
     let page = http_get(&format!("{subnet}.1"), HOST_PORT).unwrap();
     assert!(
@@ -218,7 +239,7 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     );
 
     let leases = || net.leases();
-    assert_eq!(leases(), 2);
+    assert_eq!(leases(), 3);
     ok(&k
         .run(&[
             "delete",
@@ -226,10 +247,11 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
             "server",
             "client",
             "onhost",
+            "duo",
             "--wait=false",
         ])
         .await);
-    for name in ["server", "client", "onhost"] {
+    for name in ["server", "client", "onhost", "duo"] {
         wait_gone(app.api(), "default", name, T).await;
     }
     wait_until("the IP leases released", T, async || leases(), |n| *n == 0).await;

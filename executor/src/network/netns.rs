@@ -10,6 +10,9 @@ use super::NetworkError;
 ///
 /// `unshare(1)` does the unshare and the bind mount: a thread of this
 /// multithreaded process cannot change its own namespace safely without `unsafe`.
+/// Inside, `ip link set lo up`: a new namespace's loopback is down, and the
+/// pod's containers reach each other on `localhost` (CRI runtimes run CNI's
+/// `loopback` plugin for the same reason).
 pub fn create_netns(path: &Path) -> Result<(), NetworkError> {
     let io = |source| NetworkError::Io {
         what: "creating the network namespace",
@@ -19,13 +22,13 @@ pub fn create_netns(path: &Path) -> Result<(), NetworkError> {
     std::fs::File::create(path).map_err(io)?;
     let out = Command::new("unshare")
         .arg(format!("--net={}", path.display()))
-        .arg("true")
+        .args(["ip", "link", "set", "lo", "up"])
         .output()
         .map_err(io)?;
     if !out.status.success() {
         let _ = std::fs::remove_file(path);
         return Err(io(std::io::Error::other(format!(
-            "unshare --net: {}",
+            "unshare --net ip link set lo up: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))));
     }

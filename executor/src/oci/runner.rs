@@ -242,6 +242,12 @@ impl Oci {
         }
         let cgroups_path = format!("mesopod/{}", req.id);
         let joins = req.sandbox.joins();
+        // kubelet's /etc/hosts, /etc/hostname and /etc/resolv.conf, once per pod.
+        if !req.sandbox.dir.join("etc-hosts").is_file() {
+            super::etc_files::write(req.sandbox, &req.hostname).map_err(StartError::Runtime)?;
+        }
+        let mut mounts = req.mounts.clone();
+        mounts.extend(super::etc_files::mounts(req.sandbox, &req.mounts));
         let cx = BundleContext {
             hostname: &req.hostname,
             pod_ref: req.pod_ref.clone(),
@@ -250,7 +256,7 @@ impl Oci {
             allow_privileged: self.allow_privileged,
             env: &req.env,
             join: &joins,
-            mounts: &req.mounts,
+            mounts: &mounts,
         };
         let spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,
