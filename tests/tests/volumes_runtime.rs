@@ -58,6 +58,9 @@ async fn setup() -> Option<Setup> {
             runtime: RuntimeKind::Cli(RUNC.into()),
             image_store: Some(store_dir.path().to_path_buf()),
             image_backoff: short,
+            // The pod sandbox is made by `mesopod runtime sandbox`: this
+            // test binary is not mesopod.
+            mesopod_binary: Some(common::MESOPOD.into()),
             volumes: VolumeSettings {
                 allowed_host_paths: vec![allowed_dir.path().to_path_buf()],
                 resync_interval: Duration::from_millis(200),

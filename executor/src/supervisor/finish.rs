@@ -19,11 +19,14 @@ impl Supervisor {
             .map(|(n, c, _)| format!("{n}={c}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let not_pulled = if exits.iter().any(|(_, _, start_error)| *start_error) {
-            " (images are recorded, not pulled: commands run on the agent's host)"
-        } else {
-            ""
-        };
+        // Only process mode runs commands on the host; with a container
+        // runtime a start error is the runtime's, named in the container's state.
+        let not_pulled =
+            if self.oci.is_none() && exits.iter().any(|(_, _, start_error)| *start_error) {
+                " (images are recorded, not pulled: commands run on the agent's host)"
+            } else {
+                ""
+            };
         let (state, message) = if let Some(why) = &self.evicted {
             (PodState::Failed, why.clone())
         } else if let Some(k) = self.killing.filter(|_| !self.deadline_exceeded) {
