@@ -11,9 +11,8 @@ mod containers_support;
 
 use std::time::Duration;
 
-use common::cluster::*;
+use common::cluster::{phase, wait_pod};
 use containers_support::*;
-use framework::app::App;
 use testkit::{ok, wait_until};
 
 const T: Duration = Duration::from_secs(90);
@@ -40,24 +39,8 @@ async fn a_pod_reads_its_service_account_token_and_the_api_accepts_it() {
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "nobody-token,nobody,1000\n").unwrap();
     let data = dir.path().join("data");
-    let mut cfg = app_config(Setup {
-        agents: vec![agent("cpus:4;mem:4096;disk:4096", "", 0)],
-        data_dir: Some(data.clone()),
-        ..Default::default()
-    });
-    cfg.executor.args = vec![
-        "--container-runtime=embedded".into(),
-        format!("--image-store={}", store.display()),
-    ];
-    let mut args = common::secure::security_args(&tokens);
-    args.authorization_mode = "Node,RBAC".into();
-    let (listen, security) = args.resolve(&data, cfg.listen).unwrap();
-    cfg.listen = listen;
-    cfg.security = security;
-    let app = App::start(cfg).await.expect("secure mesopod starts");
+    let app = common::secure::with_embedded_agent(dir.path(), &store, &[]).await;
     let kc = format!("--kubeconfig={}", data.join("kubeconfig").display());
     let k = common::kubectl(K, &app.api_url());
     let admin = async |args: &[&str], stdin: Option<&str>| {

@@ -158,3 +158,31 @@ impl Secure {
         super::kubectl(program, &self.app.api_url()).run(&all).await
     }
 }
+
+/// A secure mesopod (`--authorization-mode=Node,RBAC`, one token user
+/// `nobody`) with one agent whose executor runs pods on the embedded
+/// runtime from the image store `store`, plus `executor_args`. Its data dir
+/// is `dir/data`, with the admin kubeconfig at `dir/data/kubeconfig`.
+pub async fn with_embedded_agent(dir: &Path, store: &Path, executor_args: &[&str]) -> App {
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, "nobody-token,nobody,1000\n").unwrap();
+    let data = dir.join("data");
+    let mut cfg = cluster::app_config(Setup {
+        agents: vec![cluster::agent("cpus:4;mem:4096;disk:4096", "", 0)],
+        data_dir: Some(data.clone()),
+        ..Default::default()
+    });
+    cfg.executor.args = vec![
+        "--container-runtime=embedded".into(),
+        format!("--image-store={}", store.display()),
+    ];
+    cfg.executor
+        .args
+        .extend(executor_args.iter().map(|a| a.to_string()));
+    let mut args = security_args(&tokens);
+    args.authorization_mode = "Node,RBAC".into();
+    let (listen, security) = args.resolve(&data, cfg.listen).unwrap();
+    cfg.listen = listen;
+    cfg.security = security;
+    App::start(cfg).await.expect("secure mesopod starts")
+}
