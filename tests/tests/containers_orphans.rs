@@ -7,7 +7,6 @@
 mod common;
 mod containers_support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::cluster::*;
@@ -21,26 +20,6 @@ fn sleeper(name: &str, marker: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"sleep\", \"3600\"]\n    env:\n    - name: MARKER\n      value: {marker:?}\n    resources:\n      requests:\n        cpu: 10m\n        memory: 8Mi\n"
     )
-}
-
-/// The executors whose sandbox is under `work`.
-fn executors_under(work: &Path) -> Vec<u32> {
-    let want = format!("MESOS_SANDBOX={}", work.display());
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
-            let ours = env
-                .split(|b| *b == 0)
-                .any(|kv| kv.starts_with(want.as_bytes()));
-            (is_executor && ours).then_some(pid)
-        })
-        .collect()
 }
 
 async fn scenario(runtime: &str) {

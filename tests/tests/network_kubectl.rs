@@ -108,26 +108,6 @@ impl Drop for TestNet {
     }
 }
 
-/// The executors whose sandbox is under `work`.
-fn executors_under(work: &Path) -> Vec<i32> {
-    let want = format!("MESOS_SANDBOX={}", work.display());
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
-            let ours = env
-                .split(|b| *b == 0)
-                .any(|kv| kv.starts_with(want.as_bytes()));
-            (is_executor && ours).then_some(pid)
-        })
-        .collect()
-}
-
 async fn cni_cluster(store: &Path, conf: &Path) -> App {
     let mut cfg = common::cluster::app_config(Setup {
         agents: vec![agent(
@@ -284,7 +264,7 @@ async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
         1,
         "one executor on the agent: {executors:?}"
     );
-    let pid = rustix::process::Pid::from_raw(executors[0]).unwrap();
+    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     wait_pod(app.api(), "default", "first", T, |p| phase(p) == "Failed").await;
     assert_eq!(

@@ -153,3 +153,23 @@ pub fn sandboxes_left(work: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .collect()
 }
+
+/// The executors whose sandbox is under `work`.
+pub fn executors_under(work: &Path) -> Vec<u32> {
+    let want = format!("MESOS_SANDBOX={}", work.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let is_executor = cmdline.split(|b| *b == 0).any(|a| a == b"executor");
+            let ours = env
+                .split(|b| *b == 0)
+                .any(|kv| kv.starts_with(want.as_bytes()));
+            (is_executor && ours).then_some(pid)
+        })
+        .collect()
+}
