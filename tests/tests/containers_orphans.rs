@@ -45,11 +45,14 @@ async fn scenario(runtime: &str) {
         })
         .await;
     }
-    assert_eq!(
-        processes_with_env(&first).len(),
-        PODS,
-        "one process per pod"
-    );
+    let runs = wait_until(
+        "a process for every pod",
+        T,
+        async || processes_with_env(&first),
+        |p| p.len() >= PODS,
+    )
+    .await;
+    assert_eq!(runs.len(), PODS, "one process per pod");
 
     let work = app.local().unwrap().work_dir().to_path_buf();
     let executors = executors_under(&work);
@@ -92,10 +95,19 @@ async fn scenario(runtime: &str) {
         |p| p.is_empty(),
     )
     .await;
+    // Running is reported once the runtime's `start` returned, as kubelet does
+    // after StartContainer; the command's execve may follow a moment later.
+    let runs = wait_until(
+        "the recreated pod's process",
+        T,
+        async || processes_with_env(&again),
+        |p| !p.is_empty(),
+    )
+    .await;
     assert_eq!(
-        processes_with_env(&again).len(),
+        runs.len(),
         1,
-        "the recreated pod runs exactly once"
+        "the recreated pod runs exactly once: {runs:?}"
     );
     // The dead executor's pod sandboxes went with it: only the new pod's is left.
     let left = sandboxes_left(&work);
