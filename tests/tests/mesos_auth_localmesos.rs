@@ -5,14 +5,15 @@
 //! principal and secret runs a task. Executors: the mesopod executor sends
 //! its agent-minted token and runs its pod; an executor call without a
 //! token, with a forged one or with another executor's is refused.
-//! (mesos-go is not tested: no Go toolchain on this machine.)
+//! mesos-go (Debian's package of it, its v1 HTTP client) does the same as
+//! pymesos, and with a wrong secret gets the 401.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use std::time::Duration;
 
-use common::{harness, pymesos};
+use common::{harness, mesosgo, pymesos};
 use localmesos::{AgentConfig, Config, Credentials, LocalMesos, Security, Timing};
 use mesos::codec::Codec;
 use mesos::proto::TaskState;
@@ -160,6 +161,59 @@ async fn pymesos_with_a_principal_and_secret_runs_a_task() {
     assert!(seen.contains("STATE TASK_FINISHED"), "{seen}");
     let (status, _, stderr) = script.finish().await;
     assert!(status.success(), "{status:?}\n{stderr}");
+    cluster.shutdown().await;
+}
+
+/// `tests/go/mesosgoauth` against an authenticating localmesos with
+/// `secret`: what it printed on stdout, its exit status and its stderr.
+async fn mesos_go_run(cluster: &LocalMesos, secret: &str) -> (Vec<String>, bool, String) {
+    let program = mesosgo::build("mesosgoauth").await;
+    let mut peer = pymesos::Script::spawn(
+        tokio::process::Command::new(program)
+            .arg(cluster.master_addr().to_string())
+            .args([PRINCIPAL, secret]),
+    );
+    peer.until(Duration::from_secs(60), |l| match l {
+        "DONE" => Some(true),
+        "FAILED" => Some(false),
+        _ => None,
+    })
+    .await;
+    let mut seen = std::mem::take(&mut peer.seen);
+    let (status, rest, stderr) = peer.finish().await;
+    seen.extend(rest);
+    (seen, status.success(), stderr)
+}
+
+#[tokio::test]
+async fn mesos_go_with_a_principal_and_secret_runs_a_task() {
+    if !mesosgo::available_or_skip("mesos-go auth test") {
+        return;
+    }
+    let cluster = authenticated_cluster().await;
+    let (seen, ok, stderr) = mesos_go_run(&cluster, SECRET).await;
+    let text = seen.join("\n");
+    assert!(ok, "mesos-go did not finish its task:\n{text}\n{stderr}");
+    assert!(text.contains("REGISTERED"), "{text}");
+    assert!(text.contains("STATE TASK_RUNNING"), "{text}");
+    assert!(text.contains("STATE TASK_FINISHED"), "{text}");
+    assert_eq!(seen.last().map(String::as_str), Some("DONE"), "{text}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn mesos_go_with_a_wrong_secret_gets_401() {
+    if !mesosgo::available_or_skip("mesos-go wrong secret test") {
+        return;
+    }
+    let cluster = authenticated_cluster().await;
+    let (seen, ok, stderr) = mesos_go_run(&cluster, "not-the-secret").await;
+    assert!(!ok, "mesos-go subscribed with a wrong secret: {seen:?}");
+    assert!(
+        !seen.iter().any(|l| l.starts_with("REGISTERED")),
+        "{seen:?}"
+    );
+    assert!(stderr.contains("401 Unauthorized"), "{stderr}");
     cluster.shutdown().await;
 }
 

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod harness;
+pub mod mesosgo;
 pub mod pymesos;
 pub mod secure;
 

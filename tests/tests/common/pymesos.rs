@@ -1,4 +1,5 @@
-//! A pymesos script (PyPI's pymesos, JSON over HTTP) run against localmesos:
+//! A pymesos script (PyPI's pymesos, JSON over HTTP) run against localmesos
+//! (or another peer program, [`Script::spawn`]):
 //! whether pymesos is installed (`.ci/install-pymesos.sh`; required under
 //! `CI=true`, else skipped loudly), and the script's stdout read line by line.
 
@@ -50,10 +51,14 @@ impl Script {
     /// Starts `tests/tests/<name>` with `args`.
     pub fn start(name: &str, args: &[String]) -> Script {
         let path = format!("{}/tests/{name}", env!("CARGO_MANIFEST_DIR"));
+        Script::spawn(tokio::process::Command::new(python()).arg(path).args(args))
+    }
+
+    /// Starts `command` (any peer program, not only a Python script) with
+    /// piped stdio.
+    pub fn spawn(command: &mut tokio::process::Command) -> Script {
         let mut child = ProcessGuard::spawn(
-            tokio::process::Command::new(python())
-                .arg(path)
-                .args(args)
+            command
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped()),
@@ -112,7 +117,7 @@ impl Script {
             (rest, child.wait().await)
         })
         .await
-        .expect("the pymesos script exits once told to");
+        .expect("the peer exits once told to");
         (status.unwrap(), rest, self.stderr.await.unwrap_or_default())
     }
 }
