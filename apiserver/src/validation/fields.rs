@@ -465,7 +465,7 @@ pub const FIELDS: &[Field] = &[
         "PodSecurityContext",
         "fsGroupChangePolicy",
         Only(&["Always", "OnRootMismatch"]),
-        "",
+        "Kubernetes' two policies; OnRootMismatch skips a volume whose root already matches",
     ),
     f("PodSecurityContext", "runAsGroup", Honoured, ""),
     f(
