@@ -140,6 +140,11 @@ impl Runtime {
                     "killed the containers an earlier executor left running"
                 );
             }
+            let agent_dir = crate::oci::agent_dir(&config.sandbox);
+            let left = crate::volumes::leftovers::clean(&agent_dir, &config.sandbox);
+            if !left.unmounted.is_empty() || !left.removed.is_empty() {
+                tracing::warn!(unmounted = ?left.unmounted, removed = ?left.removed, "unmounted and removed what an earlier executor's pods left");
+            }
         } else if broken.is_none() {
             tracing::warn!(
                 "container runtime is `process`: pods run as host processes, without isolation"

@@ -360,7 +360,18 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
             });
         }
     };
-    if let (Some(last), Some(got)) = (task.order.last_timestamp, update.timestamp)
+    // A reliable update that leaves the state as it is (fresh details: the
+    // pod's readiness) is ordered against the other reliable ones only.
+    // Master-made updates (reconciliation answers, a heal's
+    // REASON_AGENT_REREGISTERED) carry the master's clock and no details:
+    // an executor's report stamped a moment before such an answer, on
+    // another host's clock, is still the newest word on its pod.
+    let watermark = if update.uuid.is_some() && next == task.state {
+        task.order.last_reliable_timestamp
+    } else {
+        task.order.last_timestamp
+    };
+    if let (Some(last), Some(got)) = (watermark, update.timestamp)
         && got < last
         && !is_progress(task.state, next)
     {
@@ -374,6 +385,10 @@ pub(crate) fn apply(task: &mut PodTask, update: &Checked<'_>, now: SystemTime) -
     if let Some(got) = update.timestamp {
         // Progress may carry an older timestamp; the watermark never goes back.
         task.order.last_timestamp = Some(task.order.last_timestamp.map_or(got, |l| l.max(got)));
+        if update.uuid.is_some() {
+            let last = task.order.last_reliable_timestamp;
+            task.order.last_reliable_timestamp = Some(last.map_or(got, |l| l.max(got)));
+        }
     }
     if let Some(uuid) = update.uuid {
         task.order.last_uuid = Some(uuid_key(uuid));

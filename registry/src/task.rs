@@ -181,6 +181,9 @@ fn wire_name_opt<E: mesos::proto::json::WireEnum, S: serde::Serializer>(
 pub(crate) struct StatusOrder {
     /// Timestamp of the newest applied update that carried a finite one.
     pub(crate) last_timestamp: Option<f64>,
+    /// The same, among updates with a UUID only (the agent's and its
+    /// executors', all stamped by the agent host's clock).
+    pub(crate) last_reliable_timestamp: Option<f64>,
     /// UUID of the last applied update ([`uuid_key`]); a redelivery
     /// carries the same one.
     pub(crate) last_uuid: Option<u64>,

@@ -175,6 +175,35 @@ fn progress_applies_even_when_a_reconciliation_answer_looks_newer() {
     assert_eq!((t.previous, t.current), (State::Killing, State::Finished));
 }
 
+/// After a heal the executor reports every pod again while mesopod
+/// reconciles: an answer stamped by the master's clock may overtake a
+/// report the executor stamped a moment before. The report's details (the
+/// pod's readiness) are the newest word on the pod and must apply.
+#[test]
+fn an_executor_report_overtaken_by_a_reconciliation_answer_still_applies() {
+    let (reg, id) = registered();
+    let mut before = Update::new(&id, TaskRunning).ts(100.0).uuid(1);
+    before.status.healthy = Some(false);
+    let _ = reg.update_status(&before.status, at(100));
+    let recon = Update::new(&id, TaskRunning)
+        .ts(105.0)
+        .source(Source::SourceMaster)
+        .reason(Reason::ReasonReconciliation);
+    let _ = reg.update_status(&recon.status, at(105));
+    let mut report = Update::new(&id, TaskRunning).ts(103.0).uuid(2);
+    report.status.healthy = Some(true);
+    let out = reg.update_status(&report.status, at(106));
+    assert!(matches!(out, StatusOutcome::Applied(_)), "{out:?}");
+    assert_eq!(
+        reg.get(&id).unwrap().last_status.unwrap().healthy,
+        Some(true)
+    );
+    // Among the executor's own reports the order still holds.
+    let mut older = Update::new(&id, TaskRunning).ts(102.0).uuid(3);
+    older.status.healthy = Some(false);
+    assert!(older_than_last(&reg.update_status(&older.status, at(107))));
+}
+
 #[test]
 fn an_update_without_timestamp_is_still_ordered_by_the_state_machine() {
     let (reg, id) = registered();

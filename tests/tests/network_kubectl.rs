@@ -203,12 +203,16 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
     )
     .await;
 
-    // The host port, from the agent's side: its address on the pods' bridge.
-    let page = http_get(&format!("{subnet}.1"), HOST_PORT).unwrap();
-    assert!(
-        page.contains("hello-from-server"),
-        "hostPort {HOST_PORT}: {page}"
-    );
+    // The host port, from the agent's side: its address on the pods' bridge,
+    // and 127.0.0.1 (portmap's `snat` sets route_localnet on the bridge and
+    // masquerades loopback sources, so the DNATed packet may leave `lo`).
+    for host in [format!("{subnet}.1"), "127.0.0.1".to_owned()] {
+        let page = http_get(&host, HOST_PORT).unwrap();
+        assert!(
+            page.contains("hello-from-server"),
+            "hostPort {HOST_PORT} on {host}: {page}"
+        );
+    }
 
     let host = pod("onhost", "exec sleep 3600", "  hostNetwork: true\n");
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&host)).await);

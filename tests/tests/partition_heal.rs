@@ -2,7 +2,15 @@
 //! ready within 10 s of the heal (the master sends TASK_RUNNING with
 //! REASON_AGENT_REREGISTERED, mesopod reconciles that agent's tasks and
 //! asks its executor for every pod's status), and while it is unreachable
-//! no pod on it claims to be ready.
+//! no pod on it claims to be ready. The test prints how long the heal took.
+//!
+//! Under CPU load it once failed: the executor's reports, stamped a moment
+//! before the master's reconciliation answers, reached mesopod after them
+//! and were dropped as older, so those pods stayed not ready. The registry
+//! now orders an executor's same-state report against the executor's own
+//! reports only (see `registry`'s `an_executor_report_overtaken_by_a_
+//! reconciliation_answer_still_applies`); reproduce with the test beside
+//! a loaded machine (`nice stress-ng --cpu 4` or a `cargo build`).
 //!
 //! The 120 s pass on the master's clock, which localmesos' fault route
 //! advances: its agent ping timeouts (`--agent-ping-timeout` 15 s ×
@@ -94,10 +102,14 @@ fn pods_on_an_agent_healed_after_120_s_are_running_and_ready_within_ten_seconds(
     );
     assert!(cluster.admin(&format!("agents/{agent}/heal"), ""));
     let healed = Instant::now();
-    all_running(&cluster.api, "part", N - 1, Duration::from_secs(10));
+    // Waits past the promise, so that a slow heal says how slow it was.
+    let after = all_running(&cluster.api, "part", N - 1, Duration::from_secs(60));
     let took = healed.elapsed();
     eprintln!("every pod Running and ready {took:?} after the heal");
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "every pod Running and ready only {took:?} after the heal: {after:?}"
+    );
     wait_until_blocking(
         "the deleted pod's process killed after the heal",
         Duration::from_secs(20),

@@ -239,28 +239,17 @@ async fn host_paths_work_only_under_the_allowed_prefixes() {
             "containers": [sh("c", "true", json!({"volumeMounts": [{"name": "h", "mountPath": "/h"}]}))]}),
     );
     s.rt.launch(TaskId::new("t-wrongtype"), wrong_type).unwrap();
-    let waiting = until(&mut s.rx, |u| {
-        u.status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .and_then(|c| c[0].state.as_ref()?.waiting.as_ref()?.message.clone())
-            .is_some_and(|m| m.contains("hostPath type check failed"))
-    })
-    .await;
-    let msg = waiting.status.unwrap().container_statuses.unwrap()[0]
-        .state
-        .clone()
-        .unwrap()
-        .waiting
-        .unwrap()
-        .message
-        .unwrap();
-    assert_eq!(
-        msg,
-        format!(
-            "MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: {dir}/in.txt is not a directory"
-        )
+    let msg = format!(
+        "MountVolume.SetUp failed for volume \"h\" : hostPath type check failed: {dir}/in.txt is not a directory"
     );
+    let failed = until(&mut s.rx, |u| has_failed_mount(u, &msg)).await;
+    assert_eq!(
+        waiting_reason(&failed).as_deref(),
+        Some("ContainerCreating")
+    );
+    assert_eq!(failed.state, PodState::Starting, "the pod stays Pending");
+    // kubelet's volume manager retries: another FailedMount follows.
+    until(&mut s.rx, |u| has_failed_mount(u, &msg)).await;
     assert!(s.rt.kill(&TaskId::new("t-wrongtype"), Some(Duration::ZERO)));
     until(&mut s.rx, |u| u.state.is_terminal()).await;
 }
@@ -291,24 +280,18 @@ async fn config_maps_and_secrets_reach_files_and_env_and_updates_reach_the_volum
                                  {"name": "secret", "mountPath": "/secret"}]}))]}),
     );
     s.rt.launch(TaskId::new("t-cfg"), p).unwrap();
-    // The ConfigMap does not exist yet: the container waits, with kubelet's words.
-    let waiting = until(&mut s.rx, |u| {
-        u.status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .and_then(|c| c[0].state.as_ref()?.waiting.clone())
-            .is_some_and(|w| w.reason.as_deref() == Some("CreateContainerConfigError"))
+    // The ConfigMap does not exist yet: the pod waits in ContainerCreating
+    // and says why in a FailedMount event, with kubelet's words.
+    let failed = until(&mut s.rx, |u| {
+        has_failed_mount(
+            u,
+            "MountVolume.SetUp failed for volume \"cfg\" : configmap \"settings\" not found",
+        )
     })
     .await;
-    let w = waiting.status.unwrap().container_statuses.unwrap()[0]
-        .state
-        .clone()
-        .unwrap()
-        .waiting
-        .unwrap();
     assert_eq!(
-        w.message.as_deref(),
-        Some("MountVolume.SetUp failed for volume \"cfg\" : configmap \"settings\" not found")
+        waiting_reason(&failed).as_deref(),
+        Some("ContainerCreating")
     );
     s.objects.set_config_map(config_map(
         "settings",
@@ -373,4 +356,66 @@ async fn a_sub_path_symlink_cannot_lead_out_of_its_volume() {
     // Both links resolve to the volume's own root, not the host's.
     assert_eq!(out.matches("marker").count(), 2, "{out}");
     assert!(!out.contains("proc") && !out.contains("usr"), "{out}");
+}
+
+/// `fsGroup`: a non-root container reads a 0400 secret through the group
+/// (the file becomes 0440, group fsGroup), has the group among its
+/// supplemental groups, and what it creates in an emptyDir inherits the
+/// group from the setgid directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fs_group_lets_a_non_root_container_read_its_secret() {
+    let Some(mut s) = setup().await else { return };
+    s.objects.set_secret(
+        serde_json::from_value::<Secret>(json!({"metadata": {"name": "creds", "namespace": "ns"},
+            "data": {"password": "aHVudGVyMg=="}}))
+        .unwrap(),
+    );
+    let script = "stat -c 'file=%a/%g' /secret/..data/pw; echo \"groups=$(id -G)\"; \
+        echo \"read=$(cat /secret/pw)\"; touch /scratch/new; stat -c 'new=%g' /scratch/new; stat -c 'dir=%a' /scratch; \
+        exec sleep 3600";
+    let p = plan(
+        "fsgroup",
+        json!({"securityContext": {"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000},
+            "volumes": [
+                {"name": "secret", "secret": {"secretName": "creds", "defaultMode": 256,
+                    "items": [{"key": "password", "path": "pw"}]}},
+                {"name": "scratch", "emptyDir": {}}],
+            "containers": [sh("c", script, json!({"volumeMounts": [
+                {"name": "secret", "mountPath": "/secret"},
+                {"name": "scratch", "mountPath": "/scratch"}]}))]}),
+    );
+    s.rt.launch(TaskId::new("t-fsgroup"), p).unwrap();
+    let out = wait_log(&s.sandbox, "fsgroup", "c", "dir=").await;
+    assert!(out.contains("file=440/2000"), "{out}");
+    assert!(out.contains("read=hunter2"), "{out}");
+    let groups = out
+        .lines()
+        .find_map(|l| l.strip_prefix("groups="))
+        .unwrap_or_default();
+    assert!(groups.split(' ').any(|g| g == "2000"), "{out}");
+    assert!(out.contains("new=2000"), "{out}");
+    assert!(out.contains("dir=2777"), "{out}");
+    assert!(s.rt.kill(&TaskId::new("t-fsgroup"), Some(Duration::ZERO)));
+    until(&mut s.rx, |u| u.state.is_terminal()).await;
+}
+
+/// Whether `u` carries kubelet's `FailedMount` Warning on the pod with `message`.
+fn has_failed_mount(u: &PodUpdate, message: &str) -> bool {
+    u.events.iter().any(|e| {
+        e.type_ == "Warning"
+            && e.reason == "FailedMount"
+            && e.message == message
+            && e.field_path.is_empty()
+    })
+}
+
+/// The first container's waiting reason.
+fn waiting_reason(u: &PodUpdate) -> Option<String> {
+    u.status.as_ref()?.container_statuses.as_ref()?[0]
+        .state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .reason
+        .clone()
 }

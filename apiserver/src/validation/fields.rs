@@ -458,14 +458,14 @@ pub const FIELDS: &[Field] = &[
     f(
         "PodSecurityContext",
         "fsGroup",
-        Refused,
-        "volumes are not chowned to a group",
+        Honoured,
+        "volumes but hostPath are given the group, which joins the supplemental groups",
     ),
     f(
         "PodSecurityContext",
         "fsGroupChangePolicy",
-        Refused,
-        "volumes are not chowned to a group",
+        Only(&["Always", "OnRootMismatch"]),
+        "Kubernetes' two policies; OnRootMismatch skips a volume whose root already matches",
     ),
     f("PodSecurityContext", "runAsGroup", Honoured, ""),
     f(

@@ -25,6 +25,9 @@ pub(crate) enum StartError {
     Pull(PullFailure),
     /// The config cannot be built (`CreateContainerConfigError`).
     Config(String),
+    /// A pod volume cannot be set up (kubelet's `FailedMount`: the pod
+    /// waits in `ContainerCreating`, retried).
+    Mount(String),
     /// The runtime refused (`StartError`, exit 128).
     Runtime(String),
 }

@@ -11,7 +11,7 @@ pub struct Security {
     pub run_as_user: Option<i64>,
     /// `runAsGroup`.
     pub run_as_group: Option<i64>,
-    /// The pod's `supplementalGroups`.
+    /// The pod's `supplementalGroups`, then its `fsGroup`.
     pub supplemental_groups: Vec<i64>,
     /// `runAsNonRoot`.
     pub run_as_non_root: Option<bool>,
@@ -48,9 +48,13 @@ pub(super) fn security(c: &Container, pod: Option<&PodSecurityContext>) -> Secur
         run_as_group: sc
             .and_then(|s| s.run_as_group)
             .or(pod.and_then(|p| p.run_as_group)),
+        // kubelet adds fsGroup to every container's supplemental groups.
         supplemental_groups: pod
             .and_then(|p| p.supplemental_groups.clone())
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .into_iter()
+            .chain(pod.and_then(|p| p.fs_group))
+            .collect(),
         run_as_non_root: sc
             .and_then(|s| s.run_as_non_root)
             .or(pod.and_then(|p| p.run_as_non_root)),

@@ -20,7 +20,7 @@ const ERR_IMAGE_PULL_SHOWN: Duration = Duration::from_secs(1);
 pub(crate) const OOM_KILLED: &str = "OOMKilled";
 
 impl Supervisor {
-    fn field_path(&self, which: Which) -> String {
+    pub(super) fn field_path(&self, which: Which) -> String {
         match which {
             Which::Init(_) => format!("spec.initContainers{{{}}}", self.plan_of(which).name),
             Which::Main(_) => format!("spec.containers{{{}}}", self.plan_of(which).name),
@@ -69,17 +69,15 @@ impl Supervisor {
             sandbox: Arc::clone(&self.sandbox),
             objects: Arc::clone(&self.config.objects),
             pod: self.plan.pod.clone(),
+            pulling_announced: self.inputs.volumes.all_ready(),
             inputs: self.inputs.clone(),
             path,
             plan,
         };
-        let image = start.plan.image.clone();
-        self.event(
-            which,
-            "Normal",
-            "Pulling",
-            format!("Pulling image {image:?}"),
-        );
+        if start.pulling_announced {
+            let image = start.plan.image.clone();
+            self.event(which, "Normal", "Pulling", launch::pulling(&image));
+        }
         self.events.push(Box::pin(start.run()));
     }
 
@@ -158,6 +156,7 @@ impl Supervisor {
                 }));
                 self.report_progress();
             }
+            Err(StartError::Mount(msg)) => self.failed_mount(which, msg),
             Err(StartError::Config(msg)) => {
                 self.event(which, "Warning", "Failed", format!("Error: {msg}"));
                 self.record(which).life = Life::Waiting {

@@ -1,22 +1,42 @@
 //! One container start through the runtime, as a future of the pod's loop:
-//! the pod's pull secrets, the image (pulled if it must be) while the pod
-//! sandbox is made, then `run`. Its events travel back with the result.
+//! the pod's volumes, its pull secrets, the image (pulled if it must be)
+//! while the pod sandbox is made, then `run`. Its events travel back with
+//! the result.
+//!
+//! A volume that cannot be set up is kubelet's volume manager's case, not
+//! a container config error: the containers keep waiting in
+//! `ContainerCreating` (`PodInitializing` for init containers), the pod in
+//! Pending, a `FailedMount` Warning goes on the pod for every failed
+//! attempt (`MountVolume.SetUp failed for volume "x" : …`), and the setup
+//! is retried with the volume manager's backoff (0.5 s doubling to 2 min
+//! 2 s), so the pod starts soon after what it misses appears.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{Event, Which};
+use super::{Event, Supervisor, Which};
+use crate::backoff::Backoff;
 use crate::events::ContainerEvent;
 use crate::objects::SharedObjects;
 use crate::oci::image::{ERR_IMAGE_PULL, PullFailure};
 use crate::oci::runner::{Oci, StartError, StartRequest};
 use crate::oci::sandbox::PodSandbox;
 use crate::pod::ContainerPlan;
+use crate::status::Life;
 
 /// kubelet's event reason when the pod sandbox cannot be made.
 const FAILED_CREATE_POD_SANDBOX: &str = "FailedCreatePodSandBox";
+
+/// kubelet's event reason when a volume cannot be set up.
+pub(crate) const FAILED_MOUNT: &str = "FailedMount";
+
+/// kubelet's volume operations' exponential backoff
+/// (`initialDurationBeforeRetry` 500 ms, `maxDurationBeforeRetry` 2m2s).
+pub(crate) const MOUNT_RETRY: Backoff =
+    Backoff::new(Duration::from_millis(500), Duration::from_secs(122));
 
 /// Everything a start needs, owned (it outlives the supervisor's borrow).
 pub(super) struct Start {
@@ -35,6 +55,14 @@ pub(super) struct Start {
     pub(super) inputs: crate::volumes::StartInputs,
     /// The container's `fieldPath` in events.
     pub(super) path: String,
+    /// "Pulling" went out when the start began (the volumes were set up,
+    /// so the pull was next); else it goes with the result, if it pulled.
+    pub(super) pulling_announced: bool,
+}
+
+/// kubelet's "Pulling" event message.
+pub(super) fn pulling(image: &str) -> String {
+    format!("Pulling image {image:?}")
 }
 
 impl Start {
@@ -52,7 +80,7 @@ impl Start {
         self.inputs
             .volumes_ready()
             .await
-            .map_err(StartError::Config)?;
+            .map_err(StartError::Mount)?;
         let secrets = crate::oci::pull_secrets::read(self.objects.as_ref(), &self.pod)
             .await
             .map_err(|message| {
@@ -75,6 +103,9 @@ impl Start {
             )),
         );
         let image = image.map_err(StartError::Pull)?;
+        if !self.pulling_announced && image.pulled_in.is_some() {
+            events.push(self.event("Normal", "Pulling", pulling(&plan.image)));
+        }
         let pulled = match image.pulled_in {
             Some(took) => format!(
                 "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.",
@@ -134,5 +165,36 @@ impl Start {
 
     fn event(&self, type_: &str, reason: &str, message: String) -> ContainerEvent {
         ContainerEvent::new(type_, reason, message, self.path.clone())
+    }
+}
+
+impl Supervisor {
+    /// A volume of the pod could not be set up: the container waits as
+    /// before any runtime status, `FailedMount` goes on the pod, and the
+    /// start is tried again after the volume manager's backoff.
+    pub(super) fn failed_mount(&mut self, which: Which, message: String) {
+        tracing::info!(task = %self.task_id, %message, "volume setup failed; retrying");
+        self.out_events.push(ContainerEvent::new(
+            "Warning",
+            FAILED_MOUNT,
+            message,
+            String::new(),
+        ));
+        let reason = match which {
+            Which::Init(_) => "PodInitializing",
+            Which::Main(_) => "ContainerCreating",
+        };
+        self.record(which).life = Life::Waiting {
+            reason: reason.into(),
+            message: None,
+        };
+        let attempts = self.pull_attempts.entry(which).or_insert(0);
+        let delay = MOUNT_RETRY.delay(*attempts);
+        *attempts = attempts.saturating_add(1);
+        self.events.push(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Event::Retry(which)
+        }));
+        self.report_progress();
     }
 }

@@ -3,7 +3,7 @@
 //! secret and projected volumes), and its usage for `sizeLimit`.
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Mounts a fresh tmpfs at `dir` (nosuid, nodev). No `size`: usage past
 /// `sizeLimit` evicts the pod, as in kubelet, and the memory is charged to
@@ -53,11 +53,23 @@ pub(super) fn mounted_below(dir: &Path) -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return true;
     };
-    info.lines().any(|l| {
-        l.split(' ')
-            .nth(4)
-            .is_some_and(|mp| Path::new(&unescape(mp)).starts_with(dir))
-    })
+    parse_mount_points(&info)
+        .iter()
+        .any(|mp| mp.starts_with(dir))
+}
+
+/// Every mount point in `/proc/self/mountinfo` (none if it cannot be read).
+pub(super) fn mount_points() -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|info| parse_mount_points(&info))
+        .unwrap_or_default()
+}
+
+fn parse_mount_points(info: &str) -> Vec<PathBuf> {
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|mp| PathBuf::from(unescape(mp)))
+        .collect()
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.

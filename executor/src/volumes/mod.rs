@@ -23,10 +23,17 @@
 //!   They are mounted read-only, as in Kubernetes.
 //! - A missing object that is not `optional` fails the start with kubelet's
 //!   message (`configmap "x" not found`); the supervisor retries it.
+//! - `fsGroup` (and `fsGroupChangePolicy`) is applied as kubelet does
+//!   ([`ownership`]) to every volume but hostPath, at setup and after each
+//!   rewrite; the group joins each container's supplemental groups.
+//! - A dead executor's volume mounts are unmounted by the next one
+//!   ([`leftovers`]).
 
 pub mod atomic;
 mod empty_dir;
 mod host_path;
+pub mod leftovers;
+pub mod ownership;
 mod plan;
 pub mod projection;
 mod start;
@@ -35,6 +42,7 @@ mod subpath;
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Volume;
@@ -153,6 +161,10 @@ pub struct PodVolumes {
     settings: VolumeSettings,
     objects: SharedObjects,
     state: Mutex<State>,
+    /// Every volume is set up (read without the lock, by the pod's loop).
+    all_ready: AtomicBool,
+    /// The pod's `fsGroup`.
+    fs_group: Option<ownership::FsGroup>,
 }
 
 #[derive(Debug, Default)]
@@ -175,14 +187,23 @@ impl PodVolumes {
         settings: VolumeSettings,
         objects: SharedObjects,
     ) -> Self {
-        PodVolumes {
-            pod_dir: pod_dir.to_path_buf(),
-            volumes: plan
-                .pod
+        let volumes = plan
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.volumes.clone())
+            .unwrap_or_default();
+        let fs_group = ownership::FsGroup::of(
+            plan.pod
                 .spec
                 .as_ref()
-                .and_then(|s| s.volumes.clone())
-                .unwrap_or_default(),
+                .and_then(|s| s.security_context.as_ref()),
+        );
+        PodVolumes {
+            pod_dir: pod_dir.to_path_buf(),
+            fs_group,
+            all_ready: AtomicBool::new(volumes.is_empty()),
+            volumes,
             settings,
             objects,
             state: Mutex::new(State::default()),
@@ -192,6 +213,11 @@ impl PodVolumes {
     /// Whether the pod has any volume.
     pub fn is_empty(&self) -> bool {
         self.volumes.is_empty()
+    }
+
+    /// Whether every volume was set up.
+    pub fn all_ready(&self) -> bool {
+        self.all_ready.load(Ordering::Acquire)
     }
 
     /// `<pod dir>/volumes/<name>`.
@@ -241,9 +267,20 @@ impl PodVolumes {
                 }
                 None => empty_dir::open_up(&dir).map_err(fail)?,
             }
+            self.own(&dir, v).map_err(fail)?;
             state.ready.insert(v.name.clone());
         }
+        self.all_ready.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Gives a volume to the pod's `fsGroup`, if it has one; projected
+    /// volumes are read-only, as their mounts are.
+    fn own(&self, dir: &Path, v: &Volume) -> Result<(), String> {
+        match self.fs_group {
+            Some(g) => g.apply(dir, v.empty_dir.is_none()),
+            None => Ok(()),
+        }
     }
 
     /// The container's mounts, for its bundle (after [`PodVolumes::prepare`]).
@@ -328,7 +365,12 @@ impl PodVolumes {
             };
             match projection::payload(v, &src, &mut state.tokens).await {
                 Ok(Some(files)) => match atomic::write(&self.dir(&v.name), &files) {
-                    Ok(true) => tracing::info!(volume = %v.name, "volume updated"),
+                    Ok(true) => {
+                        if let Err(e) = self.own(&self.dir(&v.name), v) {
+                            tracing::warn!(volume = %v.name, error = %e, "cannot apply fsGroup");
+                        }
+                        tracing::info!(volume = %v.name, "volume updated");
+                    }
                     Ok(false) => {}
                     Err(e) => tracing::warn!(volume = %v.name, error = %e, "cannot update volume"),
                 },

@@ -95,6 +95,12 @@ pub async fn payload(
                     tokens,
                 )
                 .await?;
+                // kubelet: with an fsGroup the token is 0600, and the
+                // group's read bit comes with the volume's ownership.
+                let fs_group = (src.cx.pod.spec.as_ref())
+                    .and_then(|s| s.security_context.as_ref())
+                    .is_some_and(|c| c.fs_group.is_some());
+                let mode = if fs_group { 0o600 } else { mode };
                 insert(&mut out, &t.path, token.into_bytes(), mode)?;
             }
             if s.cluster_trust_bundle.is_some() {
