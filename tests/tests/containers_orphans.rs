@@ -143,6 +143,10 @@ async fn scenario(runtime: &str) {
     // The dead executor's pod sandboxes went with it: only the new pod's is left.
     let left = sandboxes_left(&work);
     assert_eq!(left.len(), 1, "{left:?}");
+    // So did its containers' root filesystems, mounted in the agent's
+    // mount namespace: only the new pod's is left.
+    let rootfs = rootfs_mounts_under(&work);
+    assert_eq!(rootfs.len(), 1, "{rootfs:?}");
 
     app.shutdown().await;
     wait_until(
@@ -152,6 +156,21 @@ async fn scenario(runtime: &str) {
         |p| p.is_empty(),
     )
     .await;
+}
+
+/// The overlay mounts (containers' root filesystems) under `work` in this
+/// process' mount namespace, the agent's.
+fn rootfs_mounts_under(work: &std::path::Path) -> Vec<String> {
+    let work = work.display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let point = l.split(' ').nth(4)?;
+            let kind = l.split(" - ").nth(1)?.split(' ').next()?;
+            (kind == "overlay" && point.starts_with(&work)).then(|| point.to_owned())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
