@@ -62,10 +62,16 @@ mod tests {
 
     #[test]
     fn a_multi_threaded_process_is_not_forked() {
-        // The test harness runs tests on threads of its own.
-        let e = match fork() {
+        // A second thread alive for the whole check, however the harness runs.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || rx.recv());
+        let forked = fork();
+        drop(tx);
+        let _ = other.join();
+        let e = match forked {
             Err(e) => e,
-            Ok(_) => panic!("forked a multi-threaded process"),
+            Ok(Forked::Child) => std::process::exit(101),
+            Ok(Forked::Parent(_)) => panic!("forked a multi-threaded process"),
         };
         assert!(e.0.contains("single-threaded"), "{e}");
     }
