@@ -23,6 +23,8 @@ use mesos::proto::{TaskState, TaskStatus, task_status::Reason};
 pub const REASON_NODE_LOST: &str = "NodeLost";
 /// Kubernetes' Ready reason for a pod whose containers all ended.
 pub const REASON_POD_COMPLETED: &str = "PodCompleted";
+/// containerd's reason for a container that exited non-zero (a killed one too).
+pub const REASON_ERROR: &str = "Error";
 /// Kubelet's reason for a container it cannot locate.
 pub const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
 
@@ -88,6 +90,12 @@ pub fn pod_status_for(
                 status.message = message
                     .clone()
                     .or_else(|| Some(format!("task {}", state.wire_name())));
+            }
+            // Mesos destroys an executor's container when the executor
+            // ends, and every container of the pod nests in it: what ran
+            // was killed, not lost.
+            if !from_executor && reason == Some(Reason::ReasonExecutorTerminated) {
+                killed_with_executor(&mut status, message.as_deref(), now);
             }
             finished(&mut status);
         }
@@ -219,6 +227,39 @@ fn not_ready(status: &mut PodStatus, reason: &str, gone: bool, now: SystemTime) 
                     ..Default::default()
                 }
             });
+        }
+    }
+}
+
+/// kubelet's view of containers whose processes were killed under them
+/// (containerd's `Error` with SIGKILL's exit code 137): every container that
+/// was running is terminated, naming its executor's end.
+fn killed_with_executor(status: &mut PodStatus, why: Option<&str>, now: SystemTime) {
+    let why = why.unwrap_or("Executor terminated");
+    for list in [
+        &mut status.container_statuses,
+        &mut status.init_container_statuses,
+    ] {
+        for c in list.iter_mut().flatten() {
+            let Some(running) = c.state.as_ref().and_then(|s| s.running.as_ref()) else {
+                continue;
+            };
+            c.state = Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 137,
+                    signal: Some(9),
+                    reason: Some(REASON_ERROR.into()),
+                    message: Some(format!(
+                        "The container was killed with its executor ({why}); no executor adopted it"
+                    )),
+                    started_at: running.started_at.clone(),
+                    finished_at: Some(Time(timestamp(now))),
+                    container_id: c.container_id.clone(),
+                }),
+                ..Default::default()
+            });
+            c.ready = false;
+            c.started = Some(false);
         }
     }
 }
@@ -422,17 +463,84 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_whose_executor_died_is_not_ready() {
+    fn a_pod_that_failed_without_a_report_is_not_ready() {
         let mut u = update(TaskState::TaskFailed);
-        u.reason = Some(Reason::ReasonExecutorTerminated as i32);
+        u.reason = Some(Reason::ReasonContainerLaunchFailed as i32);
         let s = pod_status_for(&u, Some(&running_pod()), SystemTime::UNIX_EPOCH);
         assert_eq!(s.phase.as_deref(), Some("Failed"));
-        assert_eq!(s.reason.as_deref(), Some("ExecutorTerminated"));
+        assert_eq!(s.reason.as_deref(), Some("Error"));
         assert_eq!(condition(&s, "Ready"), "False");
         let c = &s.container_statuses.unwrap()[0];
         assert!(!c.ready);
         let t = c.state.as_ref().unwrap().terminated.as_ref().unwrap();
         assert_eq!(t.reason.as_deref(), Some(CONTAINER_STATUS_UNKNOWN));
+    }
+
+    #[test]
+    fn containers_killed_with_their_executor_say_so() {
+        let mut pod = running_pod();
+        let started = Time(timestamp(SystemTime::UNIX_EPOCH));
+        let cs = pod.container_statuses.as_mut().unwrap();
+        cs[0].container_id = Some("mesopod://t-main".into());
+        cs[0]
+            .state
+            .as_mut()
+            .unwrap()
+            .running
+            .as_mut()
+            .unwrap()
+            .started_at = Some(started.clone());
+        cs.push(ContainerStatus {
+            name: "later".into(),
+            state: Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("ContainerCreating".into()),
+                    message: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let mut u = update(TaskState::TaskFailed);
+        u.reason = Some(Reason::ReasonExecutorTerminated as i32);
+        u.message = Some("Executor killed".into());
+        let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(60);
+        let s = pod_status_for(&u, Some(&pod), now);
+        assert_eq!(s.reason.as_deref(), Some("ExecutorTerminated"));
+        let cs = s.container_statuses.unwrap();
+        let t = cs[0].state.as_ref().unwrap().terminated.clone().unwrap();
+        assert_eq!((t.exit_code, t.signal), (137, Some(9)));
+        assert_eq!(t.reason.as_deref(), Some(REASON_ERROR));
+        assert_eq!(
+            t.message.as_deref(),
+            Some(
+                "The container was killed with its executor (Executor killed); no executor adopted it"
+            )
+        );
+        assert_eq!(t.started_at, Some(started));
+        assert_eq!(t.finished_at, Some(Time(timestamp(now))));
+        assert_eq!(t.container_id.as_deref(), Some("mesopod://t-main"));
+        assert!(
+            cs[0].last_state.is_none(),
+            "kubelet keeps lastState for earlier runs"
+        );
+        assert!(!cs[0].ready);
+        // A container that never started was not killed: it is unknown.
+        let t = cs[1].state.as_ref().unwrap().terminated.clone().unwrap();
+        assert_eq!(t.reason.as_deref(), Some(CONTAINER_STATUS_UNKNOWN));
+        // A report from the executor itself is taken as it is.
+        let mut reported = running_pod();
+        reported.phase = Some("Failed".into());
+        u.data = Some(serde_json::to_vec(&reported).unwrap());
+        let s = pod_status_for(&u, Some(&pod), now);
+        assert!(
+            s.container_statuses.unwrap()[0]
+                .state
+                .as_ref()
+                .unwrap()
+                .running
+                .is_some()
+        );
     }
 
     #[test]

@@ -74,7 +74,38 @@ async fn scenario(runtime: &str) {
         )
         .await;
     }
-    wait_pod(app.api(), "default", "s0", T, |p| phase(p) == "Failed").await;
+    for i in 0..PODS {
+        wait_pod(app.api(), "default", &format!("s{i}"), T, |p| {
+            phase(p) == "Failed"
+        })
+        .await;
+    }
+    // Each pod's status names its killed container, as kubectl shows it.
+    let pods: serde_json::Value =
+        serde_json::from_str(&ok(&k.run(&["get", "pods", "-o", "json"]).await)).unwrap();
+    let items = pods["items"].as_array().unwrap();
+    assert_eq!(items.len(), PODS);
+    for pod in items {
+        let name = &pod["metadata"]["name"];
+        assert_eq!(pod["status"]["reason"], "ExecutorTerminated", "{name}");
+        let c = &pod["status"]["containerStatuses"][0];
+        assert_eq!(c["name"], "main", "{name}");
+        assert_eq!(c["ready"], false, "{name}");
+        let t = &c["state"]["terminated"];
+        assert_eq!(t["reason"], "Error", "{name}: {c}");
+        assert_eq!(t["exitCode"], 137, "{name}: {c}");
+        assert_eq!(t["signal"], 9, "{name}: {c}");
+        let message = t["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("The container was killed with its executor (Executor")
+                && message.ends_with("no executor adopted it"),
+            "{name}: {message}"
+        );
+        assert!(
+            t["startedAt"].is_string() && t["finishedAt"].is_string(),
+            "{name}: {c}"
+        );
+    }
 
     // The same pod again: it runs once, and nothing of the first run is left.
     ok(&k
@@ -112,6 +143,10 @@ async fn scenario(runtime: &str) {
     // The dead executor's pod sandboxes went with it: only the new pod's is left.
     let left = sandboxes_left(&work);
     assert_eq!(left.len(), 1, "{left:?}");
+    // So did its containers' root filesystems, mounted in the agent's
+    // mount namespace: only the new pod's is left.
+    let rootfs = rootfs_mounts_under(&work);
+    assert_eq!(rootfs.len(), 1, "{rootfs:?}");
 
     app.shutdown().await;
     wait_until(
@@ -121,6 +156,21 @@ async fn scenario(runtime: &str) {
         |p| p.is_empty(),
     )
     .await;
+}
+
+/// The overlay mounts (containers' root filesystems) under `work` in this
+/// process' mount namespace, the agent's.
+fn rootfs_mounts_under(work: &std::path::Path) -> Vec<String> {
+    let work = work.display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let point = l.split(' ').nth(4)?;
+            let kind = l.split(" - ").nth(1)?.split(' ').next()?;
+            (kind == "overlay" && point.starts_with(&work)).then(|| point.to_owned())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

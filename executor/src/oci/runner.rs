@@ -69,6 +69,9 @@ pub(crate) struct Oci {
     exe: PathBuf,
     /// Where pod sandboxes live (`<root>-sandboxes`).
     sandboxes: PathBuf,
+    /// The runtime is `mesopod runtime`, whose `init` makes a pod's
+    /// sandbox with its first container.
+    embedded: bool,
     pub(crate) images: Arc<dyn Images>,
     /// Image gc: pods hold their images while they live.
     pub(crate) gc: Arc<ImageGc>,
@@ -125,6 +128,7 @@ impl Oci {
             root,
             exe,
             sandboxes,
+            embedded: settings.runtime == RuntimeKind::Embedded,
             images: Arc::new(images),
             gc,
             allow_privileged: settings.allow_privileged,
@@ -155,7 +159,11 @@ impl Oci {
         pod: &k8s_openapi::api::core::v1::Pod,
     ) -> Result<PodSandbox, String> {
         let dir = self.sandboxes.join(sandbox::dir_name(task));
-        let mut sb = sandbox::create(&self.exe, &dir, hostname).await?;
+        let mut sb = if self.embedded {
+            sandbox::deferred(&dir)?
+        } else {
+            sandbox::create(&self.exe, &dir, hostname).await?
+        };
         let Some(cni) = self
             .cni
             .clone()
@@ -207,9 +215,16 @@ impl Oci {
     pub(crate) fn clean_orphans(&self) -> Vec<String> {
         let ids = sandbox::subdirs(&self.root);
         for id in &ids {
+            let bundle = self.bundle_of(id);
             let out = self.cli_sync().args(["delete", "--force", id]).output();
             if let Err(e) = out {
                 tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
+            }
+            // The dead executor mounted its containers' root filesystems
+            // in the agent's mount namespace: unmounted here, or they stay
+            // until reboot (and every later mount namespace copies them).
+            if let Some(bundle) = bundle {
+                release(&bundle.join("rootfs"), &bundle);
             }
         }
         // Networks first: DEL needs the namespaces the sandboxes hold.
@@ -229,6 +244,19 @@ impl Oci {
         ids
     }
 
+    /// The bundle of container `id`, from the runtime's `state` (OCI's
+    /// state JSON, which runc and the embedded runtime both print).
+    fn bundle_of(&self, id: &str) -> Option<PathBuf> {
+        let out = self.cli_sync().args(["state", id]).output().ok()?;
+        let state: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let bundle = PathBuf::from(state.get("bundle")?.as_str()?);
+        // Only a bundle this executor's layout names (`.bundle-<id>`).
+        bundle
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == format!(".bundle-{id}"))
+            .then_some(bundle)
+    }
+
     /// Builds the bundle and runs it (`run --detach`).
     pub(crate) async fn start(&self, req: StartRequest<'_>) -> Result<Running, StartError> {
         let bundle_dir = req.dir.join(format!(".bundle-{}", req.id));
@@ -243,6 +271,14 @@ impl Oci {
                 .map_err(|e| StartError::Runtime(e.to_string()))?
                 .map_err(StartError::Runtime)?;
         }
+        // The first container of a pod on the embedded runtime makes the
+        // sandbox; the pod's other starts wait for it here.
+        let gate = match &req.sandbox.deferred {
+            Some(g) => Some(Arc::clone(g).lock_owned().await),
+            None => None,
+        };
+        let make_sandbox = gate.is_some() && !req.sandbox.made();
+        let gate = gate.filter(|_| make_sandbox);
         let cgroups_path = format!("mesopod/{}", req.id);
         let joins = req.sandbox.joins();
         // kubelet's /etc/hosts, /etc/hostname and /etc/resolv.conf, once per pod.
@@ -261,13 +297,19 @@ impl Oci {
             join: &joins,
             mounts: &mounts,
         };
-        let spec = match bundle::build(req.plan, &req.image.config, &cx) {
+        let mut spec = match bundle::build(req.plan, &req.image.config, &cx) {
             Ok(s) => s,
             Err(e) => {
                 release(&rootfs, &bundle_dir);
                 return Err(StartError::Config(e));
             }
         };
+        if make_sandbox {
+            spec.annotations.insert(
+                sandbox::MAKE_ANNOTATION.into(),
+                req.sandbox.dir.display().to_string(),
+            );
+        }
         let json =
             serde_json::to_vec_pretty(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
         std::fs::write(bundle_dir.join("config.json"), json)
@@ -307,6 +349,7 @@ impl Oci {
             .stderr(stderr)
             .status()
             .await;
+        drop(gate);
         let failed = |what: String| {
             release(&rootfs, &bundle_dir);
             StartError::Runtime(what)

@@ -32,8 +32,14 @@ const HELD: &[(&str, &str)] = &[("ipc", "ipc"), ("uts", "uts")];
 /// The longest hostname Linux takes; kubelet truncates pod names to it.
 const HOSTNAME_MAX: usize = 63;
 
+/// The annotation that asks the embedded runtime's `init` to make the pod
+/// sandbox's namespaces at this directory before it joins them: the first
+/// container of a pod makes its sandbox, and a pod start costs no
+/// `runtime sandbox` exec.
+pub const MAKE_ANNOTATION: &str = "io.mesopod.sandbox.make";
+
 /// A pod's shared namespaces.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PodSandbox {
     /// The sandbox's directory.
     pub dir: PathBuf,
@@ -46,7 +52,20 @@ pub struct PodSandbox {
     pub net: Option<PathBuf>,
     /// The pod's IP in `net` (`None`: the agent's IP).
     pub ip: Option<std::net::IpAddr>,
+    /// Set when the namespaces are left to the first container's `init`
+    /// ([`MAKE_ANNOTATION`]): held by a start until its `run` has made
+    /// them, so the pod's other containers join, never make, them.
+    pub deferred: Option<std::sync::Arc<tokio::sync::Mutex<()>>>,
 }
+
+impl PartialEq for PodSandbox {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.dir, &self.ipc, &self.uts, &self.net, &self.ip)
+            == (&other.dir, &other.ipc, &other.uts, &other.net, &other.ip)
+    }
+}
+
+impl Eq for PodSandbox {}
 
 impl PodSandbox {
     /// The sandbox in `dir`, as [`create`] lays it out.
@@ -57,7 +76,14 @@ impl PodSandbox {
             uts: dir.join("uts"),
             net: None,
             ip: None,
+            deferred: None,
         }
+    }
+
+    /// Whether the namespace files exist yet (a deferred sandbox's appear
+    /// with its first container).
+    pub fn made(&self) -> bool {
+        self.uts.exists() && self.ipc.exists()
     }
 
     /// The namespaces a container of the pod joins: `(OCI type, path)`.
@@ -99,6 +125,19 @@ pub fn dir_name(task: &str) -> String {
         .to_owned()
 }
 
+/// The directory of a sandbox whose namespaces the first container's
+/// `init` makes (the embedded runtime).
+pub(crate) fn deferred(dir: &Path) -> Result<PodSandbox, String> {
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(PodSandbox {
+        deferred: Some(Default::default()),
+        ..PodSandbox::at(dir)
+    })
+}
+
 /// Creates the sandbox at `dir` by running `exe runtime sandbox` (the
 /// namespaces are made by a single-threaded process of their own, never
 /// by the executor).
@@ -126,11 +165,7 @@ pub(crate) async fn create(exe: &Path, dir: &Path, hostname: &str) -> Result<Pod
 /// namespaces with the pod's hostname, bind-mounted at `DIR/ipc` and
 /// `DIR/uts`. Runs in a process of its own (it unshares itself).
 pub(crate) fn hold(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {
-    if hostname.is_empty() || hostname.len() > HOSTNAME_MAX {
-        return Err(RuntimeFailure(format!(
-            "sandbox: hostname {hostname:?} must have 1 to {HOSTNAME_MAX} characters"
-        )));
-    }
+    check_hostname(hostname)?;
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(|e| RuntimeFailure::io(parent.display(), e))?;
     }
@@ -149,6 +184,31 @@ pub(crate) fn hold(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {
         remove(dir);
     }
     made
+}
+
+/// `init`'s part for a [`MAKE_ANNOTATION`]: the namespaces made in the
+/// existing `dir` by this process (which then joins them), still in the
+/// host's mount namespace so the bind mounts outlive it. On failure the
+/// namespace files are gone again, so a later start makes them anew.
+pub(crate) fn hold_here(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {
+    let made = check_hostname(hostname).and_then(|()| hold_in(dir, hostname));
+    if made.is_err() {
+        for (_, file) in HELD {
+            let path = dir.join(file);
+            let _ = rustix::mount::unmount(&path, UnmountFlags::DETACH);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    made
+}
+
+fn check_hostname(hostname: &str) -> Result<(), RuntimeFailure> {
+    if hostname.is_empty() || hostname.len() > HOSTNAME_MAX {
+        return Err(RuntimeFailure(format!(
+            "sandbox: hostname {hostname:?} must have 1 to {HOSTNAME_MAX} characters"
+        )));
+    }
+    Ok(())
 }
 
 fn hold_in(dir: &Path, hostname: &str) -> Result<(), RuntimeFailure> {

@@ -2,10 +2,10 @@
 
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
+use rustix::process::{Pid, Signal, WaitOptions};
 use rustix::thread::{LinkNameSpaceType, UnshareFlags};
 
 use super::RuntimeFailure;
@@ -67,8 +67,8 @@ fn create_in(
     let cgroups = make_cgroups(spec)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
-    // pidfd of this process on its stdin (a pid means nothing inside the
-    // new PID namespace, and std hands a child no other descriptor safely).
+    // pidfd of this process (a pid means nothing inside the new PID
+    // namespace).
     let parent = rustix::process::getppid()
         .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     let me = parent.as_ref().and_then(|_| {
@@ -78,34 +78,30 @@ fn create_in(
         )
         .ok()
     });
-    let has_parent = me.is_some();
     // Only the PID namespace is entered here (it applies to children);
     // init enters the others itself, so this process keeps the host's
     // mounts while init pivots.
     enter_namespaces(spec, true)?;
-    let exe = std::env::current_exe().map_err(|e| RuntimeFailure::io("current_exe", e))?;
     let root = dir.parent().unwrap_or(dir);
-    let mut child = Command::new(exe)
-        .arg("runtime")
-        .arg("--root")
-        .arg(root)
-        .arg("init")
-        .arg("--bundle")
-        .arg(bundle)
-        .arg("--parent")
-        .arg(if has_parent { "stdin" } else { "none" })
-        .arg(id)
-        .env_clear()
-        .stdin(me.map_or_else(Stdio::null, Stdio::from))
-        .spawn()
-        .map_err(|e| RuntimeFailure::io("start init", e))?;
-    let pid = i32::try_from(child.id()).map_err(|e| RuntimeFailure::io("pid", e))?;
+    let pid = match super::fork::fork()? {
+        super::fork::Forked::Child => {
+            drop(parent);
+            let e = match super::init::init(root, id, bundle, me) {
+                Ok(()) => RuntimeFailure("init returned without exec".into()),
+                Err(e) => e,
+            };
+            eprintln!("mesopod runtime: {e}");
+            std::process::exit(1);
+        }
+        super::fork::Forked::Parent(pid) => pid,
+    };
+    drop(me);
+    let child = Child(pid);
     // init joins its cgroups before it can exec anything (it waits for
     // `start`); this process stays out, so a failed create can remove them.
     for cg in &cgroups {
-        if let Err(e) = std::fs::write(cg.join("cgroup.procs"), pid.to_string()) {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Err(e) = std::fs::write(cg.join("cgroup.procs"), pid.as_raw_nonzero().to_string()) {
+            child.kill();
             for cg in &cgroups {
                 state::remove_cgroup(cg);
             }
@@ -126,7 +122,7 @@ fn create_in(
         {
             break text;
         }
-        if let Ok(Some(exit)) = child.try_wait() {
+        if let Some(exit) = child.exited() {
             let text = std::fs::read_to_string(&status_file).unwrap_or_default();
             break if text.is_empty() {
                 format!("container init exited early: {exit}")
@@ -135,20 +131,19 @@ fn create_in(
             };
         }
         if Instant::now() > until {
-            let _ = child.kill();
             break format!("container init did not get ready within {INIT_TIMEOUT:?}");
         }
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(5));
     };
     if status.trim() != "ok" {
-        let _ = child.kill();
-        let _ = child.wait();
+        child.kill();
         for cg in &cgroups {
             state::remove_cgroup(cg);
         }
         return Err(RuntimeFailure(status.trim().to_owned()));
     }
+    let pid = pid.as_raw_nonzero().get();
     let start_time = state::proc_stat(pid).map(|(t, _)| t).unwrap_or_default();
     let record = ContainerState {
         id: id.to_owned(),
@@ -167,8 +162,32 @@ fn create_in(
     }
     // `child` is not waited for: once this process exits, init belongs to
     // the nearest subreaper (the executor).
-    drop(child);
     Ok(parent)
+}
+
+/// The forked init, as `create` watches it.
+struct Child(Pid);
+
+impl Child {
+    /// How it ended, if it has.
+    fn exited(&self) -> Option<String> {
+        match rustix::process::waitpid(Some(self.0), WaitOptions::NOHANG) {
+            Ok(Some((_, s))) => Some(
+                s.exit_status()
+                    .map(|c| format!("exit status: {c}"))
+                    .or_else(|| s.terminating_signal().map(|n| format!("signal: {n}")))
+                    .unwrap_or_else(|| "ended".into()),
+            ),
+            Ok(None) => None,
+            Err(e) => Some(format!("cannot wait for it: {e}")),
+        }
+    }
+
+    /// Kills and reaps it.
+    fn kill(&self) {
+        let _ = rustix::process::kill_process(self.0, Signal::KILL);
+        let _ = rustix::process::waitpid(Some(self.0), WaitOptions::empty());
+    }
 }
 
 /// The last step of `create` and `run`: a container whose executor died

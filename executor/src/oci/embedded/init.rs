@@ -20,11 +20,13 @@ use crate::oci::spec::{self, Mount, Spec};
 /// in a user namespace alike).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
+/// Runs in the process `create` forked (PID 1 of the container's PID
+/// namespace); `spawner` is a pidfd of `create`'s own process.
 pub(crate) fn init(
     root: &Path,
     id: &str,
     bundle: &Path,
-    parent_on_stdin: bool,
+    spawner: Option<OwnedFd>,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -33,13 +35,8 @@ pub(crate) fn init(
         Mode::empty(),
     )
     .map_err(|e| RuntimeFailure::io(dir.display(), e))?;
-    // The spawning runtime process' pidfd arrives on stdin (see create);
-    // the container's stdin is /dev/null.
-    let parent_fd = if parent_on_stdin {
-        rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3).ok()
-    } else {
-        None
-    };
+    // The container's stdin is /dev/null.
+    let parent_fd = spawner;
     let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| RuntimeFailure::io("/dev/null", e))?;
     rustix::stdio::dup2_stdin(&null).map_err(|e| RuntimeFailure::io("stdin", e))?;
@@ -131,6 +128,12 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
         let p = PathBuf::from(&spec.root.path);
         if p.is_absolute() { p } else { bundle.join(p) }
     };
+    // The pod's first container makes the sandbox's namespaces (this
+    // process, still in the host's mount namespace), then joins them as
+    // every other container does.
+    if let Some(dir) = spec.annotations.get(crate::oci::sandbox::MAKE_ANNOTATION) {
+        crate::oci::sandbox::hold_here(Path::new(dir), spec.hostname.as_deref().unwrap_or(""))?;
+    }
     super::create::enter_namespaces(spec, false)?;
     rustix::mount::mount_change(
         "/",

@@ -5,10 +5,11 @@
 //!
 //! `run --detach` is `create` then `start` in one process.
 //!
-//! `create` is a short-lived process: it joins the container's cgroups,
-//! unshares the mount, UTS, IPC and PID namespaces (or joins the ones the
-//! config names), and starts `runtime init`, which becomes the container's
-//! PID 1. `init` builds the root filesystem, pivots into it, drops to the
+//! `create` is a short-lived process: it makes the container's cgroups,
+//! unshares the PID namespace (or joins the one the config names), and
+//! forks `init` ([`fork`]: no second exec of this binary), which becomes
+//! the container's PID 1 and enters the mount, UTS and IPC namespaces.
+//! `init` builds the root filesystem, pivots into it, drops to the
 //! container's user and capabilities, says it is ready, and waits on
 //! `exec.fifo` until `start` opens it; then it execs the container's
 //! process. The process that runs `create` should be a child subreaper (the
@@ -22,6 +23,7 @@
 //! forks inside the multi-threaded executor.
 
 mod create;
+mod fork;
 mod init;
 mod state;
 
@@ -116,12 +118,6 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             })?;
             create::check_executor(&root, &id, executor)
         }
-        "init" => init::init(
-            &root,
-            &id()?,
-            &PathBuf::from(flag(&flags, &["--bundle"]).unwrap_or_default()),
-            flag(&flags, &["--parent"]).as_deref() == Some("stdin"),
-        ),
         "start" => state::start(&root, &id()?),
         "state" => {
             let s = state::state(&root, &id()?)?;
@@ -164,7 +160,6 @@ const VALUE_FLAGS: &[&str] = &[
     "--bundle",
     "-b",
     "--pid-file",
-    "--parent",
     "--console-socket",
     "--hostname",
 ];
