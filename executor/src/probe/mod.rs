@@ -19,6 +19,9 @@ mod spec;
 pub mod tcp;
 pub(crate) mod worker;
 
+#[cfg(test)]
+mod cost;
+
 pub use spec::{Handler, HttpGet, ProbeKind, ProbeSpec, Scheme};
 
 /// One attempt's outcome, as kubelet's prober sees it.
