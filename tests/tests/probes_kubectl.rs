@@ -146,7 +146,7 @@ async fn readiness_and_liveness_probes_in_containers() {
     // liveness probe on the same port waits 8 s and then passes.
     let port = free_port();
     let yaml = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", \"mkdir -p /www && echo ok > /www/index.html && sleep 5 && exec httpd -f -p {port} -h /www\"]\n    ports:\n    - name: http\n      containerPort: {port}\n    readinessProbe:\n      httpGet:\n        path: /index.html\n        port: http\n        httpHeaders:\n        - name: X-Probe\n          value: yes\n      periodSeconds: 1\n    livenessProbe:\n      tcpSocket:\n        port: {port}\n      initialDelaySeconds: 8\n      periodSeconds: 1\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", \"mkdir -p /www && echo ok > /www/index.html && sleep 5 && exec httpd -f -p {port} -h /www\"]\n    ports:\n    - name: http\n      containerPort: {port}\n    readinessProbe:\n      httpGet:\n        path: /index.html\n        port: http\n        httpHeaders:\n        - name: X-Probe\n          value: \"yes\"\n      periodSeconds: 1\n    livenessProbe:\n      tcpSocket:\n        port: {port}\n      initialDelaySeconds: 8\n      periodSeconds: 1\n"
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
 

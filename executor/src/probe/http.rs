@@ -5,12 +5,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::tcp::{connect, join_host_port};
+use super::tcp::{connect, go_error, join_host_port};
 use super::{HttpGet, MAX_OUTPUT, Outcome, Scheme, USER_AGENT};
 
 /// Go's `http.Client` gives up after this many redirects.
@@ -120,14 +117,83 @@ fn redirect(from: &Target, location: &str) -> Option<Target> {
     })
 }
 
-/// One GET: status, `Location`, and at most [`MAX_OUTPUT`] of the body.
+/// A response head larger than this is refused.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// The request's bytes: kubelet's headers, each replaced by a probe
+/// header of the same name; headers that are not valid HTTP are left out.
+fn request_bytes(target: &Target, headers: &[(String, String)]) -> Vec<u8> {
+    let host = join_host_port(&target.host, target.port);
+    let defaults = [
+        ("Host", host.as_str()),
+        ("User-Agent", USER_AGENT),
+        ("Accept", "*/*"),
+        ("Connection", "close"),
+    ];
+    let valid = |(n, v): &&(String, String)| {
+        http::HeaderName::try_from(n.as_str()).is_ok()
+            && http::HeaderValue::try_from(v.as_str()).is_ok()
+    };
+    let given: Vec<&(String, String)> = headers.iter().filter(valid).collect();
+    let mut out = format!("GET {} HTTP/1.1\r\n", target.path);
+    for (name, value) in defaults {
+        if !given.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
+    for (name, value) in given {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// What a response head says.
+struct Head {
+    status: u16,
+    location: Option<String>,
+    content_length: Option<usize>,
+    /// Where the body starts in the bytes read.
+    len: usize,
+}
+
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    match response.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => {
+            let find = |name: &str| {
+                (response.headers.iter())
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .and_then(|h| std::str::from_utf8(h.value).ok())
+                    .map(str::to_owned)
+            };
+            Ok(Some(Head {
+                status: response.code.unwrap_or(0),
+                location: find("location"),
+                content_length: find("content-length").and_then(|v| v.trim().parse().ok()),
+                len,
+            }))
+        }
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            Err("net/http: response headers too large".into())
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(e) => Err(format!("net/http: malformed HTTP response: {e}")),
+    }
+}
+
+/// One GET: status, `Location`, and (for a redirect, whose body is the
+/// warning's text) at most [`MAX_OUTPUT`] of the body. Hand-rolled over
+/// one connection, not hyper's client: probes are the executor's hottest
+/// loop, and a success needs only the status line.
 async fn request(
     target: &Target,
     headers: &[(String, String)],
     timeout: Duration,
 ) -> Result<(u16, Option<String>, String), String> {
     let tcp = connect(&target.host, target.port, timeout).await?;
-    let io: Box<dyn Io> = match target.scheme {
+    let mut io: Box<dyn Io> = match target.scheme {
         Scheme::Http => Box::new(tcp),
         Scheme::Https => {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
@@ -139,62 +205,37 @@ async fn request(
             Box::new(tls)
         }
     };
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+    io.write_all(&request_bytes(target, headers))
         .await
-        .map_err(|e| e.to_string())?;
-    let conn = tokio::spawn(conn);
-    let mut req = http::Request::get(target.path.as_str())
-        .header(
-            http::header::HOST,
-            join_host_port(&target.host, target.port),
-        )
-        .header(http::header::USER_AGENT, USER_AGENT)
-        .header(http::header::ACCEPT, "*/*")
-        .header(http::header::CONNECTION, "close")
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| e.to_string())?;
-    for (name, value) in headers {
-        let (Ok(name), Ok(value)) = (
-            http::HeaderName::try_from(name.as_str()),
-            http::HeaderValue::try_from(value.as_str()),
-        ) else {
-            continue;
-        };
-        // A header given in the probe replaces kubelet's default.
-        req.headers_mut().insert(name, value);
-    }
-    let response = sender.send_request(req).await.map_err(|e| e.to_string());
-    let result = match response {
-        Ok(response) => {
-            let status = response.status().as_u16();
-            let location = response
-                .headers()
-                .get(http::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let mut body = response.into_body();
-            let mut read = Vec::new();
-            while read.len() < MAX_OUTPUT {
-                match body.frame().await {
-                    Some(Ok(frame)) => {
-                        if let Some(data) = frame.data_ref() {
-                            read.extend_from_slice(data);
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            read.truncate(MAX_OUTPUT);
-            Ok((
-                status,
-                location,
-                String::from_utf8_lossy(&read).into_owned(),
-            ))
+        .map_err(|e| go_error(&e))?;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    let head = loop {
+        let n = io.read(&mut chunk).await.map_err(|e| go_error(&e))?;
+        if n == 0 {
+            return Err("EOF".into());
         }
-        Err(e) => Err(e),
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(head) = parse_head(&buf)? {
+            break head;
+        }
     };
-    conn.abort();
-    result
+    let mut body = buf.split_off(head.len);
+    if (300..400).contains(&head.status) {
+        let want = head.content_length.unwrap_or(MAX_OUTPUT).min(MAX_OUTPUT);
+        while body.len() < want {
+            match io.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => body.extend_from_slice(&chunk[..n]),
+            }
+        }
+        body.truncate(want);
+    }
+    Ok((
+        head.status,
+        head.location,
+        String::from_utf8_lossy(&body).into_owned(),
+    ))
 }
 
 /// kubelet's HTTPS probes skip verification (`InsecureSkipVerify`).
