@@ -35,7 +35,7 @@ pub(crate) struct SpamFilter {
 }
 
 /// client-go's `getSpamKey`: the source and the involved object.
-fn spam_key(e: &Event) -> String {
+pub(super) fn spam_key(e: &Event) -> String {
     let s = e.source.clone().unwrap_or_default();
     let o = &e.involved_object;
     [

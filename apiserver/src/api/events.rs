@@ -234,17 +234,10 @@ impl Api {
 /// FNV-1a over what makes two events the same one (client-go's
 /// `getEventKey`): stable across restarts, so it names the event.
 fn aggregate_key(e: &Event) -> u64 {
-    let s = e.source.clone().unwrap_or_default();
-    let o = &e.involved_object;
+    let spam = super::event_spam::spam_key(e);
     let parts = [
-        s.component.as_deref(),
-        s.host.as_deref(),
-        o.kind.as_deref(),
-        o.namespace.as_deref(),
-        o.name.as_deref(),
-        o.uid.as_deref(),
-        o.api_version.as_deref(),
-        o.field_path.as_deref(),
+        Some(spam.as_str()),
+        e.involved_object.field_path.as_deref(),
         e.type_.as_deref(),
         e.reason.as_deref(),
         e.message.as_deref(),
