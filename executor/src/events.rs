@@ -24,8 +24,43 @@ pub struct ContainerEvent {
     /// the pod itself.
     #[serde(default)]
     pub field_path: String,
-    /// When, in RFC 3339 (so a resent update is recognised).
+    /// When, in RFC 3339 (so a resent update is recognised); the last
+    /// time when `count` is more than 1.
     pub time: String,
+    /// How many times it happened since the last update (identical events
+    /// of one update are sent once, counted).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Identical events (type, reason, message and field path) merged into
+/// the first, counted, with the last one's time; order kept.
+pub fn coalesce(events: Vec<ContainerEvent>) -> Vec<ContainerEvent> {
+    let mut out: Vec<ContainerEvent> = Vec::with_capacity(events.len());
+    for e in events {
+        let same = |o: &&mut ContainerEvent| {
+            o.reason == e.reason
+                && o.message == e.message
+                && o.field_path == e.field_path
+                && o.type_ == e.type_
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => {
+                o.count = o.count.saturating_add(e.count);
+                o.time = e.time;
+            }
+            None => out.push(e),
+        }
+    }
+    out
 }
 
 impl ContainerEvent {
@@ -40,6 +75,7 @@ impl ContainerEvent {
             message,
             field_path,
             time,
+            count: 1,
         }
     }
 }
@@ -84,5 +120,25 @@ mod tests {
         assert_eq!(back.phase.as_deref(), Some("Pending"));
         assert_eq!(from_task_data(&data), vec![ev]);
         assert!(from_task_data(&task_data(&status, &[]).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn identical_events_are_sent_once_with_their_count() {
+        let ev = |m: &str| {
+            ContainerEvent::new(
+                "Warning",
+                "Unhealthy",
+                m.into(),
+                "spec.containers{c}".into(),
+            )
+        };
+        let merged = coalesce(vec![ev("a"), ev("b"), ev("a"), ev("a")]);
+        let seen: Vec<(&str, u32)> = merged
+            .iter()
+            .map(|e| (e.message.as_str(), e.count))
+            .collect();
+        assert_eq!(seen, [("a", 3), ("b", 1)]);
+        let data = task_data(&PodStatus::default(), &merged).unwrap();
+        assert_eq!(from_task_data(&data), merged, "the count survives the wire");
     }
 }

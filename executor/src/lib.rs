@@ -69,6 +69,7 @@ pub mod network;
 pub mod objects;
 pub mod oci;
 pub mod pod;
+pub mod probe;
 pub mod reliable;
 pub mod runtime;
 pub mod status;

@@ -27,6 +27,20 @@ pub(crate) struct Started {
     pub(crate) pgid: u32,
 }
 
+/// Where a container in `dir` runs: its `workingDir`, relative to `dir`.
+pub(crate) fn workdir(plan: &ContainerPlan, dir: &Path) -> PathBuf {
+    match &plan.working_dir {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => dir.join(w),
+        None => dir.to_path_buf(),
+    }
+}
+
+/// `PATH` for a container: the executor's own, else [`DEFAULT_PATH`].
+pub(crate) fn path() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into())
+}
+
 /// Starts a container in `dir` (its own sandbox directory, created if
 /// missing), appending its output to `dir/stdout` and `dir/stderr`.
 ///
@@ -51,18 +65,11 @@ pub(crate) fn spawn(
     let Some((program, args)) = plan.argv.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
-    let workdir: PathBuf = match &plan.working_dir {
-        Some(w) if w.is_absolute() => w.clone(),
-        Some(w) => dir.join(w),
-        None => dir.to_path_buf(),
-    };
+    let workdir = workdir(plan, dir);
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
-        )
+        .env("PATH", path())
         .env("HOME", dir)
         .env("HOSTNAME", hostname)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

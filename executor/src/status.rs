@@ -66,6 +66,10 @@ pub(crate) struct ContainerRecord {
     pub(crate) container_id: Option<String>,
     /// `imageID` once an image was pulled.
     pub(crate) image_id: String,
+    /// The startup probe passed in this run (true without one).
+    pub(crate) probe_started: bool,
+    /// The readiness probe's result in this run (true without one).
+    pub(crate) probe_ready: bool,
 }
 
 impl ContainerRecord {
@@ -81,7 +85,14 @@ impl ContainerRecord {
             last: None,
             container_id: None,
             image_id: String::new(),
+            probe_started: true,
+            probe_ready: true,
         }
+    }
+
+    /// kubelet's `ready`: running, started, and passing its readiness probe.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.is_running() && self.probe_started && self.probe_ready
     }
 
     pub(crate) fn is_running(&self) -> bool {
@@ -136,8 +147,8 @@ impl ContainerRecord {
             image: self.image.clone(),
             image_id: self.image_id.clone(),
             container_id,
-            ready: started,
-            started: Some(started),
+            ready: started && self.is_ready(),
+            started: Some(started && self.probe_started),
             restart_count: self.restart_count,
             state: Some(state),
             last_state: self.last.as_ref().map(terminated),
@@ -244,9 +255,23 @@ pub(crate) struct Snapshot<'a> {
 
 impl Snapshot<'_> {
     pub(crate) fn render(&self, conditions: &mut Conditions) -> PodStatus {
-        let ready =
-            self.phase == Phase::Running && self.main.iter().all(ContainerRecord::is_running);
-        let conditions = conditions.observe([true, self.initialized, ready, ready], self.now);
+        let ready = self.phase == Phase::Running && self.main.iter().all(ContainerRecord::is_ready);
+        let mut conditions = conditions.observe([true, self.initialized, ready, ready], self.now);
+        let unready: Vec<&str> = (self.main.iter())
+            .filter(|c| !c.is_ready())
+            .map(|c| c.name.as_str())
+            .collect();
+        if !ready && !unready.is_empty() && !matches!(self.phase, Phase::Succeeded | Phase::Failed)
+        {
+            // kubelet's words, so `kubectl describe` explains READY 0/1.
+            for c in conditions.iter_mut().filter(|c| c.type_.contains("Ready")) {
+                c.reason = Some("ContainersNotReady".into());
+                c.message = Some(format!(
+                    "containers with unready status: [{}]",
+                    unready.join(" ")
+                ));
+            }
+        }
         PodStatus {
             phase: Some(self.phase.as_str().to_owned()),
             reason: self.reason.map(str::to_owned),

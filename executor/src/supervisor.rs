@@ -16,6 +16,7 @@
 mod containers;
 mod finish;
 mod launch;
+mod probes;
 
 use std::collections::HashMap;
 use std::io;
@@ -63,6 +64,10 @@ enum Event {
     PullBackOff(Which, Duration),
     /// The back-off is over: try to start the container again.
     Retry(Which),
+    /// A probe kill's grace period ran out for this probe run.
+    ProbeKillDue(Which, u64),
+    /// Queued probe events go out now.
+    FlushEvents,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +125,16 @@ pub(crate) struct Supervisor {
     evict_tx: mpsc::UnboundedSender<String>,
     /// Why the pod was evicted, once it was.
     evicted: Option<String>,
+    /// Each running container's probes, by probe run.
+    probes: HashMap<Which, (u64, crate::probe::worker::ProbeSet)>,
+    /// Probe runs so far (names each run's reports).
+    probe_runs: u64,
+    /// The liveness and startup probes' own grace periods, per container.
+    probe_grace: HashMap<Which, (Option<Duration>, Option<Duration>)>,
+    probe_tx: mpsc::Sender<crate::probe::worker::Report<Which>>,
+    probe_rx: mpsc::Receiver<crate::probe::worker::Report<Which>>,
+    /// A flush of queued probe events is pending.
+    flush_armed: bool,
 }
 
 impl Supervisor {
@@ -165,7 +180,14 @@ impl Supervisor {
             objects: Arc::clone(&config.objects),
         };
         let (evict_tx, evictions) = mpsc::unbounded_channel();
+        let (probe_tx, probe_rx) = mpsc::channel(probes::REPORTS);
         Supervisor {
+            probes: HashMap::new(),
+            probe_runs: 0,
+            probe_grace: HashMap::new(),
+            probe_tx,
+            probe_rx,
+            flush_armed: false,
             inputs,
             evictions,
             evict_tx,
@@ -242,6 +264,7 @@ impl Supervisor {
                     }
                 },
                 Some(event) = self.events.next() => self.handle(event),
+                Some(report) = self.probe_rx.recv() => self.on_probe(report),
                 Some(message) = self.evictions.recv(), if self.evicted.is_none() => self.evict(message),
                 () = sleep_until(deadline), if deadline_armed => {
                     self.deadline_exceeded = true;
@@ -373,6 +396,8 @@ impl Supervisor {
             Ok(started) => {
                 let pgid = started.pgid;
                 let mut child = started.child;
+                let exec =
+                    crate::probe::exec::ProcessExec::for_container(&plan, &dir, &key.name, &env);
                 self.record(which).life = Life::Running {
                     pgid,
                     started_at: SystemTime::now(),
@@ -381,6 +406,7 @@ impl Supervisor {
                     let status = child.wait().await;
                     Event::Exited(which, pgid, status)
                 }));
+                self.start_probes(which, Arc::new(exec));
                 tracing::info!(task = %self.task_id, container = %plan.name, pgid, "container started");
             }
             Err(e) => {
@@ -444,11 +470,14 @@ impl Supervisor {
                     self.report_progress();
                 }
             }
+            Event::ProbeKillDue(which, run) => self.probe_kill_due(which, run),
+            Event::FlushEvents => self.flush_events(),
         }
     }
 
     /// A container ended (or never started): restart it, move on, or give up.
     fn exited(&mut self, which: Which, exit: Exit) {
+        self.stop_probes(which);
         let code = exit.exit_code;
         self.record(which).life = Life::Terminated(exit);
         if self.killing.is_some() {
@@ -527,6 +556,7 @@ impl Supervisor {
             return;
         }
         self.kill_events();
+        self.probes.clear();
         for (_, running) in self.handles.iter() {
             crate::oci::runner::signal(running, TERM);
         }
@@ -583,8 +613,7 @@ impl Supervisor {
             .then_some(DEADLINE_EXCEEDED)
             .or(self.evicted.as_ref().map(|_| crate::status::EVICTED));
         // On a CNI agent the pod has an IP of its own once its sandbox exists.
-        let pod_ip = (self.sandbox.get().and_then(|s| s.ip))
-            .map_or_else(|| self.config.host_ip.clone(), |ip| ip.to_string());
+        let pod_ip = self.pod_ip();
         let status = Snapshot {
             phase: self.phase(state),
             reason,
@@ -609,7 +638,7 @@ impl Supervisor {
             deadline_exceeded: self.deadline_exceeded,
             status: Some(status),
             pod_dir: Some(self.pod_dir.clone()),
-            events: std::mem::take(&mut self.out_events),
+            events: crate::events::coalesce(std::mem::take(&mut self.out_events)),
         };
         // A closed channel means the executor is going away; the kill path
         // still stops every container.

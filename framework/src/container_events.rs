@@ -2,7 +2,9 @@
 //! events an executor put in `TaskStatus.data` (see
 //! [`executor::events`]) become core/v1 Events about the pod, written by
 //! the core (the one writer) when the update is applied, so a resent
-//! update (a duplicate) writes nothing twice.
+//! update (a duplicate) writes nothing twice. They are recorded through
+//! `Api::record_event`: repeats are aggregated into one Event with a
+//! count, and a crash-looping pod's flood is rate-limited.
 
 use std::time::SystemTime;
 
@@ -48,6 +50,8 @@ pub fn events(status: &TaskStatus, task: &PodTask, now: SystemTime) -> Vec<Event
             });
             ev.reporting_component = Some(KUBELET.into());
             ev.reporting_instance = host.clone();
+            // Repeats the executor merged; the shim's correlator adds them up.
+            ev.count = Some(i32::try_from(e.count).unwrap_or(i32::MAX));
             ev
         })
         .collect()

@@ -34,8 +34,8 @@ spec:
   containers:
   - name: app
     image: busybox
-    readinessProbe:
-      tcpSocket: {port: 80}
+    lifecycle:
+      preStop: {exec: {command: [sh]}}
     volumeMounts:
     - {name: scratch, mountPath: /s, mountPropagation: Bidirectional}
   volumes:
@@ -95,7 +95,7 @@ async fn every_refused_field_of_a_pod_is_named_at_once() {
     let err = stderr(&out);
     for cause in [
         r#"spec.hostPID: Unsupported value: "true": supported values: "false""#,
-        "spec.containers[0].readinessProbe: Forbidden: not supported by mesopod yet: probes are issue #19",
+        "spec.containers[0].lifecycle: Forbidden: not supported by mesopod yet: lifecycle hooks are issue #19",
         r#"spec.containers[0].volumeMounts[0].mountPropagation: Unsupported value: "Bidirectional": supported values: "None""#,
         "spec.volumes[1].nfs: Forbidden: not supported by mesopod",
     ] {
@@ -109,7 +109,10 @@ async fn every_refused_field_of_a_pod_is_named_at_once() {
     // Without the refused fields the same pod is created.
     let fine = MIXED_POD
         .replace("  hostPID: true\n", "")
-        .replace("    readinessProbe:\n      tcpSocket: {port: 80}\n", "")
+        .replace(
+            "    lifecycle:\n      preStop: {exec: {command: [sh]}}\n",
+            "",
+        )
         .replace(", mountPropagation: Bidirectional", "")
         .replace(
             "  - name: share\n    nfs: {server: nfs.example, path: /}\n",

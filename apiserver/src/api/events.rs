@@ -85,6 +85,58 @@ impl Api {
         first_object(&changes)
     }
 
+    /// Records an event as client-go's `EventCorrelator` does: an event
+    /// identical to one recorded before (same source, involved object with
+    /// its field path, type, reason and message) bumps that one's `count`
+    /// (by the new one's, 1 if unset) and `lastTimestamp`; and a source
+    /// that recorded too many about one object lately is refused (a token
+    /// bucket, burst 25 then one per 5 minutes). `Ok(None)`: rate-limited.
+    pub async fn record_event(
+        &self,
+        namespace: &str,
+        mut event: Event,
+    ) -> Result<Option<Event>, ApiError> {
+        let now = self.now();
+        if !self.inner.event_spam.allow(&event, now) {
+            return Ok(None);
+        }
+        let object = event.involved_object.name.clone().unwrap_or_default();
+        let name = format!("{object}.{:016x}", aggregate_key(&event));
+        event.metadata.name = Some(name.clone());
+        event.metadata.generate_name = None;
+        let times = event.count.filter(|n| *n > 0).unwrap_or(1);
+        let last = event
+            .last_timestamp
+            .clone()
+            .unwrap_or_else(|| k8s_time(now));
+        for _ in 0..RETRIES {
+            match self.get_typed::<Event>(EVENTS, namespace, &name) {
+                Ok((mut old, rv)) => {
+                    old.count = Some(old.count.unwrap_or(1).saturating_add(times));
+                    old.last_timestamp = Some(last.clone());
+                    let op = WriteOp::Put {
+                        key: EVENTS.key(namespace, &name),
+                        object: to_value(&old)?,
+                        precondition: Precondition::ResourceVersion(rv),
+                    };
+                    match self.commit(vec![op]).await {
+                        Err(ApiError::Conflict { .. } | ApiError::NotFound { .. }) => continue,
+                        other => return first_object(&other?).map(Some),
+                    }
+                }
+                Err(ApiError::NotFound { .. }) => {
+                    event.count = Some(times);
+                    match self.create_event(namespace, event.clone()).await {
+                        Err(ApiError::AlreadyExists { .. }) => continue,
+                        other => return other.map(Some),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::stale("events", &name))
+    }
+
     /// Events in `namespace` (or all) matching the selectors, e.g. field selector
     /// `involvedObject.name=web,involvedObject.uid=...`.
     pub fn list_events(
@@ -177,6 +229,29 @@ impl Api {
             .await?;
         first_object(&changes)
     }
+}
+
+/// FNV-1a over what makes two events the same one (client-go's
+/// `getEventKey`): stable across restarts, so it names the event.
+fn aggregate_key(e: &Event) -> u64 {
+    let spam = super::event_spam::spam_key(e);
+    let parts = [
+        Some(spam.as_str()),
+        e.involved_object.field_path.as_deref(),
+        e.type_.as_deref(),
+        e.reason.as_deref(),
+        e.message.as_deref(),
+        e.reporting_component.as_deref(),
+        e.reporting_instance.as_deref(),
+    ];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.unwrap_or("").bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 /// What the event sweep reads of a stored event.

@@ -1,6 +1,7 @@
 //! The typed in-process API: the one path every write takes, from HTTP handlers and from
 //! the framework alike, so both share validation, defaulting and the store.
 
+mod event_spam;
 mod events;
 mod kinds;
 mod logs;
@@ -66,6 +67,8 @@ struct Inner {
     in_process: std::sync::OnceLock<crate::auth::InProcess>,
     /// The API's CA once ServiceAccount token volumes are on (`sa_token`).
     token_ca: std::sync::OnceLock<String>,
+    /// Recorded events' rate limits (`record_event`).
+    event_spam: event_spam::SpamFilter,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -98,6 +101,7 @@ impl Api {
                 closing: tokio::sync::watch::Sender::new(false),
                 in_process: std::sync::OnceLock::new(),
                 token_ca: std::sync::OnceLock::new(),
+                event_spam: event_spam::SpamFilter::default(),
             }),
         };
         api.ensure_system_namespaces().await?;

@@ -9,7 +9,7 @@
 //! classified here.
 //!
 //! "Not yet" fields are refused today because the work that makes them work is
-//! still open (probes, lifecycle hooks and ephemeral containers: issue #19).
+//! still open (lifecycle hooks and ephemeral containers: issue #19).
 //!
 #![doc = include_str!("fields.md")]
 
@@ -57,7 +57,6 @@ const fn f(ty: &'static str, name: &'static str, rule: Rule, why: &'static str) 
 use Rule::{Honoured, Ignored, Keys, Nested, NotYet, Only, Refused};
 
 const FALSE: &[&str] = &["false"];
-const PROBES: &str = "probes are issue #19";
 const LIFECYCLE: &str = "lifecycle hooks are issue #19";
 const NO_VOLUME: &str = "this volume type needs storage the executor cannot attach";
 const NO_SELINUX: &str = "the executor applies no SELinux labels";
@@ -359,7 +358,7 @@ pub const FIELDS: &[Field] = &[
         "Always, IfNotPresent, Never",
     ),
     f("Container", "lifecycle", NotYet, LIFECYCLE),
-    f("Container", "livenessProbe", NotYet, PROBES),
+    f("Container", "livenessProbe", Nested("Probe"), ""),
     f("Container", "name", Honoured, ""),
     f(
         "Container",
@@ -367,7 +366,7 @@ pub const FIELDS: &[Field] = &[
         Honoured,
         "hostPort comes from the offer's ports (with CNI: portmap)",
     ),
-    f("Container", "readinessProbe", NotYet, PROBES),
+    f("Container", "readinessProbe", Nested("Probe"), ""),
     f(
         "Container",
         "resizePolicy",
@@ -387,7 +386,7 @@ pub const FIELDS: &[Field] = &[
         Nested("SecurityContext"),
         "",
     ),
-    f("Container", "startupProbe", NotYet, PROBES),
+    f("Container", "startupProbe", Nested("Probe"), ""),
     f("Container", "stdin", Only(FALSE), "attach is not built"),
     f("Container", "stdinOnce", Only(FALSE), "attach is not built"),
     f(
@@ -605,17 +604,47 @@ pub const FIELDS: &[Field] = &[
     f("Volume", "secret", Honoured, VOLUMES),
     f("Volume", "storageos", Refused, NO_VOLUME),
     f("Volume", "vsphereVolume", Refused, NO_VOLUME),
-    // Probe (only reached once probes are built)
-    f("Probe", "exec", NotYet, PROBES),
-    f("Probe", "failureThreshold", NotYet, PROBES),
-    f("Probe", "grpc", NotYet, PROBES),
-    f("Probe", "httpGet", NotYet, PROBES),
-    f("Probe", "initialDelaySeconds", NotYet, PROBES),
-    f("Probe", "periodSeconds", NotYet, PROBES),
-    f("Probe", "successThreshold", NotYet, PROBES),
-    f("Probe", "tcpSocket", NotYet, PROBES),
-    f("Probe", "terminationGracePeriodSeconds", NotYet, PROBES),
-    f("Probe", "timeoutSeconds", NotYet, PROBES),
+    // Probe: run by the executor (`executor::probe`) with kubelet's semantics.
+    f(
+        "Probe",
+        "exec",
+        Honoured,
+        "the command runs in the container; exit 0 passes",
+    ),
+    f("Probe", "failureThreshold", Honoured, ""),
+    f(
+        "Probe",
+        "grpc",
+        Honoured,
+        "grpc.health.v1.Health/Check, plaintext",
+    ),
+    f(
+        "Probe",
+        "httpGet",
+        Honoured,
+        "scheme, host (default the pod IP), path, port by number or name, httpHeaders",
+    ),
+    f("Probe", "initialDelaySeconds", Honoured, ""),
+    f("Probe", "periodSeconds", Honoured, ""),
+    f(
+        "Probe",
+        "successThreshold",
+        Honoured,
+        "must be 1 for liveness and startup",
+    ),
+    f(
+        "Probe",
+        "tcpSocket",
+        Honoured,
+        "host (default the pod IP), port by number or name",
+    ),
+    f(
+        "Probe",
+        "terminationGracePeriodSeconds",
+        Honoured,
+        "the grace period of the kill a liveness or startup failure causes",
+    ),
+    f("Probe", "timeoutSeconds", Honoured, ""),
 ];
 
 /// The entry for `ty`'s field `name`.

@@ -14,6 +14,7 @@ pub mod fields;
 mod fields_walk;
 mod names;
 mod pod;
+mod probes;
 mod support;
 
 pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};

@@ -56,8 +56,10 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
         .iter()
         .enumerate()
         .map(|(i, c)| (format!("spec.containers[{i}]"), c));
-    for (path, c) in init.chain(main) {
+    let inits = spec.init_containers.as_ref().map_or(0, Vec::len);
+    for (n, (path, c)) in init.chain(main).enumerate() {
         check_container(causes, &path, c, &volumes);
+        super::probes::check_probes(causes, &path, c, n < inits);
         if !c.name.is_empty() && !names.insert(c.name.as_str()) {
             causes.push(
                 CauseKind::Duplicate,

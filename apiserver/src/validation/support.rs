@@ -131,7 +131,7 @@ mod tests {
             ],
             "containers": [{
                 "name": "c", "image": "i",
-                "livenessProbe": {"exec": {"command": ["true"]}},
+                "lifecycle": {"preStop": {"exec": {"command": ["true"]}}},
                 "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}},
                 "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                 "volumeMounts": [{"name": "ok", "mountPath": "/d", "mountPropagation": "HostToContainer"}],
@@ -144,7 +144,7 @@ mod tests {
             "spec.securityContext.sysctls|Forbidden|",
             "spec.volumes[1].persistentVolumeClaim|Forbidden|Forbidden: not supported by mesopod: there are no persistent volumes",
             "spec.volumes[2].nfs|Forbidden|",
-            "spec.containers[0].livenessProbe|Forbidden|Forbidden: not supported by mesopod yet: probes are issue #19",
+            "spec.containers[0].lifecycle|Forbidden|Forbidden: not supported by mesopod yet: lifecycle hooks are issue #19",
             "spec.containers[0].resources.limits[nvidia.com/gpu]|Forbidden|",
             "spec.containers[0].securityContext.seccompProfile|Forbidden|",
             "spec.containers[0].volumeMounts[0].mountPropagation|NotSupported|Unsupported value: \"HostToContainer\": supported values: \"None\"",

@@ -27,7 +27,7 @@ impl Supervisor {
         }
     }
 
-    fn event(&mut self, which: Which, type_: &str, reason: &str, message: String) {
+    pub(super) fn event(&mut self, which: Which, type_: &str, reason: &str, message: String) {
         let path = self.field_path(which);
         self.out_events
             .push(ContainerEvent::new(type_, reason, message, path));
@@ -120,6 +120,8 @@ impl Supervisor {
                     self.started_once[j] = true;
                 }
                 self.handles.insert(which, Arc::clone(&running));
+                let exec = self.oci_probe_exec(which);
+                self.start_probes(which, exec);
                 if let Some(oci) = self.oci.clone() {
                     self.events.push(Box::pin(async move {
                         let (code, oom) = oci.wait(running).await;
@@ -240,6 +242,7 @@ impl Supervisor {
 
     pub(super) fn oci_exited(&mut self, which: Which, pid: u32, code: i32, oom: bool) {
         self.handles.remove(&which);
+        self.stop_probes(which);
         let started_at = match self.record(which).life {
             Life::Running { started_at, .. } => Some(started_at),
             _ => None,

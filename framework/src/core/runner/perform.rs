@@ -140,7 +140,7 @@ async fn store(api: &Api, writes: Vec<Write>) {
         match write {
             Write::Event(ev) => {
                 let ns = ev.metadata.namespace.clone().unwrap_or_default();
-                if let Err(e) = api.create_event(&ns, *ev).await {
+                if let Err(e) = api.record_event(&ns, *ev).await {
                     tracing::debug!(error = %e, "could not record an event");
                 }
             }

@@ -1,0 +1,298 @@
+//! One probe of one container run: a tokio task ticking at its period,
+//! with kubelet's thresholds (`pkg/kubelet/prober/worker.go`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::exec::ProbeExec;
+use super::{Outcome, ProbeKind, ProbeSpec, run_once};
+
+/// What a worker tells its supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Observed {
+    /// An attempt failed: the `Unhealthy` event's output.
+    Failed(String),
+    /// An attempt passed with a warning (`ProbeWarning`).
+    Warning(String),
+    /// The prober itself failed; the attempt does not count.
+    Errored(String),
+    /// The probe's result changed (crossed its threshold).
+    Result(bool),
+}
+
+/// One report, naming the container run it is about.
+#[derive(Debug, Clone)]
+pub(crate) struct Report<K> {
+    pub(crate) container: K,
+    pub(crate) run: u64,
+    pub(crate) kind: ProbeKind,
+    pub(crate) what: Observed,
+}
+
+/// Consecutive results against the thresholds. Returns a result only when
+/// the probe's published result changes, or, for liveness and startup,
+/// when failure is reached (the container is then restarted).
+#[derive(Debug, Clone)]
+pub(crate) struct Verdicts {
+    kind: ProbeKind,
+    success_threshold: u32,
+    failure_threshold: u32,
+    last: Option<bool>,
+    streak: u32,
+    published: bool,
+}
+
+impl Verdicts {
+    pub(crate) fn new(spec: &ProbeSpec) -> Verdicts {
+        Verdicts {
+            kind: spec.kind,
+            success_threshold: spec.success_threshold,
+            failure_threshold: spec.failure_threshold,
+            last: None,
+            streak: 0,
+            published: match spec.kind {
+                // Startup publishes its first success even though "not
+                // started" is also false: started is a one-way switch.
+                ProbeKind::Startup => false,
+                kind => kind.initial(),
+            },
+        }
+    }
+
+    pub(crate) fn observe(&mut self, success: bool) -> Option<bool> {
+        if self.last == Some(success) {
+            self.streak = self.streak.saturating_add(1);
+        } else {
+            self.last = Some(success);
+            self.streak = 1;
+        }
+        let threshold = if success {
+            self.success_threshold
+        } else {
+            self.failure_threshold
+        };
+        if self.streak < threshold {
+            return None;
+        }
+        let restarts = !success && self.kind != ProbeKind::Readiness;
+        if self.published == success && !restarts && !(success && self.kind == ProbeKind::Startup) {
+            return None;
+        }
+        self.published = success;
+        Some(success)
+    }
+}
+
+/// What every probe of one container run shares.
+pub(crate) struct Context<K> {
+    pub(crate) container: K,
+    pub(crate) run: u64,
+    /// The pod's IP (the default host of network probes).
+    pub(crate) host: String,
+    pub(crate) exec: Arc<dyn ProbeExec>,
+    /// The startup probe succeeded (true from the start without one).
+    pub(crate) started: Arc<AtomicBool>,
+    /// When the container started.
+    pub(crate) started_at: Instant,
+    pub(crate) reports: mpsc::Sender<Report<K>>,
+}
+
+/// The running probes of one container run; dropping it stops them.
+#[derive(Debug, Default)]
+pub(crate) struct ProbeSet {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for ProbeSet {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Starts one worker per probe.
+pub(crate) fn start<K: Copy + Send + Sync + 'static>(
+    specs: Vec<ProbeSpec>,
+    ctx: Context<K>,
+) -> ProbeSet {
+    let ctx = Arc::new(ctx);
+    let tasks = specs
+        .into_iter()
+        .map(|spec| tokio::spawn(run(spec, Arc::clone(&ctx))))
+        .collect();
+    ProbeSet { tasks }
+}
+
+async fn run<K: Copy + Send + Sync + 'static>(spec: ProbeSpec, ctx: Arc<Context<K>>) {
+    let mut tick = tokio::time::interval_at(ctx.started_at, spec.period);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut verdicts = Verdicts::new(&spec);
+    let send = |what: Observed| {
+        ctx.reports.send(Report {
+            container: ctx.container,
+            run: ctx.run,
+            kind: spec.kind,
+            what,
+        })
+    };
+    loop {
+        tick.tick().await;
+        // kubelet skips attempts until initialDelaySeconds have passed since
+        // the container started, and liveness/readiness until it started.
+        if ctx.started_at.elapsed().as_secs() < spec.initial_delay.as_secs() {
+            continue;
+        }
+        if spec.kind != ProbeKind::Startup && !ctx.started.load(Ordering::Acquire) {
+            continue;
+        }
+        let success = match run_once(&spec.handler, &ctx.host, spec.timeout, &*ctx.exec).await {
+            Outcome::Success => true,
+            Outcome::Warning(w) => {
+                let _ = send(Observed::Warning(w)).await;
+                true
+            }
+            Outcome::Failure(out) => {
+                let _ = send(Observed::Failed(out)).await;
+                false
+            }
+            Outcome::Error(e) => {
+                let _ = send(Observed::Errored(e)).await;
+                continue;
+            }
+        };
+        let Some(result) = verdicts.observe(success) else {
+            continue;
+        };
+        if spec.kind == ProbeKind::Startup && result {
+            ctx.started.store(true, Ordering::Release);
+        }
+        if send(Observed::Result(result)).await.is_err() {
+            return;
+        }
+        // Startup is done once it passed; a liveness or startup failure
+        // ends this run (kubelet holds until it sees a new container).
+        if spec.kind == ProbeKind::Startup || (!result && spec.kind != ProbeKind::Readiness) {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::probe::Handler;
+
+    fn spec(kind: ProbeKind, success: u32, failure: u32) -> ProbeSpec {
+        ProbeSpec {
+            kind,
+            handler: Handler::Invalid(String::new()),
+            initial_delay: Duration::ZERO,
+            period: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            success_threshold: success,
+            failure_threshold: failure,
+            termination_grace: None,
+        }
+    }
+
+    #[test]
+    fn readiness_flips_only_past_its_thresholds() {
+        let mut v = Verdicts::new(&spec(ProbeKind::Readiness, 2, 3));
+        let seen: Vec<Option<bool>> = [true, true, true, false, false, true, false, false, false]
+            .into_iter()
+            .map(|s| v.observe(s))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                None,
+                Some(true),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some(false)
+            ]
+        );
+    }
+
+    #[test]
+    fn liveness_reports_failure_at_the_threshold_and_startup_its_first_success() {
+        let mut live = Verdicts::new(&spec(ProbeKind::Liveness, 1, 2));
+        assert_eq!(live.observe(true), None, "liveness starts as success");
+        assert_eq!(live.observe(false), None);
+        assert_eq!(live.observe(false), Some(false));
+        let mut startup = Verdicts::new(&spec(ProbeKind::Startup, 1, 3));
+        assert_eq!(startup.observe(false), None);
+        assert_eq!(startup.observe(true), Some(true));
+    }
+
+    struct Flaky(std::sync::Mutex<u32>);
+    impl ProbeExec for Flaky {
+        fn exec<'a>(
+            &'a self,
+            _command: &'a [String],
+            _timeout: Duration,
+        ) -> futures::future::BoxFuture<'a, Result<crate::probe::exec::ExecResult, String>>
+        {
+            let mut n = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *n += 1;
+            let code = if *n >= 3 { 0 } else { 1 };
+            Box::pin(async move {
+                Ok(crate::probe::exec::ExecResult::Exited {
+                    code,
+                    output: b"not yet".to_vec(),
+                })
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_readiness_worker_waits_its_initial_delay_and_then_reports_each_step() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let mut s = spec(ProbeKind::Readiness, 1, 3);
+        s.handler = Handler::Exec {
+            command: vec!["x".into()],
+        };
+        s.initial_delay = Duration::from_secs(2);
+        let t0 = Instant::now();
+        let _set = start(
+            vec![s],
+            Context {
+                container: 0usize,
+                run: 7,
+                host: "127.0.0.1".into(),
+                exec: Arc::new(Flaky(std::sync::Mutex::new(0))),
+                started: Arc::new(AtomicBool::new(true)),
+                started_at: t0,
+                reports: tx,
+            },
+        );
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let r = rx.recv().await.expect("a report");
+            assert_eq!((r.container, r.run, r.kind), (0, 7, ProbeKind::Readiness));
+            seen.push((t0.elapsed().as_secs(), r.what));
+        }
+        assert_eq!(
+            seen,
+            [
+                (2, Observed::Failed("not yet".into())),
+                (3, Observed::Failed("not yet".into())),
+                (4, Observed::Result(true)),
+            ]
+        );
+    }
+}
