@@ -2,7 +2,9 @@
 //! the framework alike, so both share validation, defaulting and the store.
 
 mod events;
+mod fence;
 mod kinds;
+mod leases;
 mod logs;
 mod namespaces;
 pub(crate) mod node_scope;
@@ -27,6 +29,7 @@ use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
+pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{decode_kind, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
@@ -72,6 +75,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Api {
     inner: Arc<Inner>,
+    /// Set on the scheduler's handle under leader election: its writes need the lease.
+    fence: Option<Arc<Fence>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -99,6 +104,7 @@ impl Api {
                 in_process: std::sync::OnceLock::new(),
                 token_ca: std::sync::OnceLock::new(),
             }),
+            fence: None,
         };
         api.ensure_system_namespaces().await?;
         Ok(api)
@@ -170,6 +176,9 @@ impl Api {
     }
 
     pub(crate) async fn commit(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, ApiError> {
+        if let Some(fence) = &self.fence {
+            return fence.commit(self, ops).await;
+        }
         self.inner
             .store
             .commit(ops)

@@ -77,7 +77,10 @@ pub fn router(api: Api) -> Router {
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
         .route("/apis/coordination.k8s.io", get(discovery::coordination))
-        .route("/apis/coordination.k8s.io/v1", get(discovery::coordination_v1))
+        .route(
+            "/apis/coordination.k8s.io/v1",
+            get(discovery::coordination_v1),
+        )
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
