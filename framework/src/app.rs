@@ -319,8 +319,9 @@ impl App {
                 inputs: inputs_tx.clone(),
                 api: api.clone(),
                 clock: cfg.clock.clone(),
+                elector: term.elector.clone(),
             }))
-            .merge(crate::leader::http::router(term.elector.clone()));
+            .merge(crate::leader::http::router());
         // kube-apiserver's order: authentication, then audit and the
         // limits (which name the user), then authorization.
         let (router, auth, tls) = match serving {

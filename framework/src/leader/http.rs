@@ -1,31 +1,32 @@
-//! `/debug/framework` (leader or follower) and the health probes every replica
-//! answers: `/readyz`, `/livez`, `/healthz` are `ok` once the API serves, follower or
-//! not, as kube-apiserver's are.
-
-use std::sync::Arc;
+//! What `/debug/framework` says of leadership (leader, follower or lost, and the
+//! election's settings), and `/livez`, which kube-apiserver answers besides `/healthz`
+//! and `/readyz` (served by `crate::debug`, ready on followers too).
 
 use axum::Router;
-use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use super::run::{Elector, Leadership};
 
-/// The routes; `elector` is `None` without `--leader-elect` (the one replica leads).
-pub fn router(elector: Option<Arc<Elector>>) -> Router {
-    let ok = || async { (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok") };
-    Router::new()
-        .route("/debug/framework", get(framework))
-        .route("/readyz", get(ok))
-        .route("/livez", get(ok))
-        .route("/healthz", get(ok))
-        .with_state(elector)
+/// `/livez`.
+pub fn router() -> Router {
+    Router::new().route(
+        "/livez",
+        get(|| async {
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "text/plain")],
+                "ok\n",
+            )
+        }),
+    )
 }
 
-async fn framework(State(elector): State<Option<Arc<Elector>>>) -> Response {
-    let body = match &elector {
+/// The fields `/debug/framework` adds: `role` (`leader`, `follower`, `lost`) and, with
+/// leader election, `identity`, `holder`, `lease` and the durations.
+pub fn view(elector: Option<&Elector>) -> Map<String, Value> {
+    let body = match elector {
         None => json!({"role": "leader", "leaderElection": false}),
         Some(e) => {
             let cfg = e.config();
@@ -46,5 +47,8 @@ async fn framework(State(elector): State<Option<Arc<Elector>>>) -> Response {
             })
         }
     };
-    (StatusCode::OK, axum::Json(body)).into_response()
+    match body {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
