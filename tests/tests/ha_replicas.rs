@@ -2,6 +2,7 @@
 //! the Lease `kube-system/mesopod` against a standalone localmesos. Only the leader
 //! schedules; a follower takes over when the leader stops; a leader whose lease was
 //! taken while it was frozen writes nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

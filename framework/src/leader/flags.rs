@@ -69,3 +69,65 @@ impl LeaderArgs {
         self.election_for(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        leader: LeaderArgs,
+    }
+
+    fn parse(args: &[&str]) -> LeaderArgs {
+        Cli::try_parse_from(std::iter::once("mesopod").chain(args.iter().copied()))
+            .unwrap()
+            .leader
+    }
+
+    #[test]
+    fn leader_elect_is_on_by_default_only_with_a_shared_store_and_takes_kube_schedulers_defaults() {
+        assert!(parse(&[]).election_for(false).unwrap().is_none());
+        let on = parse(&[]).election_for(true).unwrap().unwrap();
+        assert_eq!(
+            (on.lease_duration, on.renew_deadline, on.retry_period),
+            (
+                Duration::from_secs(15),
+                Duration::from_secs(10),
+                Duration::from_secs(2)
+            )
+        );
+        assert_eq!(
+            (on.namespace.as_str(), on.name.as_str()),
+            ("kube-system", "mesopod")
+        );
+        let (host, uuid) = on.identity.rsplit_once('_').unwrap();
+        assert!(!host.is_empty() && uuid.len() == 36, "{}", on.identity);
+        assert!(parse(&["--leader-elect"]).election().unwrap().is_some());
+        assert!(
+            parse(&["--leader-elect=false"])
+                .election_for(true)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn inconsistent_durations_and_other_locks_are_refused_with_client_gos_words() {
+        let e = parse(&["--leader-elect", "--leader-elect-renew-deadline=20s"])
+            .election()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad --leader-elect flags: leaseDuration must be greater than renewDeadline"
+        );
+        let e = parse(&["--leader-elect", "--leader-elect-resource-lock=endpoints"])
+            .election()
+            .unwrap_err();
+        assert!(e.to_string().contains("must be leases"), "{e}");
+    }
+}
