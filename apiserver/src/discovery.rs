@@ -48,11 +48,45 @@ pub(crate) async fn api_versions(headers: HeaderMap) -> Response {
     )
 }
 
+/// The group of Lease, served here as the plain kinds are.
+const COORDINATION: &str = "coordination.k8s.io";
+
+fn coordination_group() -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{COORDINATION}/v1"), "version": "v1"});
+    json!({"name": COORDINATION, "versions": [v], "preferredVersion": v})
+}
+
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
+    let mut groups = vec![coordination_group()];
+    groups.extend(crate::auth::api_groups());
     json(
         StatusCode::OK,
-        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": crate::auth::api_groups()}),
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+    )
+}
+
+/// `GET /apis/coordination.k8s.io`.
+pub(crate) async fn coordination() -> Response {
+    let mut g = coordination_group();
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
+}
+
+/// `GET /apis/coordination.k8s.io/v1`.
+pub(crate) async fn coordination_v1() -> Response {
+    let verbs = [
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{COORDINATION}/v1"),
+            "resources": [{"name": "leases", "singularName": "lease", "namespaced": true, "kind": "Lease", "verbs": verbs}],
+        }),
     )
 }
 

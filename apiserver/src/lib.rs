@@ -140,8 +140,8 @@ pub mod validation;
 /// ServiceAccount admission's token volume (`kube-api-access-*`) and `kube-root-ca.crt`.
 pub use api::sa_token;
 pub use api::{
-    Api, Binding, EventKind, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream, PodHead,
-    RawStream, StatusWrite, WriteOptions, k8s_time, system_time,
+    Api, Binding, EventKind, Fence, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
+    PodHead, RawStream, Renewal, StatusWrite, WriteOptions, k8s_time, system_time,
 };
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -1,7 +1,7 @@
 //! The resources the shim serves and what differs between them: names, keys, scope and
 //! the fields a field selector may name.
 
-/// A served resource of the core `v1` group.
+/// A served resource of the core `v1` group, or of a named group's `v1` (Lease).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resource {
     /// `pods`, namespaced.
@@ -18,16 +18,19 @@ pub enum Resource {
     Secrets,
     /// `serviceaccounts`, namespaced.
     ServiceAccounts,
+    /// `leases` of `coordination.k8s.io/v1`, namespaced.
+    Leases,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 4] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 5] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
         Self::ServiceAccounts,
+        Self::Leases,
     ];
 
     /// The plural name used in URLs and `Status.details.kind`.
@@ -40,6 +43,7 @@ impl Resource {
             Self::ConfigMaps => "configmaps",
             Self::Secrets => "secrets",
             Self::ServiceAccounts => "serviceaccounts",
+            Self::Leases => "leases",
         }
     }
 
@@ -53,6 +57,7 @@ impl Resource {
             Self::ConfigMaps => "ConfigMap",
             Self::Secrets => "Secret",
             Self::ServiceAccounts => "ServiceAccount",
+            Self::Leases => "Lease",
         }
     }
 
@@ -66,6 +71,31 @@ impl Resource {
             Self::ConfigMaps => "ConfigMapList",
             Self::Secrets => "SecretList",
             Self::ServiceAccounts => "ServiceAccountList",
+            Self::Leases => "LeaseList",
+        }
+    }
+
+    /// The API group (`""` for the core group).
+    pub fn group(self) -> &'static str {
+        match self {
+            Self::Leases => "coordination.k8s.io",
+            _ => "",
+        }
+    }
+
+    /// The `apiVersion` its objects and lists carry (`v1`, `coordination.k8s.io/v1`).
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::Leases => "coordination.k8s.io/v1",
+            _ => "v1",
+        }
+    }
+
+    /// The URL path its group and version are served under (`/api/v1`, `/apis/G/v1`).
+    pub(crate) fn base_path(self) -> String {
+        match self.group() {
+            "" => "/api/v1".to_owned(),
+            g => format!("/apis/{g}/v1"),
         }
     }
 
@@ -124,7 +154,7 @@ impl Resource {
                 }
                 Self::Namespaces => field == "status.phase",
                 Self::Secrets => field == "type",
-                Self::ConfigMaps | Self::ServiceAccounts => false,
+                Self::ConfigMaps | Self::ServiceAccounts | Self::Leases => false,
             }
     }
 }

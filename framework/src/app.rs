@@ -24,6 +24,8 @@ use crate::config::{FrameworkConfig, SchedulingConfig};
 use crate::core::{CoreError, CoreParts, Input, Runner};
 use crate::driver::{self, DriverEvent, FRAMEWORK_ID_KEY, FrameworkIdStore};
 use crate::launch::{ExecutorCommand, executor_prototype};
+use crate::leader::Elector;
+use crate::leader::term::Term;
 use crate::logs::{AgentDirectory, AgentLogSource};
 use crate::observe::Observed;
 
@@ -59,6 +61,26 @@ pub struct AppConfig {
     pub security: crate::security::Security,
     /// API limits, audit log, encryption at rest, Mesos TLS and credentials.
     pub hardening: crate::hardening::Hardening,
+    /// Replicas: a shared store and leader election (default: one replica, its own store).
+    pub ha: HaConfig,
+}
+
+/// How this replica shares the cluster with others.
+#[derive(Default, Clone)]
+pub struct HaConfig {
+    /// The store to use instead of opening `data_dir` (replicas sharing one store).
+    pub store: Option<Arc<dyn Store>>,
+    /// Elect a leader on the Lease `kube-system/mesopod`; only the leader schedules.
+    pub election: Option<crate::leader::ElectionConfig>,
+}
+
+impl std::fmt::Debug for HaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HaConfig")
+            .field("store", &self.store.is_some())
+            .field("election", &self.election)
+            .finish()
+    }
 }
 
 /// Why mesopod could not start.
@@ -88,6 +110,9 @@ pub enum AppError {
     /// The audit log could not be opened.
     #[error(transparent)]
     Audit(#[from] apiserver::audit::AuditError),
+    /// The leader election settings cannot work.
+    #[error("bad leader election settings: {0}")]
+    LeaderElection(String),
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -101,6 +126,9 @@ pub enum AppError {
 /// A running mesopod.
 pub struct App {
     api: Api,
+    /// The scheduler's handle: fenced by the leader Lease under leader election.
+    scheduler_api: Api,
+    elector: Option<Arc<Elector>>,
     addr: SocketAddr,
     https: bool,
     master_url: String,
@@ -142,17 +170,23 @@ impl App {
     /// [`AppError`] naming the part that failed.
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
         refuse_insecure(&cfg)?;
-        let store: Arc<dyn Store> = match &cfg.data_dir {
-            Some(dir) => Arc::new(
+        let store: Arc<dyn Store> = match (&cfg.ha.store, &cfg.data_dir) {
+            (Some(store), _) => store.clone(),
+            (None, Some(dir)) => Arc::new(
                 RedbStore::open_encrypted(dir, cfg.hardening.encryption.clone())
                     .map_err(|e| AppError::Store(e.to_string()))?,
             ),
-            None => Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?),
+            (None, None) => {
+                Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?)
+            }
         };
         let directory = Arc::new(AgentDirectory::default());
         let logs = Arc::new(AgentLogSource::new(directory.clone()));
         let api = Api::start(store, cfg.clock.clone(), logs.clone()).await?;
         logs.set_api(api.clone());
+        let term = Term::begin(&api, cfg.ha.election.clone(), &cfg.clock)
+            .map_err(AppError::LeaderElection)?;
+        let scheduler_api = term.api.clone();
 
         let local = if cfg.framework.masters.is_empty() {
             let local = LocalMesos::start(cfg.embedded.clone()).await?;
@@ -207,10 +241,12 @@ impl App {
         // pod watch until the store cut it off and it had to relist
         // everything, which at 50,000 pods happened again and again.
         let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
-        let (mesos, mut driver_events, driver_task) = driver::spawn(
+        let (mesos, mut driver_events, driver_task) = driver::spawn_gated(
             cfg.framework.clone(),
             client,
-            Arc::new(MetaIds(api.clone())),
+            Arc::new(MetaIds(scheduler_api.clone())),
+            term.start(),
+            term.stop(),
         );
         let endpoint = crate::node_identity::ApiEndpoint::of(
             addr,
@@ -235,7 +271,7 @@ impl App {
             .unwrap_or_default();
         let identities = crate::node_identity::NodeIdentities::new(
             node_keys.clone(),
-            api.clone(),
+            scheduler_api.clone(),
             mesos.clone(),
             endpoint,
         );
@@ -260,7 +296,7 @@ impl App {
             })
         };
         let core = Runner::new(CoreParts {
-            api: api.clone(),
+            api: scheduler_api.clone(),
             mesos: mesos.clone(),
             registry,
             clock: cfg.clock.clone(),
@@ -272,18 +308,20 @@ impl App {
             observed: observed.clone(),
             inputs: inputs_tx.clone(),
         });
-        let core = tokio::spawn(core.run(inputs_rx));
+        let core = tokio::spawn(term.run(core.run(inputs_rx)));
 
         let (stop_http, stopped) = oneshot::channel::<()>();
-        let router =
-            apiserver::router(api.clone()).merge(crate::debug::router(crate::debug::DebugState {
+        let router = apiserver::router(api.clone())
+            .merge(crate::debug::router(crate::debug::DebugState {
                 registry: reader.clone(),
                 observed: observed.clone(),
                 mesos,
                 inputs: inputs_tx.clone(),
                 api: api.clone(),
                 clock: cfg.clock.clone(),
-            }));
+                elector: term.elector.clone(),
+            }))
+            .merge(crate::leader::http::router());
         // kube-apiserver's order: authentication, then audit and the
         // limits (which name the user), then authorization.
         let (router, auth, tls) = match serving {
@@ -310,9 +348,11 @@ impl App {
         });
         // The shim's own sweeps (expired deletions and events), as its
         // `serve` would run them.
-        let sweeper = tokio::spawn(apiserver::sweep(api.clone()));
+        let sweeper = tokio::spawn(term.gate(apiserver::sweep(scheduler_api.clone())));
         Ok(App {
             api,
+            scheduler_api,
+            elector: term.elector,
             addr,
             https,
             master_url,
@@ -351,6 +391,17 @@ impl App {
     /// The in-process API.
     pub fn api(&self) -> &Api {
         &self.api
+    }
+
+    /// The handle the scheduler writes through: under leader election, every write
+    /// needs the leader Lease at our last renewal (`apiserver::Fence`).
+    pub fn scheduler_api(&self) -> &Api {
+        &self.scheduler_api
+    }
+
+    /// The leader election, when on.
+    pub fn elector(&self) -> Option<&Arc<Elector>> {
+        self.elector.as_ref()
     }
 
     /// The embedded cluster, if mesopod started one.
@@ -392,6 +443,10 @@ impl App {
 
     /// Stops everything this App started, the embedded cluster included.
     pub async fn shutdown(mut self) {
+        // Followers take over at their next round, not after the lease duration.
+        if let Some(elector) = &self.elector {
+            elector.release().await;
+        }
         // Open watches (kubectl get -w) would hold the graceful stop open.
         self.api.close_watches();
         if let Some(stop) = self.stop_http.take() {

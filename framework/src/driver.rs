@@ -174,6 +174,28 @@ pub fn spawn(
     mpsc::Receiver<DriverEvent>,
     tokio::task::JoinHandle<()>,
 ) {
+    spawn_gated(
+        config,
+        client,
+        ids,
+        std::future::ready(()),
+        std::future::pending(),
+    )
+}
+
+/// [`spawn`], but the driver subscribes only once `start` resolves and stops for good
+/// when `stop` does (leader election: only the leader talks to Mesos).
+pub fn spawn_gated(
+    config: FrameworkConfig,
+    client: SchedulerClient,
+    ids: Arc<dyn FrameworkIdStore>,
+    start: impl Future<Output = ()> + Send + 'static,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> (
+    MesosHandle,
+    mpsc::Receiver<DriverEvent>,
+    tokio::task::JoinHandle<()>,
+) {
     let (events_tx, events_rx) = mpsc::channel(1024);
     let (current_tx, current_rx) = watch::channel(None);
     let handle = MesosHandle {
@@ -181,7 +203,15 @@ pub fn spawn(
         current: current_rx,
         in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT)),
     };
-    let task = tokio::spawn(run(config, client, ids, events_tx, current_tx));
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = async {
+                start.await;
+                run(config, client, ids, events_tx, current_tx).await;
+            } => {}
+            () = stop => {}
+        }
+    });
     (handle, events_rx, task)
 }
 

@@ -35,6 +35,7 @@ pub mod demand;
 pub mod driver;
 pub mod hardening;
 pub mod launch;
+pub mod leader;
 pub mod logs;
 pub mod metrics;
 pub mod node_identity;

@@ -384,6 +384,7 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "selfsubjectreviews",
                 "selfsubjectaccessreviews",
                 "selfsubjectrulesreviews",
+                "leases",
                 "clusterrolebindings",
                 "clusterroles",
                 "rolebindings",

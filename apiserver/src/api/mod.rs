@@ -3,7 +3,9 @@
 
 mod event_spam;
 mod events;
+mod fence;
 mod kinds;
+mod leases;
 mod logs;
 mod namespaces;
 pub(crate) mod node_scope;
@@ -28,6 +30,7 @@ use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
+pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{decode_kind, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
@@ -75,6 +78,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Api {
     inner: Arc<Inner>,
+    /// Set on the scheduler's handle under leader election: its writes need the lease.
+    fence: Option<Arc<Fence>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -103,6 +108,7 @@ impl Api {
                 token_ca: std::sync::OnceLock::new(),
                 event_spam: event_spam::SpamFilter::default(),
             }),
+            fence: None,
         };
         api.ensure_system_namespaces().await?;
         Ok(api)
@@ -174,6 +180,9 @@ impl Api {
     }
 
     pub(crate) async fn commit(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, ApiError> {
+        if let Some(fence) = &self.fence {
+            return fence.commit(self, ops).await;
+        }
         self.inner
             .store
             .commit(ops)

@@ -1,5 +1,6 @@
 //! The routes and writes of the plain kinds (`crate::kinds`), generic over the kind:
-//! `/api/v1/<plural>`, `/api/v1/namespaces/{ns}/<plural>[/{name}]`.
+//! `/api/v1/<plural>`, `/api/v1/namespaces/{ns}/<plural>[/{name}]` (`/apis/<group>/v1/...`
+//! for a kind of a named group).
 
 use axum::Router;
 use axum::body::Body;
@@ -19,14 +20,15 @@ use crate::kinds::Kind;
 pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
     let r = K::RESOURCE;
     let plural = r.plural();
+    let base = r.base_path();
     router
-        .route(&format!("/api/v1/{plural}"), list_all(r))
+        .route(&format!("{base}/{plural}"), list_all(r))
         .route(
-            &format!("/api/v1/namespaces/{{ns}}/{plural}"),
+            &format!("{base}/namespaces/{{ns}}/{plural}"),
             list_in_namespace(r).post(create::<K>),
         )
         .route(
-            &format!("/api/v1/namespaces/{{ns}}/{plural}/{{name}}"),
+            &format!("{base}/namespaces/{{ns}}/{plural}/{{name}}"),
             get_in_namespace(r)
                 .put(replace::<K>)
                 .patch(patch::<K>)

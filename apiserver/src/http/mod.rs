@@ -76,6 +76,11 @@ pub fn router(api: Api) -> Router {
         .route("/api", get(discovery::api_versions))
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
+        .route("/apis/coordination.k8s.io", get(discovery::coordination))
+        .route(
+            "/apis/coordination.k8s.io/v1",
+            get(discovery::coordination_v1),
+        )
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
@@ -121,7 +126,8 @@ pub fn router(api: Api) -> Router {
         );
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
-    kinds::routes::<ServiceAccount>(router)
+    let router = kinds::routes::<ServiceAccount>(router);
+    kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

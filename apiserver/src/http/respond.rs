@@ -87,7 +87,7 @@ pub(crate) fn list(
             StatusCode::OK,
             &json!({
                 "kind": resource.list_kind(),
-                "apiVersion": "v1",
+                "apiVersion": resource.api_version(),
                 "metadata": {"resourceVersion": rv.to_string()},
                 "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
             }),

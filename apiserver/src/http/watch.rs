@@ -73,7 +73,7 @@ impl Encoder {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         line(
-            &json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": "v1", "metadata": meta}}),
+            &json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": self.resource.api_version(), "metadata": meta}}),
         )
     }
 }

@@ -1,9 +1,10 @@
-//! The plain namespaced kinds (ConfigMap, Secret, ServiceAccount): what differs between
+//! The plain namespaced kinds (ConfigMap, Secret, ServiceAccount, Lease): what differs between
 //! them — defaulting, validation, the Table they print as — behind one trait, so that
 //! create, get, list, watch, replace, patch and delete are written once (`api/kinds.rs`,
 //! `http/kinds.rs`) for all of them.
 
 mod configmap;
+mod lease;
 mod secret;
 mod serviceaccount;
 
@@ -68,6 +69,7 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::ConfigMaps => Some(configmap::columns()),
         Resource::Secrets => Some(secret::columns()),
         Resource::ServiceAccounts => Some(serviceaccount::columns()),
+        Resource::Leases => Some(lease::columns()),
         _ => None,
     }
 }
@@ -85,6 +87,7 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         Resource::ConfigMaps => row.push(configmap::data_count(obj)),
         Resource::Secrets => row.extend(secret::type_and_count(obj)),
         Resource::ServiceAccounts => row.push(serviceaccount::secret_count(obj)),
+        Resource::Leases => row.push(lease::holder(obj)),
         _ => return None,
     }
     row.push(Value::String(age));

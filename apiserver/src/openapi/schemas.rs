@@ -52,6 +52,7 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<ConfigMap>(true, "configmaps", generator),
         served::<Secret>(true, "secrets", generator),
         served::<ServiceAccount>(true, "serviceaccounts", generator),
+        served::<k8s_openapi::api::coordination::v1::Lease>(true, "leases", generator),
         served::<Role>(true, "roles", generator),
         served::<ClusterRole>(false, "clusterroles", generator),
         served::<RoleBinding>(true, "rolebindings", generator),

@@ -209,6 +209,7 @@ fn app_config(
         clock: Arc::new(SystemClock),
         security: Default::default(),
         hardening: crate::hardening::Hardening::default(),
+        ha: Default::default(),
     })
 }
 

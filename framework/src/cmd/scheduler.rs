@@ -123,6 +123,13 @@ pub struct Args {
     /// TLS, authentication and authorization of the API.
     #[command(flatten)]
     pub security: crate::security::SecurityArgs,
+    /// Leader election among replicas (kube-scheduler's flags).
+    #[command(flatten)]
+    pub leader: crate::leader::flags::LeaderArgs,
+    /// How long Mesos keeps the framework's tasks after the scheduler disconnects
+    /// (FrameworkInfo.failover_timeout): a new leader must subscribe within it.
+    #[arg(long, default_value = "1weeks", value_parser = mesos::duration::parse_flag)]
+    pub failover_timeout: Duration,
 }
 
 impl Args {
@@ -167,6 +174,7 @@ impl Args {
             masters: self.master.clone(),
             roles: self.roles.clone(),
             principal: self.principal.clone(),
+            failover_timeout: self.failover_timeout,
             ..FrameworkConfig::default()
         };
         if let Some(user) = &self.user {
@@ -248,6 +256,10 @@ impl Args {
                 other => anyhow::bail!("--codec must be protobuf or json, not {other:?}"),
             },
             clock: Arc::new(SystemClock),
+            ha: crate::app::HaConfig {
+                store: None,
+                election: self.leader.election()?,
+            },
         })
     }
 }

@@ -53,6 +53,8 @@ pub struct DebugState {
     pub api: Api,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// The leader election, when on: a follower is ready without a subscription.
+    pub elector: Option<Arc<crate::leader::Elector>>,
 }
 
 /// The debug, health and metrics routes.
@@ -224,6 +226,9 @@ struct FrameworkView {
     heartbeat_interval_seconds: Option<f64>,
     last_heartbeat_unix: Option<f64>,
     seconds_since_last_heartbeat: Option<f64>,
+    /// Leader, follower or lost, and the election's details (`crate::leader::http`).
+    #[serde(flatten)]
+    leadership: serde_json::Map<String, serde_json::Value>,
 }
 
 async fn framework(State(s): State<DebugState>) -> Response {
@@ -241,6 +246,7 @@ async fn framework(State(s): State<DebugState>) -> Response {
         seconds_since_last_heartbeat: last
             .and_then(|l| now.duration_since(l).ok())
             .map(|d| d.as_secs_f64()),
+        leadership: crate::leader::http::view(s.elector.as_deref()),
     })
 }
 
@@ -281,16 +287,23 @@ async fn reconcile(State(s): State<DebugState>, Query(q): Query<ReconcileQuery>)
 async fn readyz(State(s): State<DebugState>) -> Response {
     let store_ok = s.api.list_nodes("", "").is_ok();
     let subscribed = s.mesos.is_subscribed();
+    // Every replica that serves the API is ready; only the leader talks to Mesos.
+    let follows = s
+        .elector
+        .as_ref()
+        .is_some_and(|e| e.leadership() != crate::leader::Leadership::Leader);
     let body = format!(
         "store: {}\nmesos: {}\n",
         if store_ok { "ready" } else { "not ready" },
         if subscribed {
             "subscribed"
+        } else if follows {
+            "follower (the leader is subscribed)"
         } else {
             "not subscribed"
         }
     );
-    let code = if store_ok && subscribed {
+    let code = if store_ok && (subscribed || follows) {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE

@@ -102,6 +102,7 @@ pub fn app_config(setup: Setup) -> AppConfig {
         clock: Arc::new(SystemClock),
         security: Default::default(),
         hardening: framework::hardening::Hardening::default(),
+        ha: Default::default(),
     }
 }
 
