@@ -17,6 +17,7 @@ use bytes::Bytes;
 
 pub mod auth;
 pub mod exec;
+pub mod pods;
 pub mod server;
 
 /// Channel numbers: `v5.channel.k8s.io`'s (port-forward: 0 data, 1 error).
@@ -150,10 +151,22 @@ pub enum StreamError {
 pub struct ContainerRef {
     /// The container's OCI id (process mode: none).
     pub id: Option<String>,
-    /// Its bundle directory (where its `config.json` is).
+    /// Its bundle directory (where its `config.json` is), when known.
     pub bundle: Option<std::path::PathBuf>,
-    /// The pid of its first process.
+    /// The pid of its first process, when known.
     pub pid: Option<u32>,
+    /// Its directory in the executor's sandbox (`layout::container_dir`).
+    pub dir: std::path::PathBuf,
+}
+
+impl ContainerRef {
+    /// Where an exec into it runs.
+    pub fn exec_target(&self) -> crate::oci::exec::ExecTarget {
+        match &self.id {
+            Some(id) => crate::oci::exec::ExecTarget::Container(id.clone()),
+            None => crate::oci::exec::ExecTarget::Process(self.dir.clone()),
+        }
+    }
 }
 
 /// What the operations need from the executor: which containers run, and how.
@@ -173,7 +186,7 @@ pub struct StreamContext {
     /// The pods this executor runs.
     pub pods: std::sync::Arc<dyn PodDirectory>,
     /// How containers are entered (runtime binary, process mode).
-    pub exec: std::sync::Arc<exec::Exec>,
+    pub exec: std::sync::Arc<crate::oci::exec::ContainerExec>,
 }
 
 impl std::fmt::Debug for StreamContext {
