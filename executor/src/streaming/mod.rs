@@ -195,6 +195,51 @@ impl std::fmt::Debug for StreamContext {
     }
 }
 
+/// Starts the streaming server of an executor on the port its `ExecutorInfo` procured
+/// (the first of its `ports` resource; any free port when it has none) on the agent's
+/// address, and announces it in `credential`'s registrations. `None` (logged) when it
+/// cannot listen: pods still run, streams are refused.
+pub fn start(
+    env: &crate::ExecutorEnv,
+    info: Option<&mesos::proto::ExecutorInfo>,
+    credential: &std::sync::Arc<crate::apiclient::Credential>,
+    containers: &crate::oci::ContainerSettings,
+) -> Option<server::StreamServer> {
+    let port = info.and_then(procured_port).unwrap_or(0);
+    let host = env
+        .agent_ip()
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    let exec = std::sync::Arc::new(crate::oci::exec::ContainerExec::new(
+        containers,
+        &env.sandbox,
+    ));
+    let ctx = StreamContext {
+        pods: std::sync::Arc::new(pods::SandboxPods::new(env.sandbox.clone(), exec.clone())),
+        exec,
+    };
+    match server::StreamServer::start(host, port, credential.clone(), ctx) {
+        Ok(s) => {
+            tracing::info!(host = %host, port = s.endpoint().port, "serving container streams");
+            credential.set_streaming(s.endpoint().clone());
+            Some(s)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot serve container streams");
+            None
+        }
+    }
+}
+
+/// The first port of the executor's own `ports` resource.
+pub fn procured_port(info: &mesos::proto::ExecutorInfo) -> Option<u16> {
+    info.resources
+        .iter()
+        .filter(|r| r.name == "ports")
+        .filter_map(|r| r.ranges.as_ref())
+        .flat_map(|r| r.range.iter())
+        .find_map(|r| u16::try_from(r.begin).ok())
+}
+
 // Every operation implements:
 // `pub async fn serve(ctx: &StreamContext, req: OpRequest, channels: Channels) -> Result<(), StreamError>`
 // (exec.rs here; attach.rs by the attach owner; portforward.rs by the port-forward owner).
