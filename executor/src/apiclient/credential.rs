@@ -37,11 +37,7 @@ impl Credential {
     /// The executor `MESSAGE` data that registers the public key.
     pub fn key_message(&self) -> Vec<u8> {
         let mut key = self.identity.public_key();
-        key.streaming = self
-            .streaming
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default();
+        key.streaming = self.streaming.lock().map(|s| s.clone()).unwrap_or_default();
         protocol::encode(NODE_KEY_MESSAGE, &key)
     }
 

@@ -56,7 +56,8 @@ pub fn check(
         .decode(key)
         .map_err(|_| AuthError::Invalid("bad stream key"))?;
     let mut parts = token.split('.');
-    let (Some(h), Some(c), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(h), Some(c), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(AuthError::Invalid("not a JWT"));
     };
@@ -197,7 +198,12 @@ mod tests {
             Err(AuthError::Invalid("audience"))
         );
         assert_eq!(
-            check(Some(&bearer), &key, "node-a", now + Duration::from_secs(600)),
+            check(
+                Some(&bearer),
+                &key,
+                "node-a",
+                now + Duration::from_secs(600)
+            ),
             Err(AuthError::Invalid("expired or not yet valid"))
         );
         assert_eq!(
