@@ -123,6 +123,7 @@ impl NodeIdentities {
                     public_key: public_key.clone(),
                 },
             );
+            crate::streams::record_on_node(&self.api, &node, ep.port).await;
         }
         let kid = match self.keys.register(NodeKey {
             node: node.clone(),

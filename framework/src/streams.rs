@@ -62,6 +62,24 @@ impl StreamEndpoints {
     }
 }
 
+/// Records the streaming port on Node `node` as kubelet does
+/// (`status.daemonEndpoints.kubeletEndpoint.Port`).
+pub async fn record_on_node(api: &apiserver::Api, node: &str, port: u16) {
+    use k8s_openapi::api::core::v1::{DaemonEndpoint, NodeDaemonEndpoints};
+    let Ok(mut n) = api.get_node(node) else {
+        return;
+    };
+    let status = n.status.get_or_insert_with(Default::default);
+    status.daemon_endpoints = Some(NodeDaemonEndpoints {
+        kubelet_endpoint: Some(DaemonEndpoint {
+            port: i32::from(port),
+        }),
+    });
+    if let Err(e) = api.upsert_node(n).await {
+        tracing::warn!(node, error = %e, "cannot record the streaming endpoint on the Node");
+    }
+}
+
 /// The framework's [`ContainerStreams`]: dials the executors.
 pub struct ExecutorStreams {
     endpoints: Arc<StreamEndpoints>,

@@ -4,7 +4,7 @@
 //! connection. Frames go through the bounded [`Channels`] in both directions: a slow
 //! client holds the container's output back rather than letting it pile up here.
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use futures::{SinkExt as _, StreamExt as _};
 
 use super::{Channels, Frame, channel};
@@ -74,7 +74,14 @@ pub(crate) async fn serve(socket: WebSocket, protocol: Protocol, channels: Chann
             break;
         }
     }
-    let _ = sink.send(Message::Close(None)).await;
+    // A normal closure (1000): client-go reads it as the end of every channel, where a
+    // close without a code would fail the error channel it has not finished reading.
+    let _ = sink
+        .send(Message::Close(Some(CloseFrame {
+            code: close_code::NORMAL,
+            reason: "".into(),
+        })))
+        .await;
     inbound.abort();
 }
 
