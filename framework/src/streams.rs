@@ -239,19 +239,18 @@ fn relay(ws: Ws) -> Channels {
     });
     tokio::spawn(async move {
         while let Some(Ok(msg)) = stream.next().await {
-            match msg {
-                Message::Binary(b) if !b.is_empty() => {
-                    if to_shim.send(Frame::new(b[0], b.slice(1..))).await.is_err() {
-                        break;
-                    }
-                }
+            let frame = match msg {
+                Message::Binary(b) if !b.is_empty() => Frame::new(b[0], b.slice(1..)),
                 Message::Close(_) => break,
-                _ => {}
+                _ => continue,
+            };
+            if to_shim.send(frame).await.is_err() {
+                break;
             }
         }
-        // The executor is done; the shim sees the end of its frames.
-        drop(to_shim);
-        let _ = outbound;
+        // The executor is done; dropping `to_shim` ends the shim's frames. `outbound`
+        // ends when the shim drops its sender.
+        drop(outbound);
     });
     Channels {
         tx: to_exec,

@@ -137,6 +137,17 @@ async fn kubectl_exec_and_cp_reach_the_container() {
         assert_eq!(std::fs::read_to_string(&back).unwrap(), "copied in\n");
     }
 
+    // kubectl 1.27 speaks SPDY for exec: it works, or it is told clearly why not.
+    let out = Kubectl::new(&server)
+        .program("/usr/lib/google-cloud-sdk/bin/kubectl.1.27")
+        .run(&["exec", "shell", "--", "echo", "old"])
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text(&out) == "old\n" || err.contains("SPDY is not supported yet"),
+        "{out:?}"
+    );
+
     // 50 MB through kubectl into a slow reader: it completes, and the shim's memory
     // does not grow by the output (the streams are bounded both ways).
     let before = rss_kib();

@@ -92,8 +92,8 @@ async fn portforward(
     Query(q): Query2,
     req: Request,
 ) -> Response {
-    if let Err(r) = authorize_upgrade(&req, "portforward") {
-        return r;
+    if let Some(denied) = denied_upgrade(&req, "portforward") {
+        return denied;
     }
     let pod = match running_pod(&api, &ns, &name) {
         Ok(p) => p,
@@ -112,8 +112,8 @@ async fn stream(
     subresource: &str,
     op: impl FnOnce(&Pod) -> Result<StreamOp, ApiError>,
 ) -> Response {
-    if let Err(r) = authorize_upgrade(&req, subresource) {
-        return r;
+    if let Some(denied) = denied_upgrade(&req, subresource) {
+        return denied;
     }
     let result = async {
         let pod = running_pod(&api, ns, name)?;
@@ -169,21 +169,15 @@ fn is_spdy(headers: &HeaderMap) -> bool {
 }
 
 /// kube-apiserver's extra check of a GET upgrade: the user needs `create` on the
-/// subresource too (the request itself was authorized as `get`).
-fn authorize_upgrade(req: &Request, subresource: &str) -> Result<(), Response> {
+/// subresource too (the request itself was authorized as `get`). The 403 if not.
+fn denied_upgrade(req: &Request, subresource: &str) -> Option<Response> {
     if req.method() != Method::GET {
-        return Ok(());
+        return None;
     }
-    let Some((user, rbac)) = req.extensions().get::<(UserInfo, Arc<Rbac>)>() else {
-        return Ok(());
-    };
+    let (user, rbac) = req.extensions().get::<(UserInfo, Arc<Rbac>)>()?;
     let attrs = Attributes::from_request(&Method::POST, req.uri().path(), req.uri().query());
     debug_assert_eq!(attrs.subresource, subresource);
-    if rbac.authorize(user, &attrs).allowed {
-        Ok(())
-    } else {
-        Err(crate::auth::status::denied(user, &attrs))
-    }
+    (!rbac.authorize(user, &attrs).allowed).then(|| crate::auth::status::denied(user, &attrs))
 }
 
 /// The pod, if it runs on a node (kube-apiserver's words otherwise).

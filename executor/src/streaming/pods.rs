@@ -37,7 +37,7 @@ impl SandboxPods {
                 Some((modified, uid))
             })
             .collect();
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
         found.into_iter().map(|(_, uid)| uid).collect()
     }
 

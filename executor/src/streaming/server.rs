@@ -117,6 +117,8 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let mut parsed = None;
+    // The callback's signature is tungstenite's.
+    #[allow(clippy::result_large_err)]
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         let reg = credential.current();
         let (key, node) = reg
