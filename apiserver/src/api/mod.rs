@@ -72,6 +72,8 @@ struct Inner {
     token_ca: std::sync::OnceLock<String>,
     /// Recorded events' rate limits (`record_event`).
     event_spam: event_spam::SpamFilter,
+    /// Where `pods/exec`, `attach` and `portforward` go, once the embedder set it.
+    streams: std::sync::OnceLock<Arc<dyn crate::streams::ContainerStreams>>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -107,6 +109,7 @@ impl Api {
                 in_process: std::sync::OnceLock::new(),
                 token_ca: std::sync::OnceLock::new(),
                 event_spam: event_spam::SpamFilter::default(),
+                streams: std::sync::OnceLock::new(),
             }),
             fence: None,
         };
@@ -177,6 +180,16 @@ impl Api {
 
     pub(crate) fn log_source(&self) -> &Arc<dyn LogSource> {
         &self.inner.logs
+    }
+
+    /// Serves `pods/exec`, `pods/attach` and `pods/portforward` through `streams` (set
+    /// once; without it they answer 503).
+    pub fn set_container_streams(&self, streams: Arc<dyn crate::streams::ContainerStreams>) {
+        let _ = self.inner.streams.set(streams);
+    }
+
+    pub(crate) fn container_streams(&self) -> Option<&Arc<dyn crate::streams::ContainerStreams>> {
+        self.inner.streams.get()
     }
 
     pub(crate) async fn commit(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, ApiError> {
