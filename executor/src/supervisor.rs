@@ -369,7 +369,10 @@ impl Supervisor {
             &plan.name,
         ));
         let (plan, env) = self.inputs.prepare_local(&plan);
-        match process::spawn(&plan, &dir, &key.name, &env) {
+        let log = dir.join(layout::run_log_name(self.record_ref(which).restart_count));
+        let started = crate::logs::start(&log, self.config.containers.logs)
+            .and_then(|output| process::spawn(&plan, &dir, &key.name, &env, output));
+        match started {
             Ok(started) => {
                 let pgid = started.pgid;
                 let mut child = started.child;

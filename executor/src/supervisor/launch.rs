@@ -25,6 +25,8 @@ pub(super) struct Start {
     pub(super) plan: ContainerPlan,
     pub(super) id: String,
     pub(super) dir: PathBuf,
+    /// This run's CRI log (`<restartCount>.log`).
+    pub(super) log: PathBuf,
     pub(super) hostname: String,
     pub(super) pod_ref: String,
     pub(super) task: String,
@@ -112,6 +114,7 @@ impl Start {
             plan: &ready.plan,
             image: &image,
             dir: self.dir.clone(),
+            log: self.log.clone(),
             hostname: self.hostname.clone(),
             pod_ref: self.pod_ref.clone(),
             env: ready.env,
