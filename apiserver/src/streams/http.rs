@@ -1,0 +1,1 @@
+//! The routes `pods/{name}/exec`, `pods/{name}/attach` and `pods/{name}/portforward`.

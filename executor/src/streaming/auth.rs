@@ -1,0 +1,1 @@
+//! The shim's credential on the executor's streaming endpoint.

@@ -1,0 +1,1 @@
+//! The executor's streaming server: TLS, the credential check, and WebSocket framing.
