@@ -59,7 +59,7 @@ pub(crate) fn spawn(
         .env("HOSTNAME", hostname)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(&workdir)
-        .stdin(Stdio::null())
+        .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(output.stdout)
         .stderr(output.stderr)
         .process_group(0)

@@ -369,8 +369,14 @@ impl Supervisor {
             &plan.name,
         ));
         let (plan, env) = self.inputs.prepare_local(&plan);
-        let log = dir.join(layout::run_log_name(self.record_ref(which).restart_count));
-        let started = crate::logs::start(&log, self.config.containers.logs)
+        let run = crate::logs::RunLog::new(
+            &dir,
+            key,
+            &self.plan.pod,
+            &plan.name,
+            self.record_ref(which).restart_count,
+        );
+        let started = crate::logs::start(&run, self.config.containers.logs)
             .and_then(|output| process::spawn(&plan, &dir, &key.name, &env, output));
         match started {
             Ok(started) => {

@@ -388,8 +388,8 @@ pub const FIELDS: &[Field] = &[
         "",
     ),
     f("Container", "startupProbe", NotYet, PROBES),
-    f("Container", "stdin", Only(FALSE), "attach is not built"),
-    f("Container", "stdinOnce", Only(FALSE), "attach is not built"),
+    f("Container", "stdin", Honoured, ""),
+    f("Container", "stdinOnce", Honoured, ""),
     f(
         "Container",
         "terminationMessagePath",
@@ -402,7 +402,12 @@ pub const FIELDS: &[Field] = &[
         Ignored,
         "defaulted by the API; no termination message is read yet",
     ),
-    f("Container", "tty", Only(FALSE), "attach is not built"),
+    f(
+        "Container",
+        "tty",
+        Only(FALSE),
+        "containers get no terminal yet; attach works to stdin: true",
+    ),
     f(
         "Container",
         "volumeDevices",

@@ -11,12 +11,19 @@
 //! bound. A run's file outlives the run (and the container), which is what
 //! `kubectl logs --previous` reads.
 
+pub mod attach_io;
 pub mod cri;
 mod pump;
 pub(crate) mod rotate;
 
-use std::io::{self, PipeWriter};
-use std::path::Path;
+use std::io::{self, PipeReader, PipeWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::pod::PodKey;
+use attach_io::{Attachments, ContainerIo, TAP_CHUNKS};
 
 /// kubelet's default `--container-log-max-size`: 10Mi.
 pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
@@ -67,25 +74,81 @@ impl LogSettings {
 pub(crate) struct Output {
     pub(crate) stdout: PipeWriter,
     pub(crate) stderr: PipeWriter,
+    /// The read end of the container's stdin (`stdin: true`), else none.
+    pub(crate) stdin: Option<PipeReader>,
     /// Ends once everything written to the pipes is in the log.
     pub(crate) done: tokio::task::JoinHandle<()>,
 }
 
-/// Opens the run's log file at `path` and starts pumping a new pair of
-/// pipes into it. Must be called inside a tokio runtime.
-pub(crate) fn start(path: &Path, settings: LogSettings) -> io::Result<Output> {
+/// One run of a container: where its log goes and what attach may reach.
+#[derive(Debug, Clone)]
+pub(crate) struct RunLog {
+    /// `<container dir>/<restartCount>.log`.
+    pub(crate) path: PathBuf,
+    namespace: String,
+    pod: String,
+    container: String,
+    stdin: bool,
+    stdin_once: bool,
+}
+
+impl RunLog {
+    /// The run numbered `restart_count` of `container` in the pod `key`
+    /// names, whose directory is `dir`.
+    pub(crate) fn new(
+        dir: &Path,
+        key: &PodKey,
+        pod: &Pod,
+        container: &str,
+        restart_count: i32,
+    ) -> Self {
+        let spec = pod.spec.iter().flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        });
+        let c = spec.into_iter().find(|c| c.name == container);
+        RunLog {
+            path: dir.join(crate::layout::run_log_name(restart_count)),
+            namespace: key.namespace.clone(),
+            pod: key.name.clone(),
+            container: container.to_owned(),
+            stdin: c.and_then(|c| c.stdin).unwrap_or(false),
+            stdin_once: c.and_then(|c| c.stdin_once).unwrap_or(false),
+        }
+    }
+}
+
+/// Opens the run's log file and starts pumping a new pair of output pipes
+/// into it (and into the attach tap); with `stdin: true` makes the stdin
+/// pipe too. The run is registered in [`Attachments::global`]. Must be
+/// called inside a tokio runtime.
+pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
+    let path = &run.path;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let file = rotate::RotatingFile::open(path, settings)?;
     let (out_r, stdout) = io::pipe()?;
     let (err_r, stderr) = io::pipe()?;
+    let (stdin, stdin_w) = match run.stdin {
+        true => {
+            let (r, w) = io::pipe()?;
+            let w = tokio::net::unix::pipe::Sender::from_owned_fd(w.into())?;
+            (Some(r), Some(w))
+        }
+        false => (None, None),
+    };
     let out_r = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r.into())?;
     let err_r = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r.into())?;
-    let done = tokio::spawn(pump::run(out_r, err_r, file, path.to_path_buf()));
+    let (tap, template) = tokio::sync::broadcast::channel(TAP_CHUNKS);
+    let io = ContainerIo::new(template, stdin_w, run.stdin_once);
+    Attachments::global().insert(&run.namespace, &run.pod, &run.container, Arc::new(io));
+    let done = tokio::spawn(pump::run(out_r, err_r, file, tap, path.to_path_buf()));
     Ok(Output {
         stdout,
         stderr,
+        stdin,
         done,
     })
 }

@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe::Receiver;
+use tokio::sync::broadcast;
 
 use super::cri::{self, MAX_LINE, Splitter, Stream};
 use super::rotate::RotatingFile;
@@ -14,6 +16,7 @@ pub(super) async fn run(
     mut out: Receiver,
     mut err: Receiver,
     mut file: RotatingFile,
+    tap: broadcast::Sender<(Stream, Bytes)>,
     path: PathBuf,
 ) {
     let (mut out_buf, mut err_buf) = (vec![0u8; MAX_LINE], vec![0u8; MAX_LINE]);
@@ -39,7 +42,13 @@ pub(super) async fn run(
                 *open = false;
                 split.finish(&at, &mut lines);
             }
-            Ok(n) => split.feed(&buf[..n], &at, &mut lines),
+            Ok(n) => {
+                split.feed(&buf[..n], &at, &mut lines);
+                // The registry's own receiver is one; more are attachers.
+                if tap.receiver_count() > 1 {
+                    let _ = tap.send((stream, Bytes::copy_from_slice(&buf[..n])));
+                }
+            }
         }
         // A plain write: the log is local and the pipe waits meanwhile,
         // which is the backpressure. A failing disk drops output rather

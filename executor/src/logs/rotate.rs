@@ -32,16 +32,29 @@ impl RotatingFile {
         })
     }
 
-    /// Appends `bytes` (whole CRI lines), rotating first if they would not fit.
-    pub(crate) fn write(&mut self, bytes: &[u8], now: SystemTime) -> io::Result<()> {
-        if bytes.is_empty() {
-            return Ok(());
+    /// Appends `bytes` (whole CRI lines), rotating between lines so that
+    /// no file grows past the limit (but for a single line longer than it).
+    pub(crate) fn write(&mut self, mut bytes: &[u8], now: SystemTime) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let room = self.settings.max_size.saturating_sub(self.size);
+            let fits = fitting_lines(bytes, usize::try_from(room).unwrap_or(usize::MAX));
+            if fits == 0 && self.size > 0 {
+                self.rotate(now)?;
+                continue;
+            }
+            // An empty file takes at least one line, however long.
+            let take = if fits == 0 {
+                bytes
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(bytes.len(), |i| i + 1)
+            } else {
+                fits
+            };
+            self.file.write_all(&bytes[..take])?;
+            self.size += take as u64;
+            bytes = &bytes[take..];
         }
-        if self.size > 0 && self.size + bytes.len() as u64 > self.settings.max_size {
-            self.rotate(now)?;
-        }
-        self.file.write_all(bytes)?;
-        self.size += bytes.len() as u64;
         Ok(())
     }
 
@@ -75,6 +88,17 @@ impl RotatingFile {
         }
         Ok(())
     }
+}
+
+/// How many leading bytes of `bytes` are whole lines within `room`.
+fn fitting_lines(bytes: &[u8], room: usize) -> usize {
+    if bytes.len() <= room {
+        return bytes.len();
+    }
+    bytes[..room]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1)
 }
 
 /// The rotated files of `path` (`<path>.<timestamp>`), in no order.
@@ -112,9 +136,16 @@ mod tests {
         };
         let mut f = RotatingFile::open(&path, settings).unwrap();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_475_713_029);
-        for i in 0..20u64 {
-            let line = format!("line {i:02} {}\n", "x".repeat(40));
-            f.write(line.as_bytes(), t0 + Duration::from_secs(i / 4))
+        for i in 0..10u64 {
+            // Two lines per write: rotation falls between them.
+            let lines = format!(
+                "line {:02} {}\nline {:02} {}\n",
+                2 * i,
+                "x".repeat(40),
+                2 * i + 1,
+                "x".repeat(40)
+            );
+            f.write(lines.as_bytes(), t0 + Duration::from_secs(i / 2))
                 .unwrap();
         }
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
@@ -128,6 +159,14 @@ mod tests {
         let live = std::fs::read_to_string(&path).unwrap();
         assert!(live.contains("line 19"), "{live}");
         assert!(live.len() <= 100);
+        for name in &names {
+            let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+            assert!(text.len() <= 100, "{name}: {}", text.len());
+            assert!(
+                text.ends_with('\n') && text.starts_with("line "),
+                "{name}: {text}"
+            );
+        }
         // The rotated ones are the two before it, in order.
         assert!(names[1].starts_with("0.log.20161006-00"), "{names:?}");
     }

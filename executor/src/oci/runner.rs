@@ -51,7 +51,7 @@ pub(crate) struct StartRequest<'a> {
     /// The container's sandbox directory.
     pub(crate) dir: PathBuf,
     /// This run's CRI log ([`crate::logs`]).
-    pub(crate) log: PathBuf,
+    pub(crate) log: crate::logs::RunLog,
     pub(crate) hostname: String,
     pub(crate) pod_ref: String,
     pub(crate) env: Vec<(String, String)>,
@@ -302,6 +302,7 @@ impl Oci {
             .arg("--pid-file")
             .arg(&pid_file)
             .arg(&req.id)
+            .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
             .stdout(output.stdout)
             .stderr(output.stderr)
             .status()
@@ -322,7 +323,7 @@ impl Oci {
                 // The runtime's own error went to the container's stderr:
                 // once the container is deleted the pipe drains.
                 let _ = tokio::time::timeout(PUMP_DRAIN, output.done).await;
-                let why = runtime_error(&log, &req.log, s.to_string());
+                let why = runtime_error(&log, &req.log.path, s.to_string());
                 return Err(failed(why));
             }
             Err(e) => {

@@ -58,9 +58,13 @@ impl Supervisor {
             &plan.name,
         ));
         let path = self.field_path(which);
-        let log = dir.join(crate::layout::run_log_name(
+        let log = crate::logs::RunLog::new(
+            &dir,
+            key,
+            &self.plan.pod,
+            &plan.name,
             self.record_ref(which).restart_count,
-        ));
+        );
         let start = launch::Start {
             which,
             oci,

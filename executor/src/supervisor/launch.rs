@@ -25,8 +25,8 @@ pub(super) struct Start {
     pub(super) plan: ContainerPlan,
     pub(super) id: String,
     pub(super) dir: PathBuf,
-    /// This run's CRI log (`<restartCount>.log`).
-    pub(super) log: PathBuf,
+    /// This run's CRI log (`<restartCount>.log`) and attach registration.
+    pub(super) log: crate::logs::RunLog,
     pub(super) hostname: String,
     pub(super) pod_ref: String,
     pub(super) task: String,
