@@ -33,15 +33,23 @@ pub(crate) fn init(
         Mode::empty(),
     )
     .map_err(|e| RuntimeFailure::io(dir.display(), e))?;
-    // The spawning runtime process' pidfd arrives on stdin (see create);
-    // the container's stdin is /dev/null.
+    // The spawning runtime process' pidfd arrives on stdin (see create).
     let parent_fd = if parent_on_stdin {
         rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3).ok()
     } else {
         None
     };
-    let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| RuntimeFailure::io("/dev/null", e))?;
+    // The container's stdin is the spawning process' own (the executor's
+    // pipe for a `stdin: true` container, else /dev/null), taken from it
+    // while it waits for this process' report.
+    let stdin = parent_fd.as_ref().and_then(|p| {
+        rustix::process::pidfd_getfd(p, 0, rustix::process::PidfdGetfdFlags::empty()).ok()
+    });
+    let null = match stdin {
+        Some(fd) => fd,
+        None => rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| RuntimeFailure::io("/dev/null", e))?,
+    };
     rustix::stdio::dup2_stdin(&null).map_err(|e| RuntimeFailure::io("stdin", e))?;
     drop(null);
     let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
