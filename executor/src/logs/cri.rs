@@ -166,6 +166,7 @@ impl Splitter {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::time::Duration;
 

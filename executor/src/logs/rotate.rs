@@ -123,6 +123,7 @@ fn open_append(path: &Path) -> io::Result<File> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::time::Duration;
 

@@ -118,6 +118,7 @@ pub async fn attach(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use bytes::Bytes;
     use std::io::Read as _;

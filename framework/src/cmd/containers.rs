@@ -389,6 +389,7 @@ mod tests {
 
 #[cfg(test)]
 mod log_flag_tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

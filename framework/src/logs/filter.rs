@@ -104,6 +104,7 @@ pub(crate) fn tail_start(bytes: &[u8], lines: Option<i64>) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::time::Duration;
 
