@@ -147,9 +147,10 @@ async fn image_pull_secrets_are_tried_before_the_agents_credentials() {
         "ns", "json", "uid-json", "main", 0,
     )))
     .unwrap();
+    // A last line without a newline is a full CRI line: read back with one.
     assert_eq!(
         executor::logs::cri::texts(&log, Some(executor::logs::cri::Stream::Stdout)),
-        IMAGE_FILE_TEXT
+        format!("{IMAGE_FILE_TEXT}\n")
     );
     // No secret's content reaches an event.
     assert!(
