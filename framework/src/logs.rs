@@ -35,8 +35,9 @@ use filter::Filter;
 
 /// How often a follower polls the agent for new output.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(500);
-/// Bytes asked of the agent per read.
-const CHUNK: u64 = 256 * 1024;
+/// Bytes asked of the agent per read: what a Mesos agent serves at most
+/// (16 pages), so each read's length is known without decoding its data.
+const CHUNK: u64 = 16 * 4096;
 
 /// What the log source needs to know that only the scheduler learns.
 #[derive(Debug, Default)]
@@ -226,7 +227,15 @@ async fn read_chunk(
         .get(format!("{base}/files/read"))
         .query(&[
             ("path", path),
-            ("offset", &offset.to_string()),
+            // `-1` asks for the size alone.
+            (
+                "offset",
+                &if offset == u64::MAX {
+                    "-1".to_owned()
+                } else {
+                    offset.to_string()
+                },
+            ),
             ("length", &CHUNK.to_string()),
         ])
         .send()
@@ -247,20 +256,33 @@ async fn read_chunk(
         .map_err(|e| LogError::Unavailable(format!("agent sent an unreadable answer: {e}")))
 }
 
-/// Reads a whole file from `offset`; returns the bytes and the new offset.
+/// Reads a file from `offset` to the size it has now (from its start if it
+/// shrank: it was rotated); returns the bytes and the new offset. Offsets
+/// advance by the lengths asked, not by the decoded text, which the agent
+/// may have had to repair where a read split a UTF-8 character.
 async fn read_from(
     http: &reqwest::Client,
     base: &str,
     path: &str,
     mut offset: u64,
 ) -> Result<(Vec<u8>, u64), LogError> {
+    let Some(size) = read_chunk(http, base, path, u64::MAX).await? else {
+        return Ok((Vec::new(), offset));
+    };
+    let size = size.offset;
+    if size < offset {
+        offset = 0;
+    }
     let mut out = Vec::new();
-    while let Some(chunk) = read_chunk(http, base, path, offset).await? {
+    while offset < size {
+        let Some(chunk) = read_chunk(http, base, path, offset).await? else {
+            break;
+        };
         if chunk.data.is_empty() {
             break;
         }
-        offset = chunk.offset + chunk.data.len() as u64;
         out.extend_from_slice(chunk.data.as_bytes());
+        offset += CHUNK.min(size - offset);
     }
     Ok((out, offset))
 }
@@ -357,22 +379,6 @@ fn pick_run(req: &LogRequest, runs: &[i32]) -> Result<Option<i32>, LogError> {
     }
 }
 
-/// Reads `path` from `offset` to its end; a file that shrank (rotated)
-/// is read from its start. Returns the bytes and the new offset.
-async fn read_rotating(
-    http: &reqwest::Client,
-    base: &str,
-    path: &str,
-    offset: u64,
-) -> Result<(Vec<u8>, u64), LogError> {
-    if let Some(chunk) = read_chunk(http, base, path, offset).await?
-        && chunk.offset < offset
-    {
-        return read_from(http, base, path, 0).await;
-    }
-    read_from(http, base, path, offset).await
-}
-
 impl LogSource for AgentLogSource {
     fn logs(&self, req: LogRequest) -> LogFuture<'_> {
         Box::pin(async move {
@@ -416,7 +422,7 @@ impl LogSource for AgentLogSource {
                                 .as_ref()
                                 .and_then(|a| a.get_pod(&req.namespace, &req.name).ok());
                             let over = run_over(pod.as_ref(), &req.container);
-                            let (new, o) = read_rotating(&http, &base, &path, offset).await.ok()?;
+                            let (new, o) = read_from(&http, &base, &path, offset).await.ok()?;
                             let out = filter.push(&new);
                             if !out.is_empty() {
                                 return Some((Ok(Bytes::from(out)), (None, o, filter, over)));
