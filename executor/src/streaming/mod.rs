@@ -18,6 +18,7 @@ use bytes::Bytes;
 pub mod attach;
 pub mod auth;
 pub mod exec;
+pub mod pods;
 pub mod server;
 
 /// Channel numbers: `v5.channel.k8s.io`'s (port-forward: 0 data, 1 error).
@@ -151,10 +152,22 @@ pub enum StreamError {
 pub struct ContainerRef {
     /// The container's OCI id (process mode: none).
     pub id: Option<String>,
-    /// Its bundle directory (where its `config.json` is).
+    /// Its bundle directory (where its `config.json` is), when known.
     pub bundle: Option<std::path::PathBuf>,
-    /// The pid of its first process.
+    /// The pid of its first process, when known.
     pub pid: Option<u32>,
+    /// Its directory in the executor's sandbox (`layout::container_dir`).
+    pub dir: std::path::PathBuf,
+}
+
+impl ContainerRef {
+    /// Where an exec into it runs.
+    pub fn exec_target(&self) -> crate::oci::exec::ExecTarget {
+        match &self.id {
+            Some(id) => crate::oci::exec::ExecTarget::Container(id.clone()),
+            None => crate::oci::exec::ExecTarget::Process(self.dir.clone()),
+        }
+    }
 }
 
 /// What the operations need from the executor: which containers run, and how.
@@ -174,13 +187,58 @@ pub struct StreamContext {
     /// The pods this executor runs.
     pub pods: std::sync::Arc<dyn PodDirectory>,
     /// How containers are entered (runtime binary, process mode).
-    pub exec: std::sync::Arc<exec::Exec>,
+    pub exec: std::sync::Arc<crate::oci::exec::ContainerExec>,
 }
 
 impl std::fmt::Debug for StreamContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamContext").finish_non_exhaustive()
     }
+}
+
+/// Starts the streaming server of an executor on the port its `ExecutorInfo` procured
+/// (the first of its `ports` resource; any free port when it has none) on the agent's
+/// address, and announces it in `credential`'s registrations. `None` (logged) when it
+/// cannot listen: pods still run, streams are refused.
+pub fn start(
+    env: &crate::ExecutorEnv,
+    info: Option<&mesos::proto::ExecutorInfo>,
+    credential: &std::sync::Arc<crate::apiclient::Credential>,
+    containers: &crate::oci::ContainerSettings,
+) -> Option<server::StreamServer> {
+    let port = info.and_then(procured_port).unwrap_or(0);
+    let host = env
+        .agent_ip()
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    let exec = std::sync::Arc::new(crate::oci::exec::ContainerExec::new(
+        containers,
+        &env.sandbox,
+    ));
+    let ctx = StreamContext {
+        pods: std::sync::Arc::new(pods::SandboxPods::new(env.sandbox.clone(), exec.clone())),
+        exec,
+    };
+    match server::StreamServer::start(host, port, credential.clone(), ctx) {
+        Ok(s) => {
+            tracing::info!(host = %host, port = s.endpoint().port, "serving container streams");
+            credential.set_streaming(s.endpoint().clone());
+            Some(s)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot serve container streams");
+            None
+        }
+    }
+}
+
+/// The first port of the executor's own `ports` resource.
+pub fn procured_port(info: &mesos::proto::ExecutorInfo) -> Option<u16> {
+    info.resources
+        .iter()
+        .filter(|r| r.name == "ports")
+        .filter_map(|r| r.ranges.as_ref())
+        .flat_map(|r| r.range.iter())
+        .find_map(|r| u16::try_from(r.begin).ok())
 }
 
 // Every operation implements:
