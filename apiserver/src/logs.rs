@@ -33,6 +33,11 @@ pub struct LogRequest {
     pub limit_bytes: Option<i64>,
     /// The previous instance's log (`-p`).
     pub previous: bool,
+    /// Prefix each line with the time it was written (`--timestamps`).
+    pub timestamps: bool,
+    /// Only lines written at or after this time (`--since`, `--since-time`,
+    /// already resolved against the API's clock).
+    pub since: Option<std::time::SystemTime>,
 }
 
 /// Why a log cannot be read.

@@ -34,7 +34,7 @@ use crate::reliable::Unacknowledged;
 use crate::runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};
 
 /// `TaskStatus.labels` key holding the pod's directory (absolute) in the
-/// sandbox: the shim joins `<container>/stdout` to it for `/files/read`.
+/// sandbox: the shim joins `<container>/<restartCount>.log` to it for `/files/read`.
 pub const POD_DIR_LABEL: &str = "mesopod.io/pod-dir";
 
 /// The MESSAGE data that asks the executor to report every pod's current

@@ -1,39 +1,22 @@
 //! Where a pod's files live in the executor's sandbox.
 //!
 //! ```text
-//! <sandbox>/pods/<namespace>_<name>_<uid>/<container>/stdout
-//! <sandbox>/pods/<namespace>_<name>_<uid>/<container>/stderr
+//! <sandbox>/pods/<namespace>_<name>_<uid>/<container>/<restartCount>.log
+//! <sandbox>/pods/<namespace>_<name>_<uid>/<container>/<restartCount>.log.<YYYYMMDD-hhmmss>
 //! ```
 //!
-//! The agent's `/files/read?path=<sandbox>/pods/...` serves these files, which
+//! kubelet's layout under `/var/log/pods`: one CRI log per run of a
+//! container ([`crate::logs`]), the older ones its rotated pieces. The
+//! agent's `/files/read?path=<sandbox>/pods/...` serves these files, which
 //! is how the API shim answers `kubectl logs` (follow = read again from the
-//! last offset). Files are only ever appended to, restarts included, so an
-//! offset stays valid for a follower. Every component is checked to be a
-//! single safe path segment before a plan exists (see [`crate::pod`]).
+//! last offset, from 0 once the file shrank: it was rotated). Every
+//! component is checked to be a single safe path segment before a plan
+//! exists (see [`crate::pod`]).
 
 use std::path::{Path, PathBuf};
 
 /// The directory under the sandbox that holds one directory per pod.
 pub const PODS_DIR: &str = "pods";
-
-/// One of a container's two log files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogStream {
-    /// The container's standard output.
-    Stdout,
-    /// The container's standard error.
-    Stderr,
-}
-
-impl LogStream {
-    /// The file name.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            LogStream::Stdout => "stdout",
-            LogStream::Stderr => "stderr",
-        }
-    }
-}
 
 /// `pods/<namespace>_<name>_<uid>`, relative to the sandbox.
 pub fn pod_dir(namespace: &str, name: &str, uid: &str) -> PathBuf {
@@ -45,16 +28,22 @@ pub fn container_dir(namespace: &str, name: &str, uid: &str, container: &str) ->
     pod_dir(namespace, name, uid).join(container)
 }
 
-/// `pods/<namespace>_<name>_<uid>/<container>/<stdout|stderr>`, relative to
-/// the sandbox: join it to the executor's sandbox directory for `/files/read`.
-pub fn log_file(
+/// `pods/<namespace>_<name>_<uid>/<container>/<restartCount>.log`, relative
+/// to the sandbox: the CRI log of one run of a container (kubelet's layout);
+/// join it to the executor's sandbox directory for `/files/read`.
+pub fn run_log(
     namespace: &str,
     name: &str,
     uid: &str,
     container: &str,
-    stream: LogStream,
+    restart_count: i32,
 ) -> PathBuf {
-    container_dir(namespace, name, uid, container).join(stream.file_name())
+    container_dir(namespace, name, uid, container).join(run_log_name(restart_count))
+}
+
+/// `<restartCount>.log`.
+pub fn run_log_name(restart_count: i32) -> String {
+    format!("{restart_count}.log")
 }
 
 #[cfg(test)]
@@ -64,12 +53,12 @@ mod tests {
     #[test]
     fn log_paths_follow_the_documented_layout() {
         assert_eq!(
-            log_file("prod", "web", "u-1", "app", LogStream::Stdout),
-            PathBuf::from("pods/prod_web_u-1/app/stdout")
+            run_log("prod", "web", "u-1", "app", 0),
+            PathBuf::from("pods/prod_web_u-1/app/0.log")
         );
         assert_eq!(
-            log_file("prod", "web", "u-1", "app", LogStream::Stderr),
-            PathBuf::from("pods/prod_web_u-1/app/stderr")
+            run_log("prod", "web", "u-1", "app", 3),
+            PathBuf::from("pods/prod_web_u-1/app/3.log")
         );
     }
 }

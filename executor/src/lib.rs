@@ -65,6 +65,7 @@ pub mod env;
 pub mod events;
 pub mod executor;
 pub mod layout;
+pub mod logs;
 pub mod network;
 pub mod objects;
 pub mod oci;

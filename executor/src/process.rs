@@ -4,7 +4,6 @@
 //! signal reaches the whole tree it starts (a shell and its children), and a
 //! group left behind after the leader exits can be cleaned up as one.
 
-use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -12,7 +11,7 @@ use std::process::{ExitStatus, Stdio};
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 
-use crate::layout::LogStream;
+use crate::logs::Output;
 use crate::pod::ContainerPlan;
 
 /// `PATH` for containers when the executor itself has none: the usual
@@ -42,7 +41,7 @@ pub(crate) fn path() -> std::ffi::OsString {
 }
 
 /// Starts a container in `dir` (its own sandbox directory, created if
-/// missing), appending its output to `dir/stdout` and `dir/stderr`.
+/// missing), its stdout and stderr the pipes of `output` ([`crate::logs`]).
 ///
 /// The environment is the container's own plus `PATH`, `HOME` (the
 /// container's directory) and `HOSTNAME` (the pod's name): the executor's
@@ -52,16 +51,9 @@ pub(crate) fn spawn(
     dir: &Path,
     hostname: &str,
     env: &[(String, String)],
+    output: Output,
 ) -> io::Result<Started> {
     std::fs::create_dir_all(dir)?;
-    let open = |stream: LogStream| {
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join(stream.file_name()))
-    };
-    let stdout = open(LogStream::Stdout)?;
-    let stderr = open(LogStream::Stderr)?;
     let Some((program, args)) = plan.argv.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
@@ -74,9 +66,9 @@ pub(crate) fn spawn(
         .env("HOSTNAME", hostname)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(&workdir)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
+        .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
+        .stdout(output.stdout)
+        .stderr(output.stderr)
         .process_group(0)
         // A safety net only: if a supervisor is dropped without stopping its
         // container (the runtime torn down mid-flight), the leader dies too.

@@ -392,7 +392,16 @@ impl Supervisor {
             &plan.name,
         ));
         let (plan, env) = self.inputs.prepare_local(&plan);
-        match process::spawn(&plan, &dir, &key.name, &env) {
+        let run = crate::logs::RunLog::new(
+            &dir,
+            key,
+            &self.plan.pod,
+            &plan.name,
+            self.record_ref(which).restart_count,
+        );
+        let started = crate::logs::start(&run, self.config.containers.logs)
+            .and_then(|output| process::spawn(&plan, &dir, &key.name, &env, output));
+        match started {
             Ok(started) => {
                 let pgid = started.pgid;
                 let mut child = started.child;

@@ -119,7 +119,7 @@ async fn kill_uses_the_task_kill_policy_then_reports_killed() {
     .unwrap();
     h.status_until(TaskState::TaskRunning).await;
     // The shell prints "up" once its trap is installed.
-    let log = h._sandbox.path().join("pods/default_k_u1/c/stdout");
+    let log = h._sandbox.path().join("pods/default_k_u1/c/0.log");
     tokio::time::timeout(WAIT, async {
         while std::fs::read_to_string(&log).unwrap_or_default().is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;

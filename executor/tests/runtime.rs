@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::pods::*;
 use executor::PodState;
-use executor::layout::LogStream;
+use executor::logs::cri::Stream as LogStream;
 use mesos::proto::TaskId;
 use serde_json::json;
 
@@ -181,7 +181,7 @@ async fn kill_sends_sigterm_to_the_group_and_waits_for_the_trap() {
     );
     rt.launch(TaskId::new("t-graceful"), plan).unwrap();
     until(&mut rx, |u| u.state == PodState::Running).await;
-    wait_for_file(&dir.path().join("pods/ns_graceful_uid-graceful/c/stdout")).await;
+    wait_for_file(&dir.path().join("pods/ns_graceful_uid-graceful/c/0.log")).await;
     wait_for_output(dir.path(), "graceful", "c").await;
     assert!(rt.kill(&TaskId::new("t-graceful"), None));
     let last = until_terminal(&mut rx).await.pop().unwrap();

@@ -8,7 +8,7 @@ mod common;
 
 use common::pods::*;
 use executor::PodState;
-use executor::layout::LogStream;
+use executor::logs::cri::Stream as LogStream;
 use mesos::proto::TaskId;
 use serde_json::json;
 

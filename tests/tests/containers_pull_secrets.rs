@@ -143,15 +143,15 @@ async fn image_pull_secrets_are_tried_before_the_agents_credentials() {
             .any(|e| e.reason == "Pulled" && e.message.starts_with("Successfully pulled image")),
         "{events:?}"
     );
-    let log = std::fs::read_to_string(dir.path().join("sandbox").join(executor::layout::log_file(
-        "ns",
-        "json",
-        "uid-json",
-        "main",
-        executor::layout::LogStream::Stdout,
+    let log = std::fs::read(dir.path().join("sandbox").join(executor::layout::run_log(
+        "ns", "json", "uid-json", "main", 0,
     )))
     .unwrap();
-    assert_eq!(log, IMAGE_FILE_TEXT);
+    // A last line without a newline is a full CRI line: read back with one.
+    assert_eq!(
+        executor::logs::cri::texts(&log, Some(executor::logs::cri::Stream::Stdout)),
+        format!("{IMAGE_FILE_TEXT}\n")
+    );
     // No secret's content reaches an event.
     assert!(
         events

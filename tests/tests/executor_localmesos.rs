@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::harness::{pod_dir, pod_status, sh_pod, start};
+use executor::logs::cri::{self, Stream};
 use mesos::proto::TaskState;
 use mesos::proto::task_status::{Reason, Source};
 use serde_json::json;
@@ -42,11 +43,12 @@ async fn a_pod_runs_finishes_and_its_logs_are_served_by_the_agent() {
     );
     let dir = pod_dir(last);
     assert!(dir.ends_with("/pods/e2e_ok_uid-ok"), "{dir}");
+    let log = s.read_file(&format!("{dir}/main/0.log")).await;
     assert_eq!(
-        s.read_file(&format!("{dir}/main/stdout")).await,
+        cri::texts(log.as_bytes(), Some(Stream::Stdout)),
         "hello from ok\n"
     );
-    assert_eq!(s.read_file(&format!("{dir}/main/stderr")).await, "oops\n");
+    assert_eq!(cri::texts(log.as_bytes(), Some(Stream::Stderr)), "oops\n");
     s.finish().await;
 }
 
@@ -83,7 +85,7 @@ async fn a_killed_pod_gets_sigterm_and_its_grace_period() {
     .await;
     let running = s.until("k", TaskState::TaskRunning).await;
     let dir = pod_dir(&running);
-    s.wait_file(&format!("{dir}/main/stdout"), |d| d.contains("ready"))
+    s.wait_file(&format!("{dir}/main/0.log"), |d| d.contains("ready"))
         .await;
     s.kill("k", None).await;
     let killed = s.until("k", TaskState::TaskKilled).await;
@@ -125,11 +127,13 @@ async fn restart_policies_on_failure_always_and_never() {
         pod_status(&backoff)["containerStatuses"][0]["lastState"]["terminated"]["exitCode"],
         0
     );
-    // Restarts append to the same log, so a follower's offset stays valid.
-    let log = s
-        .read_file(&format!("{}/main/stdout", pod_dir(&backoff)))
-        .await;
-    assert!(log.starts_with("run\nrun\n"), "{log:?}");
+    // Each run has its own log, as kubelet keeps them.
+    for run in ["0.log", "1.log"] {
+        let log = s
+            .read_file(&format!("{}/main/{run}", pod_dir(&backoff)))
+            .await;
+        assert_eq!(cri::texts(log.as_bytes(), None), "run\n", "{run}: {log:?}");
+    }
     s.kill("always", Some(Duration::ZERO)).await;
     s.until("always", TaskState::TaskKilled).await;
 
@@ -223,7 +227,7 @@ async fn shutdown_stops_running_pods_reports_them_killed_and_the_executor_exits(
     s.launch("long", sh_pod("long", "Always", script)).await;
     let running = s.until("long", TaskState::TaskRunning).await;
     let dir = pod_dir(&running);
-    s.wait_file(&format!("{dir}/main/stdout"), |d| d.contains("ready"))
+    s.wait_file(&format!("{dir}/main/0.log"), |d| d.contains("ready"))
         .await;
     s.shutdown_executor().await;
     let killed = s.until("long", TaskState::TaskKilled).await;

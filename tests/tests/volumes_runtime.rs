@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use containers_support::{IMAGE, RUNC, load_image, prerequisites};
 use executor::backoff::Backoff;
-use executor::layout::{LogStream, log_file};
+use executor::layout::run_log;
+use executor::logs::cri;
 use executor::objects::StaticObjects;
 use executor::oci::{ContainerSettings, RuntimeKind};
 use executor::volumes::VolumeSettings;
@@ -102,14 +103,11 @@ fn config_map(name: &str, data: Value) -> ConfigMap {
 }
 
 fn log(sandbox: &Path, pod: &str, container: &str) -> String {
-    let path = sandbox.join(log_file(
-        "ns",
-        pod,
-        &format!("uid-{pod}"),
-        container,
-        LogStream::Stdout,
-    ));
-    std::fs::read_to_string(path).unwrap_or_default()
+    let path = sandbox.join(run_log("ns", pod, &format!("uid-{pod}"), container, 0));
+    cri::texts(
+        &std::fs::read(path).unwrap_or_default(),
+        Some(cri::Stream::Stdout),
+    )
 }
 
 async fn until(
@@ -164,7 +162,7 @@ async fn two_containers_share_an_empty_dir_and_it_goes_with_the_pod() {
         !pod_dir.join("volumes").exists(),
         "the emptyDir is removed with the pod"
     );
-    assert!(pod_dir.join("reader").join("stdout").exists(), "logs stay");
+    assert!(pod_dir.join("reader").join("0.log").exists(), "logs stay");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

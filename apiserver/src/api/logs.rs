@@ -1,5 +1,9 @@
 //! Reading a pod's log: the API resolves pod and container, the log source does the rest.
 
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::jiff::Timestamp;
+
 use super::Api;
 use crate::error::ApiError;
 use crate::logs::{LogRequest, LogStream};
@@ -17,6 +21,12 @@ pub struct LogOptions {
     pub limit_bytes: Option<i64>,
     /// `-p`.
     pub previous: bool,
+    /// `--timestamps`.
+    pub timestamps: bool,
+    /// `--since` (`sinceSeconds`).
+    pub since_seconds: Option<i64>,
+    /// `--since-time` (`sinceTime`, RFC3339).
+    pub since_time: Option<String>,
 }
 
 impl Api {
@@ -30,6 +40,7 @@ impl Api {
         opts: LogOptions,
     ) -> Result<LogStream, ApiError> {
         let pod = self.get_pod(namespace, name)?;
+        let since = self.log_since(&opts)?;
         let names: Vec<String> = pod
             .spec
             .iter()
@@ -82,7 +93,42 @@ impl Api {
             tail_lines: opts.tail_lines,
             limit_bytes: opts.limit_bytes,
             previous: opts.previous,
+            timestamps: opts.timestamps,
+            since,
         };
         Ok(self.log_source().logs(req).await?)
+    }
+
+    /// `sinceSeconds` or `sinceTime` as a time, validated as Kubernetes does.
+    fn log_since(&self, opts: &LogOptions) -> Result<Option<SystemTime>, ApiError> {
+        match (opts.since_seconds, opts.since_time.as_deref()) {
+            (Some(_), Some(_)) => Err(ApiError::BadRequest(
+                "at most one of `sinceTime` or `sinceSeconds` may be specified".into(),
+            )),
+            (Some(s), None) if s < 1 => Err(ApiError::BadRequest(
+                "sinceSeconds: Invalid value: must be greater than 0".into(),
+            )),
+            (Some(s), None) => Ok(self
+                .now()
+                .checked_sub(Duration::from_secs(s.unsigned_abs()))
+                .or(Some(SystemTime::UNIX_EPOCH))),
+            (None, Some(t)) => {
+                let ts: Timestamp = t.parse().map_err(|_| {
+                    ApiError::BadRequest(format!(
+                        "sinceTime: Invalid value: {t:?}: must be an RFC3339 time"
+                    ))
+                })?;
+                let d = Duration::new(
+                    ts.as_second().max(0).unsigned_abs(),
+                    if ts.as_second() < 0 {
+                        0
+                    } else {
+                        ts.subsec_nanosecond().unsigned_abs()
+                    },
+                );
+                Ok(Some(SystemTime::UNIX_EPOCH + d))
+            }
+            (None, None) => Ok(None),
+        }
     }
 }

@@ -22,6 +22,9 @@ pub(crate) async fn get(
         tail_lines: params.int("tailLines")?,
         limit_bytes: params.int("limitBytes")?,
         previous: params.flag("previous"),
+        timestamps: params.flag("timestamps"),
+        since_seconds: params.int("sinceSeconds")?,
+        since_time: params.get("sinceTime").map(str::to_string),
     };
     let stream = api.pod_logs(&ns, &name, opts).await?;
     let mut resp = (StatusCode::OK, Body::from_stream(stream)).into_response();

@@ -387,8 +387,8 @@ pub const FIELDS: &[Field] = &[
         "",
     ),
     f("Container", "startupProbe", Nested("Probe"), ""),
-    f("Container", "stdin", Only(FALSE), "attach is not built"),
-    f("Container", "stdinOnce", Only(FALSE), "attach is not built"),
+    f("Container", "stdin", Honoured, ""),
+    f("Container", "stdinOnce", Honoured, ""),
     f(
         "Container",
         "terminationMessagePath",
@@ -401,7 +401,12 @@ pub const FIELDS: &[Field] = &[
         Ignored,
         "defaulted by the API; no termination message is read yet",
     ),
-    f("Container", "tty", Only(FALSE), "attach is not built"),
+    f(
+        "Container",
+        "tty",
+        Only(FALSE),
+        "containers get no terminal yet; attach works to stdin: true",
+    ),
     f(
         "Container",
         "volumeDevices",

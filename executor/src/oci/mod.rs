@@ -105,6 +105,8 @@ pub struct ContainerSettings {
     pub cni: Option<crate::network::CniSettings>,
     /// Volumes: `--allowed-host-paths`, resync and usage intervals.
     pub volumes: crate::volumes::VolumeSettings,
+    /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
+    pub logs: crate::logs::LogSettings,
 }
 
 impl Default for ContainerSettings {
@@ -121,6 +123,7 @@ impl Default for ContainerSettings {
             image_gc: images::ImageGcPolicy::default(),
             cni: None,
             volumes: crate::volumes::VolumeSettings::default(),
+            logs: crate::logs::LogSettings::default(),
         }
     }
 }

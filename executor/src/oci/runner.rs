@@ -15,8 +15,11 @@ use super::gc::ImageGc;
 use super::image::{Image, Images, PullFailure, StoreImages};
 use super::sandbox::{self, PodSandbox};
 use super::{ContainerSettings, RuntimeKind, cgroup};
-use crate::layout::LogStream;
+use crate::logs::LogSettings;
 use crate::pod::ContainerPlan;
+
+/// How long a failed start waits for the runtime's error to reach the log.
+const PUMP_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How a start went wrong.
 #[derive(Debug)]
@@ -48,8 +51,10 @@ pub(crate) struct StartRequest<'a> {
     pub(crate) id: String,
     pub(crate) plan: &'a ContainerPlan,
     pub(crate) image: &'a Image,
-    /// The container's sandbox directory (logs).
+    /// The container's sandbox directory.
     pub(crate) dir: PathBuf,
+    /// This run's CRI log ([`crate::logs`]).
+    pub(crate) log: crate::logs::RunLog,
     pub(crate) hostname: String,
     pub(crate) pod_ref: String,
     pub(crate) env: Vec<(String, String)>,
@@ -78,6 +83,7 @@ pub(crate) struct Oci {
     allow_privileged: bool,
     /// The pods' own network, on a CNI agent (records in `<root>-cni`).
     cni: Option<crate::network::Cni>,
+    logs: LogSettings,
 }
 
 impl Oci {
@@ -133,6 +139,7 @@ impl Oci {
             gc,
             allow_privileged: settings.allow_privileged,
             cni,
+            logs: settings.logs,
         }))
     }
 
@@ -314,18 +321,13 @@ impl Oci {
             serde_json::to_vec_pretty(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
         std::fs::write(bundle_dir.join("config.json"), json)
             .map_err(|e| StartError::Runtime(format!("cannot write config.json: {e}")))?;
-        let open = |s: LogStream| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(req.dir.join(s.file_name()))
-        };
-        let (stdout, stderr) = match (open(LogStream::Stdout), open(LogStream::Stderr)) {
-            (Ok(o), Ok(e)) => (o, e),
-            (Err(e), _) | (_, Err(e)) => {
-                return Err(StartError::Runtime(format!(
-                    "cannot open the log files: {e}"
-                )));
+        // The container inherits the runtime's stdio (`run --detach`
+        // without a terminal passes it through).
+        let output = match crate::logs::start(&req.log, self.logs) {
+            Ok(o) => o,
+            Err(e) => {
+                release(&rootfs, &bundle_dir);
+                return Err(StartError::Runtime(format!("cannot open the log: {e}")));
             }
         };
         let pid_file = bundle_dir.join("pid");
@@ -345,8 +347,9 @@ impl Oci {
             .arg("--pid-file")
             .arg(&pid_file)
             .arg(&req.id)
-            .stdout(stdout)
-            .stderr(stderr)
+            .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
+            .stdout(output.stdout)
+            .stderr(output.stderr)
             .status()
             .await;
         drop(gate);
@@ -357,13 +360,16 @@ impl Oci {
         match ran {
             Ok(s) if s.success() => {}
             Ok(s) => {
-                let why = runtime_error(&log, &req.dir, s.to_string());
                 let _ = self
                     .cli()
                     .args(["delete", "--force"])
                     .arg(&req.id)
                     .output()
                     .await;
+                // The runtime's own error went to the container's stderr:
+                // once the container is deleted the pipe drains.
+                let _ = tokio::time::timeout(PUMP_DRAIN, output.done).await;
+                let why = runtime_error(&log, &req.log.path, s.to_string());
                 return Err(failed(why));
             }
             Err(e) => {
@@ -467,7 +473,7 @@ fn wait_pidfd(fd: &OwnedFd) -> i32 {
     }
 }
 
-fn runtime_error(log: &Path, dir: &Path, status: String) -> String {
+fn runtime_error(log: &Path, run_log: &Path, status: String) -> String {
     // runc logs JSON lines with a "msg"; the embedded runtime prints one line to stderr.
     let from_log = std::fs::read_to_string(log).ok().and_then(|t| {
         t.lines().rev().find_map(|l| {
@@ -477,16 +483,7 @@ fn runtime_error(log: &Path, dir: &Path, status: String) -> String {
                 .or_else(|| (!l.trim().is_empty()).then(|| l.trim().to_owned()))
         })
     });
-    let from_stderr = || {
-        std::fs::read_to_string(dir.join(LogStream::Stderr.file_name()))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .rev()
-                    .find(|l| l.contains("runtime"))
-                    .map(|l| l.trim().to_owned())
-            })
-    };
+    let from_stderr = || crate::logs::last_line_with(run_log, "runtime");
     from_log
         .or_else(from_stderr)
         .unwrap_or_else(|| format!("the container runtime failed ({status})"))

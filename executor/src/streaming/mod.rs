@@ -15,6 +15,7 @@
 
 use bytes::Bytes;
 
+pub mod attach;
 pub mod auth;
 pub mod exec;
 pub mod pods;

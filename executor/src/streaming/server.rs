@@ -217,9 +217,7 @@ async fn dispatch(
 ) -> Result<(), StreamError> {
     match op {
         OpRequest::Exec { .. } => super::exec::serve(ctx, op, channels).await,
-        OpRequest::Attach { .. } => Err(StreamError::Internal(
-            "attach is not supported by this executor yet".into(),
-        )),
+        OpRequest::Attach { .. } => super::attach::serve(ctx, op, channels).await,
         OpRequest::PortForward { .. } => Err(StreamError::Internal(
             "port-forward is not supported by this executor yet".into(),
         )),

@@ -58,11 +58,19 @@ impl Supervisor {
             &plan.name,
         ));
         let path = self.field_path(which);
+        let log = crate::logs::RunLog::new(
+            &dir,
+            key,
+            &self.plan.pod,
+            &plan.name,
+            self.record_ref(which).restart_count,
+        );
         let start = launch::Start {
             which,
             oci,
             id,
             dir,
+            log,
             hostname: crate::oci::sandbox::pod_hostname(&key.name),
             pod_ref: format!("{}_{}({})", key.name, key.namespace, key.uid),
             task: self.task_id.value.clone(),

@@ -45,6 +45,8 @@ pub(super) struct Start {
     pub(super) plan: ContainerPlan,
     pub(super) id: String,
     pub(super) dir: PathBuf,
+    /// This run's CRI log (`<restartCount>.log`) and attach registration.
+    pub(super) log: crate::logs::RunLog,
     pub(super) hostname: String,
     pub(super) pod_ref: String,
     pub(super) task: String,
@@ -143,6 +145,7 @@ impl Start {
             plan: &ready.plan,
             image: &image,
             dir: self.dir.clone(),
+            log: self.log.clone(),
             hostname: self.hostname.clone(),
             pod_ref: self.pod_ref.clone(),
             env: ready.env,

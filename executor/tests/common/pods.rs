@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use executor::backoff::Backoff;
-use executor::layout::{LogStream, log_file};
+use executor::layout::run_log;
+use executor::logs::cri::{Stream as LogStream, texts};
 use executor::{PodPlan, PodState, PodUpdate, Runtime, RuntimeConfig};
 use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 use mesos::proto::TaskId;
@@ -97,15 +98,14 @@ pub fn container<'a>(s: &'a PodStatus, name: &str) -> &'a ContainerStatus {
         .unwrap()
 }
 
+/// One stream's text over every run of the container, oldest first.
 pub fn read_log(sandbox: &Path, pod: &str, container: &str, stream: LogStream) -> String {
-    std::fs::read_to_string(sandbox.join(log_file(
-        "ns",
-        pod,
-        &format!("uid-{pod}"),
-        container,
-        stream,
-    )))
-    .unwrap_or_default()
+    let uid = format!("uid-{pod}");
+    (0..)
+        .map(|run| std::fs::read(sandbox.join(run_log("ns", pod, &uid, container, run))))
+        .take_while(Result::is_ok)
+        .map(|log| texts(&log.unwrap_or_default(), Some(stream)))
+        .collect()
 }
 
 pub async fn wait_for_file(path: &Path) {

@@ -62,6 +62,14 @@ pub struct ContainerFlags {
     /// from their objects (kubelet's flag; its default, 1m).
     #[arg(long, value_parser = mesos::duration::parse_flag)]
     pub sync_frequency: Option<std::time::Duration>,
+    /// A container's log file is rotated before it grows past this size
+    /// (a quantity such as `10Mi`; kubelet's flag and default).
+    #[arg(long, value_name = "QUANTITY", default_value = "10Mi")]
+    pub container_log_max_size: String,
+    /// At most this many log files per run of a container, the live one
+    /// included (kubelet's flag and default; at least 2).
+    #[arg(long, value_name = "N", default_value_t = executor::logs::DEFAULT_MAX_FILES)]
+    pub container_log_max_files: u32,
 }
 
 impl Default for ContainerFlags {
@@ -80,6 +88,8 @@ impl Default for ContainerFlags {
             cni_bin_dir: Vec::new(),
             allowed_host_paths: Vec::new(),
             sync_frequency: None,
+            container_log_max_size: "10Mi".into(),
+            container_log_max_files: executor::logs::DEFAULT_MAX_FILES,
         }
     }
 }
@@ -142,7 +152,39 @@ impl ContainerFlags {
         if let Some(every) = self.sync_frequency {
             args.push(format!("--sync-frequency={}ms", every.as_millis()));
         }
+        let defaults = ContainerFlags::default();
+        if self.container_log_max_size != defaults.container_log_max_size {
+            args.push(format!(
+                "--container-log-max-size={}",
+                self.container_log_max_size
+            ));
+        }
+        if self.container_log_max_files != defaults.container_log_max_files {
+            args.push(format!(
+                "--container-log-max-files={}",
+                self.container_log_max_files
+            ));
+        }
         args
+    }
+
+    /// Container log rotation as the flags give it.
+    ///
+    /// # Errors
+    ///
+    /// A size that is not a positive whole number of bytes, or fewer than 2
+    /// files (kubelet's rules).
+    pub fn log_settings(&self) -> Result<executor::logs::LogSettings, String> {
+        let text = &self.container_log_max_size;
+        let bytes = quantity::Quantity::parse(text)
+            .map_err(|e| format!("--container-log-max-size {text:?}: {e}"))?
+            .to_f64();
+        if !(1.0..=u64::MAX as f64).contains(&bytes) {
+            return Err(format!(
+                "--container-log-max-size {text:?}: must be at least one byte"
+            ));
+        }
+        executor::logs::LogSettings::new(bytes as u64, self.container_log_max_files)
     }
 
     /// The image gc policy the flags give.
@@ -173,6 +215,7 @@ impl ContainerFlags {
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
             image_gc: self.image_gc()?,
+            logs: self.log_settings()?,
             cni: self.cni(),
             volumes: executor::volumes::VolumeSettings {
                 allowed_host_paths: self
@@ -340,6 +383,59 @@ mod tests {
                 .iter()
                 .any(|a| a.name == "mesopod.io/container-runtime"),
             "{parsed:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod log_flag_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn container_log_flags_parse_as_kubelet_and_reach_the_executor() {
+        let defaults = ContainerFlags::default();
+        assert_eq!(
+            defaults.log_settings().unwrap(),
+            executor::logs::LogSettings::default()
+        );
+        assert!(
+            !defaults
+                .executor_args(None)
+                .iter()
+                .any(|a| a.starts_with("--container-log"))
+        );
+        let flags = ContainerFlags {
+            container_log_max_size: "1Ki".into(),
+            container_log_max_files: 3,
+            ..ContainerFlags::default()
+        };
+        let s = flags.log_settings().unwrap();
+        assert_eq!((s.max_size, s.max_files), (1024, 3));
+        assert_eq!(
+            flags.executor_args(None),
+            [
+                "--container-log-max-size=1Ki",
+                "--container-log-max-files=3"
+            ]
+        );
+        let one = ContainerFlags {
+            container_log_max_files: 1,
+            ..ContainerFlags::default()
+        };
+        assert!(
+            one.log_settings()
+                .unwrap_err()
+                .contains("containerLogMaxFiles (1) must be greater than 1")
+        );
+        let bad = ContainerFlags {
+            container_log_max_size: "ten".into(),
+            ..ContainerFlags::default()
+        };
+        assert!(
+            bad.log_settings()
+                .unwrap_err()
+                .starts_with("--container-log-max-size")
         );
     }
 }

@@ -35,12 +35,10 @@ pub(crate) fn init(
         Mode::empty(),
     )
     .map_err(|e| RuntimeFailure::io(dir.display(), e))?;
-    // The container's stdin is /dev/null.
+    // The container's stdin is the runtime process' own, inherited through
+    // the fork: the executor's pipe for a `stdin: true` container, else
+    // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| RuntimeFailure::io("/dev/null", e))?;
-    rustix::stdio::dup2_stdin(&null).map_err(|e| RuntimeFailure::io("stdin", e))?;
-    drop(null);
     let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
     let report = |text: &str| {
         let tmp = format!("init.status.{}", std::process::id());

@@ -1,0 +1,165 @@
+//! Container output as kubelet keeps it: a container's stdout and stderr are
+//! pipes this executor reads (as containerd's shim does), and every line is
+//! written in the CRI log format ([`cri`]) to one file per run,
+//! `<container>/<restartCount>.log` ([`crate::layout::run_log`]), rotated by
+//! size ([`LogSettings`], kubelet's `--container-log-max-size` and
+//! `--container-log-max-files`).
+//!
+//! Backpressure: the pump reads one bounded buffer per stream and writes it
+//! before reading again, so a container that writes faster than its log can
+//! be written blocks in `write(2)` on a full pipe; nothing is queued without
+//! bound. A run's file outlives the run (and the container), which is what
+//! `kubectl logs --previous` reads.
+
+pub mod attach_io;
+pub mod cri;
+mod pump;
+pub(crate) mod rotate;
+
+use std::io::{self, PipeReader, PipeWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::pod::PodKey;
+use attach_io::{Attachments, ContainerIo, TAP_CHUNKS};
+
+/// kubelet's default `--container-log-max-size`: 10Mi.
+pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
+/// kubelet's default `--container-log-max-files`.
+pub const DEFAULT_MAX_FILES: u32 = 5;
+
+/// How container logs rotate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogSettings {
+    /// A log file is rotated before it grows past this many bytes.
+    pub max_size: u64,
+    /// At most this many files per run: the live one and the rotated ones.
+    pub max_files: u32,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        LogSettings {
+            max_size: DEFAULT_MAX_SIZE,
+            max_files: DEFAULT_MAX_FILES,
+        }
+    }
+}
+
+impl LogSettings {
+    /// Checks the flags' values with kubelet's rules and words.
+    pub fn new(max_size: u64, max_files: u32) -> Result<Self, String> {
+        if max_files < 2 {
+            return Err(format!(
+                "invalid configuration: containerLogMaxFiles ({max_files}) must be greater than 1"
+            ));
+        }
+        if max_size == 0 {
+            return Err("invalid configuration: containerLogMaxSize must be positive".into());
+        }
+        Ok(LogSettings {
+            max_size,
+            max_files,
+        })
+    }
+}
+
+/// The write ends of one run's output pipes, to hand to the container (or
+/// the runtime CLI whose child it becomes). Dropping them after the start
+/// leaves the container as their only writer, so the pump sees end of file
+/// when the container (and every process that inherited them) is gone.
+#[derive(Debug)]
+pub(crate) struct Output {
+    pub(crate) stdout: PipeWriter,
+    pub(crate) stderr: PipeWriter,
+    /// The read end of the container's stdin (`stdin: true`), else none.
+    pub(crate) stdin: Option<PipeReader>,
+    /// Ends once everything written to the pipes is in the log.
+    pub(crate) done: tokio::task::JoinHandle<()>,
+}
+
+/// One run of a container: where its log goes and what attach may reach.
+#[derive(Debug, Clone)]
+pub(crate) struct RunLog {
+    /// `<container dir>/<restartCount>.log`.
+    pub(crate) path: PathBuf,
+    namespace: String,
+    pod: String,
+    container: String,
+    stdin: bool,
+    stdin_once: bool,
+}
+
+impl RunLog {
+    /// The run numbered `restart_count` of `container` in the pod `key`
+    /// names, whose directory is `dir`.
+    pub(crate) fn new(
+        dir: &Path,
+        key: &PodKey,
+        pod: &Pod,
+        container: &str,
+        restart_count: i32,
+    ) -> Self {
+        let spec = pod.spec.iter().flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        });
+        let c = spec.into_iter().find(|c| c.name == container);
+        RunLog {
+            path: dir.join(crate::layout::run_log_name(restart_count)),
+            namespace: key.namespace.clone(),
+            pod: key.name.clone(),
+            container: container.to_owned(),
+            stdin: c.and_then(|c| c.stdin).unwrap_or(false),
+            stdin_once: c.and_then(|c| c.stdin_once).unwrap_or(false),
+        }
+    }
+}
+
+/// Opens the run's log file and starts pumping a new pair of output pipes
+/// into it (and into the attach tap); with `stdin: true` makes the stdin
+/// pipe too. The run is registered in [`Attachments::global`]. Must be
+/// called inside a tokio runtime.
+pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
+    let path = &run.path;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = rotate::RotatingFile::open(path, settings)?;
+    let (out_r, stdout) = io::pipe()?;
+    let (err_r, stderr) = io::pipe()?;
+    let (stdin, stdin_w) = match run.stdin {
+        true => {
+            let (r, w) = io::pipe()?;
+            let w = tokio::net::unix::pipe::Sender::from_owned_fd(w.into())?;
+            (Some(r), Some(w))
+        }
+        false => (None, None),
+    };
+    let out_r = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r.into())?;
+    let err_r = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r.into())?;
+    let (tap, template) = tokio::sync::broadcast::channel(TAP_CHUNKS);
+    let io = ContainerIo::new(template, stdin_w, run.stdin_once);
+    Attachments::global().insert(&run.namespace, &run.pod, &run.container, Arc::new(io));
+    let done = tokio::spawn(pump::run(out_r, err_r, file, tap, path.to_path_buf()));
+    Ok(Output {
+        stdout,
+        stderr,
+        stdin,
+        done,
+    })
+}
+
+/// The last line of a run's log that mention `needle`, as text: how a
+/// runtime failure printed to the container's stderr is found again.
+pub(crate) fn last_line_with(path: &Path, needle: &str) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    text.split(|b| *b == b'\n')
+        .rev()
+        .filter_map(cri::parse_line)
+        .map(|l| String::from_utf8_lossy(l.text).trim().to_owned())
+        .find(|t| t.contains(needle))
+}
