@@ -11,7 +11,9 @@ use tokio::time::Instant;
 
 use super::{Event, Supervisor, Which};
 use crate::pod::RestartPolicy;
-use crate::probe::exec::{NoExec, ProbeExec};
+use crate::oci::exec::{ContainerExec, ExecError, ExecTarget};
+use crate::probe::exec::{ExecResult, NoExec, ProbeExec};
+use crate::probe::MAX_OUTPUT;
 use crate::probe::worker::{self, Context, Observed, Report};
 use crate::probe::{ProbeKind, ProbeSpec};
 use crate::process::{self, KILL, TERM};
@@ -69,14 +71,17 @@ impl Supervisor {
         self.probes.insert(which, (run, worker::start(specs, ctx)));
     }
 
-    /// What exec probes run through in a container runtime.
-    pub(super) fn oci_probe_exec(&self, _which: Which) -> Arc<dyn ProbeExec> {
-        // Adapter point for the runtime's exec (`oci::exec`, issue #19's
-        // streaming half): until it is merged, exec probes in containers are
-        // prober errors, which kubelet discards, named in the event.
-        Arc::new(NoExec(
-            "exec probes need the container runtime's exec, which this executor lacks".into(),
-        ))
+    /// What exec probes run through in a container runtime: the runtime's
+    /// own exec into `which`'s running container (its namespaces, user and
+    /// environment), as kubelet's exec probes go through the CRI.
+    pub(super) fn oci_probe_exec(&self, which: Which) -> Arc<dyn ProbeExec> {
+        let Some(running) = self.handles.get(&which) else {
+            return Arc::new(NoExec(format!("container {which:?} is not running")));
+        };
+        Arc::new(OciProbeExec {
+            exec: ContainerExec::new(&self.config.containers, &self.config.sandbox),
+            target: ExecTarget::Container(running.id.clone()),
+        })
     }
 
     /// Stops `which`'s probes (its run ended).
@@ -189,4 +194,29 @@ fn grace_of(specs: &[ProbeSpec], kind: ProbeKind) -> Option<Duration> {
         .iter()
         .find(|s| s.kind == kind)
         .and_then(|s| s.termination_grace)
+}
+
+/// An exec probe through the container runtime.
+struct OciProbeExec {
+    exec: ContainerExec,
+    target: ExecTarget,
+}
+
+impl ProbeExec for OciProbeExec {
+    fn exec<'a>(
+        &'a self,
+        command: &'a [String],
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<ExecResult, String>> {
+        Box::pin(async move {
+            match self.exec.run(&self.target, command, timeout, MAX_OUTPUT).await {
+                Ok(o) => Ok(ExecResult::Exited {
+                    code: o.exit_code,
+                    output: o.output,
+                }),
+                Err(ExecError::Timeout(_)) => Ok(ExecResult::TimedOut),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
 }
