@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use apiserver::store::{MemoryStore, RedbStore, Store};
+use apiserver::store::{EtcdStore, MemoryStore, RedbStore, Store};
 use apiserver::{Api, Clock};
 use futures::future::BoxFuture;
 use localmesos::LocalMesos;
@@ -33,6 +33,9 @@ pub struct AppConfig {
     pub listen: SocketAddr,
     /// The durable store's directory; `None` keeps everything in memory.
     pub data_dir: Option<PathBuf>,
+    /// The store on etcd instead (`--etcd-servers`); `data_dir` then holds only what
+    /// the embedded cluster keeps.
+    pub etcd: Option<apiserver::store::EtcdConfig>,
     /// An embedded localmesos, used when `framework.masters` is empty.
     pub embedded: localmesos::Config,
     /// Mesos-side settings.
@@ -142,12 +145,19 @@ impl App {
     /// [`AppError`] naming the part that failed.
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
         refuse_insecure(&cfg)?;
-        let store: Arc<dyn Store> = match &cfg.data_dir {
-            Some(dir) => Arc::new(
+        let store: Arc<dyn Store> = match (&cfg.etcd, &cfg.data_dir) {
+            (Some(etcd), _) => Arc::new(
+                EtcdStore::connect(etcd.clone(), cfg.hardening.encryption.clone())
+                    .await
+                    .map_err(|e| AppError::Store(e.to_string()))?,
+            ),
+            (None, Some(dir)) => Arc::new(
                 RedbStore::open_encrypted(dir, cfg.hardening.encryption.clone())
                     .map_err(|e| AppError::Store(e.to_string()))?,
             ),
-            None => Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?),
+            (None, None) => {
+                Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?)
+            }
         };
         let directory = Arc::new(AgentDirectory::default());
         let logs = Arc::new(AgentLogSource::new(directory.clone()));

@@ -23,8 +23,10 @@
 
 pub mod encryption;
 mod engine;
+mod etcd;
 mod memory;
 mod redb_store;
+mod view;
 mod watcher;
 
 use std::future::Future;
@@ -33,6 +35,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use etcd::{DEFAULT_PREFIX as DEFAULT_ETCD_PREFIX, EtcdConfig, EtcdStore};
 pub use memory::MemoryStore;
 pub use redb_store::{DB_FILE, RedbStore};
 pub use watcher::Watcher;

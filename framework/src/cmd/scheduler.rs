@@ -28,6 +28,9 @@ pub struct Args {
     /// The durable store's directory.
     #[arg(long, default_value = "mesopod-data", env = "MESOPOD_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// The store on etcd (`--etcd-servers` and the rest of kube-apiserver's flags).
+    #[command(flatten)]
+    pub etcd: crate::cmd::etcd::EtcdArgs,
     /// How pods' containers run (passed to every executor).
     #[command(flatten)]
     pub containers: crate::cmd::containers::ContainerFlags,
@@ -186,6 +189,7 @@ impl Args {
             security,
             hardening,
             data_dir: Some(self.data_dir.clone()),
+            etcd: self.etcd.config(),
             embedded: localmesos::Config {
                 agents,
                 // Agents checkpoint beside the store, so a restart of
