@@ -131,6 +131,10 @@ impl Engine {
     pub(crate) fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
         self.view.get_meta(key)
     }
+
+    pub(crate) fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        self.view.changes_since(prefix, from)
+    }
 }
 
 impl Drop for Engine {

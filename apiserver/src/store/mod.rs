@@ -67,6 +67,13 @@ pub trait Store: Send + Sync + 'static {
     fn resource_version(&self) -> u64;
     /// A value of the side key-value space (see [`WriteOp::PutMeta`]).
     fn get_meta(&self, key: &str) -> Option<Vec<u8>>;
+    /// The changes under `prefix` after resourceVersion `from`, if the store still
+    /// remembers all of them (a paged list rebuilds its first page's state from them);
+    /// `None` if it does not reach back that far.
+    fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        let _ = (prefix, from);
+        None
+    }
 }
 
 /// What must hold for an operation to apply; checked inside the transaction.

@@ -134,11 +134,6 @@ impl View {
         Ok(Watcher::new(replay, live, from))
     }
 
-    /// The oldest resourceVersion a watch can start from in memory.
-    pub(crate) fn horizon(&self) -> u64 {
-        lock(&self.hub).horizon
-    }
-
     /// The changes after `from` under `prefix` as the history holds them, or `None` if
     /// the history no longer reaches back to `from`.
     pub(crate) fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {

@@ -290,4 +290,7 @@ impl Store for EtcdStore {
     fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
         self.feed.view.get_meta(key)
     }
+    fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        self.feed.view.changes_since(prefix, from)
+    }
 }
