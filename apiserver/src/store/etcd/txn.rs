@@ -23,6 +23,16 @@ enum Guard {
     },
 }
 
+impl Guard {
+    fn key(key: &str, precondition: Precondition, deleting: bool) -> Self {
+        Self::Key {
+            key: key.to_string(),
+            precondition,
+            deleting,
+        }
+    }
+}
+
 /// A transaction ready to send.
 pub(crate) struct Planned {
     pub(crate) txn: Txn,
@@ -51,31 +61,19 @@ pub(crate) fn plan(
                 let value = codec::encode(key, object, encryption)?;
                 let etcd_key = keys.object(key);
                 guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
-                guards.push(Guard::Key {
-                    key: key.clone(),
-                    precondition: *precondition,
-                    deleting: false,
-                });
+                guards.push(Guard::key(key, *precondition, false));
                 then.push(TxnOp::put(etcd_key, value, None));
             }
             WriteOp::Delete { key, precondition } => {
                 let etcd_key = keys.object(key);
                 guard(&mut compares, &mut reads, &etcd_key, *precondition, true);
-                guards.push(Guard::Key {
-                    key: key.clone(),
-                    precondition: *precondition,
-                    deleting: true,
-                });
+                guards.push(Guard::key(key, *precondition, true));
                 then.push(TxnOp::delete(etcd_key, None));
             }
             WriteOp::Check { key, precondition } => {
                 let etcd_key = keys.object(key);
                 guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
-                guards.push(Guard::Key {
-                    key: key.clone(),
-                    precondition: *precondition,
-                    deleting: false,
-                });
+                guards.push(Guard::key(key, *precondition, false));
             }
             WriteOp::CheckEmpty { prefix } => {
                 let etcd_prefix = keys.object(prefix);
