@@ -48,13 +48,22 @@ fn get(api: &str, what: &[&str]) -> Value {
     let mut args = vec!["get"];
     args.extend_from_slice(what);
     args.extend_from_slice(&["-o", "json"]);
-    let out = Kubectl::new(api).run_blocking(&args);
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    serde_json::from_slice(&plain_kubectl(api, &args)).unwrap_or(Value::Null)
+}
+
+/// kubectl's stdout, run without testkit's runtime: these run inside
+/// `wait_until_blocking`, which has one already.
+fn plain_kubectl(api: &str, args: &[&str]) -> Vec<u8> {
+    Command::new(testkit::KUBECTL)
+        .arg(format!("--server={api}"))
+        .args(args)
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default()
 }
 
 fn raw(api: &str, path: &str) -> Value {
-    let out = Kubectl::new(api).run_blocking(&["get", "--raw", path]);
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    serde_json::from_slice(&plain_kubectl(api, &["get", "--raw", path])).unwrap_or(Value::Null)
 }
 
 fn running(api: &str) -> Vec<(String, String)> {
