@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use apiserver::store::{MemoryStore, RedbStore, Store};
+use apiserver::store::{EtcdStore, MemoryStore, RedbStore, Store};
 use apiserver::{Api, Clock};
 use futures::future::BoxFuture;
 use localmesos::LocalMesos;
@@ -35,6 +35,9 @@ pub struct AppConfig {
     pub listen: SocketAddr,
     /// The durable store's directory; `None` keeps everything in memory.
     pub data_dir: Option<PathBuf>,
+    /// The store on etcd instead (`--etcd-servers`); `data_dir` then holds only what
+    /// the embedded cluster keeps.
+    pub etcd: Option<apiserver::store::EtcdConfig>,
     /// An embedded localmesos, used when `framework.masters` is empty.
     pub embedded: localmesos::Config,
     /// Mesos-side settings.
@@ -170,13 +173,18 @@ impl App {
     /// [`AppError`] naming the part that failed.
     pub async fn start(mut cfg: AppConfig) -> Result<App, AppError> {
         refuse_insecure(&cfg)?;
-        let store: Arc<dyn Store> = match (&cfg.ha.store, &cfg.data_dir) {
-            (Some(store), _) => store.clone(),
-            (None, Some(dir)) => Arc::new(
+        let store: Arc<dyn Store> = match (&cfg.ha.store, &cfg.etcd, &cfg.data_dir) {
+            (Some(store), _, _) => store.clone(),
+            (None, Some(etcd), _) => Arc::new(
+                EtcdStore::connect(etcd.clone(), cfg.hardening.encryption.clone())
+                    .await
+                    .map_err(|e| AppError::Store(e.to_string()))?,
+            ),
+            (None, None, Some(dir)) => Arc::new(
                 RedbStore::open_encrypted(dir, cfg.hardening.encryption.clone())
                     .map_err(|e| AppError::Store(e.to_string()))?,
             ),
-            (None, None) => {
+            (None, None, None) => {
                 Arc::new(MemoryStore::new().map_err(|e| AppError::Store(e.to_string()))?)
             }
         };

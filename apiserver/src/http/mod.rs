@@ -5,6 +5,7 @@ mod kinds;
 mod logs;
 mod objects;
 mod others;
+mod paging;
 mod pods;
 pub(crate) mod respond;
 mod watch;

@@ -4,7 +4,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::extract::{Params, negotiate};
-use super::{respond, watch};
+use super::{paging, respond, watch};
 use crate::api::Api;
 use crate::error::ApiError;
 use crate::resource::Resource;
@@ -28,14 +28,33 @@ pub(crate) async fn list(
     if params.flag("watch") {
         return watch::respond(api, resource, ns, &params, &headers, sel);
     }
-    // `limit` is honoured by answering everything at once without `continue`, which
-    // Kubernetes allows (a server may return fewer or more, and no continue token).
+    let limit = params.int("limit")?.filter(|l| *l > 0);
+    let cont = params.get("continue");
+    if limit.is_some() || cont.is_some() {
+        let selective =
+            params.get("labelSelector").is_some() || params.get("fieldSelector").is_some();
+        let limit = limit
+            .and_then(|l| usize::try_from(l).ok())
+            .unwrap_or(usize::MAX);
+        let page = paging::page(&api, resource, ns.as_deref(), &sel, limit, cont, selective)?;
+        let more = page.next.as_deref().map(|t| (t, page.remaining));
+        return Ok(respond::list(
+            &api,
+            resource,
+            &page.items,
+            page.rv,
+            more,
+            negotiate(&headers),
+            Include::parse(params.get("includeObject")),
+        ));
+    }
     let (items, rv) = api.list_raw(resource, ns.as_deref(), &sel);
     Ok(respond::list(
         &api,
         resource,
         &items,
         rv,
+        None,
         negotiate(&headers),
         Include::parse(params.get("includeObject")),
     ))

@@ -66,33 +66,34 @@ pub(crate) fn list(
     resource: Resource,
     items: &[Arc<Value>],
     rv: u64,
+    more: Option<(&str, Option<usize>)>,
     format: Format,
     include: Include,
 ) -> Response {
-    match format {
-        Format::Table => json(
-            StatusCode::OK,
-            &table::table(resource, items, Some(rv), api.now(), include, true),
-        ),
-        Format::Metadata => json(
-            StatusCode::OK,
-            &json!({
+    let mut list = match format {
+        Format::Table => table::table(resource, items, Some(rv), api.now(), include, true),
+        Format::Metadata => json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": {"resourceVersion": rv.to_string()},
                 "items": items.iter().map(|o| table::partial_metadata(o)).collect::<Vec<_>>(),
-            }),
-        ),
-        Format::Object => json(
-            StatusCode::OK,
-            &json!({
-                "kind": resource.list_kind(),
-                "apiVersion": resource.api_version(),
-                "metadata": {"resourceVersion": rv.to_string()},
-                "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
-            }),
-        ),
+        }),
+        Format::Object => json!({
+            "kind": resource.list_kind(),
+            "apiVersion": resource.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()},
+            "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
+        }),
+    };
+    // A paged list: where the next page starts, and how much is left (kube-apiserver's
+    // ListMeta fields).
+    if let Some((token, remaining)) = more {
+        list["metadata"]["continue"] = json!(token);
+        if let Some(n) = remaining {
+            list["metadata"]["remainingItemCount"] = json!(n);
+        }
     }
+    json(StatusCode::OK, &list)
 }
 
 /// The answer to paths the shim does not serve.

@@ -8,19 +8,17 @@
 //! covers every write that arrived while the previous one ran: durability costs latency,
 //! not throughput.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
-
-use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use std::sync::Weak;
-
+use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::watcher::{Subscriber, Watcher};
+use super::view::{Applied, State, View, under};
+use super::watcher::Watcher;
 use super::{Change, ChangeKind, Precondition, StoreError, StoreFuture, Stored, WriteOp};
 
 /// How long the committer waits for more writers when fewer are queued than joined the
@@ -59,36 +57,6 @@ pub(crate) struct Loaded {
     pub(crate) rv: u64,
 }
 
-struct State {
-    objects: BTreeMap<String, Stored>,
-    meta: HashMap<String, Vec<u8>>,
-    rv: u64,
-}
-
-struct Hub {
-    history: VecDeque<Arc<Change>>,
-    capacity: usize,
-    /// A watch may start from any resourceVersion >= horizon: every change after it is
-    /// still in `history`.
-    horizon: u64,
-    /// Every open watch; dropped watches are pruned as changes are published.
-    subscribers: Vec<Weak<Subscriber>>,
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        // The store is gone: open watches end once they have read what is queued.
-        for sub in self.subscribers.iter().filter_map(Weak::upgrade) {
-            sub.close();
-        }
-    }
-}
-
-struct Shared {
-    state: RwLock<State>,
-    hub: Mutex<Hub>,
-}
-
 type Reply = oneshot::Sender<Result<Vec<Arc<Change>>, StoreError>>;
 
 struct Request {
@@ -98,7 +66,7 @@ struct Request {
 
 /// The shared engine; dropping it stops the committer thread after the queued batches.
 pub(crate) struct Engine {
-    shared: Arc<Shared>,
+    view: Arc<View>,
     tx: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -109,27 +77,15 @@ impl Engine {
         persist: P,
         history: usize,
     ) -> Result<Self, StoreError> {
-        let shared = Arc::new(Shared {
-            hub: Mutex::new(Hub {
-                history: VecDeque::new(),
-                capacity: history.max(1),
-                horizon: loaded.rv,
-                subscribers: Vec::new(),
-            }),
-            state: RwLock::new(State {
-                objects: loaded.objects,
-                meta: loaded.meta,
-                rv: loaded.rv,
-            }),
-        });
+        let view = Arc::new(View::new(loaded, history));
         let (tx, rx) = mpsc::channel();
-        let worker = Arc::clone(&shared);
+        let worker = Arc::clone(&view);
         let thread = std::thread::Builder::new()
             .name("apiserver-store".into())
             .spawn(move || committer(&worker, rx, persist))
             .map_err(|e| StoreError::Storage(format!("cannot start committer: {e}")))?;
         Ok(Self {
-            shared,
+            view,
             tx: Some(tx),
             thread: Some(thread),
         })
@@ -149,69 +105,35 @@ impl Engine {
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<Arc<Value>> {
-        let stored = read(&self.shared.state).objects.get(key).cloned()?;
-        decoded(key, &stored)
+        self.view.get(key)
     }
 
     pub(crate) fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
-        self.list_where(prefix, |_| true)
+        self.view.list(prefix)
     }
 
     pub(crate) fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64) {
-        let finder = memchr::memmem::Finder::new(needle.as_bytes());
-        self.list_where(prefix, |s| finder.find(s.json()).is_some())
+        self.view.list_containing(prefix, needle)
     }
 
     pub(crate) fn list_stored(&self, prefix: &str) -> (Vec<Stored>, u64) {
-        let state = read(&self.shared.state);
-        let items = under(&state.objects, prefix)
-            .map(|(_, v)| v.clone())
-            .collect();
-        (items, state.rv)
-    }
-
-    fn list_where(&self, prefix: &str, keep: impl Fn(&Stored) -> bool) -> (Vec<Arc<Value>>, u64) {
-        // Copy the (cheap) encoded objects under the lock, decode outside it.
-        let (stored, rv): (Vec<(String, Stored)>, u64) = {
-            let state = read(&self.shared.state);
-            let items = under(&state.objects, prefix)
-                .filter(|(_, v)| keep(v))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            (items, state.rv)
-        };
-        let items = stored
-            .iter()
-            .filter_map(|(key, v)| decoded(key, v))
-            .collect();
-        (items, rv)
+        self.view.list_stored(prefix)
     }
 
     pub(crate) fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
-        let mut hub = lock(&self.shared.hub);
-        if from < hub.horizon {
-            return Err(StoreError::Expired {
-                requested: from,
-                oldest: hub.horizon,
-            });
-        }
-        let replay = hub
-            .history
-            .iter()
-            .filter(|c| c.rv > from && c.key.starts_with(prefix))
-            .cloned()
-            .collect();
-        let live = Subscriber::new(prefix.to_string());
-        hub.subscribers.push(Arc::downgrade(&live));
-        Ok(Watcher::new(replay, live, from))
+        self.view.watch(prefix, from)
     }
 
     pub(crate) fn resource_version(&self) -> u64 {
-        read(&self.shared.state).rv
+        self.view.resource_version()
     }
 
     pub(crate) fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
-        read(&self.shared.state).meta.get(key).cloned()
+        self.view.get_meta(key)
+    }
+
+    pub(crate) fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        self.view.changes_since(prefix, from)
     }
 }
 
@@ -226,27 +148,6 @@ impl Drop for Engine {
     }
 }
 
-/// The objects whose key starts with `prefix`, in key order.
-fn under<'a>(
-    objects: &'a BTreeMap<String, Stored>,
-    prefix: &'a str,
-) -> impl Iterator<Item = (&'a String, &'a Stored)> {
-    objects
-        .range(prefix.to_string()..)
-        .take_while(move |(k, _)| k.starts_with(prefix))
-}
-
-fn read(state: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
-    state
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn lock(hub: &Mutex<Hub>) -> std::sync::MutexGuard<'_, Hub> {
-    hub.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// The batch being built: object writes in order, their latest value per key, meta writes.
 #[derive(Default)]
 struct Batch {
@@ -256,7 +157,7 @@ struct Batch {
     rv: u64,
 }
 
-fn committer<P: Persist>(shared: &Shared, rx: mpsc::Receiver<Request>, mut persist: P) {
+fn committer<P: Persist>(view: &View, rx: mpsc::Receiver<Request>, mut persist: P) {
     // Changes evicted from the history are freed on a thread of their own: a decoded
     // object is a tree of maps, and freeing thousands of them was a fifth of this
     // thread's time, which every writer waits on.
@@ -274,7 +175,7 @@ fn committer<P: Persist>(shared: &Shared, rx: mpsc::Receiver<Request>, mut persi
         let mut batch = Batch::default();
         let mut accepted: Vec<(Reply, Vec<Arc<Change>>)> = Vec::with_capacity(requests.len());
         {
-            let state = read(&shared.state);
+            let state = view.state();
             batch.rv = state.rv;
             for req in requests {
                 match plan(&state, &mut batch, req.ops) {
@@ -295,7 +196,16 @@ fn committer<P: Persist>(shared: &Shared, rx: mpsc::Receiver<Request>, mut persi
             }
             continue;
         }
-        let evicted = publish(shared, batch, &accepted);
+        let changes: Vec<Arc<Change>> = accepted
+            .iter()
+            .flat_map(|(_, changes)| changes.iter().cloned())
+            .collect();
+        let evicted = view.publish(Applied {
+            writes: batch.writes,
+            meta: batch.meta,
+            rv: batch.rv,
+            changes: &changes,
+        });
         for (reply, changes) in accepted {
             let _ = reply.send(Ok(changes));
         }
@@ -464,77 +374,11 @@ fn check(key: &str, current: Option<&Stored>, pre: Precondition) -> Result<(), S
     }
 }
 
-/// `stored` decoded for a reader; a failure (memory corruption: the store wrote the text
-/// itself) is logged and reads as absent rather than taking the process down.
-fn decoded(key: &str, stored: &Stored) -> Option<Arc<Value>> {
-    match stored.value() {
-        Ok(v) => Some(v),
-        Err(e) => {
-            tracing::error!(key, error = %e, "stored object cannot be decoded");
-            None
-        }
-    }
-}
-
-fn stamp(key: &str, object: &mut Value, rv: u64) -> Result<(), StoreError> {
+pub(crate) fn stamp(key: &str, object: &mut Value, rv: u64) -> Result<(), StoreError> {
     let meta = object
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| StoreError::Malformed(key.to_string()))?;
     meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
     Ok(())
-}
-
-/// Makes a committed batch visible; returns the changes it pushed out of the history,
-/// for the caller to free outside the locks.
-fn publish(
-    shared: &Shared,
-    batch: Batch,
-    accepted: &[(Reply, Vec<Arc<Change>>)],
-) -> Vec<Arc<Change>> {
-    // Hub first, then state: a watch subscribing under the hub lock sees either all of
-    // this batch in history or all of it live, never half.
-    let mut hub = lock(&shared.hub);
-    {
-        let mut state = shared
-            .state
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (key, value) in batch.writes {
-            match value {
-                Some(v) => {
-                    state.objects.insert(key, v);
-                }
-                None => {
-                    state.objects.remove(&key);
-                }
-            }
-        }
-        for (key, value) in batch.meta {
-            state.meta.insert(key, value);
-        }
-        state.rv = batch.rv;
-    }
-    let changes: Vec<Arc<Change>> = accepted
-        .iter()
-        .flat_map(|(_, changes)| changes.iter().cloned())
-        .collect();
-    let mut evicted = Vec::new();
-    for change in &changes {
-        if hub.history.len() >= hub.capacity
-            && let Some(old) = hub.history.pop_front()
-        {
-            hub.horizon = old.rv;
-            evicted.push(old);
-        }
-        hub.history.push_back(Arc::clone(change));
-    }
-    hub.subscribers.retain(|weak| match weak.upgrade() {
-        Some(sub) => {
-            sub.offer(&changes);
-            true
-        }
-        None => false,
-    });
-    evicted
 }

@@ -64,6 +64,9 @@ macro_rules! delegate_store {
             fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
                 self.0.get_meta(key)
             }
+            fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+                self.0.changes_since(prefix, from)
+            }
         }
     };
 }

@@ -23,8 +23,10 @@
 
 pub mod encryption;
 mod engine;
+mod etcd;
 mod memory;
 mod redb_store;
+mod view;
 mod watcher;
 
 use std::future::Future;
@@ -33,6 +35,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use etcd::{DEFAULT_PREFIX as DEFAULT_ETCD_PREFIX, EtcdConfig, EtcdStore};
 pub use memory::MemoryStore;
 pub use redb_store::{DB_FILE, RedbStore};
 pub use watcher::Watcher;
@@ -64,6 +67,13 @@ pub trait Store: Send + Sync + 'static {
     fn resource_version(&self) -> u64;
     /// A value of the side key-value space (see [`WriteOp::PutMeta`]).
     fn get_meta(&self, key: &str) -> Option<Vec<u8>>;
+    /// The changes under `prefix` after resourceVersion `from`, if the store still
+    /// remembers all of them (a paged list rebuilds its first page's state from them);
+    /// `None` if it does not reach back that far.
+    fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        let _ = (prefix, from);
+        None
+    }
 }
 
 /// What must hold for an operation to apply; checked inside the transaction.

@@ -69,6 +69,21 @@ impl Subscriber {
         }
     }
 
+    /// The watcher must relist: it gets Expired once it has read nothing more.
+    pub(crate) fn expire(&self) {
+        {
+            let mut q = self.queue();
+            q.overflowed = true;
+            q.changes.clear();
+        }
+        self.wake.notify_one();
+    }
+
+    /// Whether the watcher still exists (a feed of its own stops when it is gone).
+    pub(crate) fn is_watched(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) > 1
+    }
+
     /// The store is gone: the watcher ends after what it has queued.
     pub(crate) fn close(&self) {
         self.queue().closed = true;
@@ -81,14 +96,19 @@ pub struct Watcher {
     replay: VecDeque<Arc<Change>>,
     live: Arc<Subscriber>,
     last: u64,
+    /// Live changes at or before this were replayed already. Several changes may share
+    /// one resourceVersion (one etcd transaction), so `last` cannot serve.
+    replayed: u64,
 }
 
 impl Watcher {
     pub(crate) fn new(replay: VecDeque<Arc<Change>>, live: Arc<Subscriber>, from: u64) -> Self {
+        let replayed = replay.back().map_or(from, |c: &Arc<Change>| c.rv.max(from));
         Self {
             replay,
             live,
             last: from,
+            replayed,
         }
     }
 
@@ -109,7 +129,7 @@ impl Watcher {
                 let mut q = self.live.queue();
                 while let Some(change) = q.changes.pop_front() {
                     // Live changes at or before the replayed ones were already delivered.
-                    if change.rv > self.last {
+                    if change.rv > self.replayed {
                         self.last = change.rv;
                         return Ok(change);
                     }

@@ -52,6 +52,9 @@ pub struct Args {
     /// Store directory; default: a fresh temporary directory (durable store).
     #[arg(long)]
     pub data_dir: Option<std::path::PathBuf>,
+    /// Runs on etcd instead of redb (`--etcd-servers` and the rest).
+    #[command(flatten)]
+    pub etcd: crate::cmd::etcd::EtcdArgs,
     /// The simulated master's allocation interval (Mesos' default is 1s).
     #[arg(long, default_value = "1s", value_parser = mesos::duration::parse_flag)]
     pub allocation_interval: Duration,
@@ -136,14 +139,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let etcd = args.etcd.config().map(|mut c| {
+        // Each run starts from an empty keyspace, as a fresh redb directory does.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let run = format!("{}-{nanos}", std::process::id());
+        c.prefix = format!("{}/bench-{run}", c.prefix.trim_end_matches('/'));
+        c
+    });
+    let store = if etcd.is_some() { "etcd" } else { "redb" };
     let report = runtime.block_on(run_scenario(
         sc,
         args.data_dir.clone(),
+        etcd,
         args.allocation_interval,
         args.timeout,
     ))?;
     println!(
-        "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1}",
+        "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1} store={}",
         sc.name,
         sc.agents,
         sc.pods,
@@ -153,7 +167,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.running_ms.0,
         report.running_ms.1,
         report.rss_mib,
-        report.cpu_s
+        report.cpu_s,
+        store
     );
     if report.placed < sc.pods {
         anyhow::bail!("only {} of {} pods reached Running", report.placed, sc.pods);
@@ -164,6 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn app_config(
     sc: Scenario,
     data_dir: std::path::PathBuf,
+    etcd: Option<apiserver::store::EtcdConfig>,
     allocation_interval: Duration,
 ) -> anyhow::Result<AppConfig> {
     let mut agents = Vec::with_capacity(sc.agents);
@@ -177,6 +193,7 @@ fn app_config(
     Ok(AppConfig {
         listen: "127.0.0.1:0".parse()?,
         data_dir: Some(data_dir),
+        etcd,
         embedded: localmesos::Config {
             agents,
             timing: Timing {
@@ -339,12 +356,13 @@ async fn wave(
 async fn run_scenario(
     sc: Scenario,
     data_dir: Option<std::path::PathBuf>,
+    etcd: Option<apiserver::store::EtcdConfig>,
     allocation_interval: Duration,
     timeout: Duration,
 ) -> anyhow::Result<Report> {
     let tmp = tempdir_for_bench()?;
     let dir = data_dir.unwrap_or_else(|| tmp.clone());
-    let app = App::start(app_config(sc, dir, allocation_interval)?)
+    let app = App::start(app_config(sc, dir, etcd, allocation_interval)?)
         .await
         .context("mesopod could not start")?;
     let api = app.api().clone();

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod containers;
+pub mod etcd;
 pub mod executor;
 pub mod image;
 pub mod kubeconfig;

@@ -28,6 +28,9 @@ pub struct Args {
     /// The durable store's directory.
     #[arg(long, default_value = "mesopod-data", env = "MESOPOD_DATA_DIR")]
     pub data_dir: PathBuf,
+    /// The store on etcd (`--etcd-servers` and the rest of kube-apiserver's flags).
+    #[command(flatten)]
+    pub etcd: crate::cmd::etcd::EtcdArgs,
     /// How pods' containers run (passed to every executor).
     #[command(flatten)]
     pub containers: crate::cmd::containers::ContainerFlags,
@@ -194,6 +197,7 @@ impl Args {
             security,
             hardening,
             data_dir: Some(self.data_dir.clone()),
+            etcd: self.etcd.config(),
             embedded: localmesos::Config {
                 agents,
                 // Agents checkpoint beside the store, so a restart of
@@ -258,7 +262,9 @@ impl Args {
             clock: Arc::new(SystemClock),
             ha: crate::app::HaConfig {
                 store: None,
-                election: self.leader.election()?,
+                // On by default where replicas can share the store (etcd), as
+                // kube-scheduler's --leader-elect; redb is one process's file.
+                election: self.leader.election_for(self.etcd.config().is_some())?,
             },
         })
     }

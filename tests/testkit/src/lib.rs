@@ -17,9 +17,13 @@
 //!   any reqwest client (directly, or through a Mesos client, an image
 //!   store or `App`) calls it first.
 //!
+//! - [`etcd::Etcd`] starts a throwaway etcd on loopback (skipped, or failed
+//!   under `CI=true`, when etcd is not installed).
+//!
 //! testkit depends on none of mesopod's crates, so that any of them can
 //! take it as a dev-dependency without cargo building that crate twice.
 
+pub mod etcd;
 mod kubectl;
 mod process;
 mod wait;

@@ -68,6 +68,7 @@ pub fn app_config(setup: Setup) -> AppConfig {
     AppConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: setup.data_dir,
+        etcd: None,
         embedded: localmesos::Config {
             agents: setup.agents,
             timing: fast_timing(),

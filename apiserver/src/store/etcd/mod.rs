@@ -1,0 +1,296 @@
+//! The store on etcd v3 (`--etcd-servers`), as kube-apiserver keeps its state.
+//!
+//! Reads are served from memory, as from the other stores: a [`View`] that an etcd
+//! watch keeps current (kube-apiserver's watch cache), so several processes on one etcd
+//! each see all writes, theirs and the others'. A commit is one etcd txn whose compares
+//! are the preconditions (`version = 0` for Absent, `mod_revision` for a
+//! resourceVersion, `Check` ops alike), and it resolves once the watch has applied
+//! its revision: a process reads its own writes.
+//!
+//! resourceVersion is etcd's revision, so every operation of one transaction shares
+//! one resourceVersion. A watch from a revision older than the view's history is
+//! served by an etcd watch of its own; below etcd's compaction it is Expired (410).
+
+mod codec;
+mod feed;
+mod keys;
+mod replay;
+mod txn;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use serde_json::Value;
+use tokio::runtime::Handle;
+
+use super::encryption::Encryption;
+use super::engine::HISTORY;
+use super::view::View;
+use super::watcher::{Subscriber, Watcher};
+use super::{Change, ChangeKind, Store, StoreError, StoreFuture, Stored, WriteOp};
+use feed::Feed;
+
+/// kube-apiserver's default `--etcd-prefix`.
+pub const DEFAULT_PREFIX: &str = "/registry";
+
+/// How to reach etcd: kube-apiserver's `--etcd-*` flags.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// `--etcd-servers`: client URLs (`http://127.0.0.1:2379`, `https://...`).
+    pub servers: Vec<String>,
+    /// `--etcd-prefix`: where the objects live.
+    pub prefix: String,
+    /// `--etcd-cafile`: the CA that signed etcd's serving certificate.
+    pub ca_file: Option<PathBuf>,
+    /// `--etcd-certfile`: this client's certificate, for etcd's `--client-cert-auth`.
+    pub cert_file: Option<PathBuf>,
+    /// `--etcd-keyfile`: the key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// Changes kept in memory for watches that start in the past.
+    pub history: usize,
+}
+
+impl EtcdConfig {
+    /// Plain settings for `servers` with kube-apiserver's defaults otherwise.
+    pub fn new(servers: Vec<String>) -> Self {
+        Self {
+            servers,
+            prefix: DEFAULT_PREFIX.into(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            history: HISTORY,
+        }
+    }
+}
+
+pub(super) fn storage(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Storage(e.to_string())
+}
+
+/// The store on etcd. See the module documentation.
+pub struct EtcdStore {
+    feed: Arc<Feed>,
+    client: Client,
+    /// The store's own runtime: the etcd connection and the watch feed live there, so
+    /// they outlive whatever runtime a caller happens to use.
+    runtime: Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl EtcdStore {
+    /// Connects, loads everything under the prefix, and follows etcd from there.
+    /// `encryption` (`--encryption-provider-config`) seals the resources it names.
+    pub async fn connect(
+        config: EtcdConfig,
+        encryption: Option<Arc<Encryption>>,
+    ) -> Result<Self, StoreError> {
+        if config.servers.is_empty() {
+            return Err(StoreError::Storage("--etcd-servers is empty".into()));
+        }
+        let options = connect_options(&config)?;
+        let (runtime, stop) = start_runtime()?;
+        let servers = config.servers.clone();
+        let client = runtime
+            .spawn(async move { Client::connect(servers, Some(options)).await })
+            .await
+            .map_err(storage)?
+            .map_err(|e| StoreError::Storage(format!("cannot reach etcd: {e}")))?;
+        let keys = keys::Keys::new(&config.prefix);
+        let mut loader = client.clone();
+        let (keys_, enc) = (keys.clone(), encryption.clone());
+        let loaded = runtime
+            .spawn(async move { feed::load(&mut loader, &keys_, enc.as_deref()).await })
+            .await
+            .map_err(storage)??;
+        let rv = loaded.rv;
+        let view = Arc::new(View::new(loaded, config.history));
+        let feed = Arc::new(Feed::new(view, keys, encryption));
+        feed.mark_loaded(rv);
+        runtime.spawn(feed::follow(Arc::clone(&feed), client.clone(), rv));
+        Ok(Self {
+            feed,
+            client,
+            runtime,
+            stop: Some(stop),
+        })
+    }
+
+    /// Compacts etcd's history up to `revision` (what kube-apiserver's compactor does
+    /// every `--etcd-compaction-interval`); watches from before it are then Expired.
+    pub async fn compact(&self, revision: u64) -> Result<(), StoreError> {
+        let mut client = self.client.clone();
+        let rev = i64::try_from(revision).map_err(storage)?;
+        self.runtime
+            .spawn(async move { client.compact(rev, None).await })
+            .await
+            .map_err(storage)?
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    async fn commit_ops(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, StoreError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let planned = txn::plan(&self.feed.keys, self.feed.encryption.as_deref(), &ops)?;
+        let mut client = self.client.clone();
+        let request = planned.txn.clone();
+        let response = self
+            .runtime
+            .spawn(async move { client.txn(request).await })
+            .await
+            .map_err(storage)?
+            .map_err(storage)?;
+        if !response.succeeded() {
+            return Err(txn::failure(&planned, &response));
+        }
+        if !planned.writes {
+            return Ok(Vec::new());
+        }
+        let rev = response
+            .header()
+            .and_then(|h| u64::try_from(h.revision()).ok())
+            .unwrap_or(0);
+        match self.feed.applied(rev).await? {
+            Some(changes) => Ok(changes),
+            None => Ok(self.describe(&ops, rev)),
+        }
+    }
+
+    /// The changes of `ops` committed at `rev`, when the feed could not hand them over
+    /// (it reloaded after compaction in between): as the objects were written.
+    fn describe(&self, ops: &[WriteOp], rev: u64) -> Vec<Arc<Change>> {
+        ops.iter()
+            .filter_map(|op| {
+                let (key, object, kind) = match op {
+                    WriteOp::Put { key, object, .. } => {
+                        let mut object = object.clone();
+                        super::engine::stamp(key, &mut object, rev).ok()?;
+                        (key, object, ChangeKind::Modified)
+                    }
+                    WriteOp::Delete { key, .. } => {
+                        let mut object = Value::Object(Default::default());
+                        object["metadata"] = serde_json::json!({});
+                        super::engine::stamp(key, &mut object, rev).ok()?;
+                        (key, object, ChangeKind::Deleted)
+                    }
+                    _ => return None,
+                };
+                Some(Arc::new(Change {
+                    rv: rev,
+                    kind,
+                    key: key.clone(),
+                    object: Arc::new(object),
+                    previous: None,
+                }))
+            })
+            .collect()
+    }
+}
+
+impl Drop for EtcdStore {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+fn connect_options(config: &EtcdConfig) -> Result<ConnectOptions, StoreError> {
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(5))
+        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
+    let tls = config.ca_file.is_some() || config.cert_file.is_some();
+    if tls {
+        let read = |p: &PathBuf, what: &str| {
+            std::fs::read(p)
+                .map_err(|e| StoreError::Storage(format!("{what} {}: {e}", p.display())))
+        };
+        let mut tls_options = TlsOptions::new();
+        if let Some(ca) = &config.ca_file {
+            tls_options =
+                tls_options.ca_certificate(Certificate::from_pem(read(ca, "--etcd-cafile")?));
+        }
+        match (&config.cert_file, &config.key_file) {
+            (Some(cert), Some(key)) => {
+                tls_options = tls_options.identity(Identity::from_pem(
+                    read(cert, "--etcd-certfile")?,
+                    read(key, "--etcd-keyfile")?,
+                ));
+            }
+            (None, None) => {}
+            _ => {
+                return Err(StoreError::Storage(
+                    "--etcd-certfile and --etcd-keyfile go together".into(),
+                ));
+            }
+        }
+        options = options.with_tls(tls_options);
+    }
+    Ok(options)
+}
+
+/// A current-thread runtime on a thread of its own, ended by the returned sender.
+fn start_runtime() -> Result<(Handle, tokio::sync::oneshot::Sender<()>), StoreError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(storage)?;
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("apiserver-etcd".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })
+        .map_err(storage)?;
+    Ok((handle, stop))
+}
+
+impl Store for EtcdStore {
+    fn commit(&self, ops: Vec<WriteOp>) -> StoreFuture<'_, Vec<Arc<Change>>> {
+        Box::pin(self.commit_ops(ops))
+    }
+    fn get(&self, key: &str) -> Option<Arc<Value>> {
+        self.feed.view.get(key)
+    }
+    fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, u64) {
+        self.feed.view.list(prefix)
+    }
+    fn list_containing(&self, prefix: &str, needle: &str) -> (Vec<Arc<Value>>, u64) {
+        self.feed.view.list_containing(prefix, needle)
+    }
+    fn list_stored(&self, prefix: &str) -> (Vec<Stored>, u64) {
+        self.feed.view.list_stored(prefix)
+    }
+    fn watch(&self, prefix: &str, from: u64) -> Result<Watcher, StoreError> {
+        match self.feed.view.watch(prefix, from) {
+            Err(StoreError::Expired { .. }) => {
+                let live = Subscriber::new(prefix.to_string());
+                self.runtime.spawn(replay::replay(
+                    Arc::clone(&self.feed),
+                    self.client.clone(),
+                    prefix.to_string(),
+                    from,
+                    Arc::clone(&live),
+                ));
+                Ok(Watcher::new(Default::default(), live, from))
+            }
+            other => other,
+        }
+    }
+    fn resource_version(&self) -> u64 {
+        self.feed.view.resource_version()
+    }
+    fn get_meta(&self, key: &str) -> Option<Vec<u8>> {
+        self.feed.view.get_meta(key)
+    }
+    fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
+        self.feed.view.changes_since(prefix, from)
+    }
+}

@@ -1,0 +1,190 @@
+//! A store transaction as one etcd txn: the preconditions are its compares, the writes
+//! its success branch, and its failure branch reads back what the compares looked at,
+//! so a failed transaction is reported as precisely as the in-memory engine does
+//! (409 Conflict with the stored version, 404, 409 AlreadyExists).
+
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
+
+use super::super::encryption::Encryption;
+use super::super::{Precondition, StoreError, WriteOp};
+use super::codec;
+use super::keys::Keys;
+
+/// What the compares guard, in the order the engine checks them.
+enum Guard {
+    Key {
+        key: String,
+        precondition: Precondition,
+        /// A deletion also needs the key to exist.
+        deleting: bool,
+    },
+    Empty {
+        prefix: String,
+    },
+}
+
+impl Guard {
+    fn key(key: &str, precondition: Precondition, deleting: bool) -> Self {
+        Self::Key {
+            key: key.to_string(),
+            precondition,
+            deleting,
+        }
+    }
+}
+
+/// A transaction ready to send.
+pub(crate) struct Planned {
+    pub(crate) txn: Txn,
+    guards: Vec<Guard>,
+    /// Whether the transaction writes anything (and so gets a revision of its own).
+    pub(crate) writes: bool,
+}
+
+/// Builds the etcd txn for `ops`.
+pub(crate) fn plan(
+    keys: &Keys,
+    encryption: Option<&Encryption>,
+    ops: &[WriteOp],
+) -> Result<Planned, StoreError> {
+    let mut compares = Vec::new();
+    let mut then = Vec::new();
+    let mut reads = Vec::new();
+    let mut guards = Vec::new();
+    for op in ops {
+        match op {
+            WriteOp::Put {
+                key,
+                object,
+                precondition,
+            } => {
+                let value = codec::encode(key, object, encryption)?;
+                let etcd_key = keys.object(key);
+                guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
+                guards.push(Guard::key(key, *precondition, false));
+                then.push(TxnOp::put(etcd_key, value, None));
+            }
+            WriteOp::Delete { key, precondition } => {
+                let etcd_key = keys.object(key);
+                guard(&mut compares, &mut reads, &etcd_key, *precondition, true);
+                guards.push(Guard::key(key, *precondition, true));
+                then.push(TxnOp::delete(etcd_key, None));
+            }
+            WriteOp::Check { key, precondition } => {
+                let etcd_key = keys.object(key);
+                guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
+                guards.push(Guard::key(key, *precondition, false));
+            }
+            WriteOp::CheckEmpty { prefix } => {
+                let etcd_prefix = keys.object(prefix);
+                // A compare over a range holds when every key in it holds; an empty
+                // range compares as one absent key (version 0).
+                compares
+                    .push(Compare::version(etcd_prefix.clone(), CompareOp::Equal, 0).with_prefix());
+                reads.push(TxnOp::get(
+                    etcd_prefix,
+                    Some(GetOptions::new().with_prefix().with_count_only()),
+                ));
+                guards.push(Guard::Empty {
+                    prefix: prefix.clone(),
+                });
+            }
+            WriteOp::PutMeta { key, value } => {
+                then.push(TxnOp::put(keys.meta(key), value.clone(), None));
+            }
+        }
+    }
+    let writes = !then.is_empty();
+    let txn = Txn::new().when(compares).and_then(then).or_else(reads);
+    Ok(Planned {
+        txn,
+        guards,
+        writes,
+    })
+}
+
+/// The compare for one key, and the read that explains its failure.
+fn guard(
+    compares: &mut Vec<Compare>,
+    reads: &mut Vec<TxnOp>,
+    etcd_key: &str,
+    precondition: Precondition,
+    deleting: bool,
+) {
+    let exists = || Compare::version(etcd_key, CompareOp::Greater, 0);
+    match precondition {
+        Precondition::None if deleting => compares.push(exists()),
+        Precondition::None => {}
+        Precondition::Absent => compares.push(Compare::version(etcd_key, CompareOp::Equal, 0)),
+        Precondition::Present => compares.push(exists()),
+        Precondition::ResourceVersion(rv) => {
+            compares.push(exists());
+            compares.push(Compare::mod_revision(
+                etcd_key,
+                CompareOp::Equal,
+                i64::try_from(rv).unwrap_or(i64::MAX),
+            ));
+        }
+    }
+    reads.push(TxnOp::get(
+        etcd_key,
+        Some(GetOptions::new().with_keys_only()),
+    ));
+}
+
+/// Why a txn whose compares failed failed: the first guard that does not hold against
+/// what its failure branch read, as the engine would have found it.
+pub(crate) fn failure(planned: &Planned, response: &TxnResponse) -> StoreError {
+    let reads = response.op_responses();
+    for (guard, read) in planned.guards.iter().zip(reads.iter()) {
+        let TxnOpResponse::Get(read) = read else {
+            continue;
+        };
+        match guard {
+            Guard::Empty { prefix } => {
+                if read.count() > 0 {
+                    return StoreError::NotEmpty(prefix.clone());
+                }
+            }
+            Guard::Key {
+                key,
+                precondition,
+                deleting,
+            } => {
+                let actual = read
+                    .kvs()
+                    .first()
+                    .map(|kv| u64::try_from(kv.mod_revision()).unwrap_or(0));
+                if let Err(e) = check(key, actual, *precondition, *deleting) {
+                    return e;
+                }
+            }
+        }
+    }
+    StoreError::Storage("etcd refused the transaction's compares, but none fails now".into())
+}
+
+fn check(
+    key: &str,
+    actual: Option<u64>,
+    precondition: Precondition,
+    deleting: bool,
+) -> Result<(), StoreError> {
+    match (precondition, actual) {
+        (_, None) if deleting => Err(StoreError::NotFound(key.to_string())),
+        (Precondition::None, _) | (Precondition::Absent, None) => Ok(()),
+        (Precondition::Absent, Some(_)) => Err(StoreError::AlreadyExists(key.to_string())),
+        (Precondition::Present | Precondition::ResourceVersion(_), None) => {
+            Err(StoreError::NotFound(key.to_string()))
+        }
+        (Precondition::Present, Some(_)) => Ok(()),
+        (Precondition::ResourceVersion(expected), Some(actual)) if expected != actual => {
+            Err(StoreError::Conflict {
+                key: key.to_string(),
+                expected,
+                actual,
+            })
+        }
+        (Precondition::ResourceVersion(_), Some(_)) => Ok(()),
+    }
+}

@@ -1,0 +1,98 @@
+//! A throwaway etcd on loopback for tests: Debian's `etcd-server`
+//! (`.ci/install-etcd.sh`), free ports, a temporary data directory, ended
+//! with its guard.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::{ProcessGuard, wait_until};
+
+/// A running etcd; dropping it stops it and removes its data.
+#[derive(Debug)]
+pub struct Etcd {
+    /// Its client URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    guard: Option<ProcessGuard<std::process::Child>>,
+    dir: tempfile::TempDir,
+}
+
+/// The etcd binary: `$ETCD`, else `etcd` on the PATH.
+fn binary() -> String {
+    std::env::var("ETCD").unwrap_or_else(|_| "etcd".into())
+}
+
+fn free_port() -> u16 {
+    // The port is free once the listener is dropped; etcd takes it right after.
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free loopback port")
+}
+
+impl Etcd {
+    /// Starts etcd, or returns `None` (saying what was skipped) when it is not
+    /// installed. With `CI=true` a missing etcd fails the test instead.
+    pub async fn start(test: &str) -> Option<Self> {
+        let present = Command::new(binary())
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !present {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{test}: etcd is not installed (run .ci/install-etcd.sh)"
+            );
+            eprintln!("skipping {test}: etcd is not installed (run .ci/install-etcd.sh)");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut etcd = Self {
+            url: String::new(),
+            guard: None,
+            dir,
+        };
+        etcd.spawn().await;
+        Some(etcd)
+    }
+
+    /// Its data directory.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    async fn spawn(&mut self) {
+        let (client, peer) = (free_port(), free_port());
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
+        let url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let guard = ProcessGuard::spawn(
+            Command::new(binary())
+                .arg("--data-dir")
+                .arg(self.dir.path().join("data"))
+                .args(["--name", "test"])
+                .args(["--listen-client-urls", &url])
+                .args(["--advertise-client-urls", &url])
+                .args(["--listen-peer-urls", &peer_url])
+                .args(["--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &format!("test={peer_url}")])
+                .stdout(Stdio::null())
+                .stderr(log),
+        )
+        .expect("etcd starts")
+        .grace(Duration::from_secs(5));
+        let addr = format!("127.0.0.1:{client}");
+        wait_until(
+            "etcd accepts connections",
+            Duration::from_secs(30),
+            async || TcpStream::connect(&addr).is_ok(),
+            |up| *up,
+        )
+        .await;
+        self.url = url;
+        self.guard = Some(guard);
+    }
+}
