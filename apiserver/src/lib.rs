@@ -133,6 +133,7 @@ mod protobuf;
 pub mod resource;
 pub mod selectors;
 pub mod store;
+pub mod streams;
 pub mod table;
 pub mod tls;
 pub mod validation;
