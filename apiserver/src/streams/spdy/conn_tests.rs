@@ -1,46 +1,6 @@
 use super::*;
-use crate::streams::spdy::session::{Decoder, Encoder, Event};
-use tokio::io::DuplexStream;
-
-/// A SPDY client made of the same sans-IO halves, as kubectl would speak.
-struct Client {
-    io: DuplexStream,
-    enc: Encoder,
-    dec: Decoder,
-}
-
-impl Client {
-    fn new(io: DuplexStream) -> Self {
-        Self {
-            io,
-            enc: Encoder::new().expect("encoder"),
-            dec: Decoder::default(),
-        }
-    }
-
-    async fn send(&mut self, f: impl FnOnce(&mut Encoder, &mut BytesMut)) {
-        let mut out = BytesMut::new();
-        f(&mut self.enc, &mut out);
-        self.io.write_all(&out).await.expect("client writes");
-    }
-
-    /// The next event that is not a WINDOW_UPDATE; `None` at EOF.
-    async fn event(&mut self) -> Option<Event> {
-        let mut buf = [0u8; 4096];
-        loop {
-            match self.dec.next_event().expect("server speaks SPDY") {
-                Some(Event::Window { .. }) => continue,
-                Some(e) => return Some(e),
-                None => {}
-            }
-            let n = self.io.read(&mut buf).await.expect("client reads");
-            if n == 0 {
-                return None;
-            }
-            self.dec.feed(&buf[..n]);
-        }
-    }
-}
+use crate::streams::spdy::session::Event;
+use crate::streams::spdy::test_client::Client;
 
 #[tokio::test]
 async fn streams_open_echo_and_close() {

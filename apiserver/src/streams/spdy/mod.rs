@@ -13,7 +13,10 @@ mod dictionary;
 pub(crate) mod frame;
 pub(crate) mod headers;
 pub(crate) mod session;
+#[cfg(test)]
+pub(crate) mod test_client;
 pub(crate) mod tunnel;
+pub(crate) mod upgrade;
 
 pub(crate) use conn::{Connection, Stream, StreamWriter};
 pub(crate) use headers::Headers;
