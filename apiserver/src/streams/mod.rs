@@ -17,6 +17,7 @@ use crate::error::ApiError;
 // h19s's worktree holds only the SPDY side; h19x's mod.rs (with `http` and
 // `websocket`) is the one to keep at merge, plus `pub(crate) mod spdy;`.
 pub(crate) mod portforward;
+pub(crate) mod portforward_ws;
 pub(crate) mod spdy;
 pub(crate) mod spdy_exec;
 

@@ -14,7 +14,7 @@ use http::Request;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::spdy::{Connection, Stream, StreamWriter, upgrade};
-use super::{ContainerStreams, Frame, StreamOp, StreamTarget, channel};
+use super::{ContainerStreams, Frame, StreamOp, StreamTarget, channel, portforward_ws};
 use crate::error::ApiError;
 
 /// The one port-forward protocol.
@@ -34,16 +34,36 @@ pub(crate) async fn serve(
     mut req: Request<Body>,
     pod: Pod,
     container: String,
+    query: Vec<(String, String)>,
     streams: Arc<dyn ContainerStreams>,
 ) -> Response {
+    if upgrade::is_tunnel(req.headers()) {
+        let forward = Forwarder {
+            pod,
+            container,
+            streams,
+        };
+        return upgrade::tunnelled(&mut req, move |conn| forward.run(conn));
+    }
+    if let Some(protocol) = upgrade::websocket_protocol(req.headers(), &portforward_ws::PROTOCOLS) {
+        let ports = match portforward_ws::ports(&query) {
+            Ok(p) => p,
+            Err(e) => return ApiError::BadRequest(e).into_response(),
+        };
+        let target = StreamTarget {
+            pod,
+            container,
+            op: StreamOp::PortForward { port: ports[0] },
+        };
+        return upgrade::websocket(&mut req, protocol, move |ws| {
+            portforward_ws::run(ws, target, ports, streams)
+        });
+    }
     let forward = Forwarder {
         pod,
         container,
         streams,
     };
-    if upgrade::is_tunnel(req.headers()) {
-        return upgrade::tunnelled(&mut req, move |conn| forward.run(conn));
-    }
     if !upgrade::is_spdy(req.headers()) {
         return ApiError::BadRequest(format!(
             "port-forward needs Upgrade: SPDY/3.1, or a WebSocket with the subprotocol {}",

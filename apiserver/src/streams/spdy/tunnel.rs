@@ -22,12 +22,12 @@ const PIPE: usize = 64 << 10;
 /// The biggest message accepted: one SPDY frame and its header, with room.
 const MAX_MESSAGE: usize = MAX_PAYLOAD + 1024;
 
-const OP_CONTINUATION: u8 = 0;
-const OP_TEXT: u8 = 1;
-const OP_BINARY: u8 = 2;
-const OP_CLOSE: u8 = 8;
-const OP_PING: u8 = 9;
-const OP_PONG: u8 = 10;
+pub(crate) const OP_CONTINUATION: u8 = 0;
+pub(crate) const OP_TEXT: u8 = 1;
+pub(crate) const OP_BINARY: u8 = 2;
+pub(crate) const OP_CLOSE: u8 = 8;
+pub(crate) const OP_PING: u8 = 9;
+pub(crate) const OP_PONG: u8 = 10;
 
 /// `Sec-WebSocket-Accept` for a client's `Sec-WebSocket-Key` (RFC 6455 section 4.2.2).
 pub(crate) fn accept_key(key: &str) -> String {
@@ -40,13 +40,15 @@ pub(crate) fn accept_key(key: &str) -> String {
 
 /// One WebSocket frame from the client.
 #[derive(Debug, PartialEq, Eq)]
-struct WsFrame {
-    opcode: u8,
-    payload: Vec<u8>,
+pub(crate) struct WsFrame {
+    /// The opcode (`OP_*`).
+    pub(crate) opcode: u8,
+    /// The unmasked payload.
+    pub(crate) payload: Vec<u8>,
 }
 
 /// Takes one client frame off `buf`, `None` until it is whole.
-fn decode(buf: &mut BytesMut) -> Result<Option<WsFrame>, SpdyError> {
+pub(crate) fn decode(buf: &mut BytesMut) -> Result<Option<WsFrame>, SpdyError> {
     let bad = |why: &str| SpdyError::Protocol(format!("WebSocket: {why}"));
     if buf.len() < 2 {
         return Ok(None);
@@ -90,7 +92,7 @@ fn decode(buf: &mut BytesMut) -> Result<Option<WsFrame>, SpdyError> {
 }
 
 /// A server frame (unmasked) of `opcode` carrying `payload`.
-fn encode(opcode: u8, payload: &[u8], out: &mut BytesMut) {
+pub(crate) fn encode(opcode: u8, payload: &[u8], out: &mut BytesMut) {
     out.put_u8(0x80 | opcode);
     match payload.len() {
         n if n < 126 => out.put_u8(n as u8),

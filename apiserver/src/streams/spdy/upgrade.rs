@@ -115,11 +115,56 @@ where
     response
 }
 
+/// Which of `ours` a WebSocket request asks for: `Some(None)` when it names no
+/// subprotocol at all, `None` when it is no WebSocket or wants only others.
+pub(crate) fn websocket_protocol(
+    headers: &HeaderMap,
+    ours: &[&'static str],
+) -> Option<Option<&'static str>> {
+    if !has_token(headers, header::UPGRADE, "websocket") {
+        return None;
+    }
+    let offered: Vec<&str> = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if offered.is_empty() {
+        return Some(None);
+    }
+    offered
+        .iter()
+        .find_map(|p| ours.iter().find(|o| o == &p))
+        .map(|p| Some(*p))
+}
+
 /// Answers a WebSocket `req` asking for `SPDY/3.1+portforward.k8s.io` with
 /// `101`, and runs `serve` on the SPDY connection inside it.
 pub(crate) fn tunnelled<F, Fut>(req: &mut Request<Body>, serve: F) -> Response
 where
     F: FnOnce(Connection) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    websocket(req, Some(PORTFORWARD_TUNNEL), move |ws| async move {
+        match Connection::serve(tunnel::tunnel(ws)) {
+            Ok(conn) => serve(conn).await,
+            Err(e) => tracing::warn!(error = %e, "SPDY connection not started"),
+        }
+    })
+}
+
+/// Answers a WebSocket `req` with `101` (speaking `protocol`) and runs `serve`
+/// on the raw upgraded connection.
+pub(crate) fn websocket<F, Fut>(
+    req: &mut Request<Body>,
+    protocol: Option<&'static str>,
+    serve: F,
+) -> Response
+where
+    F: FnOnce(TokioIo<hyper::upgrade::Upgraded>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let Some(key) = req
@@ -133,10 +178,7 @@ where
     let upgrade = hyper::upgrade::on(&mut *req);
     tokio::spawn(async move {
         match upgrade.await {
-            Ok(io) => match Connection::serve(tunnel::tunnel(TokioIo::new(io))) {
-                Ok(conn) => serve(conn).await,
-                Err(e) => tracing::warn!(error = %e, "SPDY connection not started"),
-            },
+            Ok(io) => serve(TokioIo::new(io)).await,
             Err(e) => tracing::debug!(error = %e, "WebSocket upgrade failed"),
         }
     });
@@ -144,10 +186,9 @@ where
     let h = response.headers_mut();
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    h.insert(
-        header::SEC_WEBSOCKET_PROTOCOL,
-        HeaderValue::from_static(PORTFORWARD_TUNNEL),
-    );
+    if let Some(p) = protocol {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(p));
+    }
     if let Ok(v) = HeaderValue::from_str(&key) {
         h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
     }
