@@ -1,5 +1,5 @@
 use super::*;
-use crate::streams::spdy::Headers;
+use crate::streams::spdy::headers::Headers;
 use crate::streams::spdy::session::Event;
 use crate::streams::spdy::test_client::Client;
 use crate::streams::{Channels, StreamError, StreamFuture};

@@ -34,8 +34,6 @@ mod kind {
 pub(crate) mod rst {
     /// PROTOCOL_ERROR.
     pub(crate) const PROTOCOL_ERROR: u32 = 1;
-    /// INVALID_STREAM.
-    pub(crate) const INVALID_STREAM: u32 = 2;
     /// REFUSED_STREAM.
     pub(crate) const REFUSED_STREAM: u32 = 3;
     /// CANCEL.

@@ -19,7 +19,6 @@ pub(crate) mod tunnel;
 pub(crate) mod upgrade;
 
 pub(crate) use conn::{Connection, Stream, StreamWriter};
-pub(crate) use headers::Headers;
 
 /// Why a SPDY connection failed.
 #[derive(Debug, Clone, thiserror::Error)]
