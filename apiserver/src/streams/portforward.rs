@@ -239,3 +239,7 @@ fn check(stream: &Stream) -> Option<(String, &'static str, u16)> {
 #[cfg(test)]
 #[path = "portforward_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "kubectl_tests.rs"]
+mod kubectl_tests;

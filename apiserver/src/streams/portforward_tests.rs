@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 
 /// Port 7 echoes, like the echo service, until the client half-closes; any
 /// other port is refused.
-struct Echo;
+pub(crate) struct Echo;
 
 impl ContainerStreams for Echo {
     fn open(&self, target: StreamTarget) -> StreamFuture<'_> {
