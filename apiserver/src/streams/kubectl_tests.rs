@@ -109,11 +109,11 @@ async fn exec_route(Query(q): Query<Vec<(String, String)>>, req: Request) -> Res
             tty: flag("tty"),
         },
     };
-    spdy_exec::serve(req, target, Arc::new(Fake)).await
+    spdy_exec::serve_with(req, target, Arc::new(Fake)).await
 }
 
 async fn portforward_route(Query(q): Query<Vec<(String, String)>>, req: Request) -> Response {
-    portforward::serve(req, pod(), "main".into(), q, Arc::new(Fake)).await
+    portforward::serve_with(req, pod(), "main".into(), q, Arc::new(Fake)).await
 }
 
 async fn server() -> String {

@@ -30,7 +30,7 @@ const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 /// Serves a port-forward request: SPDY when it asks `Upgrade: SPDY/3.1`, the
 /// tunnel when it is a WebSocket asking for `SPDY/3.1+portforward.k8s.io`.
 /// `container` is the pod's first container, which `ContainerStreams` needs.
-pub(crate) async fn serve(
+pub(crate) async fn serve_with(
     mut req: Request<Body>,
     pod: Pod,
     container: String,
@@ -238,7 +238,7 @@ fn check(stream: &Stream) -> Option<(String, &'static str, u16)> {
 
 #[cfg(test)]
 #[path = "portforward_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "kubectl_tests.rs"]

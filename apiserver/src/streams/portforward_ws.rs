@@ -190,12 +190,68 @@ async fn write_loop<W: AsyncWrite>(write: W, mut rx: mpsc::Receiver<(u8, Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt as _;
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// A masked client frame, as RFC 6455 requires of clients.
+    fn client_frame(payload: &[u8]) -> Vec<u8> {
+        let mask = [7u8, 1, 3, 5];
+        let mut out = vec![0x80 | OP_BINARY, 0x80 | payload.len() as u8];
+        out.extend_from_slice(&mask);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        out
+    }
+
+    /// The server's next binary message (unmasked, short).
+    async fn server_message(io: &mut tokio::io::DuplexStream) -> Vec<u8> {
+        let mut head = [0u8; 2];
+        io.read_exact(&mut head).await.expect("a frame");
+        assert_eq!(head[0], 0x80 | OP_BINARY);
+        let mut body = vec![0u8; usize::from(head[1])];
+        io.read_exact(&mut body).await.expect("its payload");
+        body
+    }
+
+    #[tokio::test]
+    async fn each_port_announces_itself_then_carries_data_on_its_channel() {
+        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let mut target_pod = k8s_openapi::api::core::v1::Pod::default();
+        target_pod.metadata.name = Some("web".into());
+        let target = StreamTarget {
+            pod: target_pod,
+            container: "c".into(),
+            op: StreamOp::PortForward { port: 7 },
+        };
+        let echo = Arc::new(crate::streams::portforward::tests::Echo);
+        tokio::spawn(run(server, target, vec![7, 8], echo));
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            seen.push(server_message(&mut client).await);
+        }
+        // Port 7 (channels 0, 1) and port 8 (2, 3) announce themselves, little-endian;
+        // port 8 is refused on its error channel.
+        assert!(
+            seen.contains(&vec![0, 7, 0]) && seen.contains(&vec![1, 7, 0]),
+            "{seen:?}"
+        );
+        assert!(
+            seen.contains(&vec![2, 8, 0]) && seen.contains(&vec![3, 8, 0]),
+            "{seen:?}"
+        );
+        let refused = server_message(&mut client).await;
+        assert_eq!(refused[0], 3);
+        assert!(String::from_utf8_lossy(&refused[1..]).contains("error forwarding port 8"));
+        client
+            .write_all(&client_frame(b"\x00abc"))
+            .await
+            .expect("writes");
+        assert_eq!(server_message(&mut client).await, b"\x00abc");
     }
 
     #[test]

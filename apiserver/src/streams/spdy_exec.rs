@@ -30,8 +30,9 @@ const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// A resize message is a few dozen bytes; more without one whole is garbage.
 const MAX_RESIZE_PENDING: usize = 4096;
 
-/// Serves an exec or attach request that asked for `Upgrade: SPDY/3.1`.
-pub(crate) async fn serve(
+/// Serves an exec or attach request that asked for `Upgrade: SPDY/3.1`, opening
+/// `target` on `streams`.
+pub(crate) async fn serve_with(
     mut req: Request<Body>,
     target: StreamTarget,
     streams: Arc<dyn ContainerStreams>,
