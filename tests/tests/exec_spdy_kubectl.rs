@@ -45,7 +45,14 @@ async fn exec_over_spdy_prints_and_exits_with_the_code() {
         }
         let k = Kubectl::new(&app.api_url()).program(&program);
         let out = k
-            .run(&["exec", "box", "--", "sh", "-c", "echo hi; echo oops >&2; exit 3"])
+            .run(&[
+                "exec",
+                "box",
+                "--",
+                "sh",
+                "-c",
+                "echo hi; echo oops >&2; exit 3",
+            ])
             .await;
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
@@ -57,7 +64,10 @@ async fn exec_over_spdy_prints_and_exits_with_the_code() {
 
         let input = "line one\nline two\n";
         let piped = k
-            .run_stdin(&["exec", "-i", "box", "--", "sh", "-c", "cat; echo done"], Some(input))
+            .run_stdin(
+                &["exec", "-i", "box", "--", "sh", "-c", "cat; echo done"],
+                Some(input),
+            )
             .await;
         assert_eq!(
             String::from_utf8_lossy(&ok_output(&piped)),

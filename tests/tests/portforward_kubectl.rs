@@ -44,7 +44,11 @@ fn web_pod() -> String {
 /// it printed (`Forwarding from 127.0.0.1:N -> REMOTE`).
 async fn forward(k: &Kubectl, remote: u16) -> (KubectlChild, u16) {
     let ports = format!(":{remote}");
-    let mut child = k.start(&["port-forward", "pod/web", &ports], Stdio::piped(), Stdio::piped());
+    let mut child = k.start(
+        &["port-forward", "pod/web", &ports],
+        Stdio::piped(),
+        Stdio::piped(),
+    );
     let stdout = child.child.stdout.take().expect("stdout is piped");
     let mut lines = BufReader::new(stdout).lines();
     let port = tokio::time::timeout(T, async {

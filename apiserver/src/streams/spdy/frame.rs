@@ -266,6 +266,13 @@ fn control_header(out: &mut BytesMut, kind: u16, flags: u8, len: usize) {
     out.put_uint(len as u64, 3);
 }
 
+/// SYN_REPLY and HEADERS: a stream id, then the header block.
+fn stream_block(out: &mut BytesMut, kind: u16, stream: u32, flags: u8, block: &[u8]) {
+    control_header(out, kind, flags, 4 + block.len());
+    out.put_u32(stream & STREAM_MASK);
+    out.put_slice(block);
+}
+
 /// Appends `frame` to `out`. Payloads over [`MAX_PAYLOAD`] are the caller's bug:
 /// [`super::session::Encoder`] splits data before it gets here.
 pub(crate) fn encode(frame: &RawFrame, out: &mut BytesMut) {
@@ -298,20 +305,12 @@ pub(crate) fn encode(frame: &RawFrame, out: &mut BytesMut) {
             stream,
             flags,
             block,
-        } => {
-            control_header(out, kind::SYN_REPLY, *flags, 4 + block.len());
-            out.put_u32(stream & STREAM_MASK);
-            out.put_slice(block);
-        }
+        } => stream_block(out, kind::SYN_REPLY, *stream, *flags, block),
         RawFrame::Headers {
             stream,
             flags,
             block,
-        } => {
-            control_header(out, kind::HEADERS, *flags, 4 + block.len());
-            out.put_u32(stream & STREAM_MASK);
-            out.put_slice(block);
-        }
+        } => stream_block(out, kind::HEADERS, *stream, *flags, block),
         RawFrame::RstStream { stream, status } => {
             control_header(out, kind::RST_STREAM, 0, 8);
             out.put_u32(stream & STREAM_MASK);
