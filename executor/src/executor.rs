@@ -148,6 +148,8 @@ pub struct Executor<A: Agent> {
     agent_id: Option<AgentId>,
     stop: StopSignal,
     stop_fired: bool,
+    /// The streaming endpoint (exec, attach, port-forward), once subscribed.
+    streaming: Option<crate::streaming::server::StreamServer>,
 }
 
 impl<A: Agent> Executor<A> {
@@ -179,6 +181,7 @@ impl<A: Agent> Executor<A> {
             agent_id: None,
             stop: Box::pin(std::future::pending()),
             stop_fired: false,
+            streaming: None,
         }
     }
 
@@ -349,6 +352,16 @@ impl<A: Agent> Executor<A> {
                     self.agent_id = sub.agent_info.as_ref().and_then(|a| a.id.clone());
                     if let Some(agent) = &sub.agent_info {
                         self.runtime.set_node_name(&agent.hostname);
+                    }
+                    if self.streaming.is_none()
+                        && let Some(credential) = &self.options.credential
+                    {
+                        self.streaming = crate::streaming::start(
+                            &self.env,
+                            sub.executor_info.as_ref(),
+                            credential,
+                            &self.options.containers,
+                        );
                     }
                 }
                 self.send_node_key().await;

@@ -72,6 +72,7 @@ pub mod pod;
 pub mod reliable;
 pub mod runtime;
 pub mod status;
+pub mod streaming;
 pub mod volumes;
 
 mod process;

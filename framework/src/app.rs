@@ -233,12 +233,16 @@ impl App {
             .as_ref()
             .map(|s| s.node_keys.clone())
             .unwrap_or_default();
+        let streams = crate::streams::ExecutorStreams::generate()
+            .map_err(|e| AppError::Store(format!("cannot make the stream signing key: {e}")))?;
         let identities = crate::node_identity::NodeIdentities::new(
             node_keys.clone(),
             api.clone(),
             mesos.clone(),
             endpoint,
-        );
+        )
+        .with_streams(streams.endpoints().clone(), streams.public_key());
+        api.set_container_streams(Arc::new(streams));
         let forward = {
             let inputs = inputs_tx.clone();
             let observed = observed.clone();

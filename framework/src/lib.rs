@@ -46,3 +46,4 @@ pub mod podstatus;
 pub mod queue;
 pub mod reconcile;
 pub mod security;
+pub mod streams;

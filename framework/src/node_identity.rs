@@ -41,6 +41,9 @@ pub struct NodeIdentities {
     api: Api,
     mesos: MesosHandle,
     endpoint: ApiEndpoint,
+    /// Where executors' streaming endpoints are recorded, and the public key that
+    /// signs stream credentials ([`crate::streams`]).
+    streams: Option<(Arc<crate::streams::StreamEndpoints>, String)>,
 }
 
 impl NodeIdentities {
@@ -51,7 +54,19 @@ impl NodeIdentities {
             api,
             mesos,
             endpoint,
+            streams: None,
         }
+    }
+
+    /// Also records executors' streaming endpoints in `endpoints` and tells them
+    /// `stream_key`.
+    pub fn with_streams(
+        mut self,
+        endpoints: Arc<crate::streams::StreamEndpoints>,
+        stream_key: String,
+    ) -> Self {
+        self.streams = Some((endpoints, stream_key));
+        self
     }
 
     /// Takes `ev` if it is a key registration (true), handling it in the background.
@@ -99,6 +114,17 @@ impl NodeIdentities {
             );
             return;
         };
+        if let (Some((endpoints, _)), Some(ep)) = (&self.streams, &key.streaming) {
+            endpoints.set(
+                &node,
+                crate::streams::Endpoint {
+                    host: ep.host.clone(),
+                    port: ep.port,
+                    public_key: public_key.clone(),
+                },
+            );
+            crate::streams::record_on_node(&self.api, &node, ep.port).await;
+        }
         let kid = match self.keys.register(NodeKey {
             node: node.clone(),
             agent_id: agent.value.clone(),
@@ -123,6 +149,11 @@ impl NodeIdentities {
             node,
             server: self.endpoint.server.clone(),
             ca_pem: self.endpoint.ca_pem.clone(),
+            stream_key: self
+                .streams
+                .as_ref()
+                .map(|(_, k)| k.clone())
+                .unwrap_or_default(),
         };
         let call = Call {
             r#type: Some(call::Type::Message as i32),

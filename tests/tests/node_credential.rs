@@ -108,6 +108,7 @@ impl Cluster {
             node: node.into(),
             server: self.app.api_url(),
             ca_pem: self.ca_pem(),
+            stream_key: String::new(),
         };
         assert!(c.on_message(&protocol::encode(NODE_REGISTERED_MESSAGE, &answer)));
         c

@@ -66,6 +66,8 @@ struct Inner {
     in_process: std::sync::OnceLock<crate::auth::InProcess>,
     /// The API's CA once ServiceAccount token volumes are on (`sa_token`).
     token_ca: std::sync::OnceLock<String>,
+    /// Where `pods/exec`, `attach` and `portforward` go, once the embedder set it.
+    streams: std::sync::OnceLock<Arc<dyn crate::streams::ContainerStreams>>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -98,6 +100,7 @@ impl Api {
                 closing: tokio::sync::watch::Sender::new(false),
                 in_process: std::sync::OnceLock::new(),
                 token_ca: std::sync::OnceLock::new(),
+                streams: std::sync::OnceLock::new(),
             }),
         };
         api.ensure_system_namespaces().await?;
@@ -167,6 +170,16 @@ impl Api {
 
     pub(crate) fn log_source(&self) -> &Arc<dyn LogSource> {
         &self.inner.logs
+    }
+
+    /// Serves `pods/exec`, `pods/attach` and `pods/portforward` through `streams` (set
+    /// once; without it they answer 503).
+    pub fn set_container_streams(&self, streams: Arc<dyn crate::streams::ContainerStreams>) {
+        let _ = self.inner.streams.set(streams);
+    }
+
+    pub(crate) fn container_streams(&self) -> Option<&Arc<dyn crate::streams::ContainerStreams>> {
+        self.inner.streams.get()
     }
 
     pub(crate) async fn commit(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, ApiError> {

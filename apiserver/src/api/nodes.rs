@@ -33,6 +33,13 @@ impl Api {
                         .resource_version
                         .clone_from(&old.metadata.resource_version);
                     new.metadata.namespace = None;
+                    // The executor's streaming endpoint is written apart from the
+                    // agent's resources: a writer that does not know it keeps it.
+                    if let (Some(st), Some(old_st)) = (new.status.as_mut(), old.status.as_ref())
+                        && st.daemon_endpoints.is_none()
+                    {
+                        st.daemon_endpoints.clone_from(&old_st.daemon_endpoints);
+                    }
                     if new == *old {
                         return Ok(new);
                     }

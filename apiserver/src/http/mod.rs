@@ -119,6 +119,7 @@ pub fn router(api: Api) -> Router {
             "/api/v1/namespaces/{ns}",
             get_cluster_scoped(Namespaces).delete(others::delete_namespace),
         );
+    let router = crate::streams::http::routes(router);
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
     kinds::routes::<ServiceAccount>(router)

@@ -14,12 +14,12 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::error::ApiError;
 
-// h19s's worktree holds only the SPDY side; h19x's mod.rs (with `http` and
-// `websocket`) is the one to keep at merge, plus `pub(crate) mod spdy;`.
+pub(crate) mod http;
 pub(crate) mod portforward;
 pub(crate) mod portforward_ws;
 pub(crate) mod spdy;
 pub(crate) mod spdy_exec;
+pub(crate) mod websocket;
 
 /// Channel numbers of `v5.channel.k8s.io` (and of the executor's own protocol).
 pub mod channel {

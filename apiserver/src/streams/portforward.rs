@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::spdy::{Connection, Stream, StreamWriter, upgrade};
 use super::{ContainerStreams, Frame, StreamOp, StreamTarget, channel, portforward_ws};
+use crate::api::Api;
 use crate::error::ApiError;
 
 /// The one port-forward protocol.
@@ -26,6 +27,28 @@ const ERROR: u8 = 1;
 const MAX_HALF_PAIRS: usize = 128;
 /// How long one direction may go on after the other ended.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The route's entry (`streams/http.rs`): a port-forward to `pod` (Running, as
+/// the route checked) through the API's streams; `query` may hold `ports`.
+pub(crate) async fn serve(
+    api: Api,
+    pod: Pod,
+    query: Vec<(String, String)>,
+    req: Request<Body>,
+) -> Response {
+    let Some(streams) = api.container_streams().cloned() else {
+        return ApiError::Unavailable("container streams are not served by this API".into())
+            .into_response();
+    };
+    // Port-forward names no container; the executor needs one to find the pod by.
+    let container = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    serve_with(req, pod, container, query, streams).await
+}
 
 /// Serves a port-forward request: SPDY when it asks `Upgrade: SPDY/3.1`, the
 /// tunnel when it is a WebSocket asking for `SPDY/3.1+portforward.k8s.io`.

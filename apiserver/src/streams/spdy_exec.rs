@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use super::spdy::upgrade;
 use super::spdy::{Connection, Stream, StreamWriter};
 use super::{Channels, ContainerStreams, Frame, StreamOp, StreamTarget, channel};
+use crate::api::Api;
 use crate::error::ApiError;
 
 /// The versions we speak, best first (kubelet's SPDY list without v1).
@@ -29,6 +30,15 @@ const V2: &str = "v2.channel.k8s.io";
 const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// A resize message is a few dozen bytes; more without one whole is garbage.
 const MAX_RESIZE_PENDING: usize = 4096;
+
+/// The route's entry (`streams/http.rs`): `target` opened on the API's streams.
+pub(crate) async fn serve(api: Api, target: StreamTarget, req: Request<Body>) -> Response {
+    match api.container_streams().cloned() {
+        Some(streams) => serve_with(req, target, streams).await,
+        None => ApiError::Unavailable("container streams are not served by this API".into())
+            .into_response(),
+    }
+}
 
 /// Serves an exec or attach request that asked for `Upgrade: SPDY/3.1`, opening
 /// `target` on `streams`.

@@ -16,6 +16,8 @@ pub struct Credential {
     registered: watch::Sender<Option<Registered>>,
     /// Set when the key should be sent again (the API forgot it: a restarted scheduler).
     wanted: Notify,
+    /// The streaming endpoint the registration announces, once it listens.
+    streaming: std::sync::Mutex<Option<protocol::StreamingEndpoint>>,
 }
 
 impl Credential {
@@ -28,12 +30,27 @@ impl Credential {
             identity: Identity::generate()?,
             registered: watch::Sender::new(None),
             wanted: Notify::new(),
+            streaming: std::sync::Mutex::new(None),
         })
     }
 
     /// The executor `MESSAGE` data that registers the public key.
     pub fn key_message(&self) -> Vec<u8> {
-        protocol::encode(NODE_KEY_MESSAGE, &self.identity.public_key())
+        let mut key = self.identity.public_key();
+        key.streaming = self.streaming.lock().map(|s| s.clone()).unwrap_or_default();
+        protocol::encode(NODE_KEY_MESSAGE, &key)
+    }
+
+    /// Announces `endpoint` in every later key registration.
+    pub fn set_streaming(&self, endpoint: protocol::StreamingEndpoint) {
+        if let Ok(mut s) = self.streaming.lock() {
+            *s = Some(endpoint);
+        }
+    }
+
+    /// The key pair, for the streaming endpoint's TLS.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// Takes a scheduler `MESSAGE`: true if it was the answer to this key's registration.
@@ -99,6 +116,7 @@ mod tests {
         assert_eq!(key.alg, "ES256");
         assert!(!c.on_message(b"mesopod.io/resend-status"));
         let reg = |kid: &str| Registered {
+            stream_key: String::new(),
             kid: kid.into(),
             node: "n1".into(),
             server: "http://127.0.0.1:1".into(),

@@ -27,6 +27,8 @@ pub struct IdentityError(String);
 /// A P-256 key pair made at start.
 pub struct Identity {
     pair: EcdsaKeyPair,
+    /// The key in PKCS#8, for the streaming endpoint's TLS certificate.
+    pkcs8: Vec<u8>,
     kid: String,
     rng: SystemRandom,
 }
@@ -53,7 +55,12 @@ impl Identity {
             .map_err(|e| IdentityError(e.to_string()))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, pair.public_key().as_ref());
         let kid = B64.encode(&digest.as_ref()[..16]);
-        Ok(Self { pair, kid, rng })
+        Ok(Self {
+            pair,
+            pkcs8: doc.as_ref().to_vec(),
+            kid,
+            rng,
+        })
     }
 
     /// The key id the shim will know this key by.
@@ -66,7 +73,13 @@ impl Identity {
         NodeKey {
             alg: "ES256".into(),
             public_key: B64.encode(self.pair.public_key().as_ref()),
+            streaming: None,
         }
+    }
+
+    /// The key pair in PKCS#8 (the streaming endpoint serves TLS with it).
+    pub(crate) fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
     }
 
     /// A token naming `node`, valid from `now` for [`TOKEN_LIFETIME`].

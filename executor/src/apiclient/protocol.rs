@@ -23,6 +23,20 @@ pub struct NodeKey {
     pub alg: String,
     /// The uncompressed P-256 point, base64url without padding.
     pub public_key: String,
+    /// Where the executor serves container streams (exec, attach, port-forward), over
+    /// TLS with a certificate for this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<StreamingEndpoint>,
+}
+
+/// The executor's streaming endpoint, as kubelet's `daemonEndpoints` and address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamingEndpoint {
+    /// The agent's address the endpoint listens on.
+    pub host: String,
+    /// Its port (procured from the offer with the executor's resources).
+    pub port: u16,
 }
 
 /// What the scheduler registered, and where the API is.
@@ -39,6 +53,10 @@ pub struct Registered {
     /// for plain HTTP.
     #[serde(default)]
     pub ca_pem: String,
+    /// The public key (uncompressed P-256, base64url) that signs the scheduler's
+    /// credentials on the executor's streaming endpoint; empty: no streams.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stream_key: String,
 }
 
 /// `prefix` followed by `value` as JSON.

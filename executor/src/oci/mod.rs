@@ -22,6 +22,7 @@ pub mod bundle;
 pub mod cgroup;
 pub mod embedded;
 pub(crate) mod etc_files;
+pub mod exec;
 pub(crate) mod gc;
 pub mod image;
 pub(crate) mod inroot;

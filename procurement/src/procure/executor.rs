@@ -47,8 +47,10 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 ///
 /// - The offer lists none of our executors: the first pod placed on the
 ///   offer takes the executor's resources from the framework roles
-///   (reserved before `*`) and attaches its info; later pods on the same
-///   offer share it at no cost.
+///   (reserved before `*`), plus one port for its streaming endpoint when
+///   the offer has one, and attaches its info; later pods on the same
+///   offer share it at no cost. The id stays the prototype's: the port is
+///   not part of it.
 /// - The offer lists exactly our executor: reuse it at no cost, attaching
 ///   the info the node view knows it was launched with (see
 ///   [`NodeView::with_running_executor`]), else the configured one.
@@ -131,6 +133,12 @@ impl Procurement for ExecutorProcurement {
                             state.undo_to(mark);
                             return Err(e);
                         }
+                    }
+                    // The executor's streaming endpoint (exec, attach, port-forward)
+                    // listens on a port of its own; an offer without ports leaves it
+                    // to pick a free one.
+                    if let Some((entry, port)) = state.free_port(&roles) {
+                        state.take_port(entry, port, Owner::Executor);
                     }
                     state.set_procured_executor(self.bare.clone());
                 }

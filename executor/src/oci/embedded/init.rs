@@ -276,7 +276,7 @@ fn mask(path: &str) {
 
 /// `argv[0]` as exec will find it: a path, or the first match on the
 /// container's `PATH`.
-fn find_program(arg0: &str, env: &[String]) -> Result<PathBuf, RuntimeFailure> {
+pub(super) fn find_program(arg0: &str, env: &[String]) -> Result<PathBuf, RuntimeFailure> {
     let not_found = || {
         RuntimeFailure(format!(
             "exec: {arg0:?}: executable file not found in $PATH"
@@ -311,7 +311,7 @@ fn cap_set(names: &[String]) -> CapabilitySet {
 }
 
 /// Groups, gid, uid and capabilities, in the order the kernel needs.
-fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
+pub(super) fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
     let p = &spec.process;
     let caps = p.capabilities.clone().unwrap_or_default();
     let bounding = cap_set(&caps.bounding);

@@ -22,6 +22,7 @@
 //! forks inside the multi-threaded executor.
 
 mod create;
+mod exec;
 mod init;
 mod state;
 
@@ -44,7 +45,7 @@ impl RuntimeFailure {
 /// exit code.
 pub fn main(args: &[String]) -> i32 {
     match run(args) {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("mesopod runtime: {e}");
             1
@@ -52,7 +53,22 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-fn run(args: &[String]) -> Result<(), RuntimeFailure> {
+fn run(args: &[String]) -> Result<i32, RuntimeFailure> {
+    let (root, i) = global_flags(args)?;
+    let command = args.get(i).ok_or_else(|| {
+        RuntimeFailure("no command: create, start, run, exec, state, kill, delete or list".into())
+    })?;
+    // exec's command keeps its own options, so it is not split into flags here.
+    match command.as_str() {
+        // The command's own exit code is exec's.
+        "exec" => exec::exec(&root, &args[i + 1..]),
+        "exec-inner" => exec::exec_inner(&root, &args[i + 1..]).map(|()| 0),
+        _ => run_command(&root, command, &args[i + 1..]).map(|()| 0),
+    }
+}
+
+/// runc's global flags before the command; returns `--root` and where the command is.
+fn global_flags(args: &[String]) -> Result<(PathBuf, usize), RuntimeFailure> {
     let mut root = PathBuf::from("/run/mesopod-runtime");
     let mut i = 0;
     // Global flags before the command (runc's `--root`, `--log`, `--log-format`).
@@ -75,11 +91,15 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             _ => break,
         }
     }
-    let command = args.get(i).ok_or_else(|| {
-        RuntimeFailure("no command: create, start, run, state, kill, delete or list".into())
-    })?;
-    let rest: Vec<String> = args[i + 1..].to_vec();
-    let (flags, positional) = split_flags(&rest);
+    Ok((root, i))
+}
+
+fn run_command(
+    root: &std::path::Path,
+    command: &str,
+    rest: &[String],
+) -> Result<(), RuntimeFailure> {
+    let (flags, positional) = split_flags(rest);
     let id = || {
         positional
             .first()
@@ -89,17 +109,17 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
     let create = |id: &str| {
         let bundle = flag(&flags, &["--bundle", "-b"]).unwrap_or_else(|| ".".into());
         create::create(
-            &root,
+            root,
             id,
             &PathBuf::from(bundle),
             flag(&flags, &["--pid-file"]).map(PathBuf::from),
         )
     };
-    match command.as_str() {
+    match command {
         "create" => {
             let id = id()?;
             let executor = create(&id)?;
-            create::check_executor(&root, &id, executor)
+            create::check_executor(root, &id, executor)
         }
         // runc's `run --detach`: create and start in one invocation, so a
         // container costs one runtime exec on its way up, not two.
@@ -111,20 +131,20 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             }
             let id = id()?;
             let executor = create(&id)?;
-            state::start(&root, &id).inspect_err(|_| {
-                let _ = state::delete(&root, &id, true);
+            state::start(root, &id).inspect_err(|_| {
+                let _ = state::delete(root, &id, true);
             })?;
-            create::check_executor(&root, &id, executor)
+            create::check_executor(root, &id, executor)
         }
         "init" => init::init(
-            &root,
+            root,
             &id()?,
             &PathBuf::from(flag(&flags, &["--bundle"]).unwrap_or_default()),
             flag(&flags, &["--parent"]).as_deref() == Some("stdin"),
         ),
-        "start" => state::start(&root, &id()?),
+        "start" => state::start(root, &id()?),
         "state" => {
-            let s = state::state(&root, &id()?)?;
+            let s = state::state(root, &id()?)?;
             println!(
                 "{}",
                 serde_json::to_string_pretty(&s).map_err(|e| RuntimeFailure(e.to_string()))?
@@ -132,12 +152,12 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             Ok(())
         }
         "kill" => state::kill(
-            &root,
+            root,
             &id()?,
             positional.get(1).map_or("SIGTERM", String::as_str),
         ),
         "delete" => state::delete(
-            &root,
+            root,
             &id()?,
             flags.iter().any(|(k, _)| k == "--force" || k == "-f"),
         ),
@@ -150,7 +170,7 @@ fn run(args: &[String]) -> Result<(), RuntimeFailure> {
             &flag(&flags, &["--hostname"]).unwrap_or_default(),
         ),
         "list" => {
-            for id in state::list(&root) {
+            for id in state::list(root) {
                 println!("{id}");
             }
             Ok(())
