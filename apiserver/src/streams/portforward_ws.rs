@@ -190,7 +190,6 @@ async fn write_loop<W: AsyncWrite>(write: W, mut rx: mpsc::Receiver<(u8, Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt as _;
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

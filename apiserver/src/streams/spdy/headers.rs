@@ -18,6 +18,7 @@ pub(crate) struct Headers(Vec<(String, String)>);
 
 impl Headers {
     /// Headers from `(name, value)` pairs; names are lowercased.
+    #[cfg(test)]
     pub(crate) fn new<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self(
             pairs
