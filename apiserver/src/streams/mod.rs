@@ -16,6 +16,8 @@ use crate::error::ApiError;
 
 pub(crate) mod http;
 pub(crate) mod portforward;
+pub(crate) mod portforward_ws;
+pub(crate) mod spdy;
 pub(crate) mod spdy_exec;
 pub(crate) mod websocket;
 

@@ -19,6 +19,7 @@ pub mod attach;
 pub mod auth;
 pub mod exec;
 pub mod pods;
+pub mod portforward;
 pub mod server;
 
 /// Channel numbers: `v5.channel.k8s.io`'s (port-forward: 0 data, 1 error).
@@ -179,6 +180,19 @@ pub trait PodDirectory: Send + Sync + 'static {
         pod: &str,
         container: &str,
     ) -> Result<ContainerRef, StreamError>;
+
+    /// The network namespace of pod `namespace/pod` for port-forward: `None` when it
+    /// runs in the agent's network (no namespace of its own, or process mode).
+    /// A directory that cannot tell refuses, rather than guess the agent's network.
+    fn network(
+        &self,
+        namespace: &str,
+        pod: &str,
+    ) -> Result<Option<std::path::PathBuf>, StreamError> {
+        Err(StreamError::NotFound(format!(
+            "no network is known for pod {namespace}/{pod} on this node"
+        )))
+    }
 }
 
 /// Everything an operation's `serve` may use.

@@ -96,4 +96,16 @@ impl PodDirectory for SandboxPods {
         }
         Err(not_found())
     }
+
+    fn network(&self, namespace: &str, pod: &str) -> Result<Option<PathBuf>, StreamError> {
+        if self.uids(namespace, pod).is_empty() {
+            return Err(StreamError::NotFound(format!(
+                "pod {namespace}/{pod} is not running on this node"
+            )));
+        }
+        Ok(self
+            .exec
+            .state_root()
+            .and_then(|root| super::portforward::pod_netns(root, namespace, pod)))
+    }
 }

@@ -218,9 +218,7 @@ async fn dispatch(
     match op {
         OpRequest::Exec { .. } => super::exec::serve(ctx, op, channels).await,
         OpRequest::Attach { .. } => super::attach::serve(ctx, op, channels).await,
-        OpRequest::PortForward { .. } => Err(StreamError::Internal(
-            "port-forward is not supported by this executor yet".into(),
-        )),
+        OpRequest::PortForward { .. } => super::portforward::serve(ctx, op, channels).await,
     }
 }
 
