@@ -10,10 +10,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Event, Supervisor, Which};
-use crate::pod::RestartPolicy;
 use crate::oci::exec::{ContainerExec, ExecError, ExecTarget};
-use crate::probe::exec::{ExecResult, NoExec, ProbeExec};
+use crate::pod::RestartPolicy;
 use crate::probe::MAX_OUTPUT;
+use crate::probe::exec::{ExecResult, NoExec, ProbeExec};
 use crate::probe::worker::{self, Context, Observed, Report};
 use crate::probe::{ProbeKind, ProbeSpec};
 use crate::process::{self, KILL, TERM};
@@ -209,7 +209,11 @@ impl ProbeExec for OciProbeExec {
         timeout: Duration,
     ) -> futures::future::BoxFuture<'a, Result<ExecResult, String>> {
         Box::pin(async move {
-            match self.exec.run(&self.target, command, timeout, MAX_OUTPUT).await {
+            match self
+                .exec
+                .run(&self.target, command, timeout, MAX_OUTPUT)
+                .await
+            {
                 Ok(o) => Ok(ExecResult::Exited {
                     code: o.exit_code,
                     output: o.output,
