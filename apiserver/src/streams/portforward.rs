@@ -198,7 +198,8 @@ impl Forwarder {
                     None => break,
                     Some(frame) => match frame.channel {
                         DATA => {
-                            if data.tx.send(frame.data).await.is_err() {
+                            let sent = data.tx.send(frame.data).await;
+                            if sent.is_err() {
                                 break;
                             }
                         }

@@ -142,7 +142,9 @@ pub(crate) async fn session(
     if let Some(resize) = opened.remove("resize") {
         pumps.push(tokio::spawn(pump_resize(resize.rx, tx.clone())));
     }
-    drop(tx);
+    // Held until the container's side ends: a closed sender tells the
+    // executor's relay that the client went away, which ends the exec.
+    let hold_open = tx;
     let writer = |name: &str| opened.get(name).map(|s| s.tx.clone());
     let (stdout, stderr, error) = (writer("stdout"), writer("stderr"), writer("error"));
     let mut status = None;
@@ -173,6 +175,7 @@ pub(crate) async fn session(
             break;
         }
     }
+    drop(hold_open);
     for w in [&stdout, &stderr].into_iter().flatten() {
         let _ = w.finish().await;
     }

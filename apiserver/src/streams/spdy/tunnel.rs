@@ -152,11 +152,12 @@ where
             }
         };
         match frame.opcode {
-            OP_BINARY | OP_CONTINUATION | OP_TEXT => {
-                if pipe.write_all(&frame.payload).await.is_err() {
-                    break;
-                }
+            OP_BINARY | OP_CONTINUATION | OP_TEXT
+                if pipe.write_all(&frame.payload).await.is_err() =>
+            {
+                break;
             }
+            OP_BINARY | OP_CONTINUATION | OP_TEXT => {}
             OP_PING => {
                 let _ = control.send((OP_PONG, frame.payload)).await;
             }

@@ -50,6 +50,9 @@ pub(crate) fn is_tunnel(headers: &HeaderMap) -> bool {
 }
 
 /// The protocol both sides speak, or the answer kubelet gives when there is none.
+// The error is the HTTP answer itself, built once per upgrade request and
+// returned straight to the client: boxing it would only add an allocation.
+#[allow(clippy::result_large_err)]
 pub(crate) fn negotiate(headers: &HeaderMap, ours: &[&'static str]) -> Result<String, Response> {
     let theirs: Vec<&str> = headers
         .get_all(PROTOCOL_VERSION)
