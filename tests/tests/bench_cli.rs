@@ -56,6 +56,7 @@ fn a_small_run_prints_one_summary_line_with_every_figure() {
             "running_p50_ms",
             "running_p99_ms",
             "scenario",
+            "store",
         ]
     );
     assert_eq!((f["agents"].as_str(), f["pods"].as_str()), ("20", "60"));

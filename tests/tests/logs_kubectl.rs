@@ -22,9 +22,11 @@ const TWO_RUNS: &str = "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $
     if [ $n -lt 2 ]; then exit 1; fi; \
     sleep 3; echo \"run $n late\"; for i in 1 2 3 4 5; do echo \"line $i\"; done; sleep 600";
 
-async fn app(executor_args: &[&str], work: &Path) -> framework::app::App {
+// The agents' work dir is localmesos' temporary one: a persistent one would
+// checkpoint, and mesopod's shutdown would then leave the executors (and
+// their `sleep 600`) running for a restart to recover, past the test.
+async fn app(executor_args: &[&str]) -> framework::app::App {
     let mut cfg = app_config(Setup::default());
-    cfg.embedded.work_dir = Some(work.to_path_buf());
     cfg.executor.args.push("--restart-backoff=200ms".into());
     cfg.executor
         .args
@@ -48,8 +50,7 @@ fn sorted_lines(text: &str) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_show_one_run_previous_the_one_before_and_filter_as_kubelet() {
-    let work = tempfile::tempdir().unwrap();
-    let app = app(&[], work.path()).await;
+    let app = app(&[]).await;
     let server = app.api_url();
     let yaml =
         pod_yaml("runs", "", TWO_RUNS).replace("restartPolicy: Never", "restartPolicy: OnFailure");
@@ -140,8 +141,7 @@ async fn logs_show_one_run_previous_the_one_before_and_filter_as_kubelet() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_ends_when_the_container_does() {
-    let work = tempfile::tempdir().unwrap();
-    let app = app(&[], work.path()).await;
+    let app = app(&[]).await;
     let server = app.api_url();
     let yaml = pod_yaml(
         "follow",
@@ -175,15 +175,12 @@ fn find_dir(root: &Path, suffix: &str) -> Option<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_rotate_at_the_agents_size_and_keep_at_most_max_files() {
-    let work = tempfile::tempdir().unwrap();
-    let app = app(
-        &[
-            "--container-log-max-size=2Ki",
-            "--container-log-max-files=3",
-        ],
-        work.path(),
-    )
+    let app = app(&[
+        "--container-log-max-size=2Ki",
+        "--container-log-max-files=3",
+    ])
     .await;
+    let work = app.local().unwrap().work_dir().to_path_buf();
     let server = app.api_url();
     // 300 lines of ~60 bytes in CRI form: about nine files' worth.
     let yaml = pod_yaml(
@@ -208,7 +205,7 @@ async fn logs_rotate_at_the_agents_size_and_keep_at_most_max_files() {
     );
     let pod = app.api().get_pod("default", "rot").unwrap();
     let uid = pod.metadata.uid.unwrap();
-    let dir = find_dir(work.path(), &format!("default_rot_{uid}/main")).expect("the log directory");
+    let dir = find_dir(&work, &format!("default_rot_{uid}/main")).expect("the log directory");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()

@@ -58,7 +58,11 @@ async fn forward(k: &Kubectl, remote: u16) -> (KubectlChild, u16) {
                 return port.parse::<u16>().expect("a local port");
             }
         }
-        panic!("kubectl port-forward ended before forwarding");
+        let mut stderr = String::new();
+        if let Some(mut e) = child.child.stderr.take() {
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut e, &mut stderr).await;
+        }
+        panic!("kubectl port-forward ended before forwarding: {stderr}");
     })
     .await
     .expect("kubectl port-forward starts forwarding");
@@ -109,8 +113,24 @@ async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
             )
         };
         let k = Kubectl::new(&app.api_url()).program(&program);
-        let (child, port) = forward(&k, 8080).await;
+        let (mut child, port) = forward(&k, 8080).await;
         for attempt in 0..2 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+            {
+                let mut stderr = String::new();
+                if let Some(mut e) = child.child.stderr.take() {
+                    let _ = tokio::time::timeout(
+                        Duration::from_secs(5),
+                        tokio::io::AsyncReadExt::read_to_string(&mut e, &mut stderr),
+                    )
+                    .await;
+                }
+                panic!(
+                    "kubectl {version} (websockets {websockets}) attempt {attempt}: its port is closed: {stderr}"
+                );
+            }
             let response = testkit::wait_until(
                 "the page through the forwarded port",
                 T,

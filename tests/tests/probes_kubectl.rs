@@ -183,6 +183,13 @@ async fn readiness_and_liveness_probes_in_containers() {
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
 
+    ready_after(&app, &k, "web", Duration::from_secs(5)).await;
+    // Its liveness probe passed past its initial delay: no restart.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let web = app.api().get_pod("default", "web").unwrap();
+    assert_eq!(restarts(&web), 0, "{:?}", web.status);
+    assert!(ready(&web));
+
     // An exec probe runs inside the container: the file it tests exists
     // only in the container's own root, made there after 3 s.
     let marker = format!("/tmp/probe-inside-{}", std::process::id());
@@ -190,18 +197,11 @@ async fn readiness_and_liveness_probes_in_containers() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: inside\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", \"sleep 3; touch {marker}; exec sleep 3600\"]\n    readinessProbe:\n      exec:\n        command: [\"/bin/sh\", \"-c\", \"test -f {marker} || {{ echo not inside yet; exit 1; }}\"]\n      periodSeconds: 1\n"
     );
     ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
-
-    ready_after(&app, &k, "web", Duration::from_secs(5)).await;
     ready_after(&app, &k, "inside", Duration::from_secs(3)).await;
     assert!(
         !std::path::Path::new(&marker).exists(),
         "the marker is in the container's root, not the host's"
     );
-    // Its liveness probe passed past its initial delay: no restart.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let web = app.api().get_pod("default", "web").unwrap();
-    assert_eq!(restarts(&web), 0, "{:?}", web.status);
-    assert!(ready(&web));
 
     let dies = wait_pod(app.api(), "default", "dies", T, |p| restarts(p) >= 2).await;
     assert!(restarts(&dies) >= 2);

@@ -232,7 +232,19 @@ pub fn start(
         pods: std::sync::Arc::new(pods::SandboxPods::new(env.sandbox.clone(), exec.clone())),
         exec,
     };
-    match server::StreamServer::start(host, port, credential.clone(), ctx) {
+    // The procured port can still be held by a process the agent does not
+    // account for (a stale executor of an earlier run, or several agents on
+    // one address offering the same range): then a free one, which the
+    // registration announces, rather than no streams at all.
+    let started = server::StreamServer::start(host, port, credential.clone(), ctx.clone())
+        .or_else(|e| {
+            if port == 0 {
+                return Err(e);
+            }
+            tracing::warn!(port, error = %e, "the procured streaming port is taken; serving on a free one");
+            server::StreamServer::start(host, 0, credential.clone(), ctx)
+        });
+    match started {
         Ok(s) => {
             tracing::info!(host = %host, port = s.endpoint().port, "serving container streams");
             credential.set_streaming(s.endpoint().clone());
