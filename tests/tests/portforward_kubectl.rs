@@ -33,9 +33,16 @@ const KUBECTLS: [(&str, bool); 5] = [
     ("1.27", true),
 ];
 
-fn web_pod() -> String {
+/// A port nothing on this host listens on now: the pods run on the agent's
+/// network, and the two tests here run side by side.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn web_pod(port: u16) -> String {
     let script = format!(
-        "mkdir -p /www && echo '{PAGE}' > /www/index.html && exec httpd -f -p 8080 -h /www"
+        "mkdir -p /www && echo '{PAGE}' > /www/index.html && exec httpd -f -p {port} -h /www"
     );
     spdy_support::pod("web", IMAGE, &script)
 }
@@ -96,7 +103,10 @@ async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
     load_image(&store, IMAGE).await;
     let app = cluster("embedded", &store).await;
     let k = Kubectl::new(&app.api_url());
-    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&web_pod())).await);
+    let web = free_port();
+    ok(&k
+        .run_stdin(&["apply", "-f", "-"], Some(&web_pod(web)))
+        .await);
     let up = wait_pod(app.api(), "default", "web", T, |p| phase(p) != "Pending").await;
     assert_eq!(phase(&up), "Running", "{:?}", up.status);
 
@@ -113,7 +123,7 @@ async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
             )
         };
         let k = Kubectl::new(&app.api_url()).program(&program);
-        let (mut child, port) = forward(&k, 8080).await;
+        let (mut child, port) = forward(&k, web).await;
         for attempt in 0..2 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
@@ -156,7 +166,10 @@ async fn a_port_nothing_listens_on_is_kubelets_error() {
     load_image(&store, IMAGE).await;
     let app = cluster("embedded", &store).await;
     let k = Kubectl::new(&app.api_url());
-    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&web_pod())).await);
+    let web = free_port();
+    ok(&k
+        .run_stdin(&["apply", "-f", "-"], Some(&web_pod(web)))
+        .await);
     let up = wait_pod(app.api(), "default", "web", T, |p| phase(p) != "Pending").await;
     assert_eq!(phase(&up), "Running", "{:?}", up.status);
     let (mut child, port) = forward(&k, 9999).await;
