@@ -94,12 +94,14 @@ async fn fetch(port: u16) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
+/// A one-agent cluster on the embedded runtime with pod `web` Running, its
+/// httpd on the returned port (`None`, after saying why, when containers
+/// cannot run here). The directory holds the image store.
+async fn web_running() -> Option<(tempfile::TempDir, framework::app::App, u16)> {
     if !prerequisites(false) {
-        return;
+        return None;
     }
-    let (_keep, store) = store();
+    let (keep, store) = store();
     load_image(&store, IMAGE).await;
     let app = cluster("embedded", &store).await;
     let k = Kubectl::new(&app.api_url());
@@ -109,6 +111,14 @@ async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
         .await);
     let up = wait_pod(app.api(), "default", "web", T, |p| phase(p) != "Pending").await;
     assert_eq!(phase(&up), "Running", "{:?}", up.status);
+    Some((keep, app, web))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
+    let Some((_keep, app, web)) = web_running().await else {
+        return;
+    };
 
     for (version, websockets) in KUBECTLS {
         let wrapper = tempfile::tempdir().unwrap();
@@ -159,19 +169,10 @@ async fn port_forward_reaches_a_server_in_the_pod_with_every_kubectl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_port_nothing_listens_on_is_kubelets_error() {
-    if !prerequisites(false) {
+    let Some((_keep, app, _)) = web_running().await else {
         return;
-    }
-    let (_keep, store) = store();
-    load_image(&store, IMAGE).await;
-    let app = cluster("embedded", &store).await;
+    };
     let k = Kubectl::new(&app.api_url());
-    let web = free_port();
-    ok(&k
-        .run_stdin(&["apply", "-f", "-"], Some(&web_pod(web)))
-        .await);
-    let up = wait_pod(app.api(), "default", "web", T, |p| phase(p) != "Pending").await;
-    assert_eq!(phase(&up), "Running", "{:?}", up.status);
     let (mut child, port) = forward(&k, 9999).await;
     let _ = fetch(port).await;
     let mut stderr = child.child.stderr.take().expect("stderr is piped");
