@@ -1,7 +1,8 @@
 //! The resources the shim serves and what differs between them: names, keys, scope and
 //! the fields a field selector may name.
 
-/// A served resource of the core `v1` group, or of a named group's `v1` (Lease).
+/// A served resource of the core `v1` group, or of a named group's `v1` (Lease, the
+/// RBAC kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resource {
     /// `pods`, namespaced.
@@ -20,17 +21,27 @@ pub enum Resource {
     ServiceAccounts,
     /// `leases` of `coordination.k8s.io/v1`, namespaced.
     Leases,
+    /// `roles` of `rbac.authorization.k8s.io/v1`, namespaced.
+    Roles,
+    /// `clusterroles` of `rbac.authorization.k8s.io/v1`, cluster-scoped.
+    ClusterRoles,
+    /// `rolebindings` of `rbac.authorization.k8s.io/v1`, namespaced.
+    RoleBindings,
+    /// `clusterrolebindings` of `rbac.authorization.k8s.io/v1`, cluster-scoped.
+    ClusterRoleBindings,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 5] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 7] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
         Self::ServiceAccounts,
         Self::Leases,
+        Self::Roles,
+        Self::RoleBindings,
     ];
 
     /// The plural name used in URLs and `Status.details.kind`.
@@ -44,6 +55,10 @@ impl Resource {
             Self::Secrets => "secrets",
             Self::ServiceAccounts => "serviceaccounts",
             Self::Leases => "leases",
+            Self::Roles => "roles",
+            Self::ClusterRoles => "clusterroles",
+            Self::RoleBindings => "rolebindings",
+            Self::ClusterRoleBindings => "clusterrolebindings",
         }
     }
 
@@ -58,6 +73,10 @@ impl Resource {
             Self::Secrets => "Secret",
             Self::ServiceAccounts => "ServiceAccount",
             Self::Leases => "Lease",
+            Self::Roles => "Role",
+            Self::ClusterRoles => "ClusterRole",
+            Self::RoleBindings => "RoleBinding",
+            Self::ClusterRoleBindings => "ClusterRoleBinding",
         }
     }
 
@@ -72,6 +91,10 @@ impl Resource {
             Self::Secrets => "SecretList",
             Self::ServiceAccounts => "ServiceAccountList",
             Self::Leases => "LeaseList",
+            Self::Roles => "RoleList",
+            Self::ClusterRoles => "ClusterRoleList",
+            Self::RoleBindings => "RoleBindingList",
+            Self::ClusterRoleBindings => "ClusterRoleBindingList",
         }
     }
 
@@ -79,6 +102,9 @@ impl Resource {
     pub fn group(self) -> &'static str {
         match self {
             Self::Leases => "coordination.k8s.io",
+            Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
+                "rbac.authorization.k8s.io"
+            }
             _ => "",
         }
     }
@@ -87,7 +113,36 @@ impl Resource {
     pub fn api_version(self) -> &'static str {
         match self {
             Self::Leases => "coordination.k8s.io/v1",
+            Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
+                "rbac.authorization.k8s.io/v1"
+            }
             _ => "v1",
+        }
+    }
+
+    /// The name errors give it: the plural, with its group when it has one
+    /// (`roles.rbac.authorization.k8s.io "x" not found`, as kube-apiserver says).
+    pub(crate) fn qualified(self) -> String {
+        match self.group() {
+            "" => self.plural().to_owned(),
+            g => format!("{}.{g}", self.plural()),
+        }
+    }
+
+    /// `e` with the resource named as [`Resource::qualified`] (the store names it by its
+    /// key prefix, the plural alone).
+    pub(crate) fn qualify(self, e: crate::ApiError) -> crate::ApiError {
+        use crate::ApiError;
+        let resource = self.qualified();
+        match e {
+            ApiError::NotFound { name, .. } => ApiError::NotFound { resource, name },
+            ApiError::AlreadyExists { name, .. } => ApiError::AlreadyExists { resource, name },
+            ApiError::Conflict { name, detail, .. } => ApiError::Conflict {
+                resource,
+                name,
+                detail,
+            },
+            other => other,
         }
     }
 
@@ -101,7 +156,10 @@ impl Resource {
 
     /// Whether objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Self::Nodes | Self::Namespaces)
+        !matches!(
+            self,
+            Self::Nodes | Self::Namespaces | Self::ClusterRoles | Self::ClusterRoleBindings
+        )
     }
 
     /// The store key of one object (`ns` is ignored for cluster-scoped resources).
@@ -154,7 +212,13 @@ impl Resource {
                 }
                 Self::Namespaces => field == "status.phase",
                 Self::Secrets => field == "type",
-                Self::ConfigMaps | Self::ServiceAccounts | Self::Leases => false,
+                Self::ConfigMaps
+                | Self::ServiceAccounts
+                | Self::Leases
+                | Self::Roles
+                | Self::ClusterRoles
+                | Self::RoleBindings
+                | Self::ClusterRoleBindings => false,
             }
     }
 }

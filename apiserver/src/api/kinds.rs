@@ -1,6 +1,7 @@
-//! The plain kinds (ConfigMap, Secret, ServiceAccount) through one generic path: create
-//! in a live namespace, replace and patch with resourceVersion preconditions, delete at
-//! once. What differs between them is in `crate::kinds`.
+//! The plain kinds (`crate::kinds`) through one generic path: create (a namespaced one
+//! in a live namespace), replace and patch with resourceVersion preconditions, delete at
+//! once. What differs between them is in `crate::kinds`; every write is admitted by the
+//! kind for its writer ([`Kind::admit`]) after validation.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::pods::{first_object, patch_precondition};
 use super::{Api, RETRIES, WriteOptions};
+use crate::auth::rbac::Writer;
 use crate::decode::{decode_resource, decode_resource_body};
 use crate::error::ApiError;
 use crate::kinds::{self, Kind};
@@ -66,26 +68,32 @@ impl Api {
         Err(ApiError::stale("namespaces", ns))
     }
 
-    /// Creates a plain object in `ns`: 409 if the name is taken, 404 if the namespace is
-    /// missing, 403 if it is terminating, 422 if invalid.
+    /// Creates a plain object in `ns` (`""` for a cluster-scoped kind) as `writer`: 409
+    /// if the name is taken, 404 if the namespace is missing, 403 if it is terminating or
+    /// the kind does not admit the writer, 422 if invalid.
     pub(crate) async fn create_object<K: Kind>(
         &self,
         ns: &str,
         mut obj: K,
         opts: WriteOptions,
+        writer: Option<&Writer>,
     ) -> Result<K, ApiError> {
         let meta = obj.metadata_mut();
-        bind_namespace(meta, ns)?;
+        bind_scope::<K>(meta, ns)?;
         stamp_new(meta, self.now());
         obj.normalize();
         kinds::validate(&obj, None)?;
+        obj.admit(ns, writer)?;
         let name = obj.metadata().name.clone().unwrap_or_default();
         let key = K::RESOURCE.key(ns, &name);
+        let namespaced = K::RESOURCE.namespaced();
         if opts.dry_run {
-            self.namespace_guard(K::RESOURCE, ns, &name)?;
+            if namespaced {
+                self.namespace_guard(K::RESOURCE, ns, &name)?;
+            }
             if self.get_value(&key).is_some() {
                 return Err(ApiError::AlreadyExists {
-                    resource: K::RESOURCE.plural().into(),
+                    resource: K::RESOURCE.qualified(),
                     name,
                 });
             }
@@ -96,7 +104,12 @@ impl Api {
             object: to_value(&obj)?,
             precondition: Precondition::Absent,
         };
-        first_object(&self.commit_create(K::RESOURCE, ns, &name, put).await?)
+        let changes = if namespaced {
+            self.commit_create(K::RESOURCE, ns, &name, put).await
+        } else {
+            self.commit(vec![put]).await
+        };
+        first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?)
     }
 
     /// Replaces a plain object (PUT): with `metadata.resourceVersion`, 409 unless it is
@@ -107,24 +120,28 @@ impl Api {
         name: &str,
         mut obj: K,
         opts: WriteOptions,
+        writer: Option<&Writer>,
     ) -> Result<K, ApiError> {
         check_name(obj.metadata_mut(), name)?;
-        bind_namespace(obj.metadata_mut(), ns)?;
+        bind_scope::<K>(obj.metadata_mut(), ns)?;
         let explicit = meta_rv(obj.metadata())?;
         for _ in 0..RETRIES {
-            let (old, old_rv) = self.get_typed::<K>(K::RESOURCE, ns, name)?;
+            let (old, old_rv) = self
+                .get_typed::<K>(K::RESOURCE, ns, name)
+                .map_err(|e| K::RESOURCE.qualify(e))?;
             if explicit.is_some_and(|rv| rv != old_rv) {
-                return Err(ApiError::stale(K::RESOURCE.plural(), name));
+                return Err(stale::<K>(name));
             }
+            let at = At { ns, name, old_rv };
             match self
-                .update_object(ns, name, &old, old_rv, obj.clone(), opts)
+                .update_object(at, &old, obj.clone(), opts, writer)
                 .await
             {
                 Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
                 other => return other,
             }
         }
-        Err(ApiError::stale(K::RESOURCE.plural(), name))
+        Err(stale::<K>(name))
     }
 
     /// Patches a plain object (merge, JSON, strategic, apply); an apply of a missing
@@ -136,6 +153,7 @@ impl Api {
         ty: PatchType,
         patch: &Value,
         opts: WriteOptions,
+        writer: Option<&Writer>,
     ) -> Result<(K, Vec<String>), ApiError> {
         let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
@@ -144,37 +162,44 @@ impl Api {
                 Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
                     let (mut obj, warnings) = decode_kind::<K>(patch, opts)?;
                     check_name(obj.metadata_mut(), name)?;
-                    return Ok((self.create_object(ns, obj, opts).await?, warnings));
+                    let created = self.create_object(ns, obj, opts, writer).await?;
+                    return Ok((created, warnings));
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(K::RESOURCE.qualify(e)),
             };
             let live_rv = object_rv(&live).unwrap_or(0);
             if explicit.is_some_and(|rv| rv != live_rv) {
-                return Err(ApiError::stale(K::RESOURCE.plural(), name));
+                return Err(stale::<K>(name));
             }
             let patched = patch::apply(ty, &live, patch, K::KIND, name)?;
             let (mut new, warnings) = decode_kind::<K>(&patched, opts)?;
             check_name(new.metadata_mut(), name)?;
-            bind_namespace(new.metadata_mut(), ns)?;
+            bind_scope::<K>(new.metadata_mut(), ns)?;
             let old: K = typed(&live)?;
-            match self.update_object(ns, name, &old, live_rv, new, opts).await {
+            let at = At {
+                ns,
+                name,
+                old_rv: live_rv,
+            };
+            match self.update_object(at, &old, new, opts, writer).await {
                 Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
                 other => return other.map(|o| (o, warnings)),
             }
         }
-        Err(ApiError::stale(K::RESOURCE.plural(), name))
+        Err(stale::<K>(name))
     }
 
-    /// Writes `new` over `old` (stored at `old_rv`), keeping what clients may not change.
+    /// Writes `new` over `old` (stored at `at.old_rv`), keeping what clients may not
+    /// change.
     async fn update_object<K: Kind>(
         &self,
-        ns: &str,
-        name: &str,
+        at: At<'_>,
         old: &K,
-        old_rv: u64,
         mut new: K,
         opts: WriteOptions,
+        writer: Option<&Writer>,
     ) -> Result<K, ApiError> {
+        let At { ns, name, old_rv } = at;
         let (o, n) = (old.metadata(), new.metadata_mut());
         n.uid.clone_from(&o.uid);
         n.creation_timestamp.clone_from(&o.creation_timestamp);
@@ -185,6 +210,7 @@ impl Api {
         n.generate_name.clone_from(&o.generate_name);
         new.normalize();
         kinds::validate(&new, Some(old))?;
+        new.admit(ns, writer)?;
         if new == *old || opts.dry_run {
             return Ok(new);
         }
@@ -193,7 +219,8 @@ impl Api {
             object: to_value(&new)?,
             precondition: Precondition::ResourceVersion(old_rv),
         };
-        first_object(&self.commit(vec![op]).await?)
+        let changes = self.commit(vec![op]).await;
+        first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?)
     }
 
     /// Deletes a plain object at once (it has no grace period); answers Kubernetes'
@@ -206,25 +233,61 @@ impl Api {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let key = resource.key(ns, name);
-        let existing = self.get_raw(resource, ns, name)?;
+        let existing = self
+            .get_raw(resource, ns, name)
+            .map_err(|e| resource.qualify(e))?;
         if !dry_run {
             self.commit(vec![WriteOp::Delete {
                 key,
                 precondition: Precondition::ResourceVersion(object_rv(&existing).unwrap_or(0)),
             }])
-            .await?;
+            .await
+            .map_err(|e| resource.qualify(e))?;
+        }
+        let mut details = json!({
+            "name": name,
+            "kind": resource.plural(),
+            "uid": existing.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+        });
+        if !resource.group().is_empty() {
+            details["group"] = resource.group().into();
         }
         Ok(json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Success",
-            "details": {
-                "name": name,
-                "kind": resource.plural(),
-                "uid": existing.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
-            },
+            "details": details,
         }))
+    }
+}
+
+/// Where an update writes: the object's namespace and name, and the resourceVersion
+/// it was read at.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    ns: &'a str,
+    name: &'a str,
+    old_rv: u64,
+}
+
+/// The 409 of a write over a changed object, naming the resource as Kubernetes does.
+fn stale<K: Kind>(name: &str) -> ApiError {
+    ApiError::stale(&K::RESOURCE.qualified(), name)
+}
+
+/// A namespaced kind's object takes the URL's namespace (a different one in the body is
+/// a 400); a cluster-scoped kind's has none, whatever the body says (kube-apiserver's
+/// `BeforeCreate` and `BeforeUpdate` clear it).
+fn bind_scope<K: Kind>(
+    meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ns: &str,
+) -> Result<(), ApiError> {
+    if K::RESOURCE.namespaced() {
+        bind_namespace(meta, ns)
+    } else {
+        meta.namespace = None;
+        Ok(())
     }
 }
 

@@ -34,7 +34,6 @@ pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{decode_kind, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
-pub(crate) use objects::{bind_namespace, check_name, stamp_new};
 pub use objects::{k8s_time, system_time};
 pub use pod_status::{PodHead, StatusWrite};
 pub use pods::{Binding, Finalized};

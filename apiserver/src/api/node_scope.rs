@@ -196,7 +196,7 @@ mod tests {
         let cm: k8s_openapi::api::core::v1::ConfigMap =
             serde_json::from_value(json!({"metadata": {"name": "mine"}, "data": {"a": "b"}}))
                 .unwrap();
-        api.create_object("default", cm, Default::default())
+        api.create_object("default", cm, Default::default(), None)
             .await
             .unwrap();
         let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({

@@ -24,8 +24,10 @@ pub(super) fn groups() -> Vec<Value> {
 }
 
 fn resources(name: &str) -> Vec<Value> {
-    // Exactly the verbs the routes serve (no deletecollection or watch yet).
-    let all = ["create", "delete", "get", "list", "patch", "update"];
+    // Exactly the verbs the routes serve (no deletecollection yet).
+    let all = [
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
     match name {
         RBAC => Kind::ALL
             .iter()

@@ -232,11 +232,10 @@ async fn authorize(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) 
     next.run(req).await
 }
 
-/// The routes of the RBAC kinds, the reviews and TokenRequest, and their discovery.
+/// The routes of the reviews and TokenRequest, and the discovery of their groups and
+/// RBAC's (the RBAC kinds themselves take the plain kinds' path, `crate::kinds`).
 pub(crate) fn routes() -> Router<Api> {
-    rbac::routes()
-        .merge(reviews::routes())
-        .merge(discovery::routes())
+    reviews::routes().merge(discovery::routes())
 }
 
 /// The API groups this module serves, for `/apis`.

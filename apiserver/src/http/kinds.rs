@@ -1,18 +1,22 @@
 //! The routes and writes of the plain kinds (`crate::kinds`), generic over the kind:
-//! `/api/v1/<plural>`, `/api/v1/namespaces/{ns}/<plural>[/{name}]` (`/apis/<group>/v1/...`
+//! `/api/v1/<plural>`, `/api/v1/namespaces/{ns}/<plural>[/{name}]` for a namespaced
+//! kind, `/api/v1/<plural>[/{name}]` for a cluster-scoped one (`/apis/<group>/v1/...`
 //! for a kind of a named group).
 
-use axum::Router;
+use std::collections::HashMap;
+
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use axum::{Router, routing::MethodRouter};
 
 use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
 use super::pods::{delete_options, patch_request};
 use super::respond::{json, json_with_warnings};
-use super::{get_in_namespace, list_all, list_in_namespace};
+use super::{get_cluster_scoped, get_in_namespace, list_all, list_in_namespace};
 use crate::api::{Api, WriteOptions, decode_kind, decode_kind_body};
+use crate::auth::rbac::Writer;
 use crate::error::ApiError;
 use crate::kinds::Kind;
 
@@ -21,6 +25,16 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
     let r = K::RESOURCE;
     let plural = r.plural();
     let base = r.base_path();
+    let writes =
+        |one: MethodRouter<Api>| one.put(replace::<K>).patch(patch::<K>).delete(delete::<K>);
+    if !r.namespaced() {
+        return router
+            .route(&format!("{base}/{plural}"), list_all(r).post(create::<K>))
+            .route(
+                &format!("{base}/{plural}/{{name}}"),
+                writes(get_cluster_scoped(r)),
+            );
+    }
     router
         .route(&format!("{base}/{plural}"), list_all(r))
         .route(
@@ -29,11 +43,18 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
         )
         .route(
             &format!("{base}/namespaces/{{ns}}/{plural}/{{name}}"),
-            get_in_namespace(r)
-                .put(replace::<K>)
-                .patch(patch::<K>)
-                .delete(delete::<K>),
+            writes(get_in_namespace(r)),
         )
+}
+
+/// The writer, put in the request's extensions by the authorization layer when
+/// authentication and RBAC are on.
+type Caller = Option<Extension<Writer>>;
+
+/// The namespace (`""` for a cluster-scoped kind) and name in the path.
+fn ns_and_name(p: &HashMap<String, String>) -> (String, String) {
+    let part = |k: &str| p.get(k).cloned().unwrap_or_default();
+    (part("ns"), part("name"))
 }
 
 async fn decode<K: Kind>(
@@ -44,7 +65,7 @@ async fn decode<K: Kind>(
     let opts = params.write_options()?;
     let bytes = read_body(headers, body).await?;
     let (obj, warnings) = if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
-        decode_kind::<K>(&crate::protobuf::decode_object(&bytes, K::KIND)?, opts)?
+        decode_kind::<K>(&K::decode_protobuf(&bytes)?, opts)?
     } else {
         decode_kind_body::<K>(&bytes, object_content_type(headers)?, opts)?
     };
@@ -53,47 +74,59 @@ async fn decode<K: Kind>(
 
 async fn create<K: Kind>(
     State(api): State<Api>,
-    ApiPath(ns): ApiPath<String>,
+    caller: Caller,
+    ApiPath(p): ApiPath<HashMap<String, String>>,
     params: Params,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let (ns, _) = ns_and_name(&p);
     let (obj, warnings, opts) = decode::<K>(&params, &headers, body).await?;
-    let obj = api.create_object(&ns, obj, opts).await?;
+    let writer = caller.as_ref().map(|Extension(w)| w);
+    let obj = api.create_object(&ns, obj, opts, writer).await?;
     Ok(json_with_warnings(StatusCode::CREATED, &obj, &warnings))
 }
 
 async fn replace<K: Kind>(
     State(api): State<Api>,
-    ApiPath((ns, name)): ApiPath<(String, String)>,
+    caller: Caller,
+    ApiPath(p): ApiPath<HashMap<String, String>>,
     params: Params,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let (ns, name) = ns_and_name(&p);
     let (obj, warnings, opts) = decode::<K>(&params, &headers, body).await?;
-    let obj = api.replace_object(&ns, &name, obj, opts).await?;
+    let writer = caller.as_ref().map(|Extension(w)| w);
+    let obj = api.replace_object(&ns, &name, obj, opts, writer).await?;
     Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
 }
 
 async fn patch<K: Kind>(
     State(api): State<Api>,
-    ApiPath((ns, name)): ApiPath<(String, String)>,
+    caller: Caller,
+    ApiPath(p): ApiPath<HashMap<String, String>>,
     params: Params,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let (ns, name) = ns_and_name(&p);
     let (ty, patch, opts) = patch_request(&params, &headers, body).await?;
-    let (obj, warnings) = api.patch_object::<K>(&ns, &name, ty, &patch, opts).await?;
+    let writer = caller.as_ref().map(|Extension(w)| w);
+    let (obj, warnings) = api
+        .patch_object::<K>(&ns, &name, ty, &patch, opts, writer)
+        .await?;
     Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
 }
 
 async fn delete<K: Kind>(
     State(api): State<Api>,
-    ApiPath((ns, name)): ApiPath<(String, String)>,
+    ApiPath(p): ApiPath<HashMap<String, String>>,
     params: Params,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let (ns, name) = ns_and_name(&p);
     let opts = delete_options(&params, &headers, body).await?;
     let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
     let status = api.delete_object(K::RESOURCE, &ns, &name, dry_run).await?;

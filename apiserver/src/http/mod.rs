@@ -72,6 +72,7 @@ fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
 pub fn router(api: Api) -> Router {
     use Resource::{Events, Namespaces, Nodes, Pods};
     use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let router = Router::new()
         .route("/version", get(discovery::version))
         .route("/api", get(discovery::api_versions))
@@ -129,7 +130,11 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
     let router = kinds::routes::<ServiceAccount>(router);
-    kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router)
+    let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
+    let router = kinds::routes::<Role>(router);
+    let router = kinds::routes::<ClusterRole>(router);
+    let router = kinds::routes::<RoleBinding>(router);
+    kinds::routes::<ClusterRoleBinding>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

@@ -1,10 +1,12 @@
-//! The plain namespaced kinds (ConfigMap, Secret, ServiceAccount, Lease): what differs between
-//! them — defaulting, validation, the Table they print as — behind one trait, so that
-//! create, get, list, watch, replace, patch and delete are written once (`api/kinds.rs`,
-//! `http/kinds.rs`) for all of them.
+//! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, and RBAC's Role,
+//! ClusterRole, RoleBinding, ClusterRoleBinding): what differs between them —
+//! defaulting, validation, admission of the writer, the Table they print as — behind
+//! one trait, so that create, get, list, watch, replace, patch and delete are written
+//! once (`api/kinds.rs`, `http/kinds.rs`) for all of them, namespaced or cluster-scoped.
 
 mod configmap;
 mod lease;
+mod rbac;
 mod secret;
 mod serviceaccount;
 
@@ -15,6 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::auth::rbac::Writer;
 use crate::resource::Resource;
 use crate::validation::{Causes, check_metadata, check_subdomain_name};
 
@@ -40,6 +43,10 @@ pub(crate) trait Kind:
     /// Whether its values are secret: decoding errors then never quote the body.
     const SENSITIVE: bool = false;
 
+    /// The rule `metadata.name` must follow (RBAC objects: a path segment, so
+    /// `system:node` is a name).
+    const NAME_RULE: fn(&mut Causes, &str, &str) = check_subdomain_name;
+
     /// Defaulting and normalisation, on create and on every update (Secret: `type`
     /// defaults to Opaque and `stringData` is merged into `data`).
     fn normalize(&mut self) {}
@@ -49,12 +56,23 @@ pub(crate) trait Kind:
 
     /// The checks of an update beyond [`Kind::validate`] (immutability).
     fn validate_update(_old: &Self, _new: &Self, _causes: &mut Causes) {}
+
+    /// The checks of who writes, after validation, on every create and update in `ns`
+    /// (RBAC: no escalation). `writer` is `None` without authentication and RBAC.
+    fn admit(&self, _ns: &str, _writer: Option<&Writer>) -> Result<(), crate::ApiError> {
+        Ok(())
+    }
+
+    /// A protobuf body of this kind, as JSON.
+    fn decode_protobuf(bytes: &[u8]) -> Result<Value, crate::ApiError> {
+        crate::protobuf::decode_object(bytes, Self::KIND)
+    }
 }
 
-/// All of an object's checks: metadata (name a DNS-1123 subdomain), then the kind's own.
+/// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own.
 pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
     let mut causes = Causes::default();
-    check_metadata(&mut causes, obj.metadata(), check_subdomain_name);
+    check_metadata(&mut causes, obj.metadata(), K::NAME_RULE);
     if let Some(old) = old {
         K::validate_update(old, obj, &mut causes);
     }
@@ -70,6 +88,10 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::Secrets => Some(secret::columns()),
         Resource::ServiceAccounts => Some(serviceaccount::columns()),
         Resource::Leases => Some(lease::columns()),
+        Resource::Roles
+        | Resource::ClusterRoles
+        | Resource::RoleBindings
+        | Resource::ClusterRoleBindings => Some(rbac::columns(resource)),
         _ => None,
     }
 }
@@ -77,6 +99,9 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
 /// The Table cells of one object of a plain kind (`None` for the others or an object
 /// that does not decode).
 pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
+    if rbac::is_role(resource) {
+        return Some(rbac::role_cells(obj));
+    }
     let age = crate::clock::age(crate::table::created(obj), now);
     let name = obj
         .pointer("/metadata/name")
@@ -88,6 +113,12 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         Resource::Secrets => row.extend(secret::type_and_count(obj)),
         Resource::ServiceAccounts => row.push(serviceaccount::secret_count(obj)),
         Resource::Leases => row.push(lease::holder(obj)),
+        Resource::RoleBindings | Resource::ClusterRoleBindings => {
+            row.push(rbac::role_ref(obj));
+            row.push(Value::String(age));
+            row.extend(rbac::subjects(obj));
+            return Some(row);
+        }
         _ => return None,
     }
     row.push(Value::String(age));

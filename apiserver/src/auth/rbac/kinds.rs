@@ -1,6 +1,8 @@
 //! The four RBAC kinds of `rbac.authorization.k8s.io/v1` and where the store keeps them
 //! (`/registry/roles/NS/NAME` in kube-apiserver's etcd, `roles/NS/NAME` here).
 
+use crate::resource::Resource;
+
 /// The RBAC API group.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -56,20 +58,23 @@ impl Kind {
         matches!(self, Self::Role | Self::ClusterRole)
     }
 
+    /// The resource it is served as (through the plain kinds' path, `crate::kinds`).
+    pub fn resource(self) -> Resource {
+        match self {
+            Self::Role => Resource::Roles,
+            Self::ClusterRole => Resource::ClusterRoles,
+            Self::RoleBinding => Resource::RoleBindings,
+            Self::ClusterRoleBinding => Resource::ClusterRoleBindings,
+        }
+    }
+
     /// The store key of one object.
     pub fn key(self, ns: &str, name: &str) -> String {
-        if self.namespaced() {
-            format!("{}/{ns}/{name}", self.plural())
-        } else {
-            format!("{}/{name}", self.plural())
-        }
+        self.resource().key(ns, name)
     }
 
     /// The store prefix of all objects, or of one namespace's.
     pub fn prefix(self, ns: Option<&str>) -> String {
-        match ns {
-            Some(ns) if self.namespaced() => format!("{}/{ns}/", self.plural()),
-            _ => format!("{}/", self.plural()),
-        }
+        self.resource().prefix(ns)
     }
 }

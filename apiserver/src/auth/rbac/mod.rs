@@ -8,7 +8,7 @@
 //! their count and newest resourceVersion), so a check costs no decoding.
 
 pub mod bootstrap;
-mod http;
+mod escalation;
 pub mod kinds;
 pub mod rules;
 
@@ -20,7 +20,7 @@ use k8s_openapi::api::rbac::v1::{
 };
 use serde::de::DeserializeOwned;
 
-pub(crate) use http::routes;
+pub(crate) use escalation::{Grant, Writer, confirm_no_escalation, decode_protobuf};
 use kinds::Kind;
 
 use super::request_info::Attributes;
