@@ -5,32 +5,9 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::shim::*;
 use common::*;
-use testkit::{Kubectl, ok, stderr};
-
-/// A kubectl whose `edit` runs `sed -i <expr>` on the file it opens: a wrapper script
-/// setting KUBE_EDITOR, since kubectl's editor comes from the environment.
-fn editing_kubectl(dir: &Path, program: &str, server: &str, sed: &str) -> Kubectl {
-    let editor = dir.join("editor.sh");
-    std::fs::write(&editor, format!("#!/bin/sh\nsed -i '{sed}' \"$1\"\n")).unwrap();
-    let wrapper = dir.join("kubectl");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nKUBE_EDITOR={} exec {program} \"$@\"\n",
-            editor.display()
-        ),
-    )
-    .unwrap();
-    for f in [&editor, &wrapper] {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    Kubectl::new(server).program(wrapper.to_str().unwrap())
-}
+use testkit::{ok, stderr};
 
 /// The header and the row of `name` of a `kubectl get` table, split into cells.
 fn row(table: &str, name: &str) -> (Vec<String>, Vec<String>) {

@@ -126,9 +126,7 @@ impl Api {
         bind_scope::<K>(obj.metadata_mut(), ns)?;
         let explicit = meta_rv(obj.metadata())?;
         for _ in 0..RETRIES {
-            let (old, old_rv) = self
-                .get_typed::<K>(K::RESOURCE, ns, name)
-                .map_err(|e| K::RESOURCE.qualify(e))?;
+            let (old, old_rv) = self.get_typed::<K>(K::RESOURCE, ns, name)?;
             if explicit.is_some_and(|rv| rv != old_rv) {
                 return Err(stale::<K>(name));
             }
@@ -165,7 +163,7 @@ impl Api {
                     let created = self.create_object(ns, obj, opts, writer).await?;
                     return Ok((created, warnings));
                 }
-                Err(e) => return Err(K::RESOURCE.qualify(e)),
+                Err(e) => return Err(e),
             };
             let live_rv = object_rv(&live).unwrap_or(0);
             if explicit.is_some_and(|rv| rv != live_rv) {
@@ -233,9 +231,7 @@ impl Api {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let key = resource.key(ns, name);
-        let existing = self
-            .get_raw(resource, ns, name)
-            .map_err(|e| resource.qualify(e))?;
+        let existing = self.get_raw(resource, ns, name)?;
         if !dry_run {
             self.commit(vec![WriteOp::Delete {
                 key,

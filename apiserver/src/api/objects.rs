@@ -121,7 +121,7 @@ impl Api {
     ) -> Result<Arc<Value>, ApiError> {
         self.get_value(&resource.key(ns, name))
             .ok_or_else(|| ApiError::NotFound {
-                resource: resource.plural().into(),
+                resource: resource.qualified(),
                 name: name.into(),
             })
     }

@@ -41,3 +41,29 @@ pub const ISSUE_18_KUBECTLS: [&str; 4] = [
 pub fn kubectl_version(program: &str) -> &str {
     program.rsplit("kubectl.").next().unwrap_or(program)
 }
+
+/// A kubectl whose `edit` runs `sed -i <expr>` on the file it opens: a wrapper script
+/// setting KUBE_EDITOR, since kubectl's editor comes from the environment.
+pub fn editing_kubectl(
+    dir: &std::path::Path,
+    program: &str,
+    server: &str,
+    sed: &str,
+) -> testkit::Kubectl {
+    let editor = dir.join("editor.sh");
+    std::fs::write(&editor, format!("#!/bin/sh\nsed -i '{sed}' \"$1\"\n")).unwrap();
+    let wrapper = dir.join("kubectl");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nKUBE_EDITOR={} exec {program} \"$@\"\n",
+            editor.display()
+        ),
+    )
+    .unwrap();
+    for f in [&editor, &wrapper] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    testkit::Kubectl::new(server).program(wrapper.to_str().unwrap())
+}
