@@ -9,17 +9,6 @@ use common::shim::*;
 use common::*;
 use testkit::{ok, stderr};
 
-/// The header and the row of `name` of a `kubectl get` table, split into cells.
-fn row(table: &str, name: &str) -> (Vec<String>, Vec<String>) {
-    let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-    let header = cells(table.lines().next().unwrap_or(""));
-    let line = table
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(name))
-        .unwrap_or_else(|| panic!("no row {name} in {table}"));
-    (header, cells(line))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_maps_from_literals_files_and_env_files_get_describe_edit_apply_delete() {
     let server = Server::start().await;

@@ -21,24 +21,6 @@ const KUBECTLS: [&str; 2] = [
     "/usr/lib/google-cloud-sdk/bin/kubectl.1.33",
 ];
 
-/// The header of a `kubectl get` table and the row of `name`, split at runs of two
-/// spaces or more (CREATED AT is one header).
-fn row(table: &str, name: &str) -> (Vec<String>, Vec<String>) {
-    let cells = |l: &str| {
-        l.split("  ")
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    let header = cells(table.lines().next().unwrap_or(""));
-    let line = table
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(name))
-        .unwrap_or_else(|| panic!("no row {name} in {table}"));
-    (header, cells(line))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_kinds_print_page_watch_apply_and_edit_as_kube_apiserver_does() {
     let s = Secure::start().await;

@@ -38,16 +38,10 @@ async fn a_pod_reads_its_service_account_token_and_the_api_accepts_it() {
     }
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let app = common::secure::with_embedded_agent(dir.path(), &store, &[]).await;
-    let kc = format!("--kubeconfig={}", data.join("kubeconfig").display());
-    let k = common::kubectl(K, &app.api_url());
-    let admin = async |args: &[&str], stdin: Option<&str>| {
-        let mut all = vec![kc.as_str()];
-        all.extend_from_slice(args);
-        k.run_stdin(&all, stdin).await
-    };
+    let cluster = common::secure::Secure::embedded(&store, &[]).await;
+    let app = &cluster.app;
+    let admin =
+        async |args: &[&str], stdin: Option<&str>| cluster.admin_stdin(K, args, stdin).await;
 
     ok(&admin(&["apply", "-f", "-"], Some(&pod("with-token", true))).await);
     ok(&admin(&["apply", "-f", "-"], Some(&pod("without-token", false))).await);

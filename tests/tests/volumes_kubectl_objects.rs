@@ -33,17 +33,10 @@ async fn config_maps_and_secrets_reach_volumes_and_env_through_the_node_credenti
     }
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let app =
-        common::secure::with_embedded_agent(dir.path(), &store, &["--sync-frequency=1s"]).await;
-    let kc = format!("--kubeconfig={}", data.join("kubeconfig").display());
-    let k = common::kubectl(K, &app.api_url());
-    let admin = async |args: &[&str], stdin: Option<&str>| {
-        let mut all = vec![kc.as_str()];
-        all.extend_from_slice(args);
-        k.run_stdin(&all, stdin).await
-    };
+    let cluster = common::secure::Secure::embedded(&store, &["--sync-frequency=1s"]).await;
+    let app = &cluster.app;
+    let admin =
+        async |args: &[&str], stdin: Option<&str>| cluster.admin_stdin(K, args, stdin).await;
 
     ok(&admin(&["apply", "-f", "-"], Some(OBJECTS)).await);
     ok(&admin(&["apply", "-f", "-"], Some(&pod())).await);

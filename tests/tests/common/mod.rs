@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod harness;
 pub mod mesosgo;
 pub mod pymesos;
+pub mod restart;
 pub mod secure;
 
 /// apiserver's own test server (in-process, on 127.0.0.1:0, with a test log
@@ -66,4 +67,22 @@ pub fn editing_kubectl(
         std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     testkit::Kubectl::new(server).program(wrapper.to_str().unwrap())
+}
+
+/// The header and the row of `name` of a `kubectl get` table, split into cells at runs
+/// of two spaces or more (kubectl pads columns with three; `CREATED AT` is one cell).
+pub fn row(table: &str, name: &str) -> (Vec<String>, Vec<String>) {
+    let cells = |l: &str| {
+        l.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let header = cells(table.lines().next().unwrap_or(""));
+    let line = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in {table}"));
+    (header, cells(line))
 }

@@ -135,12 +135,32 @@ impl Secure {
         }
     }
 
+    /// A secure mesopod with one agent on the embedded runtime
+    /// ([`with_embedded_agent`]), in a temporary directory of its own.
+    pub async fn embedded(store: &Path, executor_args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let app = with_embedded_agent(dir.path(), store, executor_args).await;
+        Self { app, dir }
+    }
+
     /// kubectl `program` with `args` as the admin (the kubeconfig mesopod wrote).
     pub async fn admin(&self, program: &str, args: &[&str]) -> std::process::Output {
+        self.admin_stdin(program, args, None).await
+    }
+
+    /// [`Secure::admin`] with `stdin` on kubectl's standard input.
+    pub async fn admin_stdin(
+        &self,
+        program: &str,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> std::process::Output {
         let kc = format!("--kubeconfig={}", self.kubeconfig().display());
         let mut all = vec![kc.as_str()];
         all.extend_from_slice(args);
-        super::kubectl(program, &self.app.api_url()).run(&all).await
+        super::kubectl(program, &self.app.api_url())
+            .run_stdin(&all, stdin)
+            .await
     }
 
     /// kubectl `program` with `args` as the user of `token` (`None`: no credentials).
