@@ -80,12 +80,9 @@ async fn a_pod_reads_its_service_account_token_and_the_api_accepts_it() {
     assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
 
     // The API shim accepts the mounted token as the pod's ServiceAccount.
-    let ca = format!(
-        "--certificate-authority={}",
-        data.join("pki/ca.crt").display()
-    );
-    let bearer = format!("--token={token}");
-    let whoami = k.run(&[&ca, &bearer, "auth", "whoami", "-o", "json"]).await;
+    let whoami = cluster
+        .user(K, Some(&token), &["auth", "whoami", "-o", "json"])
+        .await;
     ok(&whoami);
     let who = String::from_utf8_lossy(&whoami.stdout);
     assert!(
