@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Extension, State};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Router, routing::MethodRouter};
@@ -47,14 +48,36 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
         )
 }
 
-/// The writer, put in the request's extensions by the authorization layer when
-/// authentication and RBAC are on.
-type Caller = Option<Extension<Writer>>;
+/// What every write takes from its request's head: the API, the writer (put in the
+/// extensions by the authorization layer when authentication and RBAC are on), the
+/// namespace (`""` for a cluster-scoped kind) and name in the path, the query and the
+/// headers.
+struct Write {
+    api: Api,
+    writer: Option<Writer>,
+    ns: String,
+    name: String,
+    params: Params,
+    headers: HeaderMap,
+}
 
-/// The namespace (`""` for a cluster-scoped kind) and name in the path.
-fn ns_and_name(p: &HashMap<String, String>) -> (String, String) {
-    let part = |k: &str| p.get(k).cloned().unwrap_or_default();
-    (part("ns"), part("name"))
+impl FromRequestParts<Api> for Write {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, api: &Api) -> Result<Self, ApiError> {
+        let ApiPath(path) =
+            ApiPath::<HashMap<String, String>>::from_request_parts(parts, api).await?;
+        let params = Params::from_request_parts(parts, api).await?;
+        let part = |k: &str| path.get(k).cloned().unwrap_or_default();
+        Ok(Self {
+            api: api.clone(),
+            writer: parts.extensions.get::<Writer>().cloned(),
+            ns: part("ns"),
+            name: part("name"),
+            params,
+            headers: parts.headers.clone(),
+        })
+    }
 }
 
 async fn decode<K: Kind>(
@@ -72,63 +95,39 @@ async fn decode<K: Kind>(
     Ok((obj, warnings, opts))
 }
 
-async fn create<K: Kind>(
-    State(api): State<Api>,
-    caller: Caller,
-    ApiPath(p): ApiPath<HashMap<String, String>>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (ns, _) = ns_and_name(&p);
-    let (obj, warnings, opts) = decode::<K>(&params, &headers, body).await?;
-    let writer = caller.as_ref().map(|Extension(w)| w);
-    let obj = api.create_object(&ns, obj, opts, writer).await?;
+async fn create<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (obj, warnings, opts) = decode::<K>(&w.params, &w.headers, body).await?;
+    let obj = w
+        .api
+        .create_object(&w.ns, obj, opts, w.writer.as_ref())
+        .await?;
     Ok(json_with_warnings(StatusCode::CREATED, &obj, &warnings))
 }
 
-async fn replace<K: Kind>(
-    State(api): State<Api>,
-    caller: Caller,
-    ApiPath(p): ApiPath<HashMap<String, String>>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (ns, name) = ns_and_name(&p);
-    let (obj, warnings, opts) = decode::<K>(&params, &headers, body).await?;
-    let writer = caller.as_ref().map(|Extension(w)| w);
-    let obj = api.replace_object(&ns, &name, obj, opts, writer).await?;
-    Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
-}
-
-async fn patch<K: Kind>(
-    State(api): State<Api>,
-    caller: Caller,
-    ApiPath(p): ApiPath<HashMap<String, String>>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (ns, name) = ns_and_name(&p);
-    let (ty, patch, opts) = patch_request(&params, &headers, body).await?;
-    let writer = caller.as_ref().map(|Extension(w)| w);
-    let (obj, warnings) = api
-        .patch_object::<K>(&ns, &name, ty, &patch, opts, writer)
+async fn replace<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (obj, warnings, opts) = decode::<K>(&w.params, &w.headers, body).await?;
+    let obj = w
+        .api
+        .replace_object(&w.ns, &w.name, obj, opts, w.writer.as_ref())
         .await?;
     Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
 }
 
-async fn delete<K: Kind>(
-    State(api): State<Api>,
-    ApiPath(p): ApiPath<HashMap<String, String>>,
-    params: Params,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let (ns, name) = ns_and_name(&p);
-    let opts = delete_options(&params, &headers, body).await?;
+async fn patch<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (ty, patch, opts) = patch_request(&w.params, &w.headers, body).await?;
+    let (obj, warnings) = w
+        .api
+        .patch_object::<K>(&w.ns, &w.name, ty, &patch, opts, w.writer.as_ref())
+        .await?;
+    Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
+}
+
+async fn delete<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let opts = delete_options(&w.params, &w.headers, body).await?;
     let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
-    let status = api.delete_object(K::RESOURCE, &ns, &name, dry_run).await?;
+    let status = w
+        .api
+        .delete_object(K::RESOURCE, &w.ns, &w.name, dry_run)
+        .await?;
     Ok(json(StatusCode::OK, &status))
 }
