@@ -27,6 +27,7 @@ pub(crate) mod gc;
 pub mod image;
 pub(crate) mod inroot;
 pub(crate) mod pull_secrets;
+pub mod rootless;
 pub(crate) mod runner;
 pub mod sandbox;
 pub mod spec;

@@ -64,7 +64,8 @@ fn create_in(
         0,
     )
     .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
-    let cgroups = make_cgroups(spec)?;
+    let rootless = crate::oci::rootless::active();
+    let cgroups = make_cgroups(spec, rootless)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
     // pidfd of this process (a pid means nothing inside the new PID
@@ -78,6 +79,11 @@ fn create_in(
         )
         .ok()
     });
+    // Without root, the container's user namespace comes first: the ones
+    // made next belong to it, so its root may mount and unshare in them.
+    if rootless {
+        crate::oci::rootless::enter_user_namespace()?;
+    }
     // Only the PID namespace is entered here (it applies to children);
     // init enters the others itself, so this process keeps the host's
     // mounts while init pivots.
@@ -86,7 +92,7 @@ fn create_in(
     let pid = match super::fork::fork()? {
         super::fork::Forked::Child => {
             drop(parent);
-            let e = match super::init::init(root, id, bundle, me) {
+            let e = match super::init::init(root, id, bundle, me, rootless) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
                 Err(e) => e,
             };
@@ -217,18 +223,33 @@ pub(crate) fn check_executor(
 }
 
 /// Creates the container's cgroups below this process' own and sets their
-/// limits.
-fn make_cgroups(spec: &Spec) -> Result<Vec<PathBuf>, RuntimeFailure> {
+/// limits. Without root, a cgroup that is not delegated to this user is
+/// done without, unless the container has limits it would enforce.
+fn make_cgroups(spec: &Spec, rootless: bool) -> Result<Vec<PathBuf>, RuntimeFailure> {
     let Some(relative) = spec.linux.cgroups_path.as_deref() else {
         return Ok(Vec::new());
     };
     let res = spec.linux.resources.clone().unwrap_or_default();
     let memory = res.memory.and_then(|m| m.limit);
     let cpu = res.cpu.unwrap_or_default();
-    let mut made = Vec::new();
+    let mut made: Vec<PathBuf> = Vec::new();
     for (controller, dir) in cgroup::dirs(relative) {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| RuntimeFailure::io(format!("cgroup {}", dir.display()), e))?;
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            let denied = matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            );
+            if rootless && denied {
+                for dir in &made {
+                    state::remove_cgroup(dir);
+                }
+                return match crate::oci::rootless::unenforceable(memory, cpu.quota, &dir) {
+                    Some(why) => Err(RuntimeFailure(why)),
+                    None => Ok(Vec::new()),
+                };
+            }
+            return Err(RuntimeFailure::io(format!("cgroup {}", dir.display()), e));
+        }
         for (file, value) in
             cgroup::limit_files(controller, memory, cpu.shares, cpu.quota, cpu.period)
         {

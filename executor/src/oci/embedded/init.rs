@@ -21,12 +21,15 @@ use crate::oci::spec::{self, Mount, Spec};
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Runs in the process `create` forked (PID 1 of the container's PID
-/// namespace); `spawner` is a pidfd of `create`'s own process.
+/// namespace); `spawner` is a pidfd of `create`'s own process; `rootless`
+/// when `create` ran without root (this process is root only in the
+/// container's user namespace).
 pub(crate) fn init(
     root: &Path,
     id: &str,
     bundle: &Path,
     spawner: Option<OwnedFd>,
+    rootless: bool,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -39,7 +42,8 @@ pub(crate) fn init(
     // the fork: the executor's pipe for a `stdin: true` container, else
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
+    let result = read_spec(bundle)
+        .and_then(|spec| prepare(&spec, bundle, rootless).map(|argv| (spec, argv)));
     let report = |text: &str| {
         let tmp = format!("init.status.{}", std::process::id());
         if let Ok(fd) = rustix::fs::openat(
@@ -118,7 +122,7 @@ fn arm_parent_death(spawner: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
 }
 
 /// Everything up to the exec; returns the program's path inside the root.
-fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
+fn prepare(spec: &Spec, bundle: &Path, rootless: bool) -> Result<PathBuf, RuntimeFailure> {
     if spec.process.args.is_empty() {
         return Err(RuntimeFailure("no command specified".into()));
     }
@@ -130,6 +134,12 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
     // process, still in the host's mount namespace), then joins them as
     // every other container does.
     if let Some(dir) = spec.annotations.get(crate::oci::sandbox::MAKE_ANNOTATION) {
+        if rootless {
+            // Its namespace files are bind mounts on the host, which only root may make.
+            return Err(RuntimeFailure(
+                "rootless: a pod sandbox (shared IPC and UTS namespaces) needs root".into(),
+            ));
+        }
         crate::oci::sandbox::hold_here(Path::new(dir), spec.hostname.as_deref().unwrap_or(""))?;
     }
     super::create::enter_namespaces(spec, false)?;
@@ -141,7 +151,7 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
     rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
         .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
     for m in &spec.mounts {
-        mount_one(&rootfs, m)?;
+        mount_one(&rootfs, m, rootless)?;
     }
     devices(&rootfs)?;
     if spec.hostname.is_some()
@@ -183,7 +193,7 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
             .map_err(|e| RuntimeFailure::io(format!("mkdir {}", p.cwd), e))?;
     }
     let program = find_program(&p.args[0], &p.env)?;
-    user(spec)?;
+    user(spec, rootless)?;
     rustix::process::chdir(cwd).map_err(|e| RuntimeFailure::io(format!("chdir {}", p.cwd), e))?;
     if p.no_new_privileges {
         rustix::thread::set_no_new_privs(true)
@@ -192,7 +202,7 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
     Ok(program)
 }
 
-fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
+fn mount_one(rootfs: &Path, m: &Mount, rootless: bool) -> Result<(), RuntimeFailure> {
     // A cgroup namespace view is not offered: containers see no cgroupfs.
     if m.kind.as_deref() == Some("cgroup") {
         return Ok(());
@@ -224,7 +234,16 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
     }
     let what = |e| RuntimeFailure::io(format!("mount {kind} on {}", m.destination), e);
     if is_bind {
-        rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
+        // OCI's `bind` is one mount, `rbind` the tree below it too. A file
+        // has no tree, and its recursive bind still walks every mount of
+        // the filesystem it sits on (the host's root, with each running
+        // container's mounts on it), which made the pod's /etc files the
+        // costliest step of a start.
+        if file || !m.options.iter().any(|o| o == "rbind") {
+            rustix::mount::mount_bind(source.as_str(), &target).map_err(what)?;
+        } else {
+            rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
+        }
         if flags.contains(MountFlags::RDONLY) {
             // Opened again, the path now resolves to the new mount's root.
             let mounted =
@@ -240,6 +259,14 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
         Ok(()) => Ok(()),
         // mqueue needs kernel support some hosts lack; nothing in a pod needs it.
         Err(_) if kind == "mqueue" => Ok(()),
+        // A user namespace may mount sysfs only with a network namespace
+        // of its own; without one the host's is bound read-only, as runc
+        // does for rootless containers.
+        Err(rustix::io::Errno::PERM) if kind == "sysfs" && rootless => {
+            rustix::mount::mount_bind_recursive("/sys", &target).map_err(what)?;
+            let _ = rustix::mount::mount_remount(&target, MountFlags::BIND | flags, "");
+            Ok(())
+        }
         Err(e) => Err(what(e)),
     }
 }
@@ -312,7 +339,9 @@ fn cap_set(names: &[String]) -> CapabilitySet {
 }
 
 /// Groups, gid, uid and capabilities, in the order the kernel needs.
-pub(super) fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
+/// `rootless`: the user namespace maps uid and gid 0 alone and denies
+/// setgroups, so other ids are refused with that reason.
+pub(super) fn user(spec: &Spec, rootless: bool) -> Result<(), RuntimeFailure> {
     let p = &spec.process;
     let caps = p.capabilities.clone().unwrap_or_default();
     let bounding = cap_set(&caps.bounding);
@@ -330,7 +359,19 @@ pub(super) fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
         .iter()
         .map(|g| rustix::process::Gid::from_raw(*g))
         .collect();
-    rustix::thread::set_thread_groups(&groups).map_err(|e| RuntimeFailure::io("setgroups", e))?;
+    if rootless {
+        let u = &p.user;
+        if u.uid != 0 || u.gid != 0 || !u.additional_gids.is_empty() {
+            return Err(RuntimeFailure(format!(
+                "rootless: the container's user namespace maps only uid 0 and gid 0 \
+                 (the agent's own user), so uid {}, gid {} and supplemental groups {:?} cannot be used",
+                u.uid, u.gid, u.additional_gids
+            )));
+        }
+    } else {
+        rustix::thread::set_thread_groups(&groups)
+            .map_err(|e| RuntimeFailure::io("setgroups", e))?;
+    }
     rustix::thread::set_keep_capabilities(true)
         .map_err(|e| RuntimeFailure::io("PR_SET_KEEPCAPS", e))?;
     let gid = rustix::process::Gid::from_raw(p.user.gid);
