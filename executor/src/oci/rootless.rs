@@ -19,6 +19,21 @@ pub fn active() -> bool {
     !rustix::process::geteuid().is_root()
 }
 
+/// The Node label `mesopod.io/rootless`: `true` when the agent's
+/// containers would run without root.
+pub fn label() -> &'static str {
+    if active() { "true" } else { "false" }
+}
+
+/// Why an executor without root refuses pods although the kernel allows
+/// user namespaces: `mesopod runtime` runs rootless containers, but the
+/// executor still mounts each image's root filesystem and each pod's
+/// sandbox namespaces on the host, which only root may do.
+pub const EXECUTOR_NEEDS_ROOT: &str = "rootless: `mesopod runtime` runs containers without root \
+    (user namespaces), but the executor's pods still need root: it mounts their image root \
+    filesystems and sandbox namespaces on the host; run the agent as root, or use \
+    --container-runtime=process (no isolation)";
+
 /// The sysctls that forbid an unprivileged user namespace: `(file, the
 /// value that forbids it, what it means)`.
 const SYSCTLS: &[(&str, &str, &str)] = &[
