@@ -281,8 +281,6 @@ impl ContainerFlags {
             tracing::error!(
                 "containers cannot run on this host ({why}); pods on its agents will fail"
             );
-        } else if executor::oci::rootless::active() {
-            tracing::info!("rootless: containers run in user namespaces as this user");
         }
     }
 }

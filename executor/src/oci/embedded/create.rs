@@ -89,10 +89,15 @@ fn create_in(
     // mounts while init pivots.
     enter_namespaces(spec, true)?;
     let root = dir.parent().unwrap_or(dir);
+    // init says on this pipe when it is ready, at once: no status file to
+    // write on the (journalled) disk and no poll for it.
+    let (ready_rx, ready_tx) =
+        std::io::pipe().map_err(|e| RuntimeFailure::io("pipe for init", e))?;
     let pid = match super::fork::fork()? {
         super::fork::Forked::Child => {
             drop(parent);
-            let e = match super::init::init(root, id, bundle, me, rootless) {
+            drop(ready_rx);
+            let e = match super::init::init(root, id, bundle, me, rootless, ready_tx) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
                 Err(e) => e,
             };
@@ -102,6 +107,7 @@ fn create_in(
         super::fork::Forked::Parent(pid) => pid,
     };
     drop(me);
+    drop(ready_tx);
     let child = Child(pid);
     // init joins its cgroups before it can exec anything (it waits for
     // `start`); this process stays out, so a failed create can remove them.
@@ -117,32 +123,8 @@ fn create_in(
             ));
         }
     }
-    // init says it is ready in `init.status` ("ok" or the error); a quick
-    // poll is simpler than a pipe std cannot hand to a child safely.
-    let status_file = dir.join("init.status");
-    let until = Instant::now() + INIT_TIMEOUT;
-    let mut nap = Duration::from_micros(200);
-    let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file)
-            && !text.is_empty()
-        {
-            break text;
-        }
-        if let Some(exit) = child.exited() {
-            let text = std::fs::read_to_string(&status_file).unwrap_or_default();
-            break if text.is_empty() {
-                format!("container init exited early: {exit}")
-            } else {
-                text
-            };
-        }
-        if Instant::now() > until {
-            break format!("container init did not get ready within {INIT_TIMEOUT:?}");
-        }
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(Duration::from_millis(5));
-    };
-    if status.trim() != "ok" {
+    let status = init_status(ready_rx, &child);
+    if status != super::init::READY {
         child.kill();
         for cg in &cgroups {
             state::remove_cgroup(cg);
@@ -169,6 +151,50 @@ fn create_in(
     // `child` is not waited for: once this process exits, init belongs to
     // the nearest subreaper (the executor).
     Ok(parent)
+}
+
+/// What init said on its pipe: [`super::init::READY`], its error, or why
+/// it said nothing.
+fn init_status(pipe: std::io::PipeReader, child: &Child) -> String {
+    use std::io::Read as _;
+    let until = Instant::now() + INIT_TIMEOUT;
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if said == super::init::READY.as_bytes() {
+            return super::init::READY.to_owned();
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return format!("container init did not get ready within {INIT_TIMEOUT:?}");
+        }
+        let timeout = rustix::time::Timespec::try_from(left).unwrap_or(rustix::time::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        let mut fds = [rustix::event::PollFd::new(
+            &pipe,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => {}
+            Err(e) => return format!("cannot wait for container init: {e}"),
+        }
+        match (&pipe).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => said.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return format!("cannot read from container init: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&said).trim().to_owned();
+    if text.is_empty() {
+        let exit = child.exited().unwrap_or_else(|| "closed its pipe".into());
+        format!("container init exited early: {exit}")
+    } else {
+        text
+    }
 }
 
 /// The forked init, as `create` watches it.

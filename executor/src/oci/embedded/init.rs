@@ -16,6 +16,9 @@ use super::create::read_spec;
 use super::state;
 use crate::oci::spec::{self, Mount, Spec};
 
+/// What `init` writes to `create` when the container is ready.
+pub(super) const READY: &str = "ok\n";
+
 /// Host devices every container gets (bind-mounted: works as root and
 /// in a user namespace alike).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -23,13 +26,15 @@ const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// Runs in the process `create` forked (PID 1 of the container's PID
 /// namespace); `spawner` is a pidfd of `create`'s own process; `rootless`
 /// when `create` ran without root (this process is root only in the
-/// container's user namespace).
+/// container's user namespace). `ready` is the pipe to `create`: `ok\n`
+/// once the container is ready, else the error (then the pipe closes).
 pub(crate) fn init(
     root: &Path,
     id: &str,
     bundle: &Path,
     spawner: Option<OwnedFd>,
     rootless: bool,
+    ready: std::io::PipeWriter,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -44,18 +49,10 @@ pub(crate) fn init(
     let parent_fd = spawner;
     let result = read_spec(bundle)
         .and_then(|spec| prepare(&spec, bundle, rootless).map(|argv| (spec, argv)));
+    // The pipe is close-on-exec: `create` also sees it close if this
+    // process dies or execs before it said anything.
     let report = |text: &str| {
-        let tmp = format!("init.status.{}", std::process::id());
-        if let Ok(fd) = rustix::fs::openat(
-            &dirfd,
-            &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) {
-            let _ = rustix::io::write(&fd, text.as_bytes());
-            drop(fd);
-            let _ = rustix::fs::renameat(&dirfd, &tmp, &dirfd, "init.status");
-        }
+        let _ = std::io::Write::write_all(&mut &ready, text.as_bytes());
     };
     let (spec, program) = match result {
         Ok(v) => v,
@@ -64,7 +61,7 @@ pub(crate) fn init(
             return Err(e);
         }
     };
-    report("ok");
+    report(READY);
     // Wait for `start`: opening the FIFO's write end blocks until it reads.
     let fifo = rustix::fs::openat(
         &dirfd,
