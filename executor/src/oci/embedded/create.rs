@@ -65,6 +65,16 @@ fn create_in(
     )
     .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
     let rootless = crate::oci::rootless::active();
+    let root = dir.parent().unwrap_or(dir);
+    // Without it, init copies the host's whole mount table, and detaches
+    // it. Made first: before the PID namespace (its holder, forked after,
+    // would be that namespace's PID 1, and it would die with it), and
+    // before this process opens anything the holder should not keep.
+    let template = if rootless {
+        None
+    } else {
+        super::mntns::template(root).ok()
+    };
     let cgroups = make_cgroups(spec, rootless)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
@@ -87,8 +97,7 @@ fn create_in(
     // Only the PID namespace is entered here (it applies to children);
     // init enters the others itself, so this process keeps the host's
     // mounts while init pivots.
-    enter_namespaces(spec, true)?;
-    let root = dir.parent().unwrap_or(dir);
+    enter_namespaces(spec, true, false)?;
     // init says on this pipe when it is ready, at once: no status file to
     // write on the (journalled) disk and no poll for it.
     let (ready_rx, ready_tx) =
@@ -97,7 +106,7 @@ fn create_in(
         super::fork::Forked::Child => {
             drop(parent);
             drop(ready_rx);
-            let e = match super::init::init(root, id, bundle, me, rootless, ready_tx) {
+            let e = match super::init::init(root, id, bundle, me, rootless, ready_tx, template) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
                 Err(e) => e,
             };
@@ -106,7 +115,7 @@ fn create_in(
         }
         super::fork::Forked::Parent(pid) => pid,
     };
-    drop(me);
+    drop((me, template));
     drop(ready_tx);
     let child = Child(pid);
     // init joins its cgroups before it can exec anything (it waits for
@@ -296,8 +305,13 @@ fn make_cgroups(spec: &Spec, rootless: bool) -> Result<Vec<PathBuf>, RuntimeFail
 }
 
 /// Creates or joins the spec's namespaces: the PID one alone (`pid_only`,
-/// for `create`) or all the others (for `init`).
-pub(crate) fn enter_namespaces(spec: &Spec, pid_only: bool) -> Result<(), RuntimeFailure> {
+/// for `create`) or all the others (for `init`), the mount namespace only
+/// `with_mount` (else init makes it from the template, [`super::mntns`]).
+pub(crate) fn enter_namespaces(
+    spec: &Spec,
+    pid_only: bool,
+    with_mount: bool,
+) -> Result<(), RuntimeFailure> {
     let mut unshare = UnshareFlags::empty();
     for ns in &spec.linux.namespaces {
         let (flag, kind) = match ns.kind.as_str() {
@@ -318,7 +332,7 @@ pub(crate) fn enter_namespaces(spec: &Spec, pid_only: bool) -> Result<(), Runtim
                 )));
             }
         };
-        if (ns.kind == "pid") != pid_only {
+        if (ns.kind == "pid") != pid_only || (ns.kind == "mount" && !with_mount) {
             continue;
         }
         match &ns.path {

@@ -35,6 +35,7 @@ pub(crate) fn init(
     spawner: Option<OwnedFd>,
     rootless: bool,
     ready: std::io::PipeWriter,
+    template: Option<OwnedFd>,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -48,7 +49,7 @@ pub(crate) fn init(
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
     let result = read_spec(bundle)
-        .and_then(|spec| prepare(&spec, bundle, rootless).map(|argv| (spec, argv)));
+        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)));
     // The pipe is close-on-exec: `create` also sees it close if this
     // process dies or execs before it said anything.
     let report = |text: &str| {
@@ -119,7 +120,12 @@ fn arm_parent_death(spawner: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
 }
 
 /// Everything up to the exec; returns the program's path inside the root.
-fn prepare(spec: &Spec, bundle: &Path, rootless: bool) -> Result<PathBuf, RuntimeFailure> {
+fn prepare(
+    spec: &Spec,
+    bundle: &Path,
+    rootless: bool,
+    template: Option<OwnedFd>,
+) -> Result<PathBuf, RuntimeFailure> {
     if spec.process.args.is_empty() {
         return Err(RuntimeFailure("no command specified".into()));
     }
@@ -139,18 +145,41 @@ fn prepare(spec: &Spec, bundle: &Path, rootless: bool) -> Result<PathBuf, Runtim
         }
         crate::oci::sandbox::hold_here(Path::new(dir), spec.hostname.as_deref().unwrap_or(""))?;
     }
-    super::create::enter_namespaces(spec, false)?;
+    super::create::enter_namespaces(spec, false, template.is_none())?;
+    // With the template, what the container needs from the host is cloned
+    // first (its paths do not resolve in the template).
+    let host = match &template {
+        Some(_) => Some(HostMounts::clone(&rootfs, spec)?),
+        None => None,
+    };
+    if let Some(t) = &template {
+        super::mntns::enter(t)?;
+    }
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
     .map_err(|e| RuntimeFailure::io("make / private", e))?;
-    rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
-        .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
-    for m in &spec.mounts {
-        mount_one(&rootfs, m, rootless)?;
+    let rootfs = match &host {
+        Some(h) => {
+            let at = PathBuf::from(super::mntns::ROOTFS);
+            let dir = crate::oci::inroot::open_root(&at)
+                .map_err(|e| RuntimeFailure::io(at.display(), e))?;
+            super::mntns::attach(&h.rootfs, &dir)
+                .map_err(|e| RuntimeFailure::io("attach the root filesystem", e))?;
+            at
+        }
+        None => {
+            rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
+                .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
+            rootfs
+        }
+    };
+    for (i, m) in spec.mounts.iter().enumerate() {
+        let source = host.as_ref().and_then(|h| h.binds.get(i)).and_then(Option::as_ref);
+        mount_one(&rootfs, m, rootless, source)?;
     }
-    devices(&rootfs)?;
+    devices(&rootfs, host.as_ref().map(|h| &h.devices[..]))?;
     if spec.hostname.is_some()
         && !spec
             .linux
@@ -199,19 +228,71 @@ fn prepare(spec: &Spec, bundle: &Path, rootless: bool) -> Result<PathBuf, Runtim
     Ok(program)
 }
 
-fn mount_one(rootfs: &Path, m: &Mount, rootless: bool) -> Result<(), RuntimeFailure> {
+/// Detached copies of the host mounts a container needs, for a container
+/// made in the template namespace ([`super::mntns`]).
+struct HostMounts {
+    rootfs: OwnedFd,
+    /// Per spec mount: its bind source, and whether that is a file.
+    binds: Vec<Option<(OwnedFd, bool)>>,
+    /// [`DEVICES`], in order.
+    devices: Vec<OwnedFd>,
+}
+
+impl HostMounts {
+    fn clone(rootfs: &Path, spec: &Spec) -> Result<HostMounts, RuntimeFailure> {
+        let mut binds = Vec::new();
+        for m in &spec.mounts {
+            let source = m.source.clone().unwrap_or_default();
+            let bind = bind_kind(m).is_some() && m.kind.as_deref() != Some("cgroup");
+            binds.push(if bind {
+                let file = Path::new(&source).is_file();
+                let recursive = !file && m.options.iter().any(|o| o == "rbind");
+                Some((super::mntns::clone_tree(Path::new(&source), recursive)?, file))
+            } else {
+                None
+            });
+        }
+        let devices = DEVICES
+            .iter()
+            .map(|d| super::mntns::clone_tree(&Path::new("/dev").join(d), false))
+            .collect::<Result<_, _>>()?;
+        Ok(HostMounts {
+            rootfs: super::mntns::clone_tree(rootfs, true)?,
+            binds,
+            devices,
+        })
+    }
+}
+
+/// `Some(kind)` when the mount is a bind (by type or option).
+fn bind_kind(m: &Mount) -> Option<&str> {
+    let kind = m.kind.as_deref().unwrap_or("bind");
+    (kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind")).then_some(kind)
+}
+
+/// `cloned`: the bind source, cloned from the host before the container
+/// entered the template namespace (with whether it is a file).
+fn mount_one(
+    rootfs: &Path,
+    m: &Mount,
+    rootless: bool,
+    cloned: Option<&(OwnedFd, bool)>,
+) -> Result<(), RuntimeFailure> {
     // A cgroup namespace view is not offered: containers see no cgroupfs.
     if m.kind.as_deref() == Some("cgroup") {
         return Ok(());
     }
     let kind = m.kind.as_deref().unwrap_or("bind");
-    let is_bind = kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind");
+    let is_bind = bind_kind(m).is_some();
     let source = m.source.clone().unwrap_or_else(|| kind.to_owned());
     // The destination is resolved inside the rootfs: an image's symlink
     // (`/data -> /etc`) must not make us create or mount on the host.
     let in_root = |e| RuntimeFailure::io(format!("mount destination {}", m.destination), e);
     let root = crate::oci::inroot::open_root(rootfs).map_err(in_root)?;
-    let file = is_bind && Path::new(&source).is_file();
+    let file = match cloned {
+        Some((_, file)) => *file,
+        None => is_bind && Path::new(&source).is_file(),
+    };
     let target_fd = crate::oci::inroot::ensure_in(&root, &m.destination, file).map_err(in_root)?;
     let target = PathBuf::from(crate::oci::inroot::proc_path(&target_fd));
     let mut flags = MountFlags::empty();
@@ -236,7 +317,9 @@ fn mount_one(rootfs: &Path, m: &Mount, rootless: bool) -> Result<(), RuntimeFail
         // the filesystem it sits on (the host's root, with each running
         // container's mounts on it), which made the pod's /etc files the
         // costliest step of a start.
-        if file || !m.options.iter().any(|o| o == "rbind") {
+        if let Some((tree, _)) = cloned {
+            super::mntns::attach(tree, &target_fd).map_err(what)?;
+        } else if file || !m.options.iter().any(|o| o == "rbind") {
             rustix::mount::mount_bind(source.as_str(), &target).map_err(what)?;
         } else {
             rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
@@ -268,15 +351,20 @@ fn mount_one(rootfs: &Path, m: &Mount, rootless: bool) -> Result<(), RuntimeFail
     }
 }
 
-fn devices(rootfs: &Path) -> Result<(), RuntimeFailure> {
+/// `cloned`: [`DEVICES`] cloned from the host (in the template namespace).
+fn devices(rootfs: &Path, cloned: Option<&[OwnedFd]>) -> Result<(), RuntimeFailure> {
     let dev = rootfs.join("dev");
-    for d in DEVICES {
+    for (i, d) in DEVICES.iter().enumerate() {
         let target = dev.join(d);
         if !target.exists() {
             std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
         }
-        rustix::mount::mount_bind(format!("/dev/{d}").as_str(), &target)
-            .map_err(|e| RuntimeFailure::io(format!("bind /dev/{d}"), e))?;
+        let bound = match cloned.and_then(|c| c.get(i)) {
+            Some(tree) => rustix::fs::open(&target, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+                .and_then(|t| super::mntns::attach(tree, &t)),
+            None => rustix::mount::mount_bind(format!("/dev/{d}").as_str(), &target),
+        };
+        bound.map_err(|e| RuntimeFailure::io(format!("bind /dev/{d}"), e))?;
     }
     for (link, to) in [
         ("fd", "/proc/self/fd"),

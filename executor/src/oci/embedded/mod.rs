@@ -26,6 +26,7 @@ mod create;
 mod exec;
 mod fork;
 mod init;
+mod mntns;
 mod state;
 
 use std::path::PathBuf;
