@@ -149,7 +149,7 @@ fn prepare(
     // With the template, what the container needs from the host is cloned
     // first (its paths do not resolve in the template).
     let host = match &template {
-        Some(_) => Some(HostMounts::clone(&rootfs, spec)?),
+        Some(_) => Some(HostMounts::from_host(&rootfs, spec)?),
         None => None,
     };
     if let Some(t) = &template {
@@ -176,7 +176,10 @@ fn prepare(
         }
     };
     for (i, m) in spec.mounts.iter().enumerate() {
-        let source = host.as_ref().and_then(|h| h.binds.get(i)).and_then(Option::as_ref);
+        let source = host
+            .as_ref()
+            .and_then(|h| h.binds.get(i))
+            .and_then(Option::as_ref);
         mount_one(&rootfs, m, rootless, source)?;
     }
     devices(&rootfs, host.as_ref().map(|h| &h.devices[..]))?;
@@ -239,7 +242,7 @@ struct HostMounts {
 }
 
 impl HostMounts {
-    fn clone(rootfs: &Path, spec: &Spec) -> Result<HostMounts, RuntimeFailure> {
+    fn from_host(rootfs: &Path, spec: &Spec) -> Result<HostMounts, RuntimeFailure> {
         let mut binds = Vec::new();
         for m in &spec.mounts {
             let source = m.source.clone().unwrap_or_default();
@@ -247,7 +250,10 @@ impl HostMounts {
             binds.push(if bind {
                 let file = Path::new(&source).is_file();
                 let recursive = !file && m.options.iter().any(|o| o == "rbind");
-                Some((super::mntns::clone_tree(Path::new(&source), recursive)?, file))
+                Some((
+                    super::mntns::clone_tree(Path::new(&source), recursive)?,
+                    file,
+                ))
             } else {
                 None
             });

@@ -127,7 +127,8 @@ fn hold(spawner: OwnedFd) -> ! {
         rustix::event::PollFlags::IN,
     )];
     while let Err(rustix::io::Errno::INTR) = rustix::event::poll(&mut fds, None) {}
-    let armed = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let armed =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     if armed.is_err() || rustix::process::getppid().is_none_or(|p| p.as_raw_nonzero().get() == 1) {
         std::process::exit(0);
     }
@@ -144,17 +145,26 @@ fn build(root: &Path) -> Result<(), RuntimeFailure> {
     // Only a namespace flag, in a single-threaded process.
     #[allow(deprecated)]
     rustix::thread::unshare(rustix::thread::UnshareFlags::NEWNS).map_err(|e| io("unshare", e))?;
-    rustix::mount::mount_change("/", MountPropagationFlags::REC | MountPropagationFlags::PRIVATE)
-        .map_err(|e| io("make / private", e))?;
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| io("make / private", e))?;
     // The runtime root is mounted over in this namespace only.
-    rustix::mount::mount("tmpfs", root, "tmpfs", MountFlags::empty(), Some(c"mode=0700,size=64k"))
-        .map_err(|e| io("tmpfs", e))?;
+    rustix::mount::mount(
+        "tmpfs",
+        root,
+        "tmpfs",
+        MountFlags::empty(),
+        Some(c"mode=0700,size=64k"),
+    )
+    .map_err(|e| io("tmpfs", e))?;
     for d in ["rootfs", "proc"] {
         std::fs::create_dir(root.join(d)).map_err(|e| RuntimeFailure::io(d, e))?;
     }
     rustix::mount::mount(
         "proc",
-        &root.join("proc"),
+        root.join("proc"),
         "proc",
         MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
         None,
