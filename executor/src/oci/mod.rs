@@ -27,6 +27,7 @@ pub(crate) mod gc;
 pub mod image;
 pub(crate) mod inroot;
 pub(crate) mod pull_secrets;
+pub mod rootless;
 pub(crate) mod runner;
 pub mod sandbox;
 pub mod spec;
@@ -128,15 +129,14 @@ impl Default for ContainerSettings {
     }
 }
 
-/// Why containers cannot run in this process, if they cannot: the
-/// runtime needs root for mounts, namespaces and cgroups. Rootless
-/// containers (user namespaces) are not implemented, so without root pods
-/// fail with this reason rather than run unisolated.
+/// Why this process' pods cannot run in containers, if they cannot; pods
+/// then fail with this reason rather than run unisolated. Without root it
+/// is the kernel's refusal of user namespaces, or else
+/// [`rootless::EXECUTOR_NEEDS_ROOT`].
 pub fn unavailable_reason() -> Option<String> {
-    if !rustix::process::geteuid().is_root() {
+    if rootless::active() {
         return Some(
-            "containers need root (mount, PID, UTS and IPC namespaces and cgroups); rootless              containers are not supported yet; run as root or use --container-runtime=process"
-                .into(),
+            rootless::kernel_refusal().unwrap_or_else(|| rootless::EXECUTOR_NEEDS_ROOT.into()),
         );
     }
     if cgroup::Version::detect().is_none() {

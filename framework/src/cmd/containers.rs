@@ -248,8 +248,9 @@ impl ContainerFlags {
 
 impl ContainerFlags {
     /// The embedded cluster's agent attributes (which become Node labels)
-    /// with what its agents run containers with: `mesopod.io/container-runtime`
-    /// and `mesopod.io/cgroup-version` (the agents share this host).
+    /// with what its agents run containers with: `mesopod.io/container-runtime`,
+    /// `mesopod.io/cgroup-version` and `mesopod.io/rootless` (the agents
+    /// share this host).
     pub fn agent_attributes(&self, attributes: &str) -> String {
         let runtime = RuntimeKind::parse(self.container_runtime.as_deref().unwrap_or("embedded"));
         let runtime = match (&runtime, unavailable_reason(&runtime)) {
@@ -257,8 +258,10 @@ impl ContainerFlags {
             (kind, None) => kind.label(),
         };
         let cgroup = executor::oci::cgroup::Version::detect().map_or("none", |v| v.label());
-        let ours =
-            format!("mesopod.io/container-runtime:{runtime};mesopod.io/cgroup-version:{cgroup}");
+        let rootless = executor::oci::rootless::label();
+        let ours = format!(
+            "mesopod.io/container-runtime:{runtime};mesopod.io/cgroup-version:{cgroup};mesopod.io/rootless:{rootless}"
+        );
         if attributes.trim().is_empty() {
             ours
         } else {
@@ -375,6 +378,14 @@ mod tests {
             attrs.starts_with(
                 "rack:r1;mesopod.io/container-runtime:process;mesopod.io/cgroup-version:"
             ),
+            "{attrs}"
+        );
+        let euid = std::os::unix::fs::MetadataExt::uid(
+            &std::fs::metadata("/proc/self").expect("/proc/self"),
+        );
+        let rootless = if euid == 0 { "false" } else { "true" };
+        assert!(
+            attrs.ends_with(&format!(";mesopod.io/rootless:{rootless}")),
             "{attrs}"
         );
         let parsed = mesos::resources::parse_attributes(&attrs).expect("Mesos attributes");

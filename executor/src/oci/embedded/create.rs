@@ -64,7 +64,18 @@ fn create_in(
         0,
     )
     .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
-    let cgroups = make_cgroups(spec)?;
+    let rootless = crate::oci::rootless::active();
+    let root = dir.parent().unwrap_or(dir);
+    // Without it, init copies the host's whole mount table, and detaches
+    // it. Made first: before the PID namespace (its holder, forked after,
+    // would be that namespace's PID 1, and it would die with it), and
+    // before this process opens anything the holder should not keep.
+    let template = if rootless {
+        None
+    } else {
+        super::mntns::template(root).ok()
+    };
+    let cgroups = make_cgroups(spec, rootless)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
     // pidfd of this process (a pid means nothing inside the new PID
@@ -78,15 +89,24 @@ fn create_in(
         )
         .ok()
     });
+    // Without root, the container's user namespace comes first: the ones
+    // made next belong to it, so its root may mount and unshare in them.
+    if rootless {
+        crate::oci::rootless::enter_user_namespace()?;
+    }
     // Only the PID namespace is entered here (it applies to children);
     // init enters the others itself, so this process keeps the host's
     // mounts while init pivots.
-    enter_namespaces(spec, true)?;
-    let root = dir.parent().unwrap_or(dir);
+    enter_namespaces(spec, true, false)?;
+    // init says on this pipe when it is ready, at once: no status file to
+    // write on the (journalled) disk and no poll for it.
+    let (ready_rx, ready_tx) =
+        std::io::pipe().map_err(|e| RuntimeFailure::io("pipe for init", e))?;
     let pid = match super::fork::fork()? {
         super::fork::Forked::Child => {
             drop(parent);
-            let e = match super::init::init(root, id, bundle, me) {
+            drop(ready_rx);
+            let e = match super::init::init(root, id, bundle, me, rootless, ready_tx, template) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
                 Err(e) => e,
             };
@@ -95,7 +115,8 @@ fn create_in(
         }
         super::fork::Forked::Parent(pid) => pid,
     };
-    drop(me);
+    drop((me, template));
+    drop(ready_tx);
     let child = Child(pid);
     // init joins its cgroups before it can exec anything (it waits for
     // `start`); this process stays out, so a failed create can remove them.
@@ -111,32 +132,8 @@ fn create_in(
             ));
         }
     }
-    // init says it is ready in `init.status` ("ok" or the error); a quick
-    // poll is simpler than a pipe std cannot hand to a child safely.
-    let status_file = dir.join("init.status");
-    let until = Instant::now() + INIT_TIMEOUT;
-    let mut nap = Duration::from_micros(200);
-    let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file)
-            && !text.is_empty()
-        {
-            break text;
-        }
-        if let Some(exit) = child.exited() {
-            let text = std::fs::read_to_string(&status_file).unwrap_or_default();
-            break if text.is_empty() {
-                format!("container init exited early: {exit}")
-            } else {
-                text
-            };
-        }
-        if Instant::now() > until {
-            break format!("container init did not get ready within {INIT_TIMEOUT:?}");
-        }
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(Duration::from_millis(5));
-    };
-    if status.trim() != "ok" {
+    let status = init_status(ready_rx, &child);
+    if status != super::init::READY {
         child.kill();
         for cg in &cgroups {
             state::remove_cgroup(cg);
@@ -163,6 +160,50 @@ fn create_in(
     // `child` is not waited for: once this process exits, init belongs to
     // the nearest subreaper (the executor).
     Ok(parent)
+}
+
+/// What init said on its pipe: [`super::init::READY`], its error, or why
+/// it said nothing.
+fn init_status(pipe: std::io::PipeReader, child: &Child) -> String {
+    use std::io::Read as _;
+    let until = Instant::now() + INIT_TIMEOUT;
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if said == super::init::READY.as_bytes() {
+            return super::init::READY.to_owned();
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return format!("container init did not get ready within {INIT_TIMEOUT:?}");
+        }
+        let timeout = rustix::time::Timespec::try_from(left).unwrap_or(rustix::time::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        let mut fds = [rustix::event::PollFd::new(
+            &pipe,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => {}
+            Err(e) => return format!("cannot wait for container init: {e}"),
+        }
+        match (&pipe).read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => said.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return format!("cannot read from container init: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&said).trim().to_owned();
+    if text.is_empty() {
+        let exit = child.exited().unwrap_or_else(|| "closed its pipe".into());
+        format!("container init exited early: {exit}")
+    } else {
+        text
+    }
 }
 
 /// The forked init, as `create` watches it.
@@ -217,18 +258,33 @@ pub(crate) fn check_executor(
 }
 
 /// Creates the container's cgroups below this process' own and sets their
-/// limits.
-fn make_cgroups(spec: &Spec) -> Result<Vec<PathBuf>, RuntimeFailure> {
+/// limits. Without root, a cgroup that is not delegated to this user is
+/// done without, unless the container has limits it would enforce.
+fn make_cgroups(spec: &Spec, rootless: bool) -> Result<Vec<PathBuf>, RuntimeFailure> {
     let Some(relative) = spec.linux.cgroups_path.as_deref() else {
         return Ok(Vec::new());
     };
     let res = spec.linux.resources.clone().unwrap_or_default();
     let memory = res.memory.and_then(|m| m.limit);
     let cpu = res.cpu.unwrap_or_default();
-    let mut made = Vec::new();
+    let mut made: Vec<PathBuf> = Vec::new();
     for (controller, dir) in cgroup::dirs(relative) {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| RuntimeFailure::io(format!("cgroup {}", dir.display()), e))?;
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            let denied = matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            );
+            if rootless && denied {
+                for dir in &made {
+                    state::remove_cgroup(dir);
+                }
+                return match crate::oci::rootless::unenforceable(memory, cpu.quota, &dir) {
+                    Some(why) => Err(RuntimeFailure(why)),
+                    None => Ok(Vec::new()),
+                };
+            }
+            return Err(RuntimeFailure::io(format!("cgroup {}", dir.display()), e));
+        }
         for (file, value) in
             cgroup::limit_files(controller, memory, cpu.shares, cpu.quota, cpu.period)
         {
@@ -249,8 +305,13 @@ fn make_cgroups(spec: &Spec) -> Result<Vec<PathBuf>, RuntimeFailure> {
 }
 
 /// Creates or joins the spec's namespaces: the PID one alone (`pid_only`,
-/// for `create`) or all the others (for `init`).
-pub(crate) fn enter_namespaces(spec: &Spec, pid_only: bool) -> Result<(), RuntimeFailure> {
+/// for `create`) or all the others (for `init`), the mount namespace only
+/// `with_mount` (else init makes it from the template, [`super::mntns`]).
+pub(crate) fn enter_namespaces(
+    spec: &Spec,
+    pid_only: bool,
+    with_mount: bool,
+) -> Result<(), RuntimeFailure> {
     let mut unshare = UnshareFlags::empty();
     for ns in &spec.linux.namespaces {
         let (flag, kind) = match ns.kind.as_str() {
@@ -271,7 +332,7 @@ pub(crate) fn enter_namespaces(spec: &Spec, pid_only: bool) -> Result<(), Runtim
                 )));
             }
         };
-        if (ns.kind == "pid") != pid_only {
+        if (ns.kind == "pid") != pid_only || (ns.kind == "mount" && !with_mount) {
             continue;
         }
         match &ns.path {

@@ -31,16 +31,21 @@ use super::state;
 /// command verbatim after it, so its own `-c` is not ours).
 struct ExecArgs {
     tty: bool,
+    /// `exec-inner`'s: the container is rootless (inside its user
+    /// namespace this process' uid is 0, so it cannot tell by itself).
+    rootless: bool,
     id: String,
     command: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<ExecArgs, RuntimeFailure> {
     let mut tty = false;
+    let mut rootless = false;
     let mut i = 0;
     while let Some(a) = args.get(i) {
         match a.as_str() {
             "-t" | "--tty" => tty = true,
+            "--rootless" => rootless = true,
             "--" => {
                 i += 1;
                 break;
@@ -63,7 +68,12 @@ fn parse(args: &[String]) -> Result<ExecArgs, RuntimeFailure> {
     if command.is_empty() {
         return Err(RuntimeFailure("exec: a command is required".into()));
     }
-    Ok(ExecArgs { tty, id, command })
+    Ok(ExecArgs {
+        tty,
+        rootless,
+        id,
+        command,
+    })
 }
 
 /// `exec`: returns the exit code this process should end with.
@@ -82,6 +92,12 @@ pub(crate) fn exec(root: &Path, args: &[String]) -> Result<i32, RuntimeFailure> 
             .map_err(|e| RuntimeFailure::io(format!("join cgroup {}", cg.display()), e))?;
     }
     let exe = std::env::current_exe().map_err(|e| RuntimeFailure::io("current exe", e))?;
+    let rootless = crate::oci::rootless::active();
+    // A rootless container's namespaces belong to its user namespace:
+    // only inside it may they be joined.
+    if rootless {
+        join(s.pid, "user", LinkNameSpaceType::User)?;
+    }
     join(s.pid, "pid", LinkNameSpaceType::ProcessID)?;
     let mut inner = Command::new(exe);
     inner
@@ -91,6 +107,9 @@ pub(crate) fn exec(root: &Path, args: &[String]) -> Result<i32, RuntimeFailure> 
         .arg("exec-inner");
     if a.tty {
         inner.arg("--tty");
+    }
+    if rootless {
+        inner.arg("--rootless");
     }
     let status = inner
         .arg(&a.id)
@@ -121,6 +140,12 @@ pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFail
         fds.push((open_ns(s.pid, name)?, kind, name));
     }
     for (fd, kind, name) in &fds {
+        // A namespace the container shares with this process (the host's
+        // network, say) is not joined again: setns into it needs rights
+        // over its owner, which a rootless container's user lacks.
+        if same_namespace(fd, name) {
+            continue;
+        }
         rustix::thread::move_into_link_name_space(fd.as_fd(), Some(*kind))
             .map_err(|e| RuntimeFailure::io(format!("join the container's {name} namespace"), e))?;
     }
@@ -136,7 +161,7 @@ pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFail
         env.push("TERM=xterm".into());
     }
     let program = super::init::find_program(&a.command[0], &env)?;
-    super::init::user(&spec)?;
+    super::init::user(&spec, a.rootless)?;
     let cwd = if p.cwd.is_empty() {
         "/"
     } else {
@@ -158,6 +183,15 @@ pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFail
         .envs(env.iter().filter_map(|e| e.split_once('=')))
         .exec();
     Err(RuntimeFailure::io(format!("exec {:?}", a.command[0]), err))
+}
+
+/// Whether `fd` is this process' own `name` namespace.
+fn same_namespace(fd: &OwnedFd, name: &str) -> bool {
+    let mine = rustix::fs::stat(format!("/proc/self/ns/{name}").as_str());
+    match (rustix::fs::fstat(fd), mine) {
+        (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
+        _ => false,
+    }
 }
 
 fn open_ns(pid: i32, name: &str) -> Result<OwnedFd, RuntimeFailure> {

@@ -16,17 +16,26 @@ use super::create::read_spec;
 use super::state;
 use crate::oci::spec::{self, Mount, Spec};
 
+/// What `init` writes to `create` when the container is ready.
+pub(super) const READY: &str = "ok\n";
+
 /// Host devices every container gets (bind-mounted: works as root and
 /// in a user namespace alike).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Runs in the process `create` forked (PID 1 of the container's PID
-/// namespace); `spawner` is a pidfd of `create`'s own process.
+/// namespace); `spawner` is a pidfd of `create`'s own process; `rootless`
+/// when `create` ran without root (this process is root only in the
+/// container's user namespace). `ready` is the pipe to `create`: `ok\n`
+/// once the container is ready, else the error (then the pipe closes).
 pub(crate) fn init(
     root: &Path,
     id: &str,
     bundle: &Path,
     spawner: Option<OwnedFd>,
+    rootless: bool,
+    ready: std::io::PipeWriter,
+    template: Option<OwnedFd>,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -39,19 +48,12 @@ pub(crate) fn init(
     // the fork: the executor's pipe for a `stdin: true` container, else
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
+    let result = read_spec(bundle)
+        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)));
+    // The pipe is close-on-exec: `create` also sees it close if this
+    // process dies or execs before it said anything.
     let report = |text: &str| {
-        let tmp = format!("init.status.{}", std::process::id());
-        if let Ok(fd) = rustix::fs::openat(
-            &dirfd,
-            &tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) {
-            let _ = rustix::io::write(&fd, text.as_bytes());
-            drop(fd);
-            let _ = rustix::fs::renameat(&dirfd, &tmp, &dirfd, "init.status");
-        }
+        let _ = std::io::Write::write_all(&mut &ready, text.as_bytes());
     };
     let (spec, program) = match result {
         Ok(v) => v,
@@ -60,7 +62,7 @@ pub(crate) fn init(
             return Err(e);
         }
     };
-    report("ok");
+    report(READY);
     // Wait for `start`: opening the FIFO's write end blocks until it reads.
     let fifo = rustix::fs::openat(
         &dirfd,
@@ -118,7 +120,12 @@ fn arm_parent_death(spawner: Option<OwnedFd>) -> Result<(), RuntimeFailure> {
 }
 
 /// Everything up to the exec; returns the program's path inside the root.
-fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
+fn prepare(
+    spec: &Spec,
+    bundle: &Path,
+    rootless: bool,
+    template: Option<OwnedFd>,
+) -> Result<PathBuf, RuntimeFailure> {
     if spec.process.args.is_empty() {
         return Err(RuntimeFailure("no command specified".into()));
     }
@@ -130,20 +137,52 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
     // process, still in the host's mount namespace), then joins them as
     // every other container does.
     if let Some(dir) = spec.annotations.get(crate::oci::sandbox::MAKE_ANNOTATION) {
+        if rootless {
+            // Its namespace files are bind mounts on the host, which only root may make.
+            return Err(RuntimeFailure(
+                "rootless: a pod sandbox (shared IPC and UTS namespaces) needs root".into(),
+            ));
+        }
         crate::oci::sandbox::hold_here(Path::new(dir), spec.hostname.as_deref().unwrap_or(""))?;
     }
-    super::create::enter_namespaces(spec, false)?;
+    super::create::enter_namespaces(spec, false, template.is_none())?;
+    // With the template, what the container needs from the host is cloned
+    // first (its paths do not resolve in the template).
+    let host = match &template {
+        Some(_) => Some(HostMounts::from_host(&rootfs, spec)?),
+        None => None,
+    };
+    if let Some(t) = &template {
+        super::mntns::enter(t)?;
+    }
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
     .map_err(|e| RuntimeFailure::io("make / private", e))?;
-    rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
-        .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
-    for m in &spec.mounts {
-        mount_one(&rootfs, m)?;
+    let rootfs = match &host {
+        Some(h) => {
+            let at = PathBuf::from(super::mntns::ROOTFS);
+            let dir = crate::oci::inroot::open_root(&at)
+                .map_err(|e| RuntimeFailure::io(at.display(), e))?;
+            super::mntns::attach(&h.rootfs, &dir)
+                .map_err(|e| RuntimeFailure::io("attach the root filesystem", e))?;
+            at
+        }
+        None => {
+            rustix::mount::mount_bind_recursive(&rootfs, &rootfs)
+                .map_err(|e| RuntimeFailure::io(format!("bind {}", rootfs.display()), e))?;
+            rootfs
+        }
+    };
+    for (i, m) in spec.mounts.iter().enumerate() {
+        let source = host
+            .as_ref()
+            .and_then(|h| h.binds.get(i))
+            .and_then(Option::as_ref);
+        mount_one(&rootfs, m, rootless, source)?;
     }
-    devices(&rootfs)?;
+    devices(&rootfs, host.as_ref().map(|h| &h.devices[..]))?;
     if spec.hostname.is_some()
         && !spec
             .linux
@@ -183,7 +222,7 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
             .map_err(|e| RuntimeFailure::io(format!("mkdir {}", p.cwd), e))?;
     }
     let program = find_program(&p.args[0], &p.env)?;
-    user(spec)?;
+    user(spec, rootless)?;
     rustix::process::chdir(cwd).map_err(|e| RuntimeFailure::io(format!("chdir {}", p.cwd), e))?;
     if p.no_new_privileges {
         rustix::thread::set_no_new_privs(true)
@@ -192,19 +231,74 @@ fn prepare(spec: &Spec, bundle: &Path) -> Result<PathBuf, RuntimeFailure> {
     Ok(program)
 }
 
-fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
+/// Detached copies of the host mounts a container needs, for a container
+/// made in the template namespace ([`super::mntns`]).
+struct HostMounts {
+    rootfs: OwnedFd,
+    /// Per spec mount: its bind source, and whether that is a file.
+    binds: Vec<Option<(OwnedFd, bool)>>,
+    /// [`DEVICES`], in order.
+    devices: Vec<OwnedFd>,
+}
+
+impl HostMounts {
+    fn from_host(rootfs: &Path, spec: &Spec) -> Result<HostMounts, RuntimeFailure> {
+        let mut binds = Vec::new();
+        for m in &spec.mounts {
+            let source = m.source.clone().unwrap_or_default();
+            let bind = bind_kind(m).is_some() && m.kind.as_deref() != Some("cgroup");
+            binds.push(if bind {
+                let file = Path::new(&source).is_file();
+                let recursive = !file && m.options.iter().any(|o| o == "rbind");
+                Some((
+                    super::mntns::clone_tree(Path::new(&source), recursive)?,
+                    file,
+                ))
+            } else {
+                None
+            });
+        }
+        let devices = DEVICES
+            .iter()
+            .map(|d| super::mntns::clone_tree(&Path::new("/dev").join(d), false))
+            .collect::<Result<_, _>>()?;
+        Ok(HostMounts {
+            rootfs: super::mntns::clone_tree(rootfs, true)?,
+            binds,
+            devices,
+        })
+    }
+}
+
+/// `Some(kind)` when the mount is a bind (by type or option).
+fn bind_kind(m: &Mount) -> Option<&str> {
+    let kind = m.kind.as_deref().unwrap_or("bind");
+    (kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind")).then_some(kind)
+}
+
+/// `cloned`: the bind source, cloned from the host before the container
+/// entered the template namespace (with whether it is a file).
+fn mount_one(
+    rootfs: &Path,
+    m: &Mount,
+    rootless: bool,
+    cloned: Option<&(OwnedFd, bool)>,
+) -> Result<(), RuntimeFailure> {
     // A cgroup namespace view is not offered: containers see no cgroupfs.
     if m.kind.as_deref() == Some("cgroup") {
         return Ok(());
     }
     let kind = m.kind.as_deref().unwrap_or("bind");
-    let is_bind = kind == "bind" || m.options.iter().any(|o| o == "bind" || o == "rbind");
+    let is_bind = bind_kind(m).is_some();
     let source = m.source.clone().unwrap_or_else(|| kind.to_owned());
     // The destination is resolved inside the rootfs: an image's symlink
     // (`/data -> /etc`) must not make us create or mount on the host.
     let in_root = |e| RuntimeFailure::io(format!("mount destination {}", m.destination), e);
     let root = crate::oci::inroot::open_root(rootfs).map_err(in_root)?;
-    let file = is_bind && Path::new(&source).is_file();
+    let file = match cloned {
+        Some((_, file)) => *file,
+        None => is_bind && Path::new(&source).is_file(),
+    };
     let target_fd = crate::oci::inroot::ensure_in(&root, &m.destination, file).map_err(in_root)?;
     let target = PathBuf::from(crate::oci::inroot::proc_path(&target_fd));
     let mut flags = MountFlags::empty();
@@ -224,7 +318,18 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
     }
     let what = |e| RuntimeFailure::io(format!("mount {kind} on {}", m.destination), e);
     if is_bind {
-        rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
+        // OCI's `bind` is one mount, `rbind` the tree below it too. A file
+        // has no tree, and its recursive bind still walks every mount of
+        // the filesystem it sits on (the host's root, with each running
+        // container's mounts on it), which made the pod's /etc files the
+        // costliest step of a start.
+        if let Some((tree, _)) = cloned {
+            super::mntns::attach(tree, &target_fd).map_err(what)?;
+        } else if file || !m.options.iter().any(|o| o == "rbind") {
+            rustix::mount::mount_bind(source.as_str(), &target).map_err(what)?;
+        } else {
+            rustix::mount::mount_bind_recursive(source.as_str(), &target).map_err(what)?;
+        }
         if flags.contains(MountFlags::RDONLY) {
             // Opened again, the path now resolves to the new mount's root.
             let mounted =
@@ -240,19 +345,32 @@ fn mount_one(rootfs: &Path, m: &Mount) -> Result<(), RuntimeFailure> {
         Ok(()) => Ok(()),
         // mqueue needs kernel support some hosts lack; nothing in a pod needs it.
         Err(_) if kind == "mqueue" => Ok(()),
+        // A user namespace may mount sysfs only with a network namespace
+        // of its own; without one the host's is bound read-only, as runc
+        // does for rootless containers.
+        Err(rustix::io::Errno::PERM) if kind == "sysfs" && rootless => {
+            rustix::mount::mount_bind_recursive("/sys", &target).map_err(what)?;
+            let _ = rustix::mount::mount_remount(&target, MountFlags::BIND | flags, "");
+            Ok(())
+        }
         Err(e) => Err(what(e)),
     }
 }
 
-fn devices(rootfs: &Path) -> Result<(), RuntimeFailure> {
+/// `cloned`: [`DEVICES`] cloned from the host (in the template namespace).
+fn devices(rootfs: &Path, cloned: Option<&[OwnedFd]>) -> Result<(), RuntimeFailure> {
     let dev = rootfs.join("dev");
-    for d in DEVICES {
+    for (i, d) in DEVICES.iter().enumerate() {
         let target = dev.join(d);
         if !target.exists() {
             std::fs::write(&target, b"").map_err(|e| RuntimeFailure::io(target.display(), e))?;
         }
-        rustix::mount::mount_bind(format!("/dev/{d}").as_str(), &target)
-            .map_err(|e| RuntimeFailure::io(format!("bind /dev/{d}"), e))?;
+        let bound = match cloned.and_then(|c| c.get(i)) {
+            Some(tree) => rustix::fs::open(&target, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+                .and_then(|t| super::mntns::attach(tree, &t)),
+            None => rustix::mount::mount_bind(format!("/dev/{d}").as_str(), &target),
+        };
+        bound.map_err(|e| RuntimeFailure::io(format!("bind /dev/{d}"), e))?;
     }
     for (link, to) in [
         ("fd", "/proc/self/fd"),
@@ -312,7 +430,9 @@ fn cap_set(names: &[String]) -> CapabilitySet {
 }
 
 /// Groups, gid, uid and capabilities, in the order the kernel needs.
-pub(super) fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
+/// `rootless`: the user namespace maps uid and gid 0 alone and denies
+/// setgroups, so other ids are refused with that reason.
+pub(super) fn user(spec: &Spec, rootless: bool) -> Result<(), RuntimeFailure> {
     let p = &spec.process;
     let caps = p.capabilities.clone().unwrap_or_default();
     let bounding = cap_set(&caps.bounding);
@@ -330,7 +450,19 @@ pub(super) fn user(spec: &Spec) -> Result<(), RuntimeFailure> {
         .iter()
         .map(|g| rustix::process::Gid::from_raw(*g))
         .collect();
-    rustix::thread::set_thread_groups(&groups).map_err(|e| RuntimeFailure::io("setgroups", e))?;
+    if rootless {
+        let u = &p.user;
+        if u.uid != 0 || u.gid != 0 || !u.additional_gids.is_empty() {
+            return Err(RuntimeFailure(format!(
+                "rootless: the container's user namespace maps only uid 0 and gid 0 \
+                 (the agent's own user), so uid {}, gid {} and supplemental groups {:?} cannot be used",
+                u.uid, u.gid, u.additional_gids
+            )));
+        }
+    } else {
+        rustix::thread::set_thread_groups(&groups)
+            .map_err(|e| RuntimeFailure::io("setgroups", e))?;
+    }
     rustix::thread::set_keep_capabilities(true)
         .map_err(|e| RuntimeFailure::io("PR_SET_KEEPCAPS", e))?;
     let gid = rustix::process::Gid::from_raw(p.user.gid);

@@ -16,6 +16,9 @@
 //! executor is): `init` is then its child, and `init` arms
 //! `PR_SET_PDEATHSIG`, so a container dies with the executor that started it.
 //!
+//! As root, `init` makes its mount namespace from a small template
+//! ([`mntns`]), not from a copy of the host's whole mount table.
+//!
 //! `sandbox` (mesopod's own, not runc's) makes a pod's shared IPC and UTS
 //! namespaces (see [`crate::oci::sandbox`]).
 //!
@@ -26,6 +29,7 @@ mod create;
 mod exec;
 mod fork;
 mod init;
+mod mntns;
 mod state;
 
 use std::path::PathBuf;

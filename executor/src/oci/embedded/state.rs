@@ -1,5 +1,5 @@
 //! The runtime's state directory (`<root>/<id>/`): `state.json`, the
-//! `exec.fifo` that holds `init` until `start`, and `init.status`.
+//! `exec.fifo` that holds `init` until `start`; `init` tells `create` it is ready through a pipe.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
