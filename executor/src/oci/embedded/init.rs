@@ -27,6 +27,7 @@ pub(crate) fn init(
     id: &str,
     bundle: &Path,
     spawner: Option<OwnedFd>,
+    console: Option<OwnedFd>,
 ) -> Result<(), RuntimeFailure> {
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -39,7 +40,11 @@ pub(crate) fn init(
     // the fork: the executor's pipe for a `stdin: true` container, else
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let result = read_spec(bundle).and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)));
+    let result = read_spec(bundle)
+        .and_then(|spec| prepare(&spec, bundle).map(|argv| (spec, argv)))
+        .and_then(|(spec, argv)| {
+            super::console::setup(console, spec.process.terminal).map(|()| (spec, argv))
+        });
     let report = |text: &str| {
         let tmp = format!("init.status.{}", std::process::id());
         if let Ok(fd) = rustix::fs::openat(
