@@ -1,5 +1,6 @@
 //! `kubectl attach -it` to a `tty: true, stdin: true, stdinOnce: true`
-//! busybox `sh` on the embedded runtime (kubectl 1.30 and 1.33), as
+//! busybox `sh` on the embedded runtime (kubectl 1.30 and 1.33) and on
+//! runc (1.33), as
 //! `kubectl run -it` leaves one: kubectl runs on a terminal of its own
 //! (under `script`); a command typed there runs in the container and its
 //! output comes back; the container's terminal has kubectl's size, and
@@ -64,21 +65,36 @@ async fn kubectl_attach_it_drives_a_containers_terminal() {
     if !prerequisites(false) {
         return;
     }
+    let kubectls = [(KUBECTL_130, "tty-130"), (common::KUBECTL_133, "tty-133")];
+    scenario("embedded", &kubectls).await;
+}
+
+/// runc makes the terminal itself and sends it over the console socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_it_drives_a_runc_containers_terminal() {
+    if !prerequisites(true) {
+        return;
+    }
+    scenario(RUNC, &[(common::KUBECTL_133, "tty-runc")]).await;
+}
+
+async fn scenario(runtime: &str, kubectls: &[(&str, &str)]) {
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let app = cluster("embedded", &store).await;
+    let app = cluster(runtime, &store).await;
     let server = app.api_url();
     let k = Kubectl::new(&server);
-    for (program, name) in [(KUBECTL_130, "tty-130"), (common::KUBECTL_133, "tty-133")] {
+    for &(program, name) in kubectls {
         k.apply(&pod(name)).await;
         wait_pod(app.api(), "default", name, T, |p| phase(p) == "Running").await;
         let dir = tempfile::tempdir().unwrap();
         let (go, resized) = (dir.path().join("go"), dir.path().join("resized"));
         // kubectl's terminal is 91x17; once the test says so, a helper
-        // on it resizes it to 120x40 (kubectl gets SIGWINCH and sends the
+        // on it resizes it to 120x40 (a background job of `sh -c` has
+        // /dev/null as stdin, hence /dev/tty; kubectl gets SIGWINCH and sends the
         // size on channel 4).
         let cmd = format!(
-            "stty cols 91 rows 17; (while [ ! -e {go} ]; do sleep 0.1; done; stty cols 120 rows 40; touch {resized}) & {program} --server={server} attach -it {name} -c main",
+            "stty cols 91 rows 17; (while [ ! -e {go} ]; do sleep 0.1; done; stty cols 120 rows 40 </dev/tty; touch {resized}) & {program} --server={server} attach -it {name} -c main",
             go = go.display(),
             resized = resized.display(),
         );

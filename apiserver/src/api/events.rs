@@ -97,7 +97,7 @@ impl Api {
     pub async fn record_event(
         &self,
         namespace: &str,
-        mut event: Event,
+        event: Event,
     ) -> Result<Option<Event>, ApiError> {
         let now = self.now();
         // client-go's order: aggregate, then filter what would be recorded.
