@@ -43,14 +43,15 @@ async fn shows(screen: &Screen, what: &str, needle: &str) {
     wait_until(what, T, async || screen.text(), |t| t.contains(needle)).await;
 }
 
-
 /// Types `line` at the terminal until the screen shows `needle`.
 async fn ask(keys: &mut tokio::process::ChildStdin, screen: &Screen, line: &str, needle: &str) {
     wait_until(
         needle,
         T,
         async || {
-            keys.write_all(format!("{line}\r").as_bytes()).await.unwrap();
+            keys.write_all(format!("{line}\r").as_bytes())
+                .await
+                .unwrap();
             // The answer needs a round trip through the container.
             tokio::time::sleep(Duration::from_millis(500)).await;
             screen.text()
@@ -125,16 +126,36 @@ async fn scenario(runtime: &str, kubectls: &[(&str, &str)]) {
                 }
             })
         };
-        shows(&screen, "kubectl's hint", "If you don't see a command prompt").await;
+        shows(
+            &screen,
+            "kubectl's hint",
+            "If you don't see a command prompt",
+        )
+        .await;
         // The command's output, not its echo: `$((6*7))` is 42 only once
         // run. The first size reaches the container beside the first
         // keys, so the shell is asked until it shows.
-        ask(&mut keys, &screen, "echo \"size=$(stty size) answer=$((6*7))\"", "size=17 91 answer=42").await;
+        ask(
+            &mut keys,
+            &screen,
+            "echo \"size=$(stty size) answer=$((6*7))\"",
+            "size=17 91 answer=42",
+        )
+        .await;
         std::fs::write(&go, "").unwrap();
         wait_until("the resize", T, async || resized.exists(), |r| *r).await;
-        ask(&mut keys, &screen, "echo \"now=$(stty size)\"", "now=40 120").await;
+        ask(
+            &mut keys,
+            &screen,
+            "echo \"now=$(stty size)\"",
+            "now=40 120",
+        )
+        .await;
         keys.write_all(b"exit\r").await.unwrap();
-        let status = tokio::time::timeout(T, script.wait()).await.unwrap().unwrap();
+        let status = tokio::time::timeout(T, script.wait())
+            .await
+            .unwrap()
+            .unwrap();
         reader.await.unwrap();
         assert!(status.success(), "{program}: {status:?}\n{}", screen.text());
         wait_pod(app.api(), "default", name, T, |p| phase(p) == "Succeeded").await;

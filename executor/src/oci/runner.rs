@@ -358,7 +358,10 @@ impl Oci {
             .arg("run")
             .arg("--detach")
             .args(console.iter().flat_map(|c| {
-                [std::ffi::OsString::from("--console-socket"), c.path().into()]
+                [
+                    std::ffi::OsString::from("--console-socket"),
+                    c.path().into(),
+                ]
             }))
             .arg("--bundle")
             .arg(&bundle_dir)
@@ -400,7 +403,12 @@ impl Oci {
         if let (Some(socket), Some(c)) = (&console, output.console)
             && let Err(e) = super::console_socket::hand_over(socket, c).await
         {
-            let _ = self.cli().args(["delete", "--force"]).arg(&req.id).output().await;
+            let _ = self
+                .cli()
+                .args(["delete", "--force"])
+                .arg(&req.id)
+                .output()
+                .await;
             return Err(failed(format!("cannot get the container's terminal: {e}")));
         }
         let pid = std::fs::read_to_string(&pid_file)

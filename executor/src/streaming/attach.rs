@@ -228,10 +228,9 @@ mod tests {
         let pty = crate::oci::exec::Pty::open().unwrap();
         let slave = pty.slave().unwrap();
         let master = std::os::fd::OwnedFd::from(pty.file().unwrap());
-        let writer = tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(
-            master.try_clone().unwrap(),
-        )
-        .unwrap();
+        let writer =
+            tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(master.try_clone().unwrap())
+                .unwrap();
         io.set_terminal(master, Some(writer)).await;
         assert!(io.has_terminal() && io.stdin_open().await);
         let (ours, theirs) = Channels::pair();

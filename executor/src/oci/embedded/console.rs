@@ -15,8 +15,9 @@ use super::RuntimeFailure;
 
 /// Connects to the console socket (in `create`, before the fork).
 pub(crate) fn connect(path: &Path) -> Result<OwnedFd, RuntimeFailure> {
-    let stream = std::os::unix::net::UnixStream::connect(path)
-        .map_err(|e| RuntimeFailure::io(format!("connect to console socket {}", path.display()), e))?;
+    let stream = std::os::unix::net::UnixStream::connect(path).map_err(|e| {
+        RuntimeFailure::io(format!("connect to console socket {}", path.display()), e)
+    })?;
     Ok(stream.into())
 }
 
