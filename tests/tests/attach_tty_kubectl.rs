@@ -1,6 +1,6 @@
 //! `kubectl attach -it` to a `tty: true, stdin: true, stdinOnce: true`
 //! busybox `sh` on the embedded runtime (kubectl 1.30 and 1.33) and on
-//! runc (1.33), as
+//! runc and in process mode (1.33), as
 //! `kubectl run -it` leaves one: kubectl runs on a terminal of its own
 //! (under `script`); a command typed there runs in the container and its
 //! output comes back; the container's terminal has kubectl's size, and
@@ -77,6 +77,12 @@ async fn kubectl_attach_it_drives_a_runc_containers_terminal() {
         return;
     }
     scenario(RUNC, &[(common::KUBECTL_133, "tty-runc")]).await;
+}
+
+/// Process mode: the pty's slave is the host process' stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_it_drives_a_process_modes_terminal() {
+    scenario("process", &[(common::KUBECTL_133, "tty-process")]).await;
 }
 
 async fn scenario(runtime: &str, kubectls: &[(&str, &str)]) {
