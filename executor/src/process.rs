@@ -58,6 +58,7 @@ pub(crate) fn spawn(
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
     let workdir = workdir(plan, dir);
+    let (stdin, stdout, stderr) = stdio(output)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env_clear()
@@ -66,9 +67,9 @@ pub(crate) fn spawn(
         .env("HOSTNAME", hostname)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(&workdir)
-        .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
-        .stdout(output.stdout)
-        .stderr(output.stderr)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
         .process_group(0)
         // A safety net only: if a supervisor is dropped without stopping its
         // container (the runtime torn down mid-flight), the leader dies too.
@@ -83,6 +84,27 @@ pub(crate) fn spawn(
         .id()
         .ok_or_else(|| io::Error::other("the process exited before its pid was read"))?;
     Ok(Started { child, pgid })
+}
+
+/// The container's stdin, stdout and stderr: the log's pipes, or with
+/// `tty: true` a pty's slave whose master goes to the log and attach. The
+/// process stays in the executor's session, so the pty is not its
+/// controlling terminal (the embedded runtime and runc make it one).
+fn stdio(output: Output) -> io::Result<(Stdio, Stdio, Stdio)> {
+    let Some(console) = output.console else {
+        let stdin = output.stdin.map_or_else(Stdio::null, Stdio::from);
+        return Ok((stdin, output.stdout.into(), output.stderr.into()));
+    };
+    let pty = crate::oci::exec::Pty::open().map_err(io::Error::other)?;
+    let slave = pty.slave().map_err(io::Error::other)?;
+    let master = std::os::fd::OwnedFd::from(pty.file()?);
+    tokio::spawn(async move {
+        if let Err(e) = console.attach(master).await {
+            tracing::warn!(error = %e, "a container's terminal cannot be read");
+        }
+    });
+    let (a, b) = (slave.try_clone()?, slave.try_clone()?);
+    Ok((slave.into(), a.into(), b.into()))
 }
 
 /// Sends `signal` to a container's process group; a group that is already

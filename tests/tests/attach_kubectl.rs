@@ -1,4 +1,5 @@
-//! `kubectl attach -i` end to end (kubectl 1.30 and 1.33, WebSocket v5):
+//! `kubectl attach -i` end to end (kubectl 1.30 and 1.33 over WebSocket
+//! v5; 1.27 and 1.29 over SPDY/3.1, their default for attach):
 //! a busybox `sh` with `stdin: true, stdinOnce: true` on the embedded
 //! runtime reads what kubectl pipes in and answers on stdout; kubectl's
 //! stdin EOF closes the container's stdin (stdinOnce), the shell exits and
@@ -16,6 +17,8 @@ use testkit::{ok, stderr, wait_until};
 
 const T: Duration = Duration::from_secs(90);
 const KUBECTL_130: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.30";
+const KUBECTL_127: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27";
+const KUBECTL_129: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.29";
 
 fn pod(name: &str) -> String {
     let script = "echo ready; while read l; do echo \"got $l\"; done; echo bye";
@@ -35,7 +38,12 @@ async fn kubectl_attach_talks_to_a_containers_stdin_and_stdout() {
     let data = dir.path().join("data");
     let app = common::secure::with_embedded_agent(dir.path(), &store, &[]).await;
     let kc = format!("--kubeconfig={}", data.join("kubeconfig").display());
-    for (program, name) in [(KUBECTL_130, "att-130"), (common::KUBECTL_133, "att-133")] {
+    for (program, name) in [
+        (KUBECTL_130, "att-130"),
+        (common::KUBECTL_133, "att-133"),
+        (KUBECTL_127, "att-127"),
+        (KUBECTL_129, "att-129"),
+    ] {
         let k = common::kubectl(program, &app.api_url());
         let admin = async |args: &[&str], stdin: Option<&str>| {
             let mut all = vec![kc.as_str()];

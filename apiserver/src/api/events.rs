@@ -88,20 +88,30 @@ impl Api {
     /// Records an event as client-go's `EventCorrelator` does: an event
     /// identical to one recorded before (same source, involved object with
     /// its field path, type, reason and message) bumps that one's `count`
-    /// (by the new one's, 1 if unset) and `lastTimestamp`; and a source
+    /// (by the new one's, 1 if unset) and `lastTimestamp`; from the tenth
+    /// distinct message of events otherwise alike within 10 minutes, they
+    /// bump one event whose message is `(combined from similar events):`
+    /// and the latest (`event_aggregate`); and a source
     /// that recorded too many about one object lately is refused (a token
     /// bucket, burst 25 then one per 5 minutes). `Ok(None)`: rate-limited.
     pub async fn record_event(
         &self,
         namespace: &str,
-        mut event: Event,
+        event: Event,
     ) -> Result<Option<Event>, ApiError> {
         let now = self.now();
+        // client-go's order: aggregate, then filter what would be recorded.
+        let (mut event, combined) = self.inner.event_aggregator.aggregate(event, now);
         if !self.inner.event_spam.allow(&event, now) {
             return Ok(None);
         }
         let object = event.involved_object.name.clone().unwrap_or_default();
-        let name = format!("{object}.{:016x}", aggregate_key(&event));
+        // A combined event is one per group, whatever its latest message.
+        let key = match combined {
+            true => fnv1a(&[Some(super::event_aggregate::aggregate_key(&event).as_str())]),
+            false => aggregate_key(&event),
+        };
+        let name = format!("{object}.{key:016x}");
         event.metadata.name = Some(name.clone());
         event.metadata.generate_name = None;
         let times = event.count.filter(|n| *n > 0).unwrap_or(1);
@@ -114,6 +124,7 @@ impl Api {
                 Ok((mut old, rv)) => {
                     old.count = Some(old.count.unwrap_or(1).saturating_add(times));
                     old.last_timestamp = Some(last.clone());
+                    old.message.clone_from(&event.message);
                     let op = WriteOp::Put {
                         key: EVENTS.key(namespace, &name),
                         object: to_value(&old)?,
@@ -244,6 +255,11 @@ fn aggregate_key(e: &Event) -> u64 {
         e.reporting_component.as_deref(),
         e.reporting_instance.as_deref(),
     ];
+    fnv1a(&parts)
+}
+
+/// FNV-1a over `parts`, each ended by a NUL.
+fn fnv1a(parts: &[Option<&str>]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.unwrap_or("").bytes().chain([0]) {

@@ -1,6 +1,7 @@
 //! The typed in-process API: the one path every write takes, from HTTP handlers and from
 //! the framework alike, so both share validation, defaulting and the store.
 
+mod event_aggregate;
 mod event_spam;
 mod events;
 mod fence;
@@ -71,6 +72,8 @@ struct Inner {
     token_ca: std::sync::OnceLock<String>,
     /// Recorded events' rate limits (`record_event`).
     event_spam: event_spam::SpamFilter,
+    /// Events alike but for their message (`record_event`).
+    event_aggregator: event_aggregate::Aggregator,
     /// Where `pods/exec`, `attach` and `portforward` go, once the embedder set it.
     streams: std::sync::OnceLock<Arc<dyn crate::streams::ContainerStreams>>,
 }
@@ -108,6 +111,7 @@ impl Api {
                 in_process: std::sync::OnceLock::new(),
                 token_ca: std::sync::OnceLock::new(),
                 event_spam: event_spam::SpamFilter::default(),
+                event_aggregator: event_aggregate::Aggregator::default(),
                 streams: std::sync::OnceLock::new(),
             }),
             fence: None,

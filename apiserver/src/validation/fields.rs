@@ -401,12 +401,7 @@ pub const FIELDS: &[Field] = &[
         Ignored,
         "defaulted by the API; no termination message is read yet",
     ),
-    f(
-        "Container",
-        "tty",
-        Only(FALSE),
-        "containers get no terminal yet; attach works to stdin: true",
-    ),
+    f("Container", "tty", Honoured, ""),
     f(
         "Container",
         "volumeDevices",

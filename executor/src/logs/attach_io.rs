@@ -8,8 +8,14 @@
 //! Stdin follows Kubernetes: open from the container's start; with
 //! `stdinOnce` closed when the first attached client that used it goes, and
 //! closed for good until the container restarts.
+//!
+//! A `tty: true` container's stdin is its terminal ([`super::console`]):
+//! writes go to the pty's master, resizes set its size, and closing stdin
+//! hangs the terminal up (`SIGHUP` to its foreground process group), as a
+//! terminal whose master closes does.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -29,6 +35,8 @@ pub struct ContainerIo {
     tap: broadcast::Receiver<(Stream, Bytes)>,
     stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     stdin_once: bool,
+    /// The pty's master, once a `tty: true` container has one.
+    terminal: Mutex<Option<OwnedFd>>,
 }
 
 impl ContainerIo {
@@ -41,6 +49,30 @@ impl ContainerIo {
             tap,
             stdin: tokio::sync::Mutex::new(stdin),
             stdin_once,
+            terminal: Mutex::new(None),
+        }
+    }
+
+    /// The container's terminal is up: `master` to resize it (and hang it
+    /// up), `stdin` to write to it (`stdin: true`).
+    pub(crate) async fn set_terminal(&self, master: OwnedFd, stdin: Option<pipe::Sender>) {
+        if let Ok(mut t) = self.terminal.lock() {
+            *t = Some(master);
+        }
+        *self.stdin.lock().await = stdin;
+    }
+
+    /// Whether the container has a terminal (`tty: true`, running).
+    pub fn has_terminal(&self) -> bool {
+        self.terminal.lock().is_ok_and(|t| t.is_some())
+    }
+
+    /// Sets the terminal's size (`TIOCSWINSZ`: its foreground process
+    /// group gets `SIGWINCH`); nothing without a terminal.
+    pub fn resize(&self, width: u16, height: u16) {
+        let Ok(t) = self.terminal.lock() else { return };
+        if let Some(master) = t.as_ref() {
+            super::console::resize(master, width, height);
         }
     }
 
@@ -72,8 +104,11 @@ impl ContainerIo {
     /// An attached client that used stdin is gone (or sent its end):
     /// with `stdinOnce` the container's stdin closes for good.
     pub async fn stdin_session_ended(&self) {
-        if self.stdin_once {
-            *self.stdin.lock().await = None;
+        if self.stdin_once && self.stdin.lock().await.take().is_some() {
+            let Ok(t) = self.terminal.lock() else { return };
+            if let Some(master) = t.as_ref() {
+                super::console::hang_up(master);
+            }
         }
     }
 }

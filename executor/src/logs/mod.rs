@@ -10,8 +10,13 @@
 //! be written blocks in `write(2)` on a full pipe; nothing is queued without
 //! bound. A run's file outlives the run (and the container), which is what
 //! `kubectl logs --previous` reads.
+//!
+//! A `tty: true` container has a terminal instead ([`console`]): the pipes
+//! then carry only what the runtime itself prints, and the pty's master,
+//! once the runtime hands it over, everything the container writes.
 
 pub mod attach_io;
+pub(crate) mod console;
 pub mod cri;
 mod pump;
 pub(crate) mod rotate;
@@ -74,8 +79,11 @@ impl LogSettings {
 pub(crate) struct Output {
     pub(crate) stdout: PipeWriter,
     pub(crate) stderr: PipeWriter,
-    /// The read end of the container's stdin (`stdin: true`), else none.
+    /// The read end of the container's stdin (`stdin: true` without a
+    /// tty), else none.
     pub(crate) stdin: Option<PipeReader>,
+    /// With `tty: true`: where the terminal's master goes.
+    pub(crate) console: Option<console::Console>,
     /// Ends once everything written to the pipes is in the log.
     pub(crate) done: tokio::task::JoinHandle<()>,
 }
@@ -90,6 +98,7 @@ pub(crate) struct RunLog {
     container: String,
     stdin: bool,
     stdin_once: bool,
+    tty: bool,
 }
 
 impl RunLog {
@@ -115,7 +124,13 @@ impl RunLog {
             container: container.to_owned(),
             stdin: c.and_then(|c| c.stdin).unwrap_or(false),
             stdin_once: c.and_then(|c| c.stdin_once).unwrap_or(false),
+            tty: c.and_then(|c| c.tty).unwrap_or(false),
         }
+    }
+
+    /// Whether the container has a terminal (`tty: true`).
+    pub(crate) fn tty(&self) -> bool {
+        self.tty
     }
 }
 
@@ -131,7 +146,7 @@ pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
     let file = rotate::RotatingFile::open(path, settings)?;
     let (out_r, stdout) = io::pipe()?;
     let (err_r, stderr) = io::pipe()?;
-    let (stdin, stdin_w) = match run.stdin {
+    let (stdin, stdin_w) = match run.stdin && !run.tty {
         true => {
             let (r, w) = io::pipe()?;
             let w = tokio::net::unix::pipe::Sender::from_owned_fd(w.into())?;
@@ -142,13 +157,31 @@ pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
     let out_r = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r.into())?;
     let err_r = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r.into())?;
     let (tap, template) = tokio::sync::broadcast::channel(TAP_CHUNKS);
-    let io = ContainerIo::new(template, stdin_w, run.stdin_once);
-    Attachments::global().insert(&run.namespace, &run.pod, &run.container, Arc::new(io));
-    let done = tokio::spawn(pump::run(out_r, err_r, file, tap, path.to_path_buf()));
+    let io = Arc::new(ContainerIo::new(template, stdin_w, run.stdin_once));
+    Attachments::global().insert(&run.namespace, &run.pod, &run.container, io.clone());
+    let (console, terminal) = match run.tty {
+        true => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let c = console::Console {
+                pump: tx,
+                io,
+                stdin: run.stdin,
+            };
+            (Some(c), Some(rx))
+        }
+        false => (None, None),
+    };
+    let sources = pump::Sources {
+        out: out_r,
+        err: err_r,
+        terminal,
+    };
+    let done = tokio::spawn(pump::run(sources, file, tap, path.to_path_buf()));
     Ok(Output {
         stdout,
         stderr,
         stdin,
+        console,
         done,
     })
 }

@@ -238,7 +238,7 @@ pub struct Pty {
 }
 
 impl Pty {
-    fn open() -> Result<Pty, ExecError> {
+    pub(crate) fn open() -> Result<Pty, ExecError> {
         let pty = |e: rustix::io::Errno| ExecError::Pty(e.to_string());
         let master =
             rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)
@@ -248,7 +248,7 @@ impl Pty {
         Ok(Pty { master })
     }
 
-    fn slave(&self) -> Result<OwnedFd, ExecError> {
+    pub(crate) fn slave(&self) -> Result<OwnedFd, ExecError> {
         let name = rustix::pty::ptsname(&self.master, Vec::new())
             .map_err(|e| ExecError::Pty(e.to_string()))?;
         rustix::fs::open(

@@ -20,6 +20,7 @@
 
 pub mod bundle;
 pub mod cgroup;
+pub(crate) mod console_socket;
 pub mod embedded;
 pub(crate) mod etc_files;
 pub mod exec;

@@ -311,6 +311,9 @@ impl Oci {
                 return Err(StartError::Config(e));
             }
         };
+        // `tty: true`: the runtime makes the container's terminal and sends
+        // its master to the console socket below.
+        spec.process.terminal = req.log.tty();
         if make_sandbox {
             spec.annotations.insert(
                 sandbox::MAKE_ANNOTATION.into(),
@@ -330,6 +333,18 @@ impl Oci {
                 return Err(StartError::Runtime(format!("cannot open the log: {e}")));
             }
         };
+        let console = match req.log.tty() {
+            true => match super::console_socket::ConsoleSocket::bind() {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    release(&rootfs, &bundle_dir);
+                    return Err(StartError::Runtime(format!(
+                        "cannot make a console socket: {e}"
+                    )));
+                }
+            },
+            false => None,
+        };
         let pid_file = bundle_dir.join("pid");
         let log = bundle_dir.join("runtime.log");
         // `run --detach` (create and start in one exec): the container's
@@ -342,6 +357,12 @@ impl Oci {
             .arg(&log)
             .arg("run")
             .arg("--detach")
+            .args(console.iter().flat_map(|c| {
+                [
+                    std::ffi::OsString::from("--console-socket"),
+                    c.path().into(),
+                ]
+            }))
             .arg("--bundle")
             .arg(&bundle_dir)
             .arg("--pid-file")
@@ -378,6 +399,17 @@ impl Oci {
                     self.program.display()
                 )));
             }
+        }
+        if let (Some(socket), Some(c)) = (&console, output.console)
+            && let Err(e) = super::console_socket::hand_over(socket, c).await
+        {
+            let _ = self
+                .cli()
+                .args(["delete", "--force"])
+                .arg(&req.id)
+                .output()
+                .await;
+            return Err(failed(format!("cannot get the container's terminal: {e}")));
         }
         let pid = std::fs::read_to_string(&pid_file)
             .ok()

@@ -8,6 +8,10 @@
 //! one (`stdin: true`); with `stdinOnce` the container's stdin closes when
 //! this client sends its end or goes. When the container's output ends the
 //! stream ends with a `Success` status, as kubelet's.
+//!
+//! A `tty: true` container's output is its terminal's, all on stdout;
+//! stdin frames are typed at the terminal and resize frames (channel 4) set
+//! its size.
 
 use tokio::sync::broadcast::error::RecvError;
 
@@ -51,8 +55,7 @@ fn open(req: &OpRequest) -> Result<(std::sync::Arc<ContainerIo>, Stdio), StreamE
                 "container {container} is not running in pod {namespace}/{pod}"
             ))
         })?;
-    if stdio.tty {
-        // Containers with `tty: true` are refused at create until they get a pty.
+    if stdio.tty && !io.has_terminal() {
         return Err(StreamError::BadRequest(format!(
             "tty is not enabled for container {container}"
         )));
@@ -105,7 +108,12 @@ pub async fn attach(
                         io.stdin_session_ended().await;
                     }
                 }
-                // Resizes without a tty, stdin the container does not take.
+                Some(f) if f.channel == channel::RESIZE => {
+                    if let Some((w, h)) = super::exec::parse_resize(&f.data) {
+                        io.resize(w, h);
+                    }
+                }
+                // Stdin the container does not take.
                 Some(_) => {}
             },
         }
@@ -210,6 +218,49 @@ mod tests {
         drop(theirs);
         attach(&io, all(), ours).await.unwrap();
         assert!(io.stdin_open().await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_terminal_takes_stdin_and_resizes_and_stdin_once_hangs_it_up() {
+        use std::io::{BufRead as _, BufReader};
+        let (_tap, template) = broadcast::channel(4);
+        let io = std::sync::Arc::new(ContainerIo::new(template, None, true));
+        let pty = crate::oci::exec::Pty::open().unwrap();
+        let slave = pty.slave().unwrap();
+        let master = std::os::fd::OwnedFd::from(pty.file().unwrap());
+        let writer =
+            tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(master.try_clone().unwrap())
+                .unwrap();
+        io.set_terminal(master, Some(writer)).await;
+        assert!(io.has_terminal() && io.stdin_open().await);
+        let (ours, theirs) = Channels::pair();
+        let tty = Stdio { tty: true, ..all() };
+        let session = {
+            let io = io.clone();
+            tokio::spawn(async move { attach(&io, tty, ours).await })
+        };
+        let resize = Frame::new(channel::RESIZE, &br#"{"Width":132,"Height":43}"#[..]);
+        theirs.tx.send(resize).await.unwrap();
+        theirs
+            .tx
+            .send(Frame::new(channel::STDIN, &b"typed\n"[..]))
+            .await
+            .unwrap();
+        // The terminal's line discipline hands the slave the line typed.
+        let reader = std::fs::File::from(slave.try_clone().unwrap());
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(reader).read_line(&mut line).unwrap();
+            line
+        })
+        .await
+        .unwrap();
+        assert_eq!(line, "typed\n");
+        let size = rustix::termios::tcgetwinsize(&slave).unwrap();
+        assert_eq!((size.ws_col, size.ws_row), (132, 43));
+        drop(theirs);
+        session.await.unwrap().unwrap();
+        assert!(!io.stdin_open().await, "stdinOnce: closed after the client");
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn write_pty(mut f: std::fs::File, rx: &std::sync::mpsc::Receiver<Bytes>) {
 }
 
 /// `{"Width":W,"Height":H}`.
-fn parse_resize(data: &[u8]) -> Option<(u16, u16)> {
+pub(super) fn parse_resize(data: &[u8]) -> Option<(u16, u16)> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "PascalCase")]
     struct Size {

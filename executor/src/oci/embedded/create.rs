@@ -27,6 +27,7 @@ pub(crate) fn create(
     id: &str,
     bundle: &Path,
     pid_file: Option<PathBuf>,
+    console: Option<PathBuf>,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
     let bundle =
         std::fs::canonicalize(bundle).map_err(|e| RuntimeFailure::io(bundle.display(), e))?;
@@ -42,7 +43,7 @@ pub(crate) fn create(
         }
         Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
     }
-    let result = create_in(&dir, id, &bundle, &spec, pid_file);
+    let result = create_in(&dir, id, &bundle, &spec, pid_file, console);
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -55,7 +56,10 @@ fn create_in(
     bundle: &Path,
     spec: &Spec,
     pid_file: Option<PathBuf>,
+    console: Option<PathBuf>,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
+    // Connected while the host's paths are in view; init sends the terminal.
+    let console = console.map(|p| super::console::connect(&p)).transpose()?;
     rustix::fs::mknodat(
         rustix::fs::CWD,
         dir.join("exec.fifo"),
@@ -106,7 +110,13 @@ fn create_in(
         super::fork::Forked::Child => {
             drop(parent);
             drop(ready_rx);
-            let e = match super::init::init(root, id, bundle, me, rootless, ready_tx, template) {
+            let handoff = super::init::Handoff {
+                spawner: me,
+                ready: ready_tx,
+                template,
+                console,
+            };
+            let e = match super::init::init(root, id, bundle, rootless, handoff) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
                 Err(e) => e,
             };
@@ -115,7 +125,7 @@ fn create_in(
         }
         super::fork::Forked::Parent(pid) => pid,
     };
-    drop((me, template));
+    drop((me, template, console));
     drop(ready_tx);
     let child = Child(pid);
     // init joins its cgroups before it can exec anything (it waits for

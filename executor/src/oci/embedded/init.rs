@@ -23,6 +23,18 @@ pub(super) const READY: &str = "ok\n";
 /// in a user namespace alike).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
+/// The descriptors `create` hands to the `init` it forked.
+pub(crate) struct Handoff {
+    /// A pidfd of `create`'s own process.
+    pub(crate) spawner: Option<OwnedFd>,
+    /// The pipe to `create`: `ok\n` once the container is ready, else the error.
+    pub(crate) ready: std::io::PipeWriter,
+    /// The template mount namespace (`mntns.rs`), when there is one.
+    pub(crate) template: Option<OwnedFd>,
+    /// The console socket to send the terminal's master on (`console.rs`).
+    pub(crate) console: Option<OwnedFd>,
+}
+
 /// Runs in the process `create` forked (PID 1 of the container's PID
 /// namespace); `spawner` is a pidfd of `create`'s own process; `rootless`
 /// when `create` ran without root (this process is root only in the
@@ -32,11 +44,15 @@ pub(crate) fn init(
     root: &Path,
     id: &str,
     bundle: &Path,
-    spawner: Option<OwnedFd>,
     rootless: bool,
-    ready: std::io::PipeWriter,
-    template: Option<OwnedFd>,
+    handoff: Handoff,
 ) -> Result<(), RuntimeFailure> {
+    let Handoff {
+        spawner,
+        ready,
+        template,
+        console,
+    } = handoff;
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
         &dir,
@@ -49,7 +65,10 @@ pub(crate) fn init(
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
     let result = read_spec(bundle)
-        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)));
+        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)))
+        .and_then(|(spec, argv)| {
+            super::console::setup(console, spec.process.terminal).map(|()| (spec, argv))
+        });
     // The pipe is close-on-exec: `create` also sees it close if this
     // process dies or execs before it said anything.
     let report = |text: &str| {

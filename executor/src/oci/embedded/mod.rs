@@ -25,6 +25,7 @@
 //! Everything here runs single-threaded in a process of its own: nothing
 //! forks inside the multi-threaded executor.
 
+mod console;
 mod create;
 mod exec;
 mod fork;
@@ -119,6 +120,7 @@ fn run_command(
             id,
             &PathBuf::from(bundle),
             flag(&flags, &["--pid-file"]).map(PathBuf::from),
+            flag(&flags, &["--console-socket"]).map(PathBuf::from),
         )
     };
     match command {
