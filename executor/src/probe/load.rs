@@ -2,8 +2,8 @@
 //! (`cargo bench -p executor --bench probes`): the same tasks, handlers and
 //! thresholds a pod's supervisor starts, without the pods around them.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -18,9 +18,10 @@ use super::worker::{Context, Observed, ProbeSet, Report, start};
 #[derive(Debug)]
 pub struct Load {
     _sets: Vec<ProbeSet>,
-    ready: mpsc::Receiver<Result<(), String>>,
+    ready: mpsc::Receiver<Result<(), ()>>,
     drain: JoinHandle<()>,
     failures: Arc<AtomicU64>,
+    last_failure: Arc<Mutex<Option<String>>>,
     count: usize,
 }
 
@@ -60,20 +61,22 @@ impl Load {
             .collect();
         let failures = Arc::new(AtomicU64::new(0));
         let (ready_tx, ready) = mpsc::channel(count.max(1));
-        let counted = Arc::clone(&failures);
+        let last_failure = Arc::new(Mutex::new(None));
+        let (counted, last) = (Arc::clone(&failures), Arc::clone(&last_failure));
         // What a supervisor would do with the reports: take them, so no
         // worker waits on a full channel.
         let drain = tokio::spawn(async move {
             while let Some(report) = rx.recv().await {
                 let verdict = match report.what {
                     Observed::Result(true) => Ok(()),
-                    Observed::Result(false) => Err("the probe's result turned to failure".into()),
-                    Observed::Failed(out) | Observed::Errored(out) => Err(out),
+                    Observed::Result(false) => Err(()),
+                    Observed::Failed(out) | Observed::Errored(out) => {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                        *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(out);
+                        Err(())
+                    }
                     Observed::Warning(_) => continue,
                 };
-                if verdict.is_err() {
-                    counted.fetch_add(1, Ordering::Relaxed);
-                }
                 let _ = ready_tx.try_send(verdict);
             }
         });
@@ -82,22 +85,31 @@ impl Load {
             ready,
             drain,
             failures,
+            last_failure,
             count,
         }
     }
 
-    /// Waits until every probe has passed once; the first failure's output
-    /// if one failed instead.
-    pub async fn all_passed(&mut self) -> Result<(), String> {
+    /// Waits until every probe has passed once (failed attempts before
+    /// that are counted in [`Load::failures`], as a pod's would be).
+    pub async fn all_passed(&mut self) {
         let mut passed = 0;
         while passed < self.count {
             match self.ready.recv().await {
                 Some(Ok(())) => passed += 1,
-                Some(Err(out)) => return Err(out),
-                None => return Err("the probes stopped".into()),
+                Some(Err(_)) => {}
+                None => return,
             }
         }
-        Ok(())
+    }
+
+    /// The output of the last attempt that failed.
+    pub fn last_failure(&self) -> Option<String> {
+        (self
+            .last_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .clone()
     }
 
     /// How many attempts failed (or errored) so far.

@@ -20,7 +20,6 @@ mod spec;
 pub mod tcp;
 pub(crate) mod worker;
 
-
 pub use spec::{Handler, HttpGet, ProbeKind, ProbeSpec, Scheme};
 
 /// One attempt's outcome, as kubelet's prober sees it.
