@@ -49,6 +49,20 @@ fn cpu_time() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
+/// This process's user and system time apart (`/proc/self/stat`, in
+/// USER_HZ ticks of 10 ms): how much of the cost is the kernel's TCP work.
+fn user_system() -> (Duration, Duration) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let ticks = |i: usize| Duration::from_millis(f.get(i).copied().unwrap_or(0) * 10);
+    // After the command: state [0], ... utime [11], stime [12] (proc(5)).
+    (ticks(11), ticks(12))
+}
+
 fn spec(handler: &str, port: u16) -> ProbeSpec {
     let handler = match handler {
         "httpGet" => Handler::Http(HttpGet {
@@ -160,6 +174,9 @@ async fn grpc_answer(s: tokio::net::TcpStream) {
 /// probes answered per second over all runs.
 struct Figures {
     shares: Vec<f64>,
+    /// Medians of the user and the system (kernel) share.
+    user: f64,
+    system: f64,
     per_second: f64,
     failures: u64,
     last_failure: Option<String>,
@@ -205,15 +222,19 @@ fn measure(
         }
         // Settle: the first second's connection setup is not the steady state.
         tokio::time::sleep(Duration::from_secs(2)).await;
+        let (mut user, mut system) = (Vec::new(), Vec::new());
         let (mut shares, start_count, started) =
             (Vec::new(), accepted.load(Ordering::Relaxed), Instant::now());
         // Attempts that failed while 500 probes started at once do not count.
         let failed_before = load.failures();
         for run in 1..=runs {
-            let (cpu0, wall0) = (cpu_time(), Instant::now());
+            let (cpu0, wall0, (user0, sys0)) = (cpu_time(), Instant::now(), user_system());
             tokio::time::sleep(Duration::from_secs(secs)).await;
-            let (cpu, wall) = (cpu_time() - cpu0, wall0.elapsed());
+            let (cpu, wall, (user1, sys1)) = (cpu_time() - cpu0, wall0.elapsed(), user_system());
             let share = cpu.as_secs_f64() / wall.as_secs_f64() * 100.0;
+            let pct = |d: Duration| d.as_secs_f64() / wall.as_secs_f64() * 100.0;
+            user.push(pct(user1 - user0));
+            system.push(pct(sys1 - sys0));
             println!(
                 "  {handler} run {run}/{runs}: {cpu:?} CPU in {wall:.2?} = {share:.2}% of a core"
             );
@@ -225,6 +246,8 @@ fn measure(
             / started.elapsed().as_secs_f64();
         Figures {
             shares,
+            user: median(user),
+            system: median(system),
             per_second,
             failures: load.failures() - failed_before,
             last_failure: load.last_failure(),
@@ -259,9 +282,11 @@ fn main() {
         println!(
             "bench probes handler={handler} pods={pods} period_s=1 runs={runs} run_s={secs} \
              build={profile} median_core_percent={m:.2} min={:.2} max={:.2} \
-             probes_per_s={:.0} failures={}",
+             user_percent={:.1} system_percent={:.1} probes_per_s={:.0} failures={}",
             f.shares.iter().copied().fold(f64::INFINITY, f64::min),
             f.shares.iter().copied().fold(0.0, f64::max),
+            f.user,
+            f.system,
             f.per_second,
             f.failures,
         );
