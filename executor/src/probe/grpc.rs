@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::tcp::{connect, join_host_port};
 use super::{Outcome, USER_AGENT};
@@ -105,35 +103,42 @@ pub async fn probe(host: &str, port: u16, service: &str, timeout: Duration) -> O
     }
 }
 
+/// The RPC on h2 directly, its connection driven in this task: no task
+/// spawned and no client dispatch per attempt (probes are the executor's
+/// hottest loop, and an attempt is one request on a fresh connection).
 async fn check(tcp: tokio::net::TcpStream, addr: &str, service: &str) -> Outcome {
     let failed = |e: String| Outcome::Failure(format!("error: health rpc probe failed: {e}"));
-    let (mut sender, conn) = match hyper::client::conn::http2::handshake(
-        TokioExecutor::new(),
-        TokioIo::new(tcp),
-    )
-    .await
-    {
+    let handshake = h2::client::Builder::new()
+        .enable_push(false)
+        .handshake::<_, Bytes>(tcp);
+    let (client, mut conn) = match handshake.await {
         Ok(h) => h,
         Err(e) => return failed(e.to_string()),
     };
-    let conn = tokio::spawn(conn);
-    let req = http::Request::post(format!("http://{addr}{CHECK}"))
-        .header(http::header::CONTENT_TYPE, "application/grpc")
-        .header(http::header::TE, "trailers")
-        .header(http::header::USER_AGENT, USER_AGENT)
-        .body(Full::new(request_body(service)));
-    let outcome = match req {
-        Ok(req) => match sender.send_request(req).await {
-            Ok(response) => read(response).await,
-            Err(e) => failed(e.to_string()),
-        },
-        Err(e) => failed(e.to_string()),
+    let exchange = async {
+        let mut client = client.ready().await.map_err(|e| e.to_string())?;
+        let req = http::Request::post(format!("http://{addr}{CHECK}"))
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .header(http::header::TE, "trailers")
+            .header(http::header::USER_AGENT, USER_AGENT)
+            .body(())
+            .map_err(|e| e.to_string())?;
+        let (response, mut send) = client.send_request(req, false).map_err(|e| e.to_string())?;
+        send.send_data(request_body(service), true)
+            .map_err(|e| e.to_string())?;
+        let response = response.await.map_err(|e| e.to_string())?;
+        Ok::<_, String>(read(response).await)
     };
-    conn.abort();
-    outcome
+    // The connection is polled only until the exchange is done; it is then
+    // dropped, closing the socket.
+    let outcome = tokio::select! {
+        r = exchange => r,
+        r = &mut conn => Err(r.err().map_or_else(|| "connection closed".to_owned(), |e| e.to_string())),
+    };
+    outcome.unwrap_or_else(failed)
 }
 
-async fn read(response: http::Response<hyper::body::Incoming>) -> Outcome {
+async fn read(response: http::Response<h2::RecvStream>) -> Outcome {
     let failed = |e: String| Outcome::Failure(format!("error: health rpc probe failed: {e}"));
     let mut grpc_status = response
         .headers()
@@ -142,21 +147,25 @@ async fn read(response: http::Response<hyper::body::Incoming>) -> Outcome {
         .map(str::to_owned);
     let mut body = Vec::new();
     let mut incoming = response.into_body();
-    while let Some(frame) = incoming.frame().await {
-        let frame = match frame {
-            Ok(f) => f,
+    while let Some(data) = incoming.data().await {
+        let data = match data {
+            Ok(d) => d,
             Err(e) => return failed(e.to_string()),
         };
-        if let Some(data) = frame.data_ref() {
-            body.extend_from_slice(data);
-            if body.len() > super::MAX_OUTPUT {
-                return failed("response too large".into());
-            }
-        } else if let Some(trailers) = frame.trailers_ref()
-            && let Some(s) = trailers.get("grpc-status").and_then(|v| v.to_str().ok())
-        {
-            grpc_status = Some(s.to_owned());
+        let _ = incoming.flow_control().release_capacity(data.len());
+        body.extend_from_slice(&data);
+        if body.len() > super::MAX_OUTPUT {
+            return failed("response too large".into());
         }
+    }
+    match incoming.trailers().await {
+        Ok(Some(trailers)) => {
+            if let Some(s) = trailers.get("grpc-status").and_then(|v| v.to_str().ok()) {
+                grpc_status = Some(s.to_owned());
+            }
+        }
+        Ok(None) => {}
+        Err(e) => return failed(e.to_string()),
     }
     match grpc_status.as_deref() {
         Some("0") | None => {}
@@ -181,6 +190,9 @@ async fn read(response: http::Response<hyper::body::Incoming>) -> Outcome {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
 
     use super::*;
 

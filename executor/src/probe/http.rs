@@ -51,21 +51,21 @@ pub async fn probe(get: &HttpGet, pod_ip: &str, timeout: Duration) -> Outcome {
             format!("/{}", get.path)
         },
     };
-    let url = first.url();
-    match tokio::time::timeout(timeout, follow(first, &get.headers, timeout)).await {
+    // The URL is for messages only: built when one is needed.
+    match tokio::time::timeout(timeout, follow(first.clone(), &get.headers, timeout)).await {
         Ok(outcome) => outcome,
         Err(_) => Outcome::Failure(format!(
-            "Get {url:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+            "Get {:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+            first.url()
         )),
     }
 }
 
 async fn follow(mut target: Target, headers: &[(String, String)], timeout: Duration) -> Outcome {
     for _ in 0..=MAX_REDIRECTS {
-        let url = target.url();
         let (status, location, body) = match request(&target, headers, timeout).await {
             Ok(r) => r,
-            Err(e) => return Outcome::Failure(format!("Get {url:?}: {e}")),
+            Err(e) => return Outcome::Failure(format!("Get {:?}: {e}", target.url())),
         };
         if (300..400).contains(&status)
             && let Some(next) = location.as_deref().and_then(|l| redirect(&target, l))
@@ -135,17 +135,24 @@ fn request_bytes(target: &Target, headers: &[(String, String)]) -> Vec<u8> {
             && http::HeaderValue::try_from(v.as_str()).is_ok()
     };
     let given: Vec<&(String, String)> = headers.iter().filter(valid).collect();
-    let mut out = format!("GET {} HTTP/1.1\r\n", target.path);
+    let mut out = Vec::with_capacity(160);
+    let mut line = |parts: &[&str]| {
+        for p in parts {
+            out.extend_from_slice(p.as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+    };
+    line(&["GET ", &target.path, " HTTP/1.1"]);
     for (name, value) in defaults {
         if !given.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            out.push_str(&format!("{name}: {value}\r\n"));
+            line(&[name, ": ", value]);
         }
     }
     for (name, value) in given {
-        out.push_str(&format!("{name}: {value}\r\n"));
+        line(&[name, ": ", value]);
     }
-    out.push_str("\r\n");
-    out.into_bytes()
+    line(&[]);
+    out
 }
 
 /// What a response head says.
@@ -220,17 +227,19 @@ async fn request(
             break head;
         }
     };
-    let mut body = buf.split_off(head.len);
-    if (300..400).contains(&head.status) {
-        let want = head.content_length.unwrap_or(MAX_OUTPUT).min(MAX_OUTPUT);
-        while body.len() < want {
-            match io.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => body.extend_from_slice(&chunk[..n]),
-            }
-        }
-        body.truncate(want);
+    // Only a redirect's body is read: it is the warning's text.
+    if !(300..400).contains(&head.status) {
+        return Ok((head.status, None, String::new()));
     }
+    let mut body = buf.split_off(head.len);
+    let want = head.content_length.unwrap_or(MAX_OUTPUT).min(MAX_OUTPUT);
+    while body.len() < want {
+        match io.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    body.truncate(want);
     Ok((
         head.status,
         head.location,

@@ -15,12 +15,10 @@
 pub mod exec;
 pub mod grpc;
 pub mod http;
+pub mod load;
 mod spec;
 pub mod tcp;
 pub(crate) mod worker;
-
-#[cfg(test)]
-mod cost;
 
 pub use spec::{Handler, HttpGet, ProbeKind, ProbeSpec, Scheme};
 
