@@ -17,6 +17,9 @@ mod keys;
 mod replay;
 mod txn;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,6 +2,15 @@
 //! its success branch, and its failure branch reads back what the compares looked at,
 //! so a failed transaction is reported as precisely as the in-memory engine does
 //! (409 Conflict with the stored version, 404, 409 AlreadyExists).
+//!
+//! etcd refuses a txn with more than `--max-txn-ops` (default 128) compares, success
+//! ops or failure ops, and counts a nested txn's ops against what its parent left
+//! (`maxTxnOps - opc`, etcd's `checkTxnRequest`). A transaction stays one etcd txn,
+//! so it stays atomic at one revision: more than 128 writes go into nested txns without
+//! compares in the success branch (`S` of them, each with up to `128 - S` writes), and
+//! the compares, which only work atomically at the top level, are capped at 128. A
+//! transaction with more guarded operations than that is refused before it is sent,
+//! with a [`StoreError::Storage`] that says so; callers keep theirs under it.
 
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
@@ -33,6 +42,10 @@ impl Guard {
     }
 }
 
+/// etcd's default `--max-txn-ops`: the most compares, success ops or failure ops one
+/// txn (and, together with its parents', one nested txn) may have.
+pub(crate) const MAX_TXN_OPS: usize = 128;
+
 /// A transaction ready to send.
 pub(crate) struct Planned {
     pub(crate) txn: Txn,
@@ -60,20 +73,23 @@ pub(crate) fn plan(
             } => {
                 let value = codec::encode(key, object, encryption)?;
                 let etcd_key = keys.object(key);
-                guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
-                guards.push(Guard::key(key, *precondition, false));
+                if guard(&mut compares, &mut reads, &etcd_key, *precondition, false) {
+                    guards.push(Guard::key(key, *precondition, false));
+                }
                 then.push(TxnOp::put(etcd_key, value, None));
             }
             WriteOp::Delete { key, precondition } => {
                 let etcd_key = keys.object(key);
-                guard(&mut compares, &mut reads, &etcd_key, *precondition, true);
-                guards.push(Guard::key(key, *precondition, true));
+                if guard(&mut compares, &mut reads, &etcd_key, *precondition, true) {
+                    guards.push(Guard::key(key, *precondition, true));
+                }
                 then.push(TxnOp::delete(etcd_key, None));
             }
             WriteOp::Check { key, precondition } => {
                 let etcd_key = keys.object(key);
-                guard(&mut compares, &mut reads, &etcd_key, *precondition, false);
-                guards.push(Guard::key(key, *precondition, false));
+                if guard(&mut compares, &mut reads, &etcd_key, *precondition, false) {
+                    guards.push(Guard::key(key, *precondition, false));
+                }
             }
             WriteOp::CheckEmpty { prefix } => {
                 let etcd_prefix = keys.object(prefix);
@@ -95,6 +111,7 @@ pub(crate) fn plan(
         }
     }
     let writes = !then.is_empty();
+    let then = fit(then, compares.len().max(reads.len()))?;
     let txn = Txn::new().when(compares).and_then(then).or_else(reads);
     Ok(Planned {
         txn,
@@ -103,22 +120,64 @@ pub(crate) fn plan(
     })
 }
 
-/// The compare for one key, and the read that explains its failure.
+/// The success branch for `then`, as it is when it fits etcd's limit beside `guards`
+/// compares and failure reads; otherwise as nested txns of writes. The nested txns
+/// have no compares, so they all apply whenever the top-level compares hold: the
+/// transaction stays all-or-nothing at one revision.
+fn fit(then: Vec<TxnOp>, guards: usize) -> Result<Vec<TxnOp>, StoreError> {
+    if guards > MAX_TXN_OPS {
+        return Err(StoreError::Storage(format!(
+            "a transaction with {guards} preconditions exceeds etcd's {MAX_TXN_OPS} \
+             compares per txn (--max-txn-ops); it was not applied"
+        )));
+    }
+    if then.len() <= MAX_TXN_OPS {
+        return Ok(then);
+    }
+    // `width` nested txns at the top level leave `MAX_TXN_OPS - width` ops to each: the
+    // narrowest width that holds every write keeps the top level's count lowest.
+    let writes = then.len();
+    let width = (guards.max(1)..MAX_TXN_OPS)
+        .find(|w| w * (MAX_TXN_OPS - w) >= writes)
+        .ok_or_else(|| {
+            StoreError::Storage(format!(
+                "a transaction of {writes} writes beside {guards} preconditions exceeds what \
+                 one etcd txn holds at --max-txn-ops {MAX_TXN_OPS}; it was not applied"
+            ))
+        })?;
+    let per = MAX_TXN_OPS - width;
+    let mut nested = Vec::with_capacity(writes.div_ceil(per));
+    let mut rest = then.into_iter().peekable();
+    while rest.peek().is_some() {
+        let chunk: Vec<TxnOp> = rest.by_ref().take(per).collect();
+        nested.push(TxnOp::txn(Txn::new().and_then(chunk)));
+    }
+    Ok(nested)
+}
+
+/// The compare for one key, and the read that explains its failure; false if the
+/// operation has nothing to check (a put without precondition), so neither is needed.
 fn guard(
     compares: &mut Vec<Compare>,
     reads: &mut Vec<TxnOp>,
     etcd_key: &str,
     precondition: Precondition,
     deleting: bool,
-) {
+) -> bool {
     let exists = || Compare::version(etcd_key, CompareOp::Greater, 0);
     match precondition {
         Precondition::None if deleting => compares.push(exists()),
-        Precondition::None => {}
+        Precondition::None => return false,
         Precondition::Absent => compares.push(Compare::version(etcd_key, CompareOp::Equal, 0)),
         Precondition::Present => compares.push(exists()),
-        Precondition::ResourceVersion(rv) => {
+        // An absent key's mod_revision is 0, so for any real revision the one compare
+        // also says the key exists: one compare per guarded key leaves more room
+        // under --max-txn-ops.
+        Precondition::ResourceVersion(0) => {
             compares.push(exists());
+            compares.push(Compare::mod_revision(etcd_key, CompareOp::Equal, 0));
+        }
+        Precondition::ResourceVersion(rv) => {
             compares.push(Compare::mod_revision(
                 etcd_key,
                 CompareOp::Equal,
@@ -130,6 +189,7 @@ fn guard(
         etcd_key,
         Some(GetOptions::new().with_keys_only()),
     ));
+    true
 }
 
 /// Why a txn whose compares failed failed: the first guard that does not hold against

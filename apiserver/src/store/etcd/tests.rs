@@ -1,0 +1,98 @@
+#![allow(clippy::unwrap_used)]
+
+//! etcd's own limits, against a real etcd (skipped when etcd is not installed, failed
+//! under `CI=true`): transactions beyond `--max-txn-ops` and compaction.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::super::{ChangeKind, Precondition, Store, StoreError, WriteOp};
+use super::{EtcdConfig, EtcdStore};
+
+async fn store(etcd: &testkit::etcd::Etcd) -> EtcdStore {
+    EtcdStore::connect(EtcdConfig::new(vec![etcd.url.clone()]), None)
+        .await
+        .unwrap()
+}
+
+fn put(key: &str, precondition: Precondition) -> WriteOp {
+    WriteOp::Put {
+        key: key.into(),
+        object: json!({"metadata": {"name": key}}),
+        precondition,
+    }
+}
+
+/// 100 creates (each a compare) and 300 unconditional writes: over etcd's 128 ops in
+/// one txn, yet one transaction.
+fn big(ns: &str) -> Vec<WriteOp> {
+    let creates = (0..100).map(|i| put(&format!("configmaps/{ns}/c{i}"), Precondition::Absent));
+    let writes = (0..300).map(|i| put(&format!("events/{ns}/e{i}"), Precondition::None));
+    creates.chain(writes).collect()
+}
+
+#[tokio::test]
+async fn a_transaction_over_etcds_128_ops_applies_whole_at_one_revision() {
+    let Some(etcd) = testkit::etcd::Etcd::start("big transaction").await else {
+        return;
+    };
+    let s = store(&etcd).await;
+    let base = s.resource_version();
+    let mut w = s.watch("", base).unwrap();
+    let changes = s.commit(big("a")).await.unwrap();
+    assert_eq!(changes.len(), 400);
+    let rv = changes[0].rv;
+    assert!(changes.iter().all(|c| c.rv == rv), "one revision for all");
+    assert_eq!(s.list("configmaps/a/").0.len(), 100);
+    assert_eq!(s.list("events/a/").0.len(), 300);
+    for _ in 0..400 {
+        let c = w.next().await.unwrap();
+        assert_eq!((c.rv, c.kind), (rv, ChangeKind::Added));
+    }
+    // Another process on the same etcd sees all of it.
+    let other = store(&etcd).await;
+    assert_eq!(other.list("events/a/").0.len(), 300);
+}
+
+#[tokio::test]
+async fn a_big_transaction_whose_precondition_fails_writes_nothing() {
+    let Some(etcd) = testkit::etcd::Etcd::start("big transaction conflict").await else {
+        return;
+    };
+    let s = store(&etcd).await;
+    s.commit(vec![put("configmaps/b/c99", Precondition::Absent)])
+        .await
+        .unwrap();
+    let before = s.resource_version();
+    let err = s.commit(big("b")).await.unwrap_err();
+    assert_eq!(err, StoreError::AlreadyExists("configmaps/b/c99".into()));
+    assert_eq!(s.resource_version(), before);
+    assert_eq!(s.list("events/b/").0.len(), 0);
+    assert_eq!(s.list("configmaps/b/").0.len(), 1);
+}
+
+#[tokio::test]
+async fn more_preconditions_than_one_txn_compares_is_refused_before_sending() {
+    let Some(etcd) = testkit::etcd::Etcd::start("too many preconditions").await else {
+        return;
+    };
+    let s = Arc::new(store(&etcd).await);
+    let before = s.resource_version();
+    let ops: Vec<WriteOp> = (0..129)
+        .map(|i| put(&format!("configmaps/c/{i}"), Precondition::Absent))
+        .collect();
+    let err = s.commit(ops).await.unwrap_err();
+    let StoreError::Storage(message) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(message.contains("129 preconditions"), "{message}");
+    assert!(message.contains("--max-txn-ops"), "{message}");
+    assert_eq!(s.resource_version(), before);
+    assert!(s.list("configmaps/c/").0.is_empty());
+    // 128 of them are one txn.
+    let ops: Vec<WriteOp> = (0..128)
+        .map(|i| put(&format!("configmaps/c/{i}"), Precondition::Absent))
+        .collect();
+    assert_eq!(s.commit(ops).await.unwrap().len(), 128);
+}
