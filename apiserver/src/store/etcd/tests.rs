@@ -96,3 +96,47 @@ async fn more_preconditions_than_one_txn_compares_is_refused_before_sending() {
         .collect();
     assert_eq!(s.commit(ops).await.unwrap().len(), 128);
 }
+
+#[tokio::test]
+async fn emptiness_is_checked_after_the_transactions_own_deletes_as_the_engine_does() {
+    let Some(etcd) = testkit::etcd::Etcd::start("check empty after deletes").await else {
+        return;
+    };
+    let s = store(&etcd).await;
+    let ops = ["secrets/d/a", "secrets/d/b", "secrets/d/c", "secrets/e/x"]
+        .map(|k| put(k, Precondition::Absent));
+    s.commit(ops.to_vec()).await.unwrap();
+    let delete = |key: &str| WriteOp::Delete {
+        key: key.into(),
+        precondition: Precondition::None,
+    };
+    let check = WriteOp::CheckEmpty {
+        prefix: "secrets/d/".into(),
+    };
+    // b is left: not empty, and nothing is deleted.
+    let err = s
+        .commit(vec![
+            delete("secrets/d/a"),
+            delete("secrets/d/c"),
+            check.clone(),
+        ])
+        .await
+        .unwrap_err();
+    assert_eq!(err, StoreError::NotEmpty("secrets/d/".into()));
+    assert_eq!(s.list("secrets/d/").0.len(), 3);
+    // A check before the deletes sees them still there.
+    let err = s
+        .commit(vec![check.clone(), delete("secrets/d/a")])
+        .await
+        .unwrap_err();
+    assert_eq!(err, StoreError::NotEmpty("secrets/d/".into()));
+    // All three deleted first: empty, and the neighbouring prefix is untouched.
+    let all = ["secrets/d/c", "secrets/d/a", "secrets/d/b"].map(delete);
+    let changes = s
+        .commit(all.into_iter().chain([check]).collect())
+        .await
+        .unwrap();
+    assert_eq!(changes.len(), 3);
+    assert!(s.list("secrets/d/").0.is_empty());
+    assert_eq!(s.list("secrets/e/").0.len(), 1);
+}

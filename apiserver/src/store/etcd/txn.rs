@@ -29,6 +29,8 @@ enum Guard {
     },
     Empty {
         prefix: String,
+        /// Keys under it that the transaction deletes first (and may still be there).
+        deleted: usize,
     },
 }
 
@@ -64,6 +66,10 @@ pub(crate) fn plan(
     let mut then = Vec::new();
     let mut reads = Vec::new();
     let mut guards = Vec::new();
+    // Keys this transaction deletes before the op at hand: a `CheckEmpty` after them
+    // sees the prefix without them, as the engine applies operations in order, while
+    // etcd evaluates every compare before any write.
+    let mut deleted: Vec<String> = Vec::new();
     for op in ops {
         match op {
             WriteOp::Put {
@@ -80,6 +86,7 @@ pub(crate) fn plan(
             }
             WriteOp::Delete { key, precondition } => {
                 let etcd_key = keys.object(key);
+                deleted.push(etcd_key.clone());
                 if guard(&mut compares, &mut reads, &etcd_key, *precondition, true) {
                     guards.push(Guard::key(key, *precondition, true));
                 }
@@ -93,16 +100,21 @@ pub(crate) fn plan(
             }
             WriteOp::CheckEmpty { prefix } => {
                 let etcd_prefix = keys.object(prefix);
-                // A compare over a range holds when every key in it holds; an empty
-                // range compares as one absent key (version 0).
-                compares
-                    .push(Compare::version(etcd_prefix.clone(), CompareOp::Equal, 0).with_prefix());
+                let mut ours: Vec<&str> = deleted
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|k| k.starts_with(&etcd_prefix))
+                    .collect();
+                ours.sort_unstable();
+                ours.dedup();
+                compares.extend(empty_except(&etcd_prefix, &ours));
                 reads.push(TxnOp::get(
                     etcd_prefix,
                     Some(GetOptions::new().with_prefix().with_count_only()),
                 ));
                 guards.push(Guard::Empty {
                     prefix: prefix.clone(),
+                    deleted: ours.len(),
                 });
             }
             WriteOp::PutMeta { key, value } => {
@@ -155,6 +167,29 @@ fn fit(then: Vec<TxnOp>, guards: usize) -> Result<Vec<TxnOp>, StoreError> {
     Ok(nested)
 }
 
+/// "Nothing under `prefix` but `ours`" (sorted) as range compares: every gap between
+/// the keys the transaction deletes first must be empty. A compare over a range holds
+/// when every key in it holds, and an empty range compares as one absent key
+/// (version 0).
+fn empty_except(prefix: &str, ours: &[&str]) -> Vec<Compare> {
+    let mut end = prefix.as_bytes().to_vec();
+    // The prefix's range end: its last byte incremented (keys end their prefix in '/').
+    if let Some(last) = end.last_mut() {
+        *last = last.saturating_add(1);
+    }
+    let mut compares = Vec::with_capacity(ours.len() + 1);
+    let mut from = prefix.as_bytes().to_vec();
+    for key in ours {
+        if from.as_slice() < key.as_bytes() {
+            compares.push(Compare::version(from, CompareOp::Equal, 0).with_range(*key));
+        }
+        // The first key after `key`.
+        from = [key.as_bytes(), b"\0"].concat();
+    }
+    compares.push(Compare::version(from, CompareOp::Equal, 0).with_range(end));
+    compares
+}
+
 /// The compare for one key, and the read that explains its failure; false if the
 /// operation has nothing to check (a put without precondition), so neither is needed.
 fn guard(
@@ -201,8 +236,8 @@ pub(crate) fn failure(planned: &Planned, response: &TxnResponse) -> StoreError {
             continue;
         };
         match guard {
-            Guard::Empty { prefix } => {
-                if read.count() > 0 {
+            Guard::Empty { prefix, deleted } => {
+                if usize::try_from(read.count()).unwrap_or(usize::MAX) > *deleted {
                     return StoreError::NotEmpty(prefix.clone());
                 }
             }
