@@ -4,10 +4,12 @@
 //! under `CI=true`): transactions beyond `--max-txn-ops` and compaction.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::super::{ChangeKind, Precondition, Store, StoreError, WriteOp};
+use super::compactor::{self, Round};
 use super::{EtcdConfig, EtcdStore};
 
 async fn store(etcd: &testkit::etcd::Etcd) -> EtcdStore {
@@ -139,4 +141,74 @@ async fn emptiness_is_checked_after_the_transactions_own_deletes_as_the_engine_d
     assert_eq!(changes.len(), 3);
     assert!(s.list("secrets/d/").0.is_empty());
     assert_eq!(s.list("secrets/e/").0.len(), 1);
+}
+
+#[tokio::test]
+async fn the_store_compacts_etcd_itself_and_a_watch_from_before_is_expired_everywhere() {
+    let Some(etcd) = testkit::etcd::Etcd::start("compaction").await else {
+        return;
+    };
+    let mut config = EtcdConfig::new(vec![etcd.url.clone()]);
+    config.compaction_interval = Duration::from_millis(200);
+    let s = EtcdStore::connect(config, None).await.unwrap();
+    let mut rvs = Vec::new();
+    for i in 0..3 {
+        let c = s
+            .commit(vec![put(&format!("pods/d/{i}"), Precondition::Absent)])
+            .await
+            .unwrap();
+        rvs.push(c[0].rv);
+    }
+    // Served from memory until the store itself compacts (its first round only notes
+    // where etcd stands, the next compacts to that): then Expired, which is 410.
+    let expired = async |s: &EtcdStore| match s.watch("pods/", rvs[0]) {
+        Err(e) => matches!(e, StoreError::Expired { .. }),
+        Ok(mut w) => matches!(w.next().await, Err(StoreError::Expired { .. })),
+    };
+    testkit::wait_until(
+        "the store compacts etcd",
+        Duration::from_secs(20),
+        async || expired(&s).await,
+        |gone| *gone,
+    )
+    .await;
+    // etcd itself compacted: a replica that never compacts sees it as well.
+    let mut other = EtcdConfig::new(vec![etcd.url.clone()]);
+    other.compaction_interval = Duration::ZERO;
+    let other = EtcdStore::connect(other, None).await.unwrap();
+    assert!(expired(&other).await);
+    // What was written after the compacted revision still resumes.
+    let latest = s
+        .commit(vec![put("pods/d/new", Precondition::Absent)])
+        .await
+        .unwrap()[0]
+        .rv;
+    let mut w = s.watch("pods/", latest - 1).unwrap();
+    assert_eq!(w.next().await.unwrap().rv, latest);
+}
+
+#[tokio::test]
+async fn of_two_replicas_one_compacts_each_round_and_the_other_learns_where_to() {
+    let Some(etcd) = testkit::etcd::Etcd::start("compaction rounds").await else {
+        return;
+    };
+    let connect = async || {
+        etcd_client::Client::connect([etcd.url.clone()], None)
+            .await
+            .unwrap()
+    };
+    let (mut a, mut b) = (connect().await, connect().await);
+    // Round one: a claims it and only notes the revision; b's claim fails.
+    let (a1, none) = compactor::round(&mut a, Round::default()).await.unwrap();
+    assert_eq!((a1.time, none), (1, None));
+    let (b1, none) = compactor::round(&mut b, Round::default()).await.unwrap();
+    assert_eq!((b1.time, none), (1, None));
+    // Round two: a compacts to round one's revision; b follows it without compacting.
+    let (a2, compacted) = compactor::round(&mut a, a1).await.unwrap();
+    assert_eq!((a2.time, compacted), (2, Some(a1.rev)));
+    let (b2, learned) = compactor::round(&mut b, b1).await.unwrap();
+    assert_eq!((b2.time, learned), (2, Some(a1.rev)));
+    // The key is kube-apiserver's, at etcd's root.
+    let value = a.get(compactor::COMPACT_REV_KEY, None).await.unwrap();
+    assert_eq!(value.kvs()[0].version(), 2);
 }
