@@ -53,6 +53,11 @@ fn default_service_account(ns: &str, now: std::time::SystemTime) -> Result<Write
     })
 }
 
+/// Objects a namespace's finalizer deletes in one transaction. On etcd each costs a
+/// compare, and in the last transaction one more in the emptiness checks: with those
+/// and the fence, under etcd's 128 compares per txn.
+const DELETES_PER_COMMIT: usize = 50;
+
 impl Api {
     /// Creates the system namespaces if missing, and the `default` ServiceAccount of every
     /// namespace that lacks one (stores written before ServiceAccounts were served).
@@ -257,6 +262,16 @@ impl Api {
                     precondition: Precondition::None,
                 });
             }
+        }
+        // etcd takes at most 128 compares in one txn (`--max-txn-ops`): a namespace
+        // holding more objects loses them a share per transaction, and itself in a
+        // later round once the rest fits in one.
+        if ops.len() > DELETES_PER_COMMIT {
+            ops.truncate(DELETES_PER_COMMIT);
+            return match self.commit(ops).await {
+                Ok(_) | Err(ApiError::Conflict { .. } | ApiError::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            };
         }
         // Anything written since the reads above fails the transaction; the next round
         // deletes it.

@@ -35,7 +35,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use etcd::{DEFAULT_PREFIX as DEFAULT_ETCD_PREFIX, EtcdConfig, EtcdStore};
+pub use etcd::{
+    DEFAULT_COMPACTION_INTERVAL as DEFAULT_ETCD_COMPACTION_INTERVAL,
+    DEFAULT_PREFIX as DEFAULT_ETCD_PREFIX, EtcdConfig, EtcdStore,
+};
 pub use memory::MemoryStore;
 pub use redb_store::{DB_FILE, RedbStore};
 pub use watcher::Watcher;

@@ -158,6 +158,20 @@ impl View {
         read(&self.state).meta.get(key).cloned()
     }
 
+    /// Drops the changes before `rv` (the backend compacted its history to `rv`): a
+    /// watch or paged list from before it is Expired, as the backend would answer.
+    pub(crate) fn forget_before(&self, rv: u64) {
+        let horizon = rv.saturating_sub(1);
+        let mut hub = lock(&self.hub);
+        if horizon <= hub.horizon {
+            return;
+        }
+        hub.horizon = horizon;
+        while hub.history.front().is_some_and(|c| c.rv <= horizon) {
+            hub.history.pop_front();
+        }
+    }
+
     /// Replaces everything with `loaded` (the backend lost track of its changes) and
     /// cuts off every watcher with Expired, so each relists.
     pub(crate) fn reset(&self, loaded: Loaded) {

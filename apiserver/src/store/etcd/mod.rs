@@ -12,10 +12,14 @@
 //! served by an etcd watch of its own; below etcd's compaction it is Expired (410).
 
 mod codec;
+mod compactor;
 mod feed;
 mod keys;
 mod replay;
 mod txn;
+
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +39,9 @@ use feed::Feed;
 /// kube-apiserver's default `--etcd-prefix`.
 pub const DEFAULT_PREFIX: &str = "/registry";
 
+/// kube-apiserver's default `--etcd-compaction-interval`.
+pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(5 * 60);
+
 /// How to reach etcd: kube-apiserver's `--etcd-*` flags.
 #[derive(Debug, Clone)]
 pub struct EtcdConfig {
@@ -50,6 +57,9 @@ pub struct EtcdConfig {
     pub key_file: Option<PathBuf>,
     /// Changes kept in memory for watches that start in the past.
     pub history: usize,
+    /// `--etcd-compaction-interval`: how often etcd is compacted to the revision of one
+    /// interval earlier (kube-apiserver's default 5m); zero leaves compaction to others.
+    pub compaction_interval: Duration,
 }
 
 impl EtcdConfig {
@@ -62,6 +72,7 @@ impl EtcdConfig {
             cert_file: None,
             key_file: None,
             history: HISTORY,
+            compaction_interval: DEFAULT_COMPACTION_INTERVAL,
         }
     }
 }
@@ -110,6 +121,10 @@ impl EtcdStore {
         let feed = Arc::new(Feed::new(view, keys, encryption));
         feed.mark_loaded(rv);
         runtime.spawn(feed::follow(Arc::clone(&feed), client.clone(), rv));
+        if !config.compaction_interval.is_zero() {
+            let interval = config.compaction_interval;
+            runtime.spawn(compactor::run(Arc::clone(&feed), client.clone(), interval));
+        }
         Ok(Self {
             feed,
             client,
@@ -128,6 +143,7 @@ impl EtcdStore {
             .await
             .map_err(storage)?
             .map_err(storage)?;
+        self.feed.view.forget_before(revision);
         Ok(())
     }
 
