@@ -148,4 +148,7 @@ pub enum Effect {
     Launch(Round),
     /// Stop: another scheduler took over the framework.
     Stop(String),
+    /// Stop: this replica lost the leader lease. Nothing else of the turn
+    /// is performed.
+    StepDown,
 }

@@ -43,15 +43,18 @@
 //! # Leadership
 //!
 //! Leader election fits as one more input and one guard, not a new code
-//! path: losing the lease becomes a [`Step`] after which the core asks for
-//! nothing, and [`Runner`]'s `perform` (the one place effects leave the
-//! core) drops every effect while this mesopod does not lead.
+//! path: losing the lease becomes [`Input::LeaseLost`], after which the core
+//! asks for nothing but [`Effect::StepDown`], and [`Runner`]'s `perform`
+//! (the one place effects leave the core) drops every effect of the turn
+//! that saw it and ends the core ([`CoreError::LostLease`]). The fence
+//! guards what was already in flight.
 
 mod admit;
 mod agents;
 mod effect;
 mod heal;
 mod launching;
+mod leadership;
 mod pending;
 mod pods;
 mod recover;
@@ -122,6 +125,9 @@ pub enum Input {
         /// Explicit (every live task) or implicit.
         explicit: bool,
     },
+    /// This replica lost the leader lease (see `leadership`): the core
+    /// answers [`Effect::StepDown`] and nothing, ever again.
+    LeaseLost,
 }
 
 /// Why the core stopped.
@@ -130,6 +136,9 @@ pub enum CoreError {
     /// Another scheduler took over the framework id.
     #[error("another mesopod took over this framework ({0}); this one stops")]
     FailedOver(String),
+    /// This replica lost the leader lease and stepped down.
+    #[error("lost the leader lease; this replica stepped down")]
+    LostLease,
     /// The store could not be read at start.
     #[error("cannot read the store: {0}")]
     Store(#[from] apiserver::ApiError),
@@ -193,6 +202,8 @@ pub struct Core {
     admitting: Option<Vec<Attempt>>,
     /// What this step asks for.
     out: Vec<Effect>,
+    /// The leader lease was lost: every step is ignored.
+    stepped_down: bool,
 }
 
 impl Core {
@@ -208,6 +219,7 @@ impl Core {
             cursor: Cursor::default(),
             admitting: None,
             out: Vec::new(),
+            stepped_down: false,
             registry: parts.registry,
             placer: parts.placer,
             admission: parts.admission,
@@ -222,6 +234,11 @@ impl Core {
     /// Applies one step at time `now` and returns what to do about it.
     #[must_use = "the effects are what the step decided"]
     pub fn step(&mut self, step: Step, now: SystemTime) -> Vec<Effect> {
+        if self.stepped_down {
+            // No longer the leader: whatever comes (a launch reporting back,
+            // a late update, a tick) is another replica's business now.
+            return Vec::new();
+        }
         match step {
             Step::Input(input) => self.input(input, now),
             Step::Recovered(pods) => self.recover(pods, now),
@@ -254,6 +271,7 @@ impl Core {
             Input::Launch(Launch::Done { launched, dropped }) => {
                 self.on_launched(launched, dropped, now);
             }
+            Input::LeaseLost => self.on_lease_lost(),
             Input::Reconcile { explicit } => {
                 if explicit {
                     self.start_explicit_reconciliation(now);

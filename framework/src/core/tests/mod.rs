@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod launching;
+mod leadership;
 mod scheduling;
 mod updates;
 
@@ -222,6 +223,7 @@ fn line(effect: &Effect) -> String {
             format!("launch {}", pods.join(", "))
         }
         Effect::Stop(why) => format!("stop: {why}"),
+        Effect::StepDown => "step down".into(),
     }
 }
 
