@@ -72,7 +72,10 @@ fn a_kill_held_behind_a_launch_is_dropped_when_the_lease_is_lost() {
         Step::Input(Input::Launch(Launch::Bound(vec![(id.clone(), Ok(()))]))),
         at(1),
     );
-    assert!(core.step(Step::Input(Input::PodDeleted(web)), at(1)).is_empty());
+    assert!(
+        core.step(Step::Input(Input::PodDeleted(web)), at(1))
+            .is_empty()
+    );
     // The lease goes while the ACCEPT is under way.
     assert_eq!(describe(&core.step(lease_lost(), at(1))), ["step down"]);
     // As leader the core would KILL it now (launching.rs); stepped down, it
