@@ -19,7 +19,9 @@
 //! - **Nothing launched twice.** A task is registered (Pending + Launched)
 //!   and its pod bound durably *before* the ACCEPT is sent (see
 //!   `launching`); the registry refuses a second live task for a pod, and a
-//!   bound pod is never queued.
+//!   bound pod is queued only when Mesos says its task never reached it
+//!   (see `relaunch`): then it goes back to its node, its new task's
+//!   recovery annotations durable before the ACCEPT, with no second Binding.
 //! - **ACK after durability.** A status update with a uuid is acknowledged
 //!   only once the pod status it implies is in the store
 //!   ([`Step::StatusWritten`]), so a crash in between makes Mesos resend it
@@ -58,6 +60,7 @@ mod leadership;
 mod pending;
 mod pods;
 mod recover;
+mod relaunch;
 mod runner;
 mod schedule;
 mod status;
@@ -156,6 +159,12 @@ pub trait Lookup: Send + Sync {
     /// Every pod, to find the pod that names a task Mesos reports and the
     /// registry does not know.
     fn pods(&self) -> Vec<Pod>;
+    /// One pod as stored, if it is there (and is that pod, by uid).
+    fn pod(&self, key: &PodKey) -> Option<Pod> {
+        self.pods()
+            .into_iter()
+            .find(|p| PodKey::of(p).is_ok_and(|k| k == *key))
+    }
 }
 
 /// What the core decides with: its settings and the parts it owns.
@@ -265,7 +274,7 @@ impl Core {
             Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, now),
             Input::PodUpsert(pod) => self.on_pod(pod, now),
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod, now),
-            Input::PodSettled(key) => self.pending.forget(&key),
+            Input::PodSettled(key) => self.pending.settled(&key),
             Input::PodResync(pods) => self.on_resync(pods, now),
             Input::Launch(Launch::Bound(results)) => self.on_bound(results),
             Input::Launch(Launch::Done { launched, dropped }) => {
