@@ -429,16 +429,20 @@ async fn sigkill_of_the_leader_while_500_pods_are_placed_launches_each_once() {
     let total = 507;
     let api = cluster.replicas[new_leader].api.clone();
     let (_, all) = wait_until(
-        "every pod Running (or Failed)",
+        "every pod Running",
         T,
         async || {
             let all = pods(&api).await;
             (Progress::of(&all), Quiet(all))
         },
-        |(p, _)| p.others.is_empty() && p.running + p.failed == total,
+        |(p, _)| p.failed > 0 || p.running == total,
     )
     .await;
     let all = all.0;
+    let failed: Vec<(&String, &PodView)> =
+        all.iter().filter(|(_, p)| p.phase == "Failed").collect();
+    assert!(failed.is_empty(), "pods failed: {failed:?}");
+    assert_eq!(all.len(), total);
     // Each launched once: Mesos knows exactly one task per Running pod, all of one
     // framework, and it is the task the pod names.
     let tasks = mesos_tasks(&cluster.master).await;
@@ -459,27 +463,22 @@ async fn sigkill_of_the_leader_while_500_pods_are_placed_launches_each_once() {
         running, ids,
         "each Running pod's task is the one Mesos runs"
     );
-    // A pod the killed leader bound, whose ACCEPT it never sent, is not launched by
-    // the new leader: Mesos answers its reconciliation TASK_GONE and it fails as a
-    // launch that never reached Mesos does (see the report; not re-placed, so never
-    // launched twice). Only such pods may fail.
-    let failed: Vec<(&String, &PodView)> =
-        all.iter().filter(|(_, p)| p.phase == "Failed").collect();
-    for (name, p) in &failed {
-        assert!(
-            !ids.contains(p.task.as_str())
-                && name.starts_with("load-")
-                && ["NodeLost", "TaskDropped"].contains(&p.reason.as_str()),
-            "{name} failed though Mesos ran it: {p:?}"
-        );
-    }
+    // A pod the killed leader bound, whose ACCEPT it never sent, runs on its node
+    // all the same: the master answers its reconciliation TASK_GONE, and the new
+    // leader launches it there with a new task (the one it names now, checked above).
+    let relaunched = cluster.replicas[new_leader]
+        .log()
+        .matches("the task never reached Mesos")
+        .count();
     eprintln!(
-        "{} Running, each launched once; {} bound by the killed leader but never launched, Failed: {failed:?}",
-        running.len(),
-        failed.len()
+        "{} Running, each launched once; {relaunched} bound by the killed leader before \
+         its ACCEPT, launched again on their nodes",
+        running.len()
     );
-    // At most what was launching (bound, ACCEPT not answered) when the leader died.
-    assert!(failed.len() <= framework::core::MAX_LAUNCHING, "{failed:?}");
+    assert!(
+        relaunched <= framework::core::MAX_LAUNCHING,
+        "{relaunched} relaunched"
+    );
     let _ = &cluster.etcd;
 }
 
