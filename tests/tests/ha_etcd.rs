@@ -435,13 +435,16 @@ async fn sigkill_of_the_leader_while_500_pods_are_placed_launches_each_once() {
             let all = pods(&api).await;
             (Progress::of(&all), Quiet(all))
         },
-        |(p, _)| p.failed > 0 || p.running == total,
+        |(p, _)| p.failed > 0 || (p.others.is_empty() && p.running == total),
     )
     .await;
     let all = all.0;
-    let failed: Vec<(&String, &PodView)> =
-        all.iter().filter(|(_, p)| p.phase == "Failed").collect();
-    assert!(failed.is_empty(), "pods failed: {failed:?}");
+    let failed: Vec<(&String, &str)> = all
+        .iter()
+        .filter(|(_, p)| p.phase == "Failed")
+        .map(|(n, p)| (n, p.reason.as_str()))
+        .collect();
+    assert!(failed.is_empty(), "pods failed (name, reason): {failed:?}");
     assert_eq!(all.len(), total);
     // Each launched once: Mesos knows exactly one task per Running pod, all of one
     // framework, and it is the task the pod names.
