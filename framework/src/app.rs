@@ -320,7 +320,7 @@ impl App {
             observed: observed.clone(),
             inputs: inputs_tx.clone(),
         });
-        let core = tokio::spawn(term.run(core.run(inputs_rx)));
+        let core = tokio::spawn(term.run(core.run(inputs_rx), inputs_tx.clone()));
 
         let (stop_http, stopped) = oneshot::channel::<()>();
         let router = apiserver::router(api.clone())

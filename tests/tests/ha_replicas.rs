@@ -206,7 +206,11 @@ async fn a_leader_frozen_past_its_lease_writes_nothing_and_steps_down() {
     let ended = tokio::time::timeout(T, a.wait())
         .await
         .expect("a's core stops");
-    assert!(ended.is_err(), "{ended:?}");
+    // The core heard the loss as an input and stepped down (not dropped mid-turn).
+    assert!(
+        matches!(ended, Err(framework::core::CoreError::LostLease)),
+        "{ended:?}"
+    );
     assert_eq!(debug_framework(&a).await["role"], "lost");
     // b schedules meanwhile, and a still serves the API.
     b.api()

@@ -110,6 +110,10 @@ pub struct Placed {
     pub queued: SystemTime,
     /// What the admission hooks changed, persisted with the binding.
     pub changes: Changes,
+    /// The pod is bound to this node already: its first task never reached
+    /// Mesos (see `relaunch`). The launch writes the new task's recovery
+    /// annotations instead of a second Binding.
+    pub bound: bool,
 }
 
 /// A round for a launch task: bind every pod, then ACCEPT.
@@ -148,4 +152,7 @@ pub enum Effect {
     Launch(Round),
     /// Stop: another scheduler took over the framework.
     Stop(String),
+    /// Stop: this replica lost the leader lease. Nothing else of the turn
+    /// is performed.
+    StepDown,
 }

@@ -19,7 +19,9 @@
 //! - **Nothing launched twice.** A task is registered (Pending + Launched)
 //!   and its pod bound durably *before* the ACCEPT is sent (see
 //!   `launching`); the registry refuses a second live task for a pod, and a
-//!   bound pod is never queued.
+//!   bound pod is queued only when Mesos says its task never reached it
+//!   (see `relaunch`): then it goes back to its node, its new task's
+//!   recovery annotations durable before the ACCEPT, with no second Binding.
 //! - **ACK after durability.** A status update with a uuid is acknowledged
 //!   only once the pod status it implies is in the store
 //!   ([`Step::StatusWritten`]), so a crash in between makes Mesos resend it
@@ -43,18 +45,22 @@
 //! # Leadership
 //!
 //! Leader election fits as one more input and one guard, not a new code
-//! path: losing the lease becomes a [`Step`] after which the core asks for
-//! nothing, and [`Runner`]'s `perform` (the one place effects leave the
-//! core) drops every effect while this mesopod does not lead.
+//! path: losing the lease becomes [`Input::LeaseLost`], after which the core
+//! asks for nothing but [`Effect::StepDown`], and [`Runner`]'s `perform`
+//! (the one place effects leave the core) drops every effect of the turn
+//! that saw it and ends the core ([`CoreError::LostLease`]). The fence
+//! guards what was already in flight.
 
 mod admit;
 mod agents;
 mod effect;
 mod heal;
 mod launching;
+mod leadership;
 mod pending;
 mod pods;
 mod recover;
+mod relaunch;
 mod runner;
 mod schedule;
 mod status;
@@ -122,6 +128,9 @@ pub enum Input {
         /// Explicit (every live task) or implicit.
         explicit: bool,
     },
+    /// This replica lost the leader lease (see `leadership`): the core
+    /// answers [`Effect::StepDown`] and nothing, ever again.
+    LeaseLost,
 }
 
 /// Why the core stopped.
@@ -130,6 +139,9 @@ pub enum CoreError {
     /// Another scheduler took over the framework id.
     #[error("another mesopod took over this framework ({0}); this one stops")]
     FailedOver(String),
+    /// This replica lost the leader lease and stepped down.
+    #[error("lost the leader lease; this replica stepped down")]
+    LostLease,
     /// The store could not be read at start.
     #[error("cannot read the store: {0}")]
     Store(#[from] apiserver::ApiError),
@@ -147,6 +159,12 @@ pub trait Lookup: Send + Sync {
     /// Every pod, to find the pod that names a task Mesos reports and the
     /// registry does not know.
     fn pods(&self) -> Vec<Pod>;
+    /// One pod as stored, if it is there (and is that pod, by uid).
+    fn pod(&self, key: &PodKey) -> Option<Pod> {
+        self.pods()
+            .into_iter()
+            .find(|p| PodKey::of(p).is_ok_and(|k| k == *key))
+    }
 }
 
 /// What the core decides with: its settings and the parts it owns.
@@ -193,6 +211,8 @@ pub struct Core {
     admitting: Option<Vec<Attempt>>,
     /// What this step asks for.
     out: Vec<Effect>,
+    /// The leader lease was lost: every step is ignored.
+    stepped_down: bool,
 }
 
 impl Core {
@@ -208,6 +228,7 @@ impl Core {
             cursor: Cursor::default(),
             admitting: None,
             out: Vec::new(),
+            stepped_down: false,
             registry: parts.registry,
             placer: parts.placer,
             admission: parts.admission,
@@ -222,6 +243,11 @@ impl Core {
     /// Applies one step at time `now` and returns what to do about it.
     #[must_use = "the effects are what the step decided"]
     pub fn step(&mut self, step: Step, now: SystemTime) -> Vec<Effect> {
+        if self.stepped_down {
+            // No longer the leader: whatever comes (a launch reporting back,
+            // a late update, a tick) is another replica's business now.
+            return Vec::new();
+        }
         match step {
             Step::Input(input) => self.input(input, now),
             Step::Recovered(pods) => self.recover(pods, now),
@@ -248,12 +274,13 @@ impl Core {
             Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, now),
             Input::PodUpsert(pod) => self.on_pod(pod, now),
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod, now),
-            Input::PodSettled(key) => self.pending.forget(&key),
+            Input::PodSettled(key) => self.pending.settled(&key),
             Input::PodResync(pods) => self.on_resync(pods, now),
             Input::Launch(Launch::Bound(results)) => self.on_bound(results),
             Input::Launch(Launch::Done { launched, dropped }) => {
                 self.on_launched(launched, dropped, now);
             }
+            Input::LeaseLost => self.on_lease_lost(),
             Input::Reconcile { explicit } => {
                 if explicit {
                     self.start_explicit_reconciliation(now);

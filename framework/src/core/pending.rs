@@ -1,7 +1,9 @@
 //! The pending queue: unbound pods of ours waiting for a place, in
-//! scheduling order, with the pod objects they will be placed as.
+//! scheduling order, with the pod objects they will be placed as; and the
+//! bound pods whose first launch never reached Mesos, waiting for their
+//! node again (see `relaunch`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -16,6 +18,9 @@ pub(crate) struct Pending {
     queue: PodQueue<PodKey>,
     /// The queued pods, by key.
     waiting: HashMap<PodKey, Arc<Pod>>,
+    /// The queued pods that are bound already: launched again on their
+    /// node, with no second Binding.
+    bound: HashSet<PodKey>,
 }
 
 impl Pending {
@@ -30,10 +35,31 @@ impl Pending {
         self.waiting.insert(key, pod);
     }
 
+    /// Queues a bound pod to be launched again on its node.
+    pub(crate) fn push_bound(&mut self, key: PodKey, pod: Arc<Pod>, now: SystemTime) {
+        let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+        self.bound.insert(key.clone());
+        self.push(key, pod, priority, now);
+    }
+
+    /// Whether the queued pod is bound already (a relaunch).
+    pub(crate) fn is_bound(&self, key: &PodKey) -> bool {
+        self.bound.contains(key)
+    }
+
     /// Takes the pod out: placed, bound elsewhere, gone, or not ours.
     pub(crate) fn forget(&mut self, key: &PodKey) {
         self.queue.remove(key);
         self.waiting.remove(key);
+        self.bound.remove(key);
+    }
+
+    /// A bound pod changed: it no longer waits, unless it waits to be
+    /// launched again on its node.
+    pub(crate) fn settled(&mut self, key: &PodKey) {
+        if !self.bound.contains(key) {
+            self.forget(key);
+        }
     }
 
     /// The queued pod.

@@ -51,6 +51,10 @@ impl Core {
             }
             return;
         }
+        if self.pending.is_bound(&key) && !is_finished(&pod) {
+            // Waiting to be launched again on its node (see `relaunch`).
+            return;
+        }
         if bound || !is_ours(&pod) || is_finished(&pod) {
             self.pending.forget(&key);
             return;

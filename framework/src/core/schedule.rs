@@ -91,6 +91,7 @@ impl Core {
             };
             let mut task = placement.task;
             task.set(Flag::Launched);
+            let bound = self.pending.is_bound(&attempt.key);
             self.pending.forget(&attempt.key);
             match self.registry.register(task) {
                 Ok(task) => placed.push(Placed {
@@ -98,6 +99,7 @@ impl Core {
                     offer: placement.offer_id,
                     queued,
                     changes: attempt.changes,
+                    bound,
                 }),
                 // The pod has a live task already: it must not get a
                 // second, and it is not waiting.
@@ -189,6 +191,12 @@ impl Core {
         self.observed
             .metrics
             .attempt("unschedulable", &failure.counts());
+        if self.pending.is_bound(&attempt.key) {
+            // Bound: it waits for its node, as a kubelet's pod does, and its
+            // PodScheduled condition stays True.
+            self.pending.queue_mut().backoff(&attempt.key, now, message);
+            return false;
+        }
         let changed = self
             .pending
             .entry(&attempt.key)

@@ -80,6 +80,12 @@ impl Core {
             self.on_agent_reregistered(&status, now);
         }
         let ack = ack_call(&status);
+        if self.relaunch(&status, now) {
+            if let Some(ack) = ack {
+                self.emit(Effect::Acknowledge(ack));
+            }
+            return;
+        }
         let outcome = self.registry.update_status(&status, now);
         self.record(&status, &outcome, now);
         match outcome {

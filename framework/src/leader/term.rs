@@ -1,14 +1,17 @@
 //! A replica's scheduler term: with leader election, the scheduler's parts (the
 //! driver, the core, the shim's sweeps) start once it leads and stop when it loses the
-//! lease; without, they run at once, for good.
+//! lease (the core hears that as an input and steps down); without, they run
+//! at once, for good.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use apiserver::{Api, Clock};
 use futures::future::BoxFuture;
+use tokio::sync::mpsc;
 
 use super::{ElectionConfig, Elector};
-use crate::core::CoreError;
+use crate::core::{CoreError, Input};
 
 /// This replica's scheduler term: with leader election, the scheduler's parts start
 /// once it leads and stop when it loses the lease; without, they run at once, for good.
@@ -69,16 +72,40 @@ impl Term {
         }
     }
 
-    /// The core within the term: losing the lease ends it as a failover does.
+    /// The core within the term: started once leading; losing the lease is
+    /// an input to it ([`Input::LeaseLost`]), on which it steps down and ends
+    /// ([`CoreError::LostLease`]). A core that does not end within the renew
+    /// deadline (stuck in a write) is dropped: the fence refuses what it does.
     pub(crate) fn run(
         &self,
         core: impl Future<Output = Result<(), CoreError>> + Send + 'static,
+        inputs: mpsc::UnboundedSender<Input>,
     ) -> impl Future<Output = Result<(), CoreError>> + Send + 'static {
         let (start, stop) = (self.start(), self.stop());
+        let grace = self
+            .elector
+            .as_ref()
+            .map_or(Duration::ZERO, |e| e.config().renew_deadline);
         async move {
+            let mut core = Box::pin(async move {
+                start.await;
+                core.await
+            });
             tokio::select! {
-                r = async { start.await; core.await } => r,
-                () = stop => Err(CoreError::FailedOver("lost the leader lease".into())),
+                r = &mut core => return r,
+                () = stop => {}
+            }
+            // Already ended (its receiver gone) is as good as stepped down.
+            let _ = inputs.send(Input::LeaseLost);
+            match tokio::time::timeout(grace, core).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!(
+                        ?grace,
+                        "the scheduler core did not step down in time; stopping it"
+                    );
+                    Err(CoreError::LostLease)
+                }
             }
         }
     }

@@ -140,6 +140,15 @@ impl Launcher {
         let key = p.task.pod_key();
         let mut annotations = p.changes.annotations.clone();
         annotations.extend(save_recovery_info(&p.task));
+        if p.bound {
+            let pod = self.annotate_bound(p, &annotations).await?;
+            let rv = pod
+                .metadata
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse().ok());
+            return encode_bound(for_executor(&pod, &p.changes).as_ref(), rv);
+        }
         let binding = Binding {
             node_name: p
                 .task
@@ -183,6 +192,55 @@ impl Launcher {
             .as_deref()
             .and_then(|v| v.parse().ok());
         encode_bound(for_executor(&pod, &p.changes).as_ref(), rv)
+    }
+
+    /// A pod bound already (its first task never reached Mesos): writes
+    /// the new task's recovery annotations, and the hooks' labels and
+    /// annotations, in one write, only while it is the same pod, bound to
+    /// the task's node and not being deleted. The pod's resourceVersion is
+    /// the write's precondition, so nothing is written over a change the
+    /// check did not see; a lost race is checked again on a fresh read.
+    async fn annotate_bound(
+        &self,
+        p: &Placed,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<Pod, apiserver::ApiError> {
+        let key = p.task.pod_key();
+        let host = p.task.spec.as_ref().map(|s| s.hostname.as_str());
+        let mut lost = None;
+        for _ in 0..3 {
+            let live = self.api.get_pod(&key.namespace, &key.name)?;
+            let same_pod =
+                key.uid.is_empty() || live.metadata.uid.as_deref() == Some(key.uid.as_str());
+            let on_node =
+                host.is_some() && live.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
+            if !same_pod || !on_node || live.metadata.deletion_timestamp.is_some() {
+                return Err(apiserver::ApiError::Conflict {
+                    resource: "pods".into(),
+                    name: key.name.clone(),
+                    detail: "the pod is no longer the one bound to this task's node".into(),
+                });
+            }
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": live.metadata.resource_version,
+                "annotations": annotations,
+                "labels": p.changes.labels,
+            }});
+            match self
+                .api
+                .patch_pod(
+                    &key.namespace,
+                    &key.name,
+                    apiserver::patch::PatchType::Merge,
+                    &patch,
+                )
+                .await
+            {
+                Err(e @ apiserver::ApiError::Conflict { .. }) => lost = Some(e),
+                other => return other,
+            }
+        }
+        Err(lost.unwrap_or_else(|| apiserver::ApiError::stale("pods", &key.name)))
     }
 
     /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled

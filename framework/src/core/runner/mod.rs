@@ -61,6 +61,11 @@ impl Lookup for StoreLookup {
             .map(|l| l.items)
             .unwrap_or_default()
     }
+
+    fn pod(&self, key: &registry::PodKey) -> Option<Pod> {
+        let pod = self.0.get_pod(&key.namespace, &key.name).ok()?;
+        (key.uid.is_empty() || pod.metadata.uid.as_deref() == Some(key.uid.as_str())).then_some(pod)
+    }
 }
 
 /// Runs the core: one task, one input at a time.

@@ -15,8 +15,8 @@ use crate::podstatus::pod_status_for;
 
 impl Runner {
     /// Performs `effects` and every effect their results lead to, until
-    /// the turn is quiet. The one place effects leave the core: when
-    /// leader election lands, a mesopod that does not lead drops them here.
+    /// the turn is quiet. The one place effects leave the core: once the
+    /// core steps down (the lease is lost), nothing of that turn is done.
     pub(super) async fn perform(&mut self, mut effects: Vec<Effect>) -> Result<(), CoreError> {
         while !effects.is_empty() {
             let results = self.perform_once(effects).await?;
@@ -32,6 +32,11 @@ impl Runner {
     /// Performs one batch of effects, concurrently, and returns what came
     /// of those the core wants to hear about.
     async fn perform_once(&mut self, effects: Vec<Effect>) -> Result<Vec<Step>, CoreError> {
+        // Effects stepped earlier in the same turn came from a core that
+        // believed it led; none of them may leave.
+        if effects.iter().any(|e| matches!(e, Effect::StepDown)) {
+            return Err(CoreError::LostLease);
+        }
         let mut stores = Vec::new();
         // Writes for one pod in order; pods concurrently.
         let mut statuses: HashMap<PodKey, Vec<StatusWrite>> = HashMap::new();
@@ -48,6 +53,7 @@ impl Runner {
                 Effect::Admit(requests) => admit = Some(requests),
                 Effect::Launch(round) => rounds.push(round),
                 Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
+                Effect::StepDown => return Err(CoreError::LostLease),
             }
         }
         if !acks.is_empty() {

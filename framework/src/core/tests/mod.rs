@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod launching;
+mod leadership;
+mod relaunch;
 mod scheduling;
 mod updates;
 
@@ -41,6 +43,11 @@ fn at(s: u64) -> SystemTime {
 }
 
 fn core_with(admission: Admission) -> Core {
+    core_reading(admission, Box::new(Empty))
+}
+
+/// A core whose store holds what `lookup` gives.
+fn core_reading(admission: Admission, lookup: Box<dyn Lookup>) -> Core {
     Core::new(CoreConfig {
         registry: InMemoryRegistry::new(),
         placer: Placer::new(
@@ -50,7 +57,7 @@ fn core_with(admission: Admission) -> Core {
         admission,
         needs: procurement::PodResourcesProcurement::new(ResourceDefaults::default()).unwrap(),
         config: SchedulingConfig::default(),
-        lookup: Box::new(Empty),
+        lookup,
         directory: Arc::default(),
         observed: Arc::default(),
     })
@@ -222,6 +229,7 @@ fn line(effect: &Effect) -> String {
             format!("launch {}", pods.join(", "))
         }
         Effect::Stop(why) => format!("stop: {why}"),
+        Effect::StepDown => "step down".into(),
     }
 }
 

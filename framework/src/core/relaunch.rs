@@ -1,0 +1,96 @@
+//! A bound pod whose task never reached Mesos runs on its node anyway, as
+//! a bound pod in Kubernetes always does (its kubelet runs it).
+//!
+//! The one way a task is bound and never launched: a leader bound the pod
+//! (bind-before-accept) and died before its ACCEPT. The next leader
+//! recovers the task from the pod's annotations, and explicit
+//! reconciliation asks the master about it. The master answers for a task
+//! it does not know on a registered agent with TASK_GONE, SOURCE_MASTER,
+//! REASON_RECONCILIATION ("Task is unknown to the agent"; master.cpp, and
+//! localmesos' `reconcile.rs`). If no update from the agent or executor
+//! was ever applied to the task (it is still Pending), nothing of it ever
+//! ran: the task is forgotten and its pod queued again, pinned to its node
+//! by `spec.nodeName` (procurement's node rule). The dead leader cannot
+//! send its ACCEPT any more (the master closed its subscription when this
+//! one subscribed), so the new launch is the only one.
+//!
+//! Its launch writes the new task's recovery annotations before the ACCEPT
+//! and no Binding (`runner/launch.rs`): a crash at any point leaves a pod
+//! naming at most one task that may have reached Mesos.
+//!
+//! Any other answer (the agent's or executor's, TASK_UNREACHABLE,
+//! TASK_UNKNOWN for an agent the master does not know, TASK_LOST) is an
+//! ordinary update.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use mesos::proto::task_status::{Reason, Source};
+use mesos::proto::{TaskState, TaskStatus};
+use registry::{Flag, PodTask, Registry, State};
+
+use super::Core;
+
+/// Whether the update is the master saying, in answer to reconciliation,
+/// that a registered agent has no such task.
+fn unknown_to_the_agent(status: &TaskStatus) -> bool {
+    status.state == TaskState::TaskGone as i32
+        && status.source == Some(Source::SourceMaster as i32)
+        && status.reason == Some(Reason::ReasonReconciliation as i32)
+}
+
+/// Whether nothing of the task ever ran: bound, not deleted, Pending, and
+/// no update applied since its launch.
+fn never_ran(task: &PodTask) -> bool {
+    task.state == State::Pending
+        && task.last_status.is_none()
+        && task.has(Flag::Bound)
+        && !task.has(Flag::Deleted)
+}
+
+impl Core {
+    /// Queues the pod of a task the master says never reached its agent,
+    /// when nothing of it ever ran (see the module docs); true then, and
+    /// the update is not applied.
+    pub(super) fn relaunch(&mut self, status: &TaskStatus, now: SystemTime) -> bool {
+        if !unknown_to_the_agent(status) {
+            return false;
+        }
+        let Some(id) = &status.task_id else {
+            return false;
+        };
+        let Some(task) = self.registry.get(id) else {
+            return false;
+        };
+        if !never_ran(&task) || self.launching.contains(id) {
+            return false;
+        }
+        let key = task.pod_key();
+        let host = task.spec.as_ref().map(|s| s.hostname.as_str());
+        let Some(pod) = self.lookup.pod(&key) else {
+            // Gone: the update ends the task as usual.
+            return false;
+        };
+        let spec = pod.spec.as_ref();
+        let on_its_node = host.is_some() && spec.and_then(|s| s.node_name.as_deref()) == host;
+        let finished = matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        );
+        if !on_its_node || finished || pod.metadata.deletion_timestamp.is_some() {
+            return false;
+        }
+        tracing::info!(
+            task = %id,
+            pod = %key,
+            node = host.unwrap_or_default(),
+            "the task never reached Mesos; launching its pod again on its node"
+        );
+        self.registry.unregister(id);
+        self.launching.forget_kill(id);
+        self.subscription.reconciler.forget(&id.value);
+        self.pending.push_bound(key, Arc::new(pod), now);
+        self.observed.metrics.pods_queued.inc();
+        true
+    }
+}

@@ -1,0 +1,189 @@
+//! A bound pod whose task never reached Mesos runs on its node anyway.
+
+use mesos::proto::task_status::{Reason, Source};
+
+use super::*;
+use crate::core::Launch;
+
+/// A store holding fixed pods.
+struct Pods(Vec<Pod>);
+
+impl Lookup for Pods {
+    fn meta(&self, _key: &str) -> Option<Vec<u8>> {
+        None
+    }
+    fn pods(&self) -> Vec<Pod> {
+        self.0.clone()
+    }
+}
+
+const OLD: &str = "default.web.0000000000";
+
+/// Pod `web` as a leader that died before its ACCEPT left it: bound to
+/// `h1`, naming task [`OLD`], in `phase`.
+fn bound_web(phase: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default", "uid": "uid-web",
+            "creationTimestamp": "2023-11-14T22:13:20Z",
+            "annotations": {
+                "mesopod.io/task-id": OLD,
+                "mesopod.io/agent-id": "agent-h1",
+                "mesopod.io/offer-id": "offer-dead-leader",
+                "mesopod.io/executor-id": "mesopod-executor",
+                "mesopod.io/hostname": "h1",
+                "mesopod.io/ports": "[]",
+            }},
+        "spec": {"nodeName": "h1", "containers": [{"name": "c", "image": "busybox",
+            "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]},
+        "status": {"phase": phase},
+    }))
+    .unwrap()
+}
+
+/// A core recovered from `pod`, subscribed, with offers from `hosts`.
+fn recovered(pod: Pod, hosts: &[&str]) -> Core {
+    let mut core = core_reading(Admission::none(), Box::new(Pods(vec![pod.clone()])));
+    let _ = core.step(Step::Recovered(vec![Arc::new(pod)]), at(0));
+    let _ = core.step(subscribed(), at(0));
+    let _ = core.step(offers(hosts.iter().map(|h| offer(h, 4.0)).collect()), at(0));
+    core
+}
+
+/// The master's answer to reconciliation for a task a registered agent
+/// does not have.
+fn gone(id: &TaskId) -> Step {
+    let mut s = status(id, TaskState::TaskGone, false);
+    s.source = Some(Source::SourceMaster as i32);
+    s.reason = Some(Reason::ReasonReconciliation as i32);
+    s.message = Some("Reconciliation: Task is unknown to the agent".into());
+    update(s)
+}
+
+fn rounds(effects: &[Effect]) -> Vec<&crate::core::Round> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Launch(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_recovered_task_the_master_never_heard_of_is_launched_again_on_its_node_once() {
+    let mut core = recovered(bound_web("Pending"), &["h2", "h1"]);
+    let old = TaskId::new(OLD);
+    // No status is written (the pod stays Pending) and nothing is killed.
+    assert!(core.step(gone(&old), at(1)).is_empty());
+    let effects = core.step(Step::Schedule, at(1));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    let placed = &launched[0].placed;
+    assert_eq!(placed.len(), 1);
+    assert_eq!(placed[0].offer.value, "offer-h1", "pinned to its node");
+    assert!(placed[0].bound, "bound already: no second Binding");
+    let new = placed[0].task.id.clone();
+    assert_ne!(new, old, "a new task, whose annotations replace the old");
+    // The same answer again (a reconciliation retried) is about a task
+    // mesopod forgot: nothing more is launched, killed or written.
+    assert!(core.step(gone(&old), at(2)).is_empty());
+    let _ = core.step(
+        Step::Input(Input::Launch(Launch::Bound(vec![(new.clone(), Ok(()))]))),
+        at(2),
+    );
+    let _ = core.step(
+        Step::Input(Input::Launch(Launch::Done {
+            launched: vec![new.clone()],
+            dropped: Vec::new(),
+        })),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(3));
+    assert!(rounds(&effects).is_empty(), "{:?}", describe(&effects));
+    // The new task runs as any other.
+    let running = update(status(&new, TaskState::TaskRunning, true));
+    assert_eq!(
+        describe(&core.step(running, at(3))),
+        ["write status web TASK_RUNNING"]
+    );
+}
+
+#[test]
+fn a_pod_relaunched_on_its_node_waits_for_that_node_and_stays_scheduled() {
+    let mut core = recovered(bound_web("Pending"), &["h2"]);
+    assert!(core.step(gone(&TaskId::new(OLD)), at(1)).is_empty());
+    // Only another agent offers: not placed there, and not called
+    // unschedulable (no event, no PodScheduled=False on a bound pod).
+    assert!(core.step(Step::Schedule, at(1)).is_empty());
+    // Watch events about the bound pod do not take it out of the queue.
+    let _ = core.step(
+        Step::Input(Input::PodSettled(
+            registry::PodKey::of(&bound_web("Pending")).unwrap(),
+        )),
+        at(1),
+    );
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(1));
+    let effects = core.step(Step::Schedule, at(60));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    assert_eq!(launched[0].placed[0].offer.value, "offer-h1");
+}
+
+#[test]
+fn a_task_that_reported_is_not_launched_again() {
+    // Launched by this core and RUNNING: a later GONE ends it as before.
+    let mut core = cluster(&["h1"]);
+    let (id, _) = launched(&mut core, pod("web", "1"), at(1));
+    let _ = core.step(
+        Step::Input(Input::Launch(Launch::Bound(vec![(id.clone(), Ok(()))]))),
+        at(1),
+    );
+    let _ = core.step(
+        Step::Input(Input::Launch(Launch::Done {
+            launched: vec![id.clone()],
+            dropped: Vec::new(),
+        })),
+        at(1),
+    );
+    let running = core.step(update(status(&id, TaskState::TaskRunning, true)), at(2));
+    for step in written(&running, true) {
+        let _ = core.step(step, at(2));
+    }
+    assert_eq!(
+        describe(&core.step(gone(&id), at(3))),
+        ["write status web TASK_GONE"]
+    );
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(3));
+    assert!(rounds(&core.step(Step::Schedule, at(4))).is_empty());
+}
+
+#[test]
+fn a_recovered_running_pod_answered_gone_ends_as_before() {
+    let mut core = recovered(bound_web("Running"), &["h1"]);
+    assert_eq!(
+        describe(&core.step(gone(&TaskId::new(OLD)), at(1))),
+        ["write status web TASK_GONE"]
+    );
+    assert!(rounds(&core.step(Step::Schedule, at(2))).is_empty());
+}
+
+#[test]
+fn other_terminal_answers_for_a_never_run_task_end_it_as_before() {
+    for (state, reason) in [
+        (TaskState::TaskUnknown, Reason::ReasonReconciliation),
+        (TaskState::TaskUnreachable, Reason::ReasonReconciliation),
+        (TaskState::TaskGone, Reason::ReasonExecutorTerminated),
+    ] {
+        let mut core = recovered(bound_web("Pending"), &["h1"]);
+        let mut s = status(&TaskId::new(OLD), state, false);
+        s.source = Some(Source::SourceMaster as i32);
+        s.reason = Some(reason as i32);
+        let effects = core.step(update(s), at(1));
+        assert_eq!(
+            describe(&effects),
+            [format!("write status web {}", state.wire_name())],
+            "{state:?} {reason:?}"
+        );
+        assert!(rounds(&core.step(Step::Schedule, at(2))).is_empty());
+    }
+}
