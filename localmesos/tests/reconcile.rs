@@ -29,9 +29,16 @@ async fn implicit_reconciliation_reports_every_known_task_without_uuid() {
         sub.launch(o, vec![command_task(&format!("t{i}"), o, "cpus:1", "x")])
             .await;
     }
-    for _ in 0..2 {
+    // Each task may report more than one update (STARTING, then RUNNING),
+    // in any order between the two: read until both are RUNNING, so no
+    // executor update is still in flight when the reconciliation answers.
+    let mut running = std::collections::BTreeSet::new();
+    while running.len() < 2 {
         let u = sub.update().await;
         sub.ack(&u).await;
+        if state_of(&u) == TaskState::TaskRunning {
+            running.insert(u.task_id.clone().unwrap().value);
+        }
     }
     sub.reconcile(vec![]).await;
     let mut ids = Vec::new();
