@@ -8,38 +8,22 @@
 //! CI=true without them, skipped with a message elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cni_support;
 mod common;
 mod containers_support;
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cni_support::{TestNet, cni_ready};
 use common::cluster::*;
 use containers_support::*;
 use framework::app::App;
-use serde_json::json;
 use testkit::{Kubectl, ok, wait_until};
 
 const T: Duration = Duration::from_secs(60);
 const HOST_PORT: u16 = 31005;
-
-fn cni_ready() -> bool {
-    let missing: Vec<&str> = ["bridge", "host-local", "portmap"]
-        .into_iter()
-        .filter(|p| !Path::new("/usr/lib/cni").join(p).exists())
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("network_kubectl needs /usr/lib/cni/{missing:?} (.ci/install-cni.sh)");
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    false
-}
 
 /// A pod running `script` in the test image, with `extra` spec lines.
 fn pod(name: &str, script: &str, extra: &str) -> String {
@@ -48,82 +32,6 @@ fn pod(name: &str, script: &str, extra: &str) -> String {
          terminationGracePeriodSeconds: 1\n{extra}  containers:\n  - name: main\n    image: {IMAGE}\n    \
          command: [\"/bin/sh\", \"-c\", {script:?}]\n"
     )
-}
-
-/// A CNI network of the test's own: bridge, subnet, lease dir; the bridge is
-/// removed at the end.
-struct TestNet {
-    _dir: tempfile::TempDir,
-    bridge: String,
-    subnet: String,
-    ipam: PathBuf,
-    conf_dir: PathBuf,
-}
-
-impl TestNet {
-    fn new(tag: u32) -> TestNet {
-        let dir = tempfile::tempdir().unwrap();
-        let pid = std::process::id();
-        let bridge = format!("mpk{}x{tag}", pid % 100_000);
-        let subnet = format!("10.{}.{}", 212 + tag, pid % 250);
-        let conf_dir = dir.path().join("net.d");
-        std::fs::create_dir_all(&conf_dir).unwrap();
-        let ipam = dir.path().join("ipam");
-        let conf = json!({"cniVersion": "1.0.0", "name": "mesopod-e2e", "plugins": [
-            {"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": false,
-             "ipam": {"type": "host-local", "subnet": format!("{subnet}.0/24"), "dataDir": ipam}},
-            {"type": "portmap", "capabilities": {"portMappings": true}}
-        ]});
-        std::fs::write(conf_dir.join("10-pods.conflist"), conf.to_string()).unwrap();
-        TestNet {
-            _dir: dir,
-            bridge,
-            subnet,
-            ipam,
-            conf_dir,
-        }
-    }
-
-    /// The IPs host-local holds.
-    fn leased(&self) -> Vec<String> {
-        std::fs::read_dir(self.ipam.join("mesopod-e2e"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.parse::<IpAddr>().is_ok())
-            .collect()
-    }
-
-    fn leases(&self) -> usize {
-        self.leased().len()
-    }
-}
-
-impl Drop for TestNet {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("ip")
-            .args(["link", "del", &self.bridge])
-            .status();
-    }
-}
-
-async fn cni_cluster(store: &Path, conf: &Path) -> App {
-    let mut cfg = common::cluster::app_config(Setup {
-        agents: vec![agent(
-            "cpus:8;mem:8192;disk:20480;ports:[31000-31010]",
-            "rack:r0",
-            0,
-        )],
-        ..Setup::default()
-    });
-    cfg.executor.args = vec![
-        "--container-runtime=embedded".into(),
-        format!("--image-store={}", store.display()),
-        format!("--cni-conf-dir={}", conf.display()),
-        "--cni-bin-dir=/usr/lib/cni".into(),
-    ];
-    App::start(cfg).await.expect("mesopod starts")
 }
 
 async fn running_ip(app: &App, name: &str) -> IpAddr {
@@ -144,14 +52,14 @@ fn http_get(ip: &str, port: u16) -> std::io::Result<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports() {
-    if !prerequisites(false) || !cni_ready() {
+    if !prerequisites(false) || !cni_ready("network_kubectl") {
         return;
     }
-    let net = TestNet::new(1);
-    let (subnet, conf_dir) = (&net.subnet, &net.conf_dir);
+    let net = TestNet::new("mpk1x", 213);
+    let subnet = &net.subnet;
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let app = cni_cluster(&store, conf_dir).await;
+    let app = net.cluster(&store).await;
     let k = Kubectl::new(&app.api_url());
 
     let serve = "mkdir -p /tmp/www && echo hello-from-server > /tmp/www/index.html && \
@@ -244,13 +152,13 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
-    if !prerequisites(false) || !cni_ready() {
+    if !prerequisites(false) || !cni_ready("network_kubectl") {
         return;
     }
-    let net = TestNet::new(2);
+    let net = TestNet::new("mpk2x", 214);
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let app = cni_cluster(&store, &net.conf_dir).await;
+    let app = net.cluster(&store).await;
     let k = Kubectl::new(&app.api_url());
     ok(&k
         .run_stdin(

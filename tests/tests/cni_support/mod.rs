@@ -36,6 +36,8 @@ pub(crate) struct TestNet {
     pub(crate) subnet: String,
     /// Where the conflist is (`--cni-conf-dir`).
     pub(crate) conf_dir: PathBuf,
+    /// host-local's lease dir.
+    ipam: PathBuf,
 }
 
 impl TestNet {
@@ -49,10 +51,11 @@ impl TestNet {
         let subnet = format!("10.{octet}.{}", pid % 250);
         let conf_dir = dir.path().join("net.d");
         std::fs::create_dir_all(&conf_dir).unwrap();
+        let ipam = dir.path().join("ipam");
         let conf = json!({"cniVersion": "1.0.0", "name": "mesopod-e2e", "plugins": [
             {"type": "bridge", "bridge": bridge, "isGateway": true, "ipMasq": false,
              "ipam": {"type": "host-local", "subnet": format!("{subnet}.0/24"),
-                      "dataDir": dir.path().join("ipam")}},
+                      "dataDir": ipam}},
             {"type": "portmap", "capabilities": {"portMappings": true}}
         ]});
         std::fs::write(conf_dir.join("10-pods.conflist"), conf.to_string()).unwrap();
@@ -61,7 +64,24 @@ impl TestNet {
             bridge,
             subnet,
             conf_dir,
+            ipam,
         }
+    }
+
+    /// The IPs host-local holds.
+    pub(crate) fn leased(&self) -> Vec<String> {
+        std::fs::read_dir(self.ipam.join("mesopod-e2e"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+            .collect()
+    }
+
+    /// How many IPs host-local holds.
+    pub(crate) fn leases(&self) -> usize {
+        self.leased().len()
     }
 
     /// A one-agent cluster on the embedded runtime whose pods join this
