@@ -9,7 +9,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -32,7 +31,7 @@ const RETRY: Duration = Duration::from_secs(1);
 /// Starts `mesopod ARGS`, stderr to `log`; returns it with the URL on its first stdout
 /// line naming `marker`.
 fn spawn(args: &[&str], marker: &str, log: Stdio) -> (Proc, String) {
-    let mut proc = Proc::spawn(
+    let proc = Proc::spawn(
         Command::new(MESOPOD)
             .args(args)
             .stdout(Stdio::piped())
@@ -40,21 +39,7 @@ fn spawn(args: &[&str], marker: &str, log: Stdio) -> (Proc, String) {
     )
     .expect("mesopod starts")
     .grace(Duration::from_secs(3));
-    let mut lines = BufReader::new(proc.stdout.take().unwrap()).lines();
-    let line = loop {
-        match lines.next() {
-            Some(Ok(l)) if l.contains(marker) => break l,
-            Some(Ok(_)) => continue,
-            _ => panic!("mesopod {args:?} exited before printing {marker:?}"),
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("a URL")
-        .to_owned();
-    (proc, url)
+    common::restart::read_url(proc, args, marker)
 }
 
 /// One replica: its process, API URL, and the file its log goes to.

@@ -17,13 +17,22 @@ pub type Proc = ProcessGuard<Child>;
 /// Starts `mesopod ARGS`; returns it with the URL in its first stdout line naming
 /// `marker`.
 pub fn spawn(args: &[&str], marker: &str) -> (Proc, String) {
-    let mut proc = Proc::spawn(
-        Command::new(super::MESOPOD)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
+    read_url(
+        Proc::spawn(
+            Command::new(super::MESOPOD)
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )
+        .expect("mesopod starts"),
+        args,
+        marker,
     )
-    .expect("mesopod starts");
+}
+
+/// Reads `proc`'s stdout (piped) up to its first line naming `marker`, and returns
+/// `proc` with that line's URL; stdout keeps being drained.
+pub fn read_url(mut proc: Proc, args: &[&str], marker: &str) -> (Proc, String) {
     let mut lines = BufReader::new(proc.stdout.take().unwrap()).lines();
     let line = loop {
         match lines.next() {
