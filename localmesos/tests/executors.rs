@@ -246,6 +246,29 @@ async fn command_tasks_run_as_processes_and_report_their_exit() {
         .await
         .unwrap();
     assert_eq!(outside.status(), 404);
+    // Only sandboxes are attached: not what an executor keeps beside its
+    // sandbox (a runtime's state), not the agent's checkpoints, not through a
+    // symlink in the sandbox, and no listing above a sandbox.
+    let agent_dir = cluster.work_dir().join("slaves").join(&st.agents[0].id);
+    let beside = agent_dir.join("runtime-state.json");
+    std::fs::write(&beside, "env").unwrap();
+    std::os::unix::fs::symlink(&beside, run.join("link")).unwrap();
+    for path in [beside.clone(), run.join("link")] {
+        let refused = reqwest::get(format!(
+            "http://{ep}/files/read?path={}&offset=0",
+            path.display()
+        ))
+        .await
+        .unwrap();
+        assert_eq!(refused.status(), 404, "{}", path.display());
+    }
+    let above = reqwest::get(format!(
+        "http://{ep}/files/browse?path={}",
+        agent_dir.display()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(above.status(), 404);
     let no_offset = reqwest::get(format!(
         "http://{ep}/files/read?path={}/stdout",
         run.display()

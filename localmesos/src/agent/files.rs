@@ -4,8 +4,12 @@
 //! `GET /files/browse?path=` answers an array of
 //! `{"path","size","mode","mtime","nlink","uid","gid"}`.
 //!
-//! Only paths under the cluster's work directory are served; anything else,
-//! `..` tricks included, is "not found", as unattached paths are in Mesos.
+//! Only executor sandboxes are served (`slaves/A/frameworks/F/executors/E/
+//! runs/R/…` under the cluster's work directory), as a Mesos agent serves
+//! only the paths it attached: its checkpoints (`meta/`) and whatever else an
+//! executor keeps beside its sandbox (a container runtime's state, with the
+//! container's env) are not. Anything else, `..` and symlink tricks
+//! included, is "not found", as unattached paths are in Mesos.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::fs::PermissionsExt as _;
@@ -56,7 +60,7 @@ fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "No file found at the requested path").into_response()
 }
 
-/// The canonical path if it lies under the root.
+/// The canonical path if it lies in an executor's sandbox under the root.
 fn resolve(root: &Path, path: &str) -> Option<PathBuf> {
     let root = root.canonicalize().ok()?;
     let p = Path::new(path);
@@ -66,7 +70,19 @@ fn resolve(root: &Path, path: &str) -> Option<PathBuf> {
         root.join(p)
     };
     let canon = full.canonicalize().ok()?;
-    canon.starts_with(&root).then_some(canon)
+    in_sandbox(canon.strip_prefix(&root).ok()?).then_some(canon)
+}
+
+/// Whether `rel` (relative to the work directory) is a sandbox or inside one:
+/// `slaves/A/frameworks/F/executors/E/runs/R[/…]`.
+fn in_sandbox(rel: &Path) -> bool {
+    let parts: Vec<_> = rel.components().collect();
+    let named = |i: usize, name: &str| parts.get(i).is_some_and(|c| c.as_os_str() == name);
+    parts.len() >= 8
+        && named(0, "slaves")
+        && named(2, "frameworks")
+        && named(4, "executors")
+        && named(6, "runs")
 }
 
 async fn read(State(cx): State<FilesCx>, Query(q): Query<ReadQuery>) -> Response {
