@@ -7,10 +7,15 @@
 //! TaskInfos, the executor's own stdout and stderr), the pod, Events,
 //! `/debug/*`, `/metrics`, mesopod's log output and the error message of a
 //! Secret refused at create. It must find it only in the API's own answer
-//! for the Secret.
+//! for the Secret, and in the container: the pod runs in the embedded
+//! runtime, checks the value's shape, and succeeds. The runtime's own copy
+//! of the container's spec (its env) is the one other place, readable by
+//! root alone and not served by `/files`, as runc's and containerd's state
+//! is on a Kubernetes node.
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod containers_support;
 
 use std::io::Write as _;
 use std::path::Path;
@@ -19,6 +24,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use common::cluster::{Setup, agent, app_config};
+use containers_support::{IMAGE, load_image, prerequisites, store};
 
 /// mesopod's log output, captured at TRACE for the whole test process.
 #[derive(Clone, Default)]
@@ -35,7 +41,8 @@ impl std::io::Write for Captured {
     }
 }
 
-/// Every regular file under `dir`, as (path, bytes).
+/// Every regular file under `dir`, as (path, bytes), but the container
+/// runtime's own state (see [`runtime_state_is_private`]).
 fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -43,6 +50,7 @@ fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     for e in entries.flatten() {
         let path = e.path();
         match e.file_type() {
+            Ok(t) if t.is_dir() && e.file_name() == "mesopod-runtime" => {}
             Ok(t) if t.is_dir() => files(&path, out),
             Ok(t) if t.is_file() => {
                 if let Ok(bytes) = std::fs::read(&path) {
@@ -52,6 +60,34 @@ fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
             _ => {}
         }
     }
+}
+
+/// The runtime keeps the spec it ran, the container's env with it, as runc
+/// keeps its state.json (and containerd its bundles) on a node: readable by
+/// root alone, and not served by the agent's `/files` (only sandboxes are).
+/// Returns how many such specs there are.
+fn runtime_state_is_private(work_dir: &Path) -> usize {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut specs = 0;
+    let agents = std::fs::read_dir(work_dir.join("slaves")).unwrap();
+    for agent in agents.flatten() {
+        let Ok(containers) = std::fs::read_dir(agent.path().join("mesopod-runtime")) else {
+            continue;
+        };
+        for c in containers.flatten() {
+            let spec = c.path().join("config.json");
+            if let Ok(meta) = std::fs::metadata(&spec) {
+                assert_eq!(
+                    meta.permissions().mode() & 0o077,
+                    0,
+                    "{} is readable by others",
+                    spec.display()
+                );
+                specs += 1;
+            }
+        }
+    }
+    specs
 }
 
 async fn get(http: &reqwest::Client, url: &str) -> (String, Vec<u8>) {
@@ -65,6 +101,13 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
+    // The executor resolves the Secret only for a container runtime: process
+    // mode refuses the pod before anything reads the value.
+    if !prerequisites(false) {
+        return;
+    }
+    let (_images, images) = store();
+    load_image(&images, IMAGE).await;
     let logs = Captured::default();
     let writer = logs.clone();
     tracing_subscriber::fmt()
@@ -85,6 +128,10 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
         data_dir: Some(data.path().join("data")),
         ..Setup::default()
     });
+    cfg.executor.args = vec![
+        "--container-runtime=embedded".into(),
+        format!("--image-store={}", images.display()),
+    ];
     // A persistent work dir, so the agent checkpoints every TaskInfo.
     cfg.embedded.work_dir = Some(data.path().join("localmesos"));
     let app = framework::app::App::start(cfg).await.unwrap();
@@ -125,8 +172,11 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "reader"},
             "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "busybox",
-                "command": ["/bin/sh", "-c", "test -n \"$TOKEN\" && sleep 3"],
+                "name": "main", "image": IMAGE,
+                "command": ["/bin/sh", "-c", format!(
+                    "case \"$TOKEN\" in planted-*) test ${{#TOKEN}} -eq {} && sleep 3;; *) exit 1;; esac",
+                    value.len()
+                )],
                 "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "planted", "key": "token"}}}],
                 "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}},
             }]},
@@ -135,9 +185,8 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
         .await
         .unwrap();
     assert_eq!(pod.status(), 201);
-    // An executor that reads Secrets runs the pod for a while: the agent's
-    // checkpoints (TaskInfo, updates) are read then, before the task ends
-    // and they are removed. One that cannot fails the pod at once.
+    // The pod runs for a while: the agent's checkpoints (TaskInfo, updates)
+    // are read then, before the task ends and they are removed.
     let mut seen: Vec<(String, Vec<u8>)> = Vec::new();
     let work_dir = app.local().unwrap().work_dir().to_owned();
     let first = common::cluster::wait_pod(
@@ -153,16 +202,23 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
         },
     )
     .await;
-    if common::cluster::phase(&first) == "Running" {
-        files(&work_dir, &mut seen);
-        assert!(
-            seen.iter().any(|(what, _)| what.ends_with("task.info")),
-            "the agent checkpointed the TaskInfo"
-        );
-    } else {
-        eprintln!("the executor did not run the pod ({first:?}); its TaskInfo checkpoint is gone");
-    }
-    common::cluster::wait_pod(
+    assert_eq!(
+        common::cluster::phase(&first),
+        "Running",
+        "{:?}",
+        first.status
+    );
+    files(&work_dir, &mut seen);
+    assert!(
+        seen.iter().any(|(what, _)| what.ends_with("task.info")),
+        "the agent checkpointed the TaskInfo"
+    );
+    assert_eq!(
+        runtime_state_is_private(&work_dir),
+        1,
+        "the running container's spec is kept by the runtime"
+    );
+    let ended = common::cluster::wait_pod(
         app.api(),
         "default",
         "reader",
@@ -170,6 +226,15 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
         |p| matches!(common::cluster::phase(p), "Succeeded" | "Failed"),
     )
     .await;
+    // The container checked $TOKEN's shape and length (the value itself must
+    // not be in the pod): the executor resolved the Secret and handed it to
+    // the container, the one place it belongs.
+    assert_eq!(
+        common::cluster::phase(&ended),
+        "Succeeded",
+        "{:?}",
+        ended.status
+    );
 
     // Where the value belongs: the Secret's own answer (this also shows the
     // grep below would find it).

@@ -411,6 +411,13 @@ impl Oci {
                 .await;
             return Err(failed(format!("cannot get the container's terminal: {e}")));
         }
+        // The runtime keeps the spec it ran (runc in its state.json, the
+        // embedded one in its state directory). The bundle's copy holds the
+        // container's env, Secrets' values among them, in the Mesos sandbox
+        // that the agent serves over `/files`.
+        if let Err(e) = std::fs::remove_file(bundle_dir.join("config.json")) {
+            tracing::warn!(container = %req.id, error = %e, "cannot remove the bundle's config.json");
+        }
         let pid = std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|p| p.trim().parse::<u32>().ok())

@@ -22,6 +22,31 @@ pub(crate) fn read_spec(bundle: &Path) -> Result<Spec, RuntimeFailure> {
     serde_json::from_slice(&bytes).map_err(|e| RuntimeFailure::io(path.display(), e))
 }
 
+/// The spec `create` ran, from the runtime's own state directory (as runc
+/// keeps it in `state.json`): the bundle's `config.json` carries the
+/// container's env, Secrets' values among them, and the executor removes
+/// it from the Mesos sandbox, which the agent serves over `/files`, once
+/// the container runs. A container created before the copy existed falls
+/// back to its bundle.
+pub(crate) fn created_spec(dir: &Path, bundle: &Path) -> Result<Spec, RuntimeFailure> {
+    read_spec(dir).or_else(|_| read_spec(bundle))
+}
+
+/// Keeps the spec in the state directory, readable by root only.
+fn keep_spec(dir: &Path, bundle: &Path) -> Result<(), RuntimeFailure> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let from = bundle.join("config.json");
+    let bytes = std::fs::read(&from).map_err(|e| RuntimeFailure::io(from.display(), e))?;
+    let to = dir.join("config.json");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&to)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+        .map_err(|e| RuntimeFailure::io(to.display(), e))
+}
+
 pub(crate) fn create(
     root: &Path,
     id: &str,
@@ -43,7 +68,8 @@ pub(crate) fn create(
         }
         Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
     }
-    let result = create_in(&dir, id, &bundle, &spec, pid_file, console);
+    let result = keep_spec(&dir, &bundle)
+        .and_then(|()| create_in(&dir, id, &bundle, &spec, pid_file, console));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }

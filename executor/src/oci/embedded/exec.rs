@@ -24,7 +24,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::thread::LinkNameSpaceType;
 
 use super::RuntimeFailure;
-use super::create::read_spec;
+use super::create::created_spec;
 use super::state;
 
 /// What `exec` and `exec-inner` are told: `[-t] ID CMD…` (options before the id, the
@@ -126,7 +126,7 @@ pub(crate) fn exec(root: &Path, args: &[String]) -> Result<i32, RuntimeFailure> 
 pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFailure> {
     let a = parse(args)?;
     let s = state::load(root, &a.id)?;
-    let spec = read_spec(&s.bundle)?;
+    let spec = created_spec(&state::dir(root, &a.id)?, &s.bundle)?;
     // Every namespace is opened before any is joined: once in the container's mount
     // namespace, its /proc no longer shows the host's pids.
     let kinds = [
