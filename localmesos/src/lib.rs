@@ -416,6 +416,11 @@ impl LocalMesos {
 impl Drop for LocalMesos {
     fn drop(&mut self) {
         self.stop();
+        // The temporary work dir goes next: what killed executors left
+        // mounted there would keep it, and the mounts, on the host.
+        if let Some(dir) = &self._work_dir {
+            agent::mounts::unmount_under(dir.path());
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod executors;
 pub(crate) mod files;
 pub(crate) mod launch;
+pub(crate) mod mounts;
 pub(crate) mod process;
 pub(crate) mod token;
 
