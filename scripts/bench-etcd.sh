@@ -1,0 +1,41 @@
+#!/bin/sh
+# The basic scenario on redb and on etcd, alternating, in one sitting:
+#   cargo build --release -p framework
+#   RUNS=3 scripts/bench-etcd.sh [target/release/mesopod]
+# Each etcd run gets a fresh single-member etcd (Debian's etcd-server; data on
+# disk, loopback ports), stopped after the run. Prints every bench line, then
+# the median pods/s of each store and their ratio, with etcd's own CPU seconds
+# per run (etcd shares the machine's cores with mesopod).
+set -eu
+BIN=${1:-target/release/mesopod}
+RUNS=${RUNS:-3}
+PORT=${PORT:-23791}
+PEER=$((PORT + 10))
+command -v etcd >/dev/null || { echo "etcd is missing: .ci/install-etcd.sh" >&2; exit 1; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+i=0
+while [ "$i" -lt "$RUNS" ]; do
+  i=$((i + 1))
+  "$BIN" bench --scenario basic | grep '^bench ' | tee -a "$out"
+  d=$(mktemp -d)
+  etcd --data-dir "$d/data" --name bench \
+    --listen-client-urls "http://127.0.0.1:$PORT" --advertise-client-urls "http://127.0.0.1:$PORT" \
+    --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
+    --initial-cluster "bench=http://127.0.0.1:$PEER" > "$d/etcd.log" 2>&1 &
+  pid=$!
+  # etcd answers /health once it has elected itself.
+  n=0
+  until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+    n=$((n + 1)); [ "$n" -lt 100 ] || { cat "$d/etcd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  "$BIN" bench --scenario basic --etcd-servers "http://127.0.0.1:$PORT" | grep '^bench ' | tee -a "$out"
+  echo "etcd_cpu_s=$(awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$pid/stat")"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  rm -rf "$d"
+done
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+redb=$(grep 'store=redb' "$out" | sed 's/.*pods_per_s=\([0-9.]*\).*/\1/' | median)
+etcd=$(grep 'store=etcd' "$out" | sed 's/.*pods_per_s=\([0-9.]*\).*/\1/' | median)
+echo "median pods/s: redb=$redb etcd=$etcd ratio=$(awk -v a="$etcd" -v b="$redb" 'BEGIN {printf "%.2f", a / b}')"
