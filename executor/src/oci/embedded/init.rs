@@ -156,8 +156,9 @@ fn prepare(
     // process, still in the host's mount namespace), then joins them as
     // every other container does.
     if let Some(dir) = spec.annotations.get(crate::oci::sandbox::MAKE_ANNOTATION) {
-        if rootless {
-            // Its namespace files are bind mounts on the host, which only root may make.
+        if rootless && !crate::oci::rootless_ns::joined() {
+            // Its namespace files are bind mounts on the host, which only
+            // root (or a rootless executor's namespace holder) may make.
             return Err(RuntimeFailure(
                 "rootless: a pod sandbox (shared IPC and UTS namespaces) needs root".into(),
             ));
