@@ -31,6 +31,11 @@ use tokio::io::AsyncBufReadExt as _;
 
 /// The unprivileged user the cluster runs as (no passwd entry needed).
 const UID: u32 = 41_617;
+/// The user of the subordinate-range test (newuidmap needs a passwd
+/// entry: Debian's `nobody`), and its range.
+const RANGED_UID: u32 = 65_534;
+const RANGED_USER: &str = "nobody";
+const RANGE_START: u32 = 3_100_000;
 const T: Duration = Duration::from_secs(90);
 
 /// Whether this test can run here; in CI a missing need fails it.
@@ -56,8 +61,10 @@ fn prerequisites() -> bool {
     false
 }
 
-/// `mesopod` as [`UID`] with its data in `dir`; and its API's URL.
-async fn cluster(dir: &Path) -> (ProcessGuard<tokio::process::Child>, String) {
+/// `mesopod` as `uid` with its data in `dir`; and its API's URL.
+async fn cluster(dir: &Path, uid: u32) -> (ProcessGuard<tokio::process::Child>, String) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
     let mut cmd = tokio::process::Command::new(MESOPOD);
     cmd.args([
         "--listen",
@@ -72,8 +79,8 @@ async fn cluster(dir: &Path) -> (ProcessGuard<tokio::process::Child>, String) {
     .env("HOME", dir)
     .env_remove("CI")
     .current_dir(dir)
-    .uid(UID)
-    .gid(UID)
+    .uid(uid)
+    .gid(uid)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(std::fs::File::create(dir.join("mesopod.log")).unwrap());
@@ -85,7 +92,14 @@ async fn cluster(dir: &Path) -> (ProcessGuard<tokio::process::Child>, String) {
                 break l.split_whitespace().last().unwrap().to_owned();
             }
             Ok(Some(_)) => continue,
-            _ => panic!("mesopod exited before it served: {}", log(dir)),
+            _ => panic!(
+                "mesopod exited before it served: {}\n{:?}",
+                log(dir),
+                std::process::Command::new("ls")
+                    .arg("-laR")
+                    .arg(dir)
+                    .output()
+            ),
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
@@ -175,9 +189,7 @@ async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
     let image = registry.push("test/rootless", "1", &test_image()).await;
     let tmp = tempfile::tempdir().unwrap();
     let dir: PathBuf = tmp.path().to_path_buf();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(&dir, Some(UID), Some(UID)).unwrap();
-    let (mut mesopod, server) = cluster(&dir).await;
+    let (mut mesopod, server) = cluster(&dir, UID).await;
     let k = Kubectl::new(&server);
 
     let node: serde_json::Value =
@@ -343,4 +355,117 @@ fn processes_of(uid: u32) -> Vec<u32> {
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
         .filter(|pid| host_uid(*pid) == Some(uid))
         .collect()
+}
+
+/// Appends a line to `/etc/subuid` and `/etc/subgid` for the test's
+/// user; removes exactly that line again when dropped.
+struct SubordinateIds(String);
+
+impl SubordinateIds {
+    fn add(user: &str, start: u32, count: u32) -> SubordinateIds {
+        let line = format!("{user}:{start}:{count}\n");
+        for f in ["/etc/subuid", "/etc/subgid"] {
+            let mut text = std::fs::read_to_string(f).unwrap_or_default();
+            text.push_str(&line);
+            std::fs::write(f, text).unwrap();
+        }
+        SubordinateIds(line)
+    }
+}
+
+impl Drop for SubordinateIds {
+    fn drop(&mut self) {
+        for f in ["/etc/subuid", "/etc/subgid"] {
+            if let Ok(text) = std::fs::read_to_string(f) {
+                let _ = std::fs::write(f, text.replacen(&self.0, "", 1));
+            }
+        }
+    }
+}
+
+/// With a subordinate range (`/etc/subuid`, newuidmap), `runAsUser` within
+/// it runs: `id -u` is that uid, and on the host it is the range's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_subordinate_ids_runs_pods_as_other_users() {
+    if !prerequisites() {
+        return;
+    }
+    if !Path::new("/usr/bin/newuidmap").exists() {
+        let msg = "rootless subordinate ids test needs newuidmap (.ci/install-uidmap.sh)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let Some(registry) = Registry::start_or_skip("rootless pods with subordinate ids").await else {
+        return;
+    };
+    let image = registry
+        .push("test/rootless-ranged", "1", &test_image())
+        .await;
+    let _ids = SubordinateIds::add(RANGED_USER, RANGE_START, 65_536);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let (mut mesopod, server) = cluster(&dir, RANGED_UID).await;
+    let k = Kubectl::new(&server);
+    let yaml = pod(
+        "app",
+        &image,
+        "pod-ranged",
+        &[(
+            "a",
+            "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); exec sleep 3600",
+        )],
+        "    securityContext:\n      runAsUser: 1000\n      runAsGroup: 1000\n",
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let (text, _) = wait_until(
+        "the pod's output",
+        T,
+        async || {
+            let logs = String::from_utf8_lossy(&k.run(&["logs", "app"]).await.stdout).into_owned();
+            (logs, waiting(&get(&k, "app").await))
+        },
+        |(t, _)| t.contains("uid="),
+    )
+    .await;
+    assert!(text.contains("uid=1000 gid=1000"), "{text}\n{}", log(&dir));
+    let pids = processes_with_env("ROOTLESS_MARKER=pod-ranged");
+    assert!(!pids.is_empty());
+    for pid in &pids {
+        assert_eq!(host_uid(*pid), Some(RANGE_START + 999), "pid {pid}");
+    }
+    ok(&k
+        .run(&["delete", "pod", "app", "--wait=true", "--timeout=60s"])
+        .await);
+    wait_until(
+        "the pod's processes to end",
+        T,
+        async || processes_with_env("ROOTLESS_MARKER=pod-ranged"),
+        Vec::is_empty,
+    )
+    .await;
+    let pid = rustix::process::Pid::from_raw(mesopod.id().unwrap() as i32).unwrap();
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    let _ = tokio::time::timeout(Duration::from_secs(30), mesopod.wait()).await;
+    // Its executor waits for its agent to come back (checkpointing) until
+    // `--reset` stops it, as a user would.
+    let reset = tokio::process::Command::new(MESOPOD)
+        .arg("--reset")
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .uid(RANGED_UID)
+        .gid(RANGED_UID)
+        .output()
+        .await
+        .unwrap();
+    assert!(reset.status.success(), "{reset:?}");
+    wait_until(
+        "every process of the uid to end",
+        T,
+        async || processes_of(RANGED_UID),
+        Vec::is_empty,
+    )
+    .await;
 }

@@ -29,6 +29,7 @@ pub mod image;
 pub(crate) mod inroot;
 pub(crate) mod pull_secrets;
 pub mod rootless;
+pub(crate) mod rootless_ids;
 pub(crate) mod rootless_ns;
 pub(crate) mod runner;
 pub mod sandbox;

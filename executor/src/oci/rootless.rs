@@ -80,8 +80,15 @@ pub(crate) fn enter_user_namespace() -> Result<(), super::embedded::RuntimeFailu
     unshare_user_namespace()
 }
 
-/// [`enter_user_namespace`] unconditionally.
+/// [`enter_user_namespace`] unconditionally, with the single-id mapping.
 pub(crate) fn unshare_user_namespace() -> Result<(), super::embedded::RuntimeFailure> {
+    let ids = unshare_unmapped()?;
+    map_self(ids)
+}
+
+/// A new user namespace for this (single-threaded) process, its ids not
+/// mapped yet; returns this process' `(uid, gid)` outside it.
+pub(crate) fn unshare_unmapped() -> Result<(u32, u32), super::embedded::RuntimeFailure> {
     use super::embedded::RuntimeFailure;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -92,6 +99,13 @@ pub(crate) fn unshare_user_namespace() -> Result<(), super::embedded::RuntimeFai
             .unwrap_or_else(|| "rootless containers need unprivileged user namespaces".to_owned());
         RuntimeFailure(format!("cannot create a user namespace ({e}): {hint}"))
     })?;
+    Ok((uid, gid))
+}
+
+/// Maps `(uid, gid)`, this process' own ids outside, to 0 in its new user
+/// namespace (the single-id mapping).
+pub(crate) fn map_self((uid, gid): (u32, u32)) -> Result<(), super::embedded::RuntimeFailure> {
+    use super::embedded::RuntimeFailure;
     // An unprivileged process may map only its own ids, and its gid only
     // once it has given up setgroups (which could drop a denying group).
     for (file, text) in [

@@ -71,8 +71,10 @@ pub(crate) fn start(exe: &Path) -> Result<u32, String> {
     if let Some(h) = HOLDER.get() {
         return Ok(h.pid);
     }
+    let ranges = super::rootless_ids::subordinate();
     let mut child = Command::new(exe)
         .args(["runtime", "rootless-ns"])
+        .args(ranges.map(|_| "--map-by-parent"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -86,9 +88,25 @@ pub(crate) fn start(exe: &Path) -> Result<u32, String> {
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err("rootless: the namespace holder has no pipes".into());
     };
+    let mut stdin = stdin;
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
     let _ = stdout.read_line(&mut line);
+    if let (Some(ranges), Some(pid)) = (ranges, line.strip_prefix("userns ")) {
+        let pid = pid.trim().parse::<u32>().unwrap_or(0);
+        // Mapped from out here (only the parent namespace may); failing
+        // that, the holder maps its own ids alone.
+        let how = match super::rootless_ids::map_with_helpers(pid, ranges) {
+            Ok(()) => "mapped",
+            Err(e) => {
+                tracing::warn!(error = %e, "rootless: cannot map the subordinate ids; only the agent's own");
+                "self"
+            }
+        };
+        let _ = writeln!(stdin, "{how}").and_then(|()| stdin.flush());
+        line.clear();
+        let _ = stdout.read_line(&mut line);
+    }
     let Some(pid) = line
         .strip_prefix("ready ")
         .and_then(|p| p.trim().parse::<u32>().ok())
@@ -184,39 +202,12 @@ pub(crate) fn release(rootfs: &Path, bundle: &Path) -> Result<(), String> {
 }
 
 /// Why a container's `uid`, `gid` and supplemental groups cannot run in
-/// the holder's user namespace (its single-id mapping has only 0), if so.
+/// the holder's user namespace, if so ([`super::rootless_ids::unmapped`]).
 pub(crate) fn unmapped(uid: u32, gid: u32, groups: &[u32]) -> Option<String> {
     let pid = pid()?;
     let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
-    let (uids, gids) = (read("uid_map"), read("gid_map"));
-    let setgroups = read("setgroups").trim() == "allow";
-    let bad_groups =
-        !groups.is_empty() && (!setgroups || !groups.iter().all(|g| mapped(&gids, *g)));
-    if mapped(&uids, uid) && mapped(&gids, gid) && !bad_groups {
-        return None;
-    }
-    Some(format!(
-        "rootless: the agent's user namespace maps only {} (uid_map {:?}), so uid {uid}, gid {gid} \
-         and supplemental groups {groups:?} cannot be used; run the agent as root, or give its user \
-         a subordinate id range (/etc/subuid, newuidmap)",
-        if uids.lines().count() > 1 {
-            "its subordinate ids"
-        } else {
-            "uid 0 and gid 0 (the agent's own user)"
-        },
-        uids.split_whitespace().collect::<Vec<_>>().join(" ")
-    ))
-}
-
-/// Whether `id` is inside a range of a `/proc/<pid>/uid_map` text.
-fn mapped(map: &str, id: u32) -> bool {
-    map.lines().any(|l| {
-        let n: Vec<u64> = l
-            .split_whitespace()
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        n.len() == 3 && (n[0]..n[0] + n[2]).contains(&u64::from(id))
-    })
+    let (u, g, s) = (read("uid_map"), read("gid_map"), read("setgroups"));
+    super::rootless_ids::unmapped((&u, &g, &s), uid, gid, groups)
 }
 
 /// Whether this runtime process runs for a rootless executor (it joined,
@@ -266,8 +257,27 @@ pub(crate) fn join_from_env() -> Result<(), RuntimeFailure> {
 /// `mesopod runtime rootless-ns`: the holder. Makes the namespaces, says
 /// `ready <pid>`, serves requests until its stdin ends, then kills what is
 /// left in its user namespace.
-pub(crate) fn serve() -> Result<(), RuntimeFailure> {
-    super::rootless::unshare_user_namespace()?;
+/// With `--map-by-parent` the executor maps its ids (`newuidmap`): the
+/// holder says `userns <pid>` and waits for `mapped` (or `self`: it maps
+/// its own ids alone).
+pub(crate) fn serve(by_parent: bool) -> Result<(), RuntimeFailure> {
+    let ids = super::rootless::unshare_unmapped()?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let stdin = std::io::stdin();
+    let mut requests = stdin.lock().lines();
+    if by_parent {
+        writeln!(out, "userns {}", std::process::id())
+            .and_then(|()| out.flush())
+            .map_err(|e| RuntimeFailure::io("stdout", e))?;
+        match requests.next() {
+            Some(Ok(l)) if l == "mapped" => {}
+            Some(Ok(l)) if l == "self" => super::rootless::map_self(ids)?,
+            other => return Err(RuntimeFailure(format!("rootless: no mapping ({other:?})"))),
+        }
+    } else {
+        super::rootless::map_self(ids)?;
+    }
     // Only a namespace flag, in a single-threaded process (the runtime's).
     #[allow(deprecated)]
     rustix::thread::unshare(UnshareFlags::NEWNS)
@@ -283,12 +293,10 @@ pub(crate) fn serve() -> Result<(), RuntimeFailure> {
     // A signal to the executor's process group is not this process' end:
     // only the executor's exit (its pipe's end) is, and then the sweep.
     let _ = rustix::process::setsid();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     writeln!(out, "ready {}", std::process::id())
         .and_then(|()| out.flush())
         .map_err(|e| RuntimeFailure::io("stdout", e))?;
-    for line in std::io::stdin().lock().lines() {
+    for line in requests {
         let Ok(line) = line else { break };
         let reply = match answer(&line) {
             Ok(()) => "ok".to_owned(),
@@ -357,22 +365,5 @@ fn sweep() {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_mapped_only_inside_a_range() {
-        let single = "         0      41616          1\n";
-        assert!(mapped(single, 0));
-        assert!(!mapped(single, 1000));
-        let ranges = "0 41616 1\n1 100000 65536\n";
-        assert!(mapped(ranges, 1000));
-        assert!(mapped(ranges, 65536));
-        assert!(!mapped(ranges, 65537));
-        assert!(!mapped("", 0));
     }
 }

@@ -173,7 +173,9 @@ fn run_command(
             ),
             &flag(&flags, &["--hostname"]).unwrap_or_default(),
         ),
-        "rootless-ns" => crate::oci::rootless_ns::serve(),
+        "rootless-ns" => {
+            crate::oci::rootless_ns::serve(flags.iter().any(|(k, _)| k == "--map-by-parent"))
+        }
         "list" => {
             for id in state::list(root) {
                 println!("{id}");
