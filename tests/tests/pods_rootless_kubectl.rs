@@ -262,6 +262,22 @@ async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
     ok(&k
         .run(&["delete", "pod", "lone", "--wait=true", "--timeout=60s"])
         .await);
+    // Nor is anything of it left mounted in the executor's own namespace.
+    let holder = holder_of(UID).expect("the executor's namespace holder");
+    wait_until(
+        "the pod's mounts to go from the holder's namespace",
+        T,
+        async || {
+            std::fs::read_to_string(format!("/proc/{holder}/mountinfo"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains(&ours))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        },
+        Vec::is_empty,
+    )
+    .await;
     wait_until(
         "pod one's processes to end",
         T,
@@ -344,6 +360,14 @@ async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
         .map(str::to_owned)
         .collect();
     assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+/// The pid of `uid`'s executor's namespace holder (`runtime rootless-ns`).
+fn holder_of(uid: u32) -> Option<u32> {
+    processes_of(uid).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"rootless-ns"))
+    })
 }
 
 /// The processes whose real uid is `uid`.

@@ -191,6 +191,25 @@ pub(crate) fn mount_overlay(target: &Path, data: &str) -> Result<(), String> {
     request(&["overlay", &target.display().to_string(), data])
 }
 
+/// Mounts an overlay with mount data `data` at `target` in this process'
+/// mount namespace (the holder's, or the host's as root).
+pub(crate) fn mount_overlay_here(target: &Path, data: &str) -> Result<(), String> {
+    let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
+    rustix::mount::mount(
+        "overlay",
+        target,
+        "overlay",
+        rustix::mount::MountFlags::empty(),
+        Some(data.as_c_str()),
+    )
+    .map_err(|e| {
+        format!(
+            "cannot mount the image's root filesystem (overlay) at {}: {e}",
+            target.display()
+        )
+    })
+}
+
 /// Unmounts `rootfs` and removes `bundle`, in the holder (root of the
 /// namespace, it may remove what containers wrote there as any user).
 pub(crate) fn release(rootfs: &Path, bundle: &Path) -> Result<(), String> {
@@ -313,19 +332,7 @@ pub(crate) fn serve(by_parent: bool) -> Result<(), RuntimeFailure> {
 fn answer(line: &str) -> Result<(), String> {
     let fields: Vec<&str> = line.split('\t').collect();
     match fields[..] {
-        ["overlay", target, data] => {
-            let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
-            rustix::mount::mount(
-                "overlay",
-                target,
-                "overlay",
-                rustix::mount::MountFlags::empty(),
-                Some(data.as_c_str()),
-            )
-            .map_err(|e| {
-                format!("cannot mount the image's root filesystem (overlay) at {target}: {e}")
-            })
-        }
+        ["overlay", target, data] => mount_overlay_here(Path::new(target), data),
         ["release", rootfs, bundle] => {
             let _ = rustix::mount::unmount(rootfs, rustix::mount::UnmountFlags::DETACH);
             match std::fs::remove_dir_all(bundle) {

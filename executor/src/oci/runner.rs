@@ -572,20 +572,7 @@ fn assemble(
     if super::rootless_ns::active() {
         return super::rootless_ns::mount_overlay(rootfs, &data);
     }
-    let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
-    rustix::mount::mount(
-        "overlay",
-        rootfs,
-        "overlay",
-        rustix::mount::MountFlags::empty(),
-        Some(data.as_c_str()),
-    )
-    .map_err(|e| {
-        format!(
-            "cannot mount the image's root filesystem (overlay) at {}: {e}",
-            rootfs.display()
-        )
-    })
+    super::rootless_ns::mount_overlay_here(rootfs, &data)
 }
 
 /// Unmounts a container's root filesystem and removes its bundle.
