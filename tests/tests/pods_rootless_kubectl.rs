@@ -245,6 +245,25 @@ async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
     .await;
     assert!(text.contains("b-host=lone b-read=from-a"), "{text}");
 
+    // kubectl exec joins the container, as its root.
+    let out = ok(&k
+        .run(&[
+            "exec",
+            "lone",
+            "-c",
+            "b",
+            "--",
+            "sh",
+            "-c",
+            "id -u; cat /shared/note; hostname",
+        ])
+        .await);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["0", "from-a", "lone"],
+        "{out}"
+    );
+
     // On the host the containers are the unprivileged uid, and nothing of
     // the pod is mounted in the host's mount table.
     let pids = processes_with_env("ROOTLESS_MARKER=pod-one");
