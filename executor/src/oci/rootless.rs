@@ -11,6 +11,11 @@
 //! is refused with the reason, never ignored. Where the kernel forbids
 //! unprivileged user namespaces, containers are refused with the sysctl
 //! that says so, rather than run unisolated.
+//!
+//! A rootless executor runs every runtime command in a user namespace of
+//! its own instead ([`super::rootless_ns`]), shared by its pods, whose ids
+//! are this user's alone or also its subordinate range
+//! ([`super::rootless_ids`]).
 
 use std::path::Path;
 

@@ -128,6 +128,12 @@ pub(crate) fn start(exe: &Path) -> Result<u32, String> {
             }
         });
     }
+    let map = std::fs::read_to_string(format!("/proc/{pid}/uid_map")).unwrap_or_default();
+    tracing::info!(
+        holder = pid,
+        uid_map = %map.split_whitespace().collect::<Vec<_>>().join(" "),
+        "rootless: pods run in this executor's own user and mount namespace"
+    );
     let _ = HOLDER.set(Holder {
         pid,
         io: Mutex::new((stdin, stdout)),
