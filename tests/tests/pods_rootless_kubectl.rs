@@ -11,7 +11,13 @@
 //!   deleting it leaves no process.
 //! - `runAsUser: 1000`, which the single-id mapping lacks, is refused with
 //!   `CreateContainerConfigError` and the reason.
-//! - SIGKILL of the executor kills its containers.
+//! - `kubectl exec` joins a container as its root; after the delete
+//!   nothing of the pod is mounted in the executor's own namespace either.
+//! - SIGKILL of the executor kills its containers; stopped, the cluster
+//!   leaves no process of its uid.
+//! - As `nobody` with a subordinate range (`/etc/subuid`, newuidmap from
+//!   `.ci/install-uidmap.sh`), `runAsUser: 1000` runs: `id -u` is 1000,
+//!   and on the host the process is the range's id for it.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
