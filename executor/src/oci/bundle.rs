@@ -258,6 +258,8 @@ fn resolve_user(
 
 /// A file under the image's `/etc` (missing reads as empty).
 fn read_etc(rootfs: &Path, file: &str) -> String {
+    // A rootless executor's root filesystems are mounted only in its holder's namespace.
+    let rootfs = crate::oci::rootless_ns::view(rootfs);
     std::fs::read_to_string(rootfs.join("etc").join(file)).unwrap_or_default()
 }
 

@@ -95,6 +95,10 @@ impl ContainerExec {
             (ExecTarget::Container(id), Some((program, prefix, root))) => {
                 let mut cmd = tokio::process::Command::new(program);
                 cmd.args(prefix).arg("--root").arg(root).arg("exec");
+                // A rootless executor's containers are in its own namespaces.
+                if let Some(pid) = super::rootless_ns::pid() {
+                    cmd.env(super::rootless_ns::JOIN_ENV, pid.to_string());
+                }
                 if tty {
                     cmd.arg("--tty");
                 }

@@ -29,6 +29,8 @@ pub mod image;
 pub(crate) mod inroot;
 pub(crate) mod pull_secrets;
 pub mod rootless;
+pub(crate) mod rootless_ids;
+pub(crate) mod rootless_ns;
 pub(crate) mod runner;
 pub mod sandbox;
 pub mod spec;
@@ -132,13 +134,11 @@ impl Default for ContainerSettings {
 
 /// Why this process' pods cannot run in containers, if they cannot; pods
 /// then fail with this reason rather than run unisolated. Without root it
-/// is the kernel's refusal of user namespaces, or else
-/// [`rootless::EXECUTOR_NEEDS_ROOT`].
+/// is the kernel's refusal of user namespaces (otherwise the executor runs
+/// its pods in a user namespace of its own, [`rootless_ns`]).
 pub fn unavailable_reason() -> Option<String> {
     if rootless::active() {
-        return Some(
-            rootless::kernel_refusal().unwrap_or_else(|| rootless::EXECUTOR_NEEDS_ROOT.into()),
-        );
+        return rootless::kernel_refusal();
     }
     if cgroup::Version::detect().is_none() {
         return Some("no cgroup filesystem is mounted at /sys/fs/cgroup".into());

@@ -11,12 +11,19 @@
 //! is refused with the reason, never ignored. Where the kernel forbids
 //! unprivileged user namespaces, containers are refused with the sysctl
 //! that says so, rather than run unisolated.
+//!
+//! A rootless executor runs every runtime command in a user namespace of
+//! its own instead ([`super::rootless_ns`]), shared by its pods, whose ids
+//! are this user's alone or also its subordinate range
+//! ([`super::rootless_ids`]).
 
 use std::path::Path;
 
-/// Whether this process runs containers rootless (its effective uid is not 0).
+/// Whether this process runs containers rootless: its effective uid is not
+/// 0, or it is a runtime command of a rootless executor (root only in that
+/// executor's user namespace, [`super::rootless_ns`]).
 pub fn active() -> bool {
-    !rustix::process::geteuid().is_root()
+    !rustix::process::geteuid().is_root() || super::rootless_ns::joined()
 }
 
 /// The Node label `mesopod.io/rootless`: `true` when the agent's
@@ -24,15 +31,6 @@ pub fn active() -> bool {
 pub fn label() -> &'static str {
     if active() { "true" } else { "false" }
 }
-
-/// Why an executor without root refuses pods although the kernel allows
-/// user namespaces: `mesopod runtime` runs rootless containers, but the
-/// executor still mounts each image's root filesystem and each pod's
-/// sandbox namespaces on the host, which only root may do.
-pub const EXECUTOR_NEEDS_ROOT: &str = "rootless: `mesopod runtime` runs containers without root \
-    (user namespaces), but the executor's pods still need root: it mounts their image root \
-    filesystems and sandbox namespaces on the host; run the agent as root, or use \
-    --container-runtime=process (no isolation)";
 
 /// The sysctls that forbid an unprivileged user namespace: `(file, the
 /// value that forbids it, what it means)`.
@@ -77,8 +75,25 @@ pub fn kernel_refusal() -> Option<String> {
 
 /// Puts this (single-threaded, unprivileged) process into a new user
 /// namespace where its uid and gid are 0. The namespaces it creates next
-/// belong to that one.
+/// belong to that one. A runtime command of a rootless executor is in the
+/// executor's user namespace already, which its pods share (their
+/// containers join one another's sandbox namespaces): it makes none.
 pub(crate) fn enter_user_namespace() -> Result<(), super::embedded::RuntimeFailure> {
+    if super::rootless_ns::joined() {
+        return Ok(());
+    }
+    unshare_user_namespace()
+}
+
+/// [`enter_user_namespace`] unconditionally, with the single-id mapping.
+pub(crate) fn unshare_user_namespace() -> Result<(), super::embedded::RuntimeFailure> {
+    let ids = unshare_unmapped()?;
+    map_self(ids)
+}
+
+/// A new user namespace for this (single-threaded) process, its ids not
+/// mapped yet; returns this process' `(uid, gid)` outside it.
+pub(crate) fn unshare_unmapped() -> Result<(u32, u32), super::embedded::RuntimeFailure> {
     use super::embedded::RuntimeFailure;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -89,6 +104,13 @@ pub(crate) fn enter_user_namespace() -> Result<(), super::embedded::RuntimeFailu
             .unwrap_or_else(|| "rootless containers need unprivileged user namespaces".to_owned());
         RuntimeFailure(format!("cannot create a user namespace ({e}): {hint}"))
     })?;
+    Ok((uid, gid))
+}
+
+/// Maps `(uid, gid)`, this process' own ids outside, to 0 in its new user
+/// namespace (the single-id mapping).
+pub(crate) fn map_self((uid, gid): (u32, u32)) -> Result<(), super::embedded::RuntimeFailure> {
+    use super::embedded::RuntimeFailure;
     // An unprivileged process may map only its own ids, and its gid only
     // once it has given up setgroups (which could drop a denying group).
     for (file, text) in [

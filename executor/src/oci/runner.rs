@@ -104,6 +104,10 @@ impl Oci {
         if let Some(why) = super::unavailable_reason() {
             return Err(why);
         }
+        if super::rootless::active() {
+            super::rootless_ns::check(&settings.runtime, settings.cni.is_some())?;
+            super::rootless_ns::start(&exe)?;
+        }
         let work = super::agent_work_dir(sandbox);
         let root = settings
             .state_root
@@ -147,6 +151,9 @@ impl Oci {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.prefix).arg("--root").arg(&self.root);
         cmd.stdin(Stdio::null()).kill_on_drop(true);
+        if let Some(pid) = super::rootless_ns::pid() {
+            cmd.env(super::rootless_ns::JOIN_ENV, pid.to_string());
+        }
         cmd
     }
 
@@ -154,6 +161,9 @@ impl Oci {
         let mut cmd = std::process::Command::new(&self.program);
         cmd.args(&self.prefix).arg("--root").arg(&self.root);
         cmd.stdin(Stdio::null());
+        if let Some(pid) = super::rootless_ns::pid() {
+            cmd.env(super::rootless_ns::JOIN_ENV, pid.to_string());
+        }
         cmd
     }
 
@@ -304,7 +314,14 @@ impl Oci {
             join: &joins,
             mounts: &mounts,
         };
-        let mut spec = match bundle::build(req.plan, &req.image.config, &cx) {
+        let built = bundle::build(req.plan, &req.image.config, &cx).and_then(|spec| {
+            let u = &spec.process.user;
+            match super::rootless_ns::unmapped(u.uid, u.gid, &u.additional_gids) {
+                Some(why) => Err(why),
+                None => Ok(spec),
+            }
+        });
+        let mut spec = match built {
             Ok(s) => s,
             Err(e) => {
                 release(&rootfs, &bundle_dir);
@@ -559,24 +576,20 @@ fn assemble(
             work.display()
         )
     };
-    let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
-    rustix::mount::mount(
-        "overlay",
-        rootfs,
-        "overlay",
-        rustix::mount::MountFlags::empty(),
-        Some(data.as_c_str()),
-    )
-    .map_err(|e| {
-        format!(
-            "cannot mount the image's root filesystem (overlay) at {}: {e}",
-            rootfs.display()
-        )
-    })
+    if super::rootless_ns::active() {
+        return super::rootless_ns::mount_overlay(rootfs, &data);
+    }
+    super::rootless_ns::mount_overlay_here(rootfs, &data)
 }
 
 /// Unmounts a container's root filesystem and removes its bundle.
 fn release(rootfs: &Path, bundle: &Path) {
+    if super::rootless_ns::active() {
+        if let Err(e) = super::rootless_ns::release(rootfs, bundle) {
+            tracing::warn!(bundle = %bundle.display(), error = %e, "cannot release a container's root filesystem");
+        }
+        return;
+    }
     let _ = rustix::mount::unmount(rootfs, rustix::mount::UnmountFlags::DETACH);
     let _ = std::fs::remove_dir_all(bundle);
 }

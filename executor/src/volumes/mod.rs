@@ -246,7 +246,12 @@ impl PodVolumes {
                 .empty_dir
                 .as_ref()
                 .is_some_and(|e| e.medium.as_deref() == Some("Memory"));
-            let tmpfs = memory || v.secret.is_some() || v.projected.is_some();
+            // A rootless executor cannot mount on the host (its mounts live
+            // in its own namespace, which it writes through the host's
+            // directories): its memory-backed volumes are plain directories
+            // in the agent's work dir, which only the agent's user may read.
+            let tmpfs = (memory || v.secret.is_some() || v.projected.is_some())
+                && !crate::oci::rootless_ns::active();
             let fresh = !dir.exists();
             std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
             if tmpfs && fresh {

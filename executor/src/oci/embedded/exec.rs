@@ -95,7 +95,9 @@ pub(crate) fn exec(root: &Path, args: &[String]) -> Result<i32, RuntimeFailure> 
     let rootless = crate::oci::rootless::active();
     // A rootless container's namespaces belong to its user namespace:
     // only inside it may they be joined.
-    if rootless {
+    // (A rootless executor's containers are in its user namespace, where
+    // this process is already.)
+    if rootless && !crate::oci::rootless_ns::same_user_ns(s.pid) {
         join(s.pid, "user", LinkNameSpaceType::User)?;
     }
     join(s.pid, "pid", LinkNameSpaceType::ProcessID)?;

@@ -156,8 +156,9 @@ fn prepare(
     // process, still in the host's mount namespace), then joins them as
     // every other container does.
     if let Some(dir) = spec.annotations.get(crate::oci::sandbox::MAKE_ANNOTATION) {
-        if rootless {
-            // Its namespace files are bind mounts on the host, which only root may make.
+        if rootless && !crate::oci::rootless_ns::joined() {
+            // Its namespace files are bind mounts on the host, which only
+            // root (or a rootless executor's namespace holder) may make.
             return Err(RuntimeFailure(
                 "rootless: a pod sandbox (shared IPC and UTS namespaces) needs root".into(),
             ));
@@ -449,8 +450,8 @@ fn cap_set(names: &[String]) -> CapabilitySet {
 }
 
 /// Groups, gid, uid and capabilities, in the order the kernel needs.
-/// `rootless`: the user namespace maps uid and gid 0 alone and denies
-/// setgroups, so other ids are refused with that reason.
+/// `rootless`: ids the user namespace does not map are refused with that
+/// reason (the single-id mapping has 0 alone and denies setgroups).
 pub(super) fn user(spec: &Spec, rootless: bool) -> Result<(), RuntimeFailure> {
     let p = &spec.process;
     let caps = p.capabilities.clone().unwrap_or_default();
@@ -470,15 +471,14 @@ pub(super) fn user(spec: &Spec, rootless: bool) -> Result<(), RuntimeFailure> {
         .map(|g| rustix::process::Gid::from_raw(*g))
         .collect();
     if rootless {
+        // Only the ids this user namespace maps (one, or a subordinate range).
         let u = &p.user;
-        if u.uid != 0 || u.gid != 0 || !u.additional_gids.is_empty() {
-            return Err(RuntimeFailure(format!(
-                "rootless: the container's user namespace maps only uid 0 and gid 0 \
-                 (the agent's own user), so uid {}, gid {} and supplemental groups {:?} cannot be used",
-                u.uid, u.gid, u.additional_gids
-            )));
+        if let Some(why) = crate::oci::rootless_ids::unmapped_here(u.uid, u.gid, &u.additional_gids)
+        {
+            return Err(RuntimeFailure(why));
         }
-    } else {
+    }
+    if !rootless || crate::oci::rootless_ids::setgroups_allowed() {
         rustix::thread::set_thread_groups(&groups)
             .map_err(|e| RuntimeFailure::io("setgroups", e))?;
     }

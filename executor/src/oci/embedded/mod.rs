@@ -61,6 +61,8 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 fn run(args: &[String]) -> Result<i32, RuntimeFailure> {
+    // A rootless executor's commands work in its user and mount namespace.
+    crate::oci::rootless_ns::join_from_env()?;
     let (root, i) = global_flags(args)?;
     let command = args.get(i).ok_or_else(|| {
         RuntimeFailure("no command: create, start, run, exec, state, kill, delete or list".into())
@@ -171,6 +173,9 @@ fn run_command(
             ),
             &flag(&flags, &["--hostname"]).unwrap_or_default(),
         ),
+        "rootless-ns" => {
+            crate::oci::rootless_ns::serve(flags.iter().any(|(k, _)| k == "--map-by-parent"))
+        }
         "list" => {
             for id in state::list(root) {
                 println!("{id}");
