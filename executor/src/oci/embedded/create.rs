@@ -16,6 +16,16 @@ use crate::oci::spec::Spec;
 /// How long `init` may take to build the root filesystem.
 const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// When `init` execs the container's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Once `start` opens `exec.fifo` (runc's `create`).
+    OnFifo,
+    /// As soon as `create` has recorded the container and exited (runc's
+    /// `run --detach`): no FIFO to make on disk, nor a second step to open it.
+    WhenCreated,
+}
+
 pub(crate) fn read_spec(bundle: &Path) -> Result<Spec, RuntimeFailure> {
     let path = bundle.join("config.json");
     let bytes = std::fs::read(&path).map_err(|e| RuntimeFailure::io(path.display(), e))?;
@@ -28,6 +38,7 @@ pub(crate) fn create(
     bundle: &Path,
     pid_file: Option<PathBuf>,
     console: Option<PathBuf>,
+    start: Start,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
     let bundle =
         std::fs::canonicalize(bundle).map_err(|e| RuntimeFailure::io(bundle.display(), e))?;
@@ -43,7 +54,7 @@ pub(crate) fn create(
         }
         Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
     }
-    let result = create_in(&dir, id, &bundle, &spec, pid_file, console);
+    let result = create_in(&dir, id, &bundle, &spec, pid_file, console, start);
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -57,17 +68,10 @@ fn create_in(
     spec: &Spec,
     pid_file: Option<PathBuf>,
     console: Option<PathBuf>,
+    start: Start,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
     // Connected while the host's paths are in view; init sends the terminal.
     let console = console.map(|p| super::console::connect(&p)).transpose()?;
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        dir.join("exec.fifo"),
-        rustix::fs::FileType::Fifo,
-        Mode::from_raw_mode(0o600),
-        0,
-    )
-    .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
     let rootless = crate::oci::rootless::active();
     let root = dir.parent().unwrap_or(dir);
     // Without it, init copies the host's whole mount table, and detaches
@@ -79,7 +83,6 @@ fn create_in(
     } else {
         super::mntns::template(root).ok()
     };
-    let cgroups = make_cgroups(spec, rootless)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
     // pidfd of this process (a pid means nothing inside the new PID
@@ -93,6 +96,20 @@ fn create_in(
         )
         .ok()
     });
+    // Without a pidfd of this process init could not wait for its exit,
+    // so it waits on the FIFO, as for `create` (the caller then starts it).
+    let start = if me.is_none() { Start::OnFifo } else { start };
+    if start == Start::OnFifo {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("exec.fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
+    }
+    let cgroups = make_cgroups(spec, rootless)?;
     // Without root, the container's user namespace comes first: the ones
     // made next belong to it, so its root may mount and unshare in them.
     if rootless {
@@ -115,6 +132,7 @@ fn create_in(
                 ready: ready_tx,
                 template,
                 console,
+                start,
             };
             let e = match super::init::init(root, id, bundle, rootless, handoff) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),

@@ -33,6 +33,8 @@ pub(crate) struct Handoff {
     pub(crate) template: Option<OwnedFd>,
     /// The console socket to send the terminal's master on (`console.rs`).
     pub(crate) console: Option<OwnedFd>,
+    /// Whether to wait for `start` on `exec.fifo` before the exec.
+    pub(crate) start: super::create::Start,
 }
 
 /// Runs in the process `create` forked (PID 1 of the container's PID
@@ -52,6 +54,7 @@ pub(crate) fn init(
         ready,
         template,
         console,
+        start,
     } = handoff;
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -82,17 +85,21 @@ pub(crate) fn init(
         }
     };
     report(READY);
-    // Wait for `start`: opening the FIFO's write end blocks until it reads.
-    let fifo = rustix::fs::openat(
-        &dirfd,
-        "exec.fifo",
-        OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| RuntimeFailure::io("open exec.fifo", e))?;
-    rustix::io::write(&fifo, b"0").map_err(|e| RuntimeFailure::io("write exec.fifo", e))?;
-    drop(fifo);
+    if start == super::create::Start::OnFifo {
+        // Wait for `start`: opening the FIFO's write end blocks until it reads.
+        let fifo = rustix::fs::openat(
+            &dirfd,
+            "exec.fifo",
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| RuntimeFailure::io("open exec.fifo", e))?;
+        rustix::io::write(&fifo, b"0").map_err(|e| RuntimeFailure::io("write exec.fifo", e))?;
+        drop(fifo);
+    }
     drop(dirfd);
+    // With `Start::WhenCreated`, the wait below for `create`'s exit is the
+    // start: `create` exits once the container's state is recorded.
     arm_parent_death(parent_fd)?;
     let p = &spec.process;
     let err = Command::new(&program)

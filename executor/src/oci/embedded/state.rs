@@ -1,5 +1,6 @@
 //! The runtime's state directory (`<root>/<id>/`): `state.json`, the
-//! `exec.fifo` that holds `init` until `start`; `init` tells `create` it is ready through a pipe.
+//! `exec.fifo` that holds a `create`d `init` until `start` (a container
+//! made by `run` has none); `init` tells `create` it is ready through a pipe.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
