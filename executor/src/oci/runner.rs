@@ -330,8 +330,7 @@ impl Oci {
                 req.sandbox.dir.display().to_string(),
             );
         }
-        let json =
-            serde_json::to_vec_pretty(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
+        let json = serde_json::to_vec(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
         std::fs::write(bundle_dir.join("config.json"), json)
             .map_err(|e| StartError::Runtime(format!("cannot write config.json: {e}")))?;
         // The container inherits the runtime's stdio (`run --detach`

@@ -133,6 +133,7 @@ fn create_in(
                 template,
                 console,
                 start,
+                spec: spec.clone(),
             };
             let e = match super::init::init(root, id, bundle, rootless, handoff) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),

@@ -12,7 +12,6 @@ use rustix::process::Signal;
 use rustix::thread::CapabilitySet;
 
 use super::RuntimeFailure;
-use super::create::read_spec;
 use super::state;
 use crate::oci::spec::{self, Mount, Spec};
 
@@ -35,6 +34,8 @@ pub(crate) struct Handoff {
     pub(crate) console: Option<OwnedFd>,
     /// Whether to wait for `start` on `exec.fifo` before the exec.
     pub(crate) start: super::create::Start,
+    /// The bundle's `config.json`, as `create` read it.
+    pub(crate) spec: Spec,
 }
 
 /// Runs in the process `create` forked (PID 1 of the container's PID
@@ -55,6 +56,7 @@ pub(crate) fn init(
         template,
         console,
         start,
+        spec,
     } = handoff;
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -67,8 +69,9 @@ pub(crate) fn init(
     // the fork: the executor's pipe for a `stdin: true` container, else
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let result = read_spec(bundle)
-        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)))
+    // The spec `create` parsed, inherited through the fork: not read again.
+    let result = prepare(&spec, bundle, rootless, template)
+        .map(|argv| (spec, argv))
         .and_then(|(spec, argv)| {
             super::console::setup(console, spec.process.terminal).map(|()| (spec, argv))
         });
