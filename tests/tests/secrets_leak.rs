@@ -8,10 +8,10 @@
 //! `/debug/*`, `/metrics`, mesopod's log output and the error message of a
 //! Secret refused at create. It must find it only in the API's own answer
 //! for the Secret, and in the container: the pod runs in the embedded
-//! runtime, checks the value's shape, and succeeds. The runtime's own copy
+//! runtime, checks the value's shape, and succeeds. The runtime's record
 //! of the container's spec (its env) is the one other place, readable by
-//! root alone and not served by `/files`, as runc's and containerd's state
-//! is on a Kubernetes node.
+//! root alone and not served by `/files`, as runc's state is on a
+//! Kubernetes node.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -62,10 +62,10 @@ fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     }
 }
 
-/// The runtime keeps the spec it ran, the container's env with it, as runc
-/// keeps its state.json (and containerd its bundles) on a node: readable by
-/// root alone, and not served by the agent's `/files` (only sandboxes are).
-/// Returns how many such specs there are.
+/// The runtime keeps the spec it ran, the container's env with it, in its
+/// state.json, as runc does on a Kubernetes node: readable by root alone,
+/// and not served by the agent's `/files` (only sandboxes are). Returns how
+/// many such records there are.
 fn runtime_state_is_private(work_dir: &Path) -> usize {
     use std::os::unix::fs::PermissionsExt as _;
     let mut specs = 0;
@@ -75,7 +75,7 @@ fn runtime_state_is_private(work_dir: &Path) -> usize {
             continue;
         };
         for c in containers.flatten() {
-            let spec = c.path().join("config.json");
+            let spec = c.path().join("state.json");
             if let Ok(meta) = std::fs::metadata(&spec) {
                 assert_eq!(
                     meta.permissions().mode() & 0o077,

@@ -197,33 +197,11 @@ pub(crate) fn mount_overlay(target: &Path, data: &str) -> Result<(), String> {
     request(&["overlay", &target.display().to_string(), data])
 }
 
-/// Mounts an overlay with mount data `data` at `target` in this process'
-/// mount namespace (the holder's, or the host's as root).
-pub(crate) fn mount_overlay_here(target: &Path, data: &str) -> Result<(), String> {
-    let data = std::ffi::CString::new(data).map_err(|e| e.to_string())?;
-    rustix::mount::mount(
-        "overlay",
-        target,
-        "overlay",
-        rustix::mount::MountFlags::empty(),
-        Some(data.as_c_str()),
-    )
-    .map_err(|e| {
-        format!(
-            "cannot mount the image's root filesystem (overlay) at {}: {e}",
-            target.display()
-        )
-    })
-}
-
-/// Unmounts `rootfs` and removes `bundle`, in the holder (root of the
-/// namespace, it may remove what containers wrote there as any user).
-pub(crate) fn release(rootfs: &Path, bundle: &Path) -> Result<(), String> {
-    request(&[
-        "release",
-        &rootfs.display().to_string(),
-        &bundle.display().to_string(),
-    ])
+/// Unmounts a bundle's `rootfs` and removes the bundle with the writable
+/// layer it links to ([`super::rootfs::release`]), in the holder (root of
+/// the namespace, it may remove what containers wrote there as any user).
+pub(crate) fn release(bundle: &Path) -> Result<(), String> {
+    request(&["release", &bundle.display().to_string()])
 }
 
 /// Why a container's `uid`, `gid` and supplemental groups cannot run in
@@ -338,13 +316,12 @@ pub(crate) fn serve(by_parent: bool) -> Result<(), RuntimeFailure> {
 fn answer(line: &str) -> Result<(), String> {
     let fields: Vec<&str> = line.split('\t').collect();
     match fields[..] {
-        ["overlay", target, data] => mount_overlay_here(Path::new(target), data),
-        ["release", rootfs, bundle] => {
-            let _ = rustix::mount::unmount(rootfs, rustix::mount::UnmountFlags::DETACH);
-            match std::fs::remove_dir_all(bundle) {
-                Ok(()) => Ok(()),
+        ["overlay", target, data] => super::rootfs::mount_overlay_here(Path::new(target), data),
+        ["release", bundle] => {
+            super::rootfs::release_here(Path::new(bundle));
+            match std::fs::symlink_metadata(bundle) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(format!("cannot remove {bundle}: {e}")),
+                _ => Err(format!("cannot remove {bundle}")),
             }
         }
         _ => Err(format!("unknown request {line:?}")),

@@ -13,6 +13,7 @@ use tokio::process::Command;
 use super::bundle::{self, BundleContext};
 use super::gc::ImageGc;
 use super::image::{Image, Images, PullFailure, StoreImages};
+use super::rootfs::{RunDirs, assemble, release};
 use super::sandbox::{self, PodSandbox};
 use super::{ContainerSettings, RuntimeKind, cgroup};
 use crate::logs::LogSettings;
@@ -74,6 +75,8 @@ pub(crate) struct Oci {
     exe: PathBuf,
     /// Where pod sandboxes live (`<root>-sandboxes`).
     sandboxes: PathBuf,
+    /// Images' init layers (`<root>-init`, [`super::init_layer`]).
+    init_layers: PathBuf,
     /// The runtime is `mesopod runtime`, whose `init` makes a pod's
     /// sandbox with its first container.
     embedded: bool,
@@ -128,6 +131,7 @@ impl Oci {
         let images = StoreImages::open(store_config)?;
         let gc = ImageGc::new(images.store().clone(), settings.image_gc);
         let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
+        let init_layers = PathBuf::from(format!("{}-init", root.display()));
         let cni = settings
             .cni
             .clone()
@@ -138,6 +142,7 @@ impl Oci {
             root,
             exe,
             sandboxes,
+            init_layers,
             embedded: settings.runtime == RuntimeKind::Embedded,
             images: Arc::new(images),
             gc,
@@ -241,7 +246,7 @@ impl Oci {
             // in the agent's mount namespace: unmounted here, or they stay
             // until reboot (and every later mount namespace copies them).
             if let Some(bundle) = bundle {
-                release(&bundle.join("rootfs"), &bundle);
+                release(&bundle);
             }
         }
         // Networks first: DEL needs the namespaces the sandboxes hold.
@@ -276,18 +281,23 @@ impl Oci {
 
     /// Builds the bundle and runs it (`run --detach`).
     pub(crate) async fn start(&self, req: StartRequest<'_>) -> Result<Running, StartError> {
-        let bundle_dir = req.dir.join(format!(".bundle-{}", req.id));
-        let rootfs = bundle_dir.join("rootfs");
+        let dirs = RunDirs::new(&req.sandbox.dir, &req.dir, &req.id);
+        let (bundle_dir, rootfs) = (dirs.bundle.clone(), dirs.rootfs.clone());
         let layers = req.image.layers.clone();
         let read_only = req.plan.security.read_only_root_filesystem;
-        {
-            let bundle_dir = bundle_dir.clone();
-            let rootfs = rootfs.clone();
-            tokio::task::spawn_blocking(move || assemble(&layers, &bundle_dir, &rootfs, read_only))
-                .await
-                .map_err(|e| StartError::Runtime(e.to_string()))?
-                .map_err(StartError::Runtime)?;
-        }
+        let (init_layers, image_id) = (self.init_layers.clone(), req.image.image_id.clone());
+        let assembled = tokio::task::spawn_blocking(move || {
+            let init = super::init_layer::ensure(&init_layers, &image_id, &layers);
+            let made = assemble(&layers, init.as_deref(), &dirs, read_only);
+            if made.is_err() {
+                release(&dirs.bundle);
+            }
+            made
+        });
+        assembled
+            .await
+            .map_err(|e| StartError::Runtime(e.to_string()))?
+            .map_err(StartError::Runtime)?;
         // The first container of a pod on the embedded runtime makes the
         // sandbox; the pod's other starts wait for it here.
         let gate = match &req.sandbox.deferred {
@@ -324,7 +334,7 @@ impl Oci {
         let mut spec = match built {
             Ok(s) => s,
             Err(e) => {
-                release(&rootfs, &bundle_dir);
+                release(&bundle_dir);
                 return Err(StartError::Config(e));
             }
         };
@@ -337,8 +347,7 @@ impl Oci {
                 req.sandbox.dir.display().to_string(),
             );
         }
-        let json =
-            serde_json::to_vec_pretty(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
+        let json = serde_json::to_vec(&spec).map_err(|e| StartError::Runtime(e.to_string()))?;
         std::fs::write(bundle_dir.join("config.json"), json)
             .map_err(|e| StartError::Runtime(format!("cannot write config.json: {e}")))?;
         // The container inherits the runtime's stdio (`run --detach`
@@ -346,7 +355,7 @@ impl Oci {
         let output = match crate::logs::start(&req.log, self.logs) {
             Ok(o) => o,
             Err(e) => {
-                release(&rootfs, &bundle_dir);
+                release(&bundle_dir);
                 return Err(StartError::Runtime(format!("cannot open the log: {e}")));
             }
         };
@@ -354,7 +363,7 @@ impl Oci {
             true => match super::console_socket::ConsoleSocket::bind() {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    release(&rootfs, &bundle_dir);
+                    release(&bundle_dir);
                     return Err(StartError::Runtime(format!(
                         "cannot make a console socket: {e}"
                     )));
@@ -392,7 +401,7 @@ impl Oci {
             .await;
         drop(gate);
         let failed = |what: String| {
-            release(&rootfs, &bundle_dir);
+            release(&bundle_dir);
             StartError::Runtime(what)
         };
         match ran {
@@ -428,10 +437,10 @@ impl Oci {
                 .await;
             return Err(failed(format!("cannot get the container's terminal: {e}")));
         }
-        // The runtime keeps the spec it ran (runc in its state.json, the
-        // embedded one in its state directory). The bundle's copy holds the
-        // container's env, Secrets' values among them, in the Mesos sandbox
-        // that the agent serves over `/files`.
+        // The runtime keeps the spec it ran, root-only, in its state.json
+        // (runc and the embedded one alike). The bundle's copy holds the
+        // container's env, Secrets' values among them, and would lie beside
+        // the pod's files for the container's whole life.
         if let Err(e) = std::fs::remove_file(bundle_dir.join("config.json")) {
             tracing::warn!(container = %req.id, error = %e, "cannot remove the bundle's config.json");
         }
@@ -494,8 +503,9 @@ impl Oci {
         }
         let rootfs = running.rootfs.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            let bundle = rootfs.parent().map(Path::to_path_buf).unwrap_or_default();
-            release(&rootfs, &bundle);
+            if let Some(bundle) = rootfs.parent() {
+                release(bundle);
+            }
         })
         .await;
     }
@@ -543,53 +553,4 @@ fn runtime_error(log: &Path, run_log: &Path, status: String) -> String {
     from_log
         .or_else(from_stderr)
         .unwrap_or_else(|| format!("the container runtime failed ({status})"))
-}
-
-/// Mounts the image's layers as an overlay at `rootfs` with a fresh upper
-/// layer in `bundle`.
-fn assemble(
-    layers: &[PathBuf],
-    bundle: &Path,
-    rootfs: &Path,
-    read_only: bool,
-) -> Result<(), String> {
-    if layers.is_empty() {
-        return Err("the image has no layers".into());
-    }
-    let upper = bundle.join("upper");
-    let work = bundle.join("work");
-    for d in [&upper, &work, &rootfs.to_path_buf()] {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
-    }
-    let lower: Vec<String> = layers
-        .iter()
-        .rev()
-        .map(|l| l.display().to_string())
-        .collect();
-    let data = if read_only && lower.len() > 1 {
-        format!("lowerdir={}", lower.join(":"))
-    } else {
-        format!(
-            "lowerdir={},upperdir={},workdir={}",
-            lower.join(":"),
-            upper.display(),
-            work.display()
-        )
-    };
-    if super::rootless_ns::active() {
-        return super::rootless_ns::mount_overlay(rootfs, &data);
-    }
-    super::rootless_ns::mount_overlay_here(rootfs, &data)
-}
-
-/// Unmounts a container's root filesystem and removes its bundle.
-fn release(rootfs: &Path, bundle: &Path) {
-    if super::rootless_ns::active() {
-        if let Err(e) = super::rootless_ns::release(rootfs, bundle) {
-            tracing::warn!(bundle = %bundle.display(), error = %e, "cannot release a container's root filesystem");
-        }
-        return;
-    }
-    let _ = rustix::mount::unmount(rootfs, rustix::mount::UnmountFlags::DETACH);
-    let _ = std::fs::remove_dir_all(bundle);
 }

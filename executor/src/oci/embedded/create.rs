@@ -1,6 +1,7 @@
 //! `create`: cgroups, namespaces, and the container's `init` process.
 
 use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,35 +17,31 @@ use crate::oci::spec::Spec;
 /// How long `init` may take to build the root filesystem.
 const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// When `init` execs the container's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Once `start` opens `exec.fifo` (runc's `create`).
+    OnFifo,
+    /// As soon as `create` has recorded the container and exited (runc's
+    /// `run --detach`): no FIFO to make on disk, nor a second step to open it.
+    WhenCreated,
+}
+
 pub(crate) fn read_spec(bundle: &Path) -> Result<Spec, RuntimeFailure> {
     let path = bundle.join("config.json");
     let bytes = std::fs::read(&path).map_err(|e| RuntimeFailure::io(path.display(), e))?;
     serde_json::from_slice(&bytes).map_err(|e| RuntimeFailure::io(path.display(), e))
 }
 
-/// The spec `create` ran, from the runtime's own state directory (as runc
-/// keeps it in `state.json`): the bundle's `config.json` carries the
-/// container's env, Secrets' values among them, and the executor removes
-/// it from the Mesos sandbox, which the agent serves over `/files`, once
-/// the container runs. A container created before the copy existed falls
-/// back to its bundle.
-pub(crate) fn created_spec(dir: &Path, bundle: &Path) -> Result<Spec, RuntimeFailure> {
-    read_spec(dir).or_else(|_| read_spec(bundle))
-}
-
-/// Keeps the spec in the state directory, readable by root only.
-fn keep_spec(dir: &Path, bundle: &Path) -> Result<(), RuntimeFailure> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let from = bundle.join("config.json");
-    let bytes = std::fs::read(&from).map_err(|e| RuntimeFailure::io(from.display(), e))?;
-    let to = dir.join("config.json");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&to)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
-        .map_err(|e| RuntimeFailure::io(to.display(), e))
+/// The spec `create` ran: from `state.json`, where runc keeps it too. The
+/// bundle's `config.json` carries the container's env, Secrets' values
+/// among them, and the executor removes it once the container runs. A
+/// container recorded without it falls back to its bundle.
+pub(crate) fn created_spec(state: &ContainerState) -> Result<Spec, RuntimeFailure> {
+    match &state.spec {
+        Some(spec) => Ok(spec.clone()),
+        None => read_spec(&state.bundle),
+    }
 }
 
 pub(crate) fn create(
@@ -53,6 +50,7 @@ pub(crate) fn create(
     bundle: &Path,
     pid_file: Option<PathBuf>,
     console: Option<PathBuf>,
+    start: Start,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
     let bundle =
         std::fs::canonicalize(bundle).map_err(|e| RuntimeFailure::io(bundle.display(), e))?;
@@ -68,8 +66,7 @@ pub(crate) fn create(
         }
         Err(e) => return Err(RuntimeFailure::io(dir.display(), e)),
     }
-    let result = keep_spec(&dir, &bundle)
-        .and_then(|()| create_in(&dir, id, &bundle, &spec, pid_file, console));
+    let result = create_in(&dir, id, &bundle, &spec, pid_file, console, start);
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -83,17 +80,10 @@ fn create_in(
     spec: &Spec,
     pid_file: Option<PathBuf>,
     console: Option<PathBuf>,
+    start: Start,
 ) -> Result<Option<OwnedFd>, RuntimeFailure> {
     // Connected while the host's paths are in view; init sends the terminal.
     let console = console.map(|p| super::console::connect(&p)).transpose()?;
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        dir.join("exec.fifo"),
-        rustix::fs::FileType::Fifo,
-        Mode::from_raw_mode(0o600),
-        0,
-    )
-    .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
     let rootless = crate::oci::rootless::active();
     let root = dir.parent().unwrap_or(dir);
     // Without it, init copies the host's whole mount table, and detaches
@@ -105,7 +95,6 @@ fn create_in(
     } else {
         super::mntns::template(root).ok()
     };
-    let cgroups = make_cgroups(spec, rootless)?;
     // This process' parent is the executor (a subreaper), whose child init
     // becomes once this process exits; init learns when that is from a
     // pidfd of this process (a pid means nothing inside the new PID
@@ -119,6 +108,20 @@ fn create_in(
         )
         .ok()
     });
+    // Without a pidfd of this process init could not wait for its exit,
+    // so it waits on the FIFO, as for `create` (the caller then starts it).
+    let start = if me.is_none() { Start::OnFifo } else { start };
+    if start == Start::OnFifo {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("exec.fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .map_err(|e| RuntimeFailure::io("mkfifo exec.fifo", e))?;
+    }
+    let cgroups = make_cgroups(spec, rootless)?;
     // Without root, the container's user namespace comes first: the ones
     // made next belong to it, so its root may mount and unshare in them.
     if rootless {
@@ -141,6 +144,8 @@ fn create_in(
                 ready: ready_tx,
                 template,
                 console,
+                start,
+                spec: spec.clone(),
             };
             let e = match super::init::init(root, id, bundle, rootless, handoff) {
                 Ok(()) => RuntimeFailure("init returned without exec".into()),
@@ -184,10 +189,18 @@ fn create_in(
         start_time,
         bundle: bundle.to_path_buf(),
         cgroups,
+        spec: Some(spec.clone()),
     };
     let json = serde_json::to_vec(&record).map_err(|e| RuntimeFailure(e.to_string()))?;
     let tmp = dir.join("state.json.tmp");
-    std::fs::write(&tmp, json).map_err(|e| RuntimeFailure::io(tmp.display(), e))?;
+    // It holds the container's env: readable by root alone, as runc's.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &json))
+        .map_err(|e| RuntimeFailure::io(tmp.display(), e))?;
     std::fs::rename(&tmp, dir.join("state.json"))
         .map_err(|e| RuntimeFailure::io("state.json", e))?;
     if let Some(p) = pid_file {

@@ -128,7 +128,7 @@ pub(crate) fn exec(root: &Path, args: &[String]) -> Result<i32, RuntimeFailure> 
 pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFailure> {
     let a = parse(args)?;
     let s = state::load(root, &a.id)?;
-    let spec = created_spec(&state::dir(root, &a.id)?, &s.bundle)?;
+    let spec = created_spec(&s)?;
     // Every namespace is opened before any is joined: once in the container's mount
     // namespace, its /proc no longer shows the host's pids.
     let kinds = [

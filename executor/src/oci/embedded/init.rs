@@ -12,7 +12,6 @@ use rustix::process::Signal;
 use rustix::thread::CapabilitySet;
 
 use super::RuntimeFailure;
-use super::create::read_spec;
 use super::state;
 use crate::oci::spec::{self, Mount, Spec};
 
@@ -33,6 +32,10 @@ pub(crate) struct Handoff {
     pub(crate) template: Option<OwnedFd>,
     /// The console socket to send the terminal's master on (`console.rs`).
     pub(crate) console: Option<OwnedFd>,
+    /// Whether to wait for `start` on `exec.fifo` before the exec.
+    pub(crate) start: super::create::Start,
+    /// The bundle's `config.json`, as `create` read it.
+    pub(crate) spec: Spec,
 }
 
 /// Runs in the process `create` forked (PID 1 of the container's PID
@@ -52,6 +55,8 @@ pub(crate) fn init(
         ready,
         template,
         console,
+        start,
+        spec,
     } = handoff;
     let dir = state::dir(root, id)?;
     let dirfd = rustix::fs::open(
@@ -64,8 +69,9 @@ pub(crate) fn init(
     // the fork: the executor's pipe for a `stdin: true` container, else
     // /dev/null (`oci/runner.rs` gives the runtime one or the other).
     let parent_fd = spawner;
-    let result = read_spec(bundle)
-        .and_then(|spec| prepare(&spec, bundle, rootless, template).map(|argv| (spec, argv)))
+    // The spec `create` parsed, inherited through the fork: not read again.
+    let result = prepare(&spec, bundle, rootless, template)
+        .map(|argv| (spec, argv))
         .and_then(|(spec, argv)| {
             super::console::setup(console, spec.process.terminal).map(|()| (spec, argv))
         });
@@ -82,17 +88,21 @@ pub(crate) fn init(
         }
     };
     report(READY);
-    // Wait for `start`: opening the FIFO's write end blocks until it reads.
-    let fifo = rustix::fs::openat(
-        &dirfd,
-        "exec.fifo",
-        OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| RuntimeFailure::io("open exec.fifo", e))?;
-    rustix::io::write(&fifo, b"0").map_err(|e| RuntimeFailure::io("write exec.fifo", e))?;
-    drop(fifo);
+    if start == super::create::Start::OnFifo {
+        // Wait for `start`: opening the FIFO's write end blocks until it reads.
+        let fifo = rustix::fs::openat(
+            &dirfd,
+            "exec.fifo",
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| RuntimeFailure::io("open exec.fifo", e))?;
+        rustix::io::write(&fifo, b"0").map_err(|e| RuntimeFailure::io("write exec.fifo", e))?;
+        drop(fifo);
+    }
     drop(dirfd);
+    // With `Start::WhenCreated`, the wait below for `create`'s exit is the
+    // start: `create` exits once the container's state is recorded.
     arm_parent_death(parent_fd)?;
     let p = &spec.process;
     let err = Command::new(&program)

@@ -3,7 +3,9 @@
 //! `pivot_root` and cgroups, so a machine with nothing installed runs real
 //! containers through the same path as runc.
 //!
-//! `run --detach` is `create` then `start` in one process.
+//! `run --detach` is `create` then `start` in one process, without the
+//! FIFO: its `init` execs once `create` has recorded the container and
+//! exited.
 //!
 //! `create` is a short-lived process: it makes the container's cgroups,
 //! unshares the PID namespace (or joins the one the config names), and
@@ -115,7 +117,7 @@ fn run_command(
             .cloned()
             .ok_or_else(|| RuntimeFailure(format!("{command}: a container id is required")))
     };
-    let create = |id: &str| {
+    let create = |id: &str, start| {
         let bundle = flag(&flags, &["--bundle", "-b"]).unwrap_or_else(|| ".".into());
         create::create(
             root,
@@ -123,12 +125,13 @@ fn run_command(
             &PathBuf::from(bundle),
             flag(&flags, &["--pid-file"]).map(PathBuf::from),
             flag(&flags, &["--console-socket"]).map(PathBuf::from),
+            start,
         )
     };
     match command {
         "create" => {
             let id = id()?;
-            let executor = create(&id)?;
+            let executor = create(&id, create::Start::OnFifo)?;
             create::check_executor(root, &id, executor)
         }
         // runc's `run --detach`: create and start in one invocation, so a
@@ -139,11 +142,14 @@ fn run_command(
                     "run: only --detach is supported (the caller supervises the container)".into(),
                 ));
             }
+            // init execs the container's process once this process exits.
             let id = id()?;
-            let executor = create(&id)?;
-            state::start(root, &id).inspect_err(|_| {
-                let _ = state::delete(root, &id, true);
-            })?;
+            let executor = create(&id, create::Start::WhenCreated)?;
+            if state::dir(root, &id)?.join("exec.fifo").exists() {
+                state::start(root, &id).inspect_err(|_| {
+                    let _ = state::delete(root, &id, true);
+                })?;
+            }
             create::check_executor(root, &id, executor)
         }
         "start" => state::start(root, &id()?),

@@ -1,5 +1,6 @@
 //! The runtime's state directory (`<root>/<id>/`): `state.json`, the
-//! `exec.fifo` that holds `init` until `start`; `init` tells `create` it is ready through a pipe.
+//! `exec.fifo` that holds a `create`d `init` until `start` (a container
+//! made by `run` has none); `init` tells `create` it is ready through a pipe.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -8,7 +9,7 @@ use rustix::process::{Pid, Signal};
 use serde::{Deserialize, Serialize};
 
 use super::RuntimeFailure;
-use crate::oci::spec::{OCI_VERSION, State};
+use crate::oci::spec::{OCI_VERSION, Spec, State};
 
 /// What `create` records about a container.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -23,6 +24,10 @@ pub struct ContainerState {
     pub bundle: PathBuf,
     /// The container's cgroup directories.
     pub cgroups: Vec<PathBuf>,
+    /// The spec it was created from (runc's `state.json` keeps its config
+    /// too): `exec` reads it once the bundle's copy is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<Spec>,
 }
 
 pub(crate) fn dir(root: &Path, id: &str) -> Result<PathBuf, RuntimeFailure> {
