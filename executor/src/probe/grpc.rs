@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 
-use super::tcp::{connect, join_host_port};
+use super::dial::connect;
+use super::tcp::join_host_port;
 use super::{Outcome, USER_AGENT};
 
 /// The health RPC's path.

@@ -12,6 +12,7 @@
 //! [`exec::ProbeExec`] trait), [`http`] (`httpGet`), [`tcp`] (`tcpSocket`)
 //! and [`grpc`] (`grpc.health.v1.Health/Check` over HTTP/2).
 
+mod dial;
 pub mod exec;
 pub mod grpc;
 pub mod http;
