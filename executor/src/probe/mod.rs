@@ -15,6 +15,7 @@
 mod dial;
 pub mod exec;
 pub mod grpc;
+mod grpc_wire;
 pub mod http;
 pub mod load;
 mod spec;
