@@ -145,11 +145,6 @@ pub(crate) async fn dial(host: &str, port: u16, timeout: Duration) -> Result<Con
     }
 }
 
-/// Dials `host:port` within `timeout`, as a tokio stream.
-pub(crate) async fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, String> {
-    dial(host, port, timeout).await?.into_tokio()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
