@@ -16,7 +16,8 @@
 //! bounds how long `close` may block (which here would block a runtime
 //! worker); the FIN and TIME_WAIT (60 s, `TCP_TIMEWAIT_LEN`) stay the same.
 //! A linger of 0 would skip both, but answers the pod with a RST, which
-//! kubelet chose not to do (the ProbeDialer's own comment).
+//! kubelet chose not to do (the ProbeDialer's own comment); measured in
+//! the probe bench it was no cheaper either.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
