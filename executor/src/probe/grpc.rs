@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 
-use super::tcp::{connect, join_host_port};
-use super::{Outcome, USER_AGENT};
+use super::Outcome;
+use super::dial::{Conn, dial};
+use super::grpc_wire;
+use super::tcp::join_host_port;
 
 /// The health RPC's path.
 const CHECK: &str = "/grpc.health.v1.Health/Check";
@@ -87,15 +89,15 @@ pub(crate) fn response_status(body: &[u8]) -> Option<u64> {
 pub async fn probe(host: &str, port: u16, service: &str, timeout: Duration) -> Outcome {
     let addr = join_host_port(host, port);
     let secs = timeout.as_secs();
-    let tcp = match connect(host, port, timeout).await {
-        Ok(tcp) => tcp,
+    let conn = match dial(host, port, timeout).await {
+        Ok(conn) => conn,
         Err(e) => {
             return Outcome::Failure(format!(
                 "timeout: failed to connect service {addr:?} within {secs}s: {e}"
             ));
         }
     };
-    match tokio::time::timeout(timeout, check(tcp, &addr, service)).await {
+    match tokio::time::timeout(timeout, check(conn, &addr, service)).await {
         Ok(outcome) => outcome,
         Err(_) => Outcome::Failure(format!(
             "timeout: health rpc did not complete within {secs}s"
@@ -103,71 +105,26 @@ pub async fn probe(host: &str, port: u16, service: &str, timeout: Duration) -> O
     }
 }
 
-/// The RPC on h2 directly, its connection driven in this task: no task
-/// spawned and no client dispatch per attempt (probes are the executor's
-/// hottest loop, and an attempt is one request on a fresh connection).
-async fn check(tcp: tokio::net::TcpStream, addr: &str, service: &str) -> Outcome {
+/// The RPC as one write and a frame reader (`grpc_wire`): no HTTP/2
+/// client machinery for a single call on a fresh connection.
+async fn check(conn: Conn, addr: &str, service: &str) -> Outcome {
     let failed = |e: String| Outcome::Failure(format!("error: health rpc probe failed: {e}"));
-    let handshake = h2::client::Builder::new()
-        .enable_push(false)
-        .handshake::<_, Bytes>(tcp);
-    let (client, mut conn) = match handshake.await {
-        Ok(h) => h,
-        Err(e) => return failed(e.to_string()),
+    let Some(request) = grpc_wire::request(addr, CHECK, &request_body(service)) else {
+        return failed("the health check request is too large".into());
     };
-    let exchange = async {
-        let mut client = client.ready().await.map_err(|e| e.to_string())?;
-        let req = http::Request::post(format!("http://{addr}{CHECK}"))
-            .header(http::header::CONTENT_TYPE, "application/grpc")
-            .header(http::header::TE, "trailers")
-            .header(http::header::USER_AGENT, USER_AGENT)
-            .body(())
-            .map_err(|e| e.to_string())?;
-        let (response, mut send) = client.send_request(req, false).map_err(|e| e.to_string())?;
-        send.send_data(request_body(service), true)
-            .map_err(|e| e.to_string())?;
-        let response = response.await.map_err(|e| e.to_string())?;
-        Ok::<_, String>(read(response).await)
+    let answer = match conn.send(&request).await {
+        Ok(tcp) => grpc_wire::answer(tcp).await,
+        Err(e) => Err(e),
     };
-    // The connection is polled only until the exchange is done; it is then
-    // dropped, closing the socket.
-    let outcome = tokio::select! {
-        r = exchange => r,
-        r = &mut conn => Err(r.err().map_or_else(|| "connection closed".to_owned(), |e| e.to_string())),
-    };
-    outcome.unwrap_or_else(failed)
+    match answer {
+        Ok(answer) => verdict(&answer),
+        Err(e) => failed(e),
+    }
 }
 
-async fn read(response: http::Response<h2::RecvStream>) -> Outcome {
+fn verdict(answer: &grpc_wire::Answer) -> Outcome {
     let failed = |e: String| Outcome::Failure(format!("error: health rpc probe failed: {e}"));
-    let mut grpc_status = response
-        .headers()
-        .get("grpc-status")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let mut body = Vec::new();
-    let mut incoming = response.into_body();
-    while let Some(data) = incoming.data().await {
-        let data = match data {
-            Ok(d) => d,
-            Err(e) => return failed(e.to_string()),
-        };
-        let _ = incoming.flow_control().release_capacity(data.len());
-        body.extend_from_slice(&data);
-        if body.len() > super::MAX_OUTPUT {
-            return failed("response too large".into());
-        }
-    }
-    match incoming.trailers().await {
-        Ok(Some(trailers)) => {
-            if let Some(s) = trailers.get("grpc-status").and_then(|v| v.to_str().ok()) {
-                grpc_status = Some(s.to_owned());
-            }
-        }
-        Ok(None) => {}
-        Err(e) => return failed(e.to_string()),
-    }
-    match grpc_status.as_deref() {
+    match answer.grpc_status.as_deref() {
         Some("0") | None => {}
         Some(UNIMPLEMENTED) => {
             return Outcome::Failure(
@@ -176,7 +133,7 @@ async fn read(response: http::Response<h2::RecvStream>) -> Outcome {
         }
         Some(code) => return failed(format!("rpc error: code = {code}")),
     }
-    match response_status(&body) {
+    match response_status(&answer.body) {
         Some(1) => Outcome::Success,
         Some(n) => Outcome::Failure(format!(
             "service unhealthy (responded with {:?})",
@@ -205,8 +162,21 @@ mod tests {
                 let svc = hyper::service::service_fn(
                     move |req: http::Request<hyper::body::Incoming>| async move {
                         assert_eq!(req.uri().path(), CHECK);
+                        let h = req.headers();
+                        assert_eq!(h["content-type"], "application/grpc");
+                        assert_eq!(h["te"], "trailers");
+                        assert_eq!(h["user-agent"], crate::probe::USER_AGENT);
                         let body = req.into_body().collect().await.unwrap().to_bytes();
                         assert_eq!(body, request_body("web"));
+                        if status == 0 {
+                            // Trailers-only: a server without the health service.
+                            let frames = futures::stream::iter(Vec::new());
+                            return Ok(http::Response::builder()
+                                .header("content-type", "application/grpc")
+                                .header("grpc-status", UNIMPLEMENTED)
+                                .body(http_body_util::StreamBody::new(frames))
+                                .unwrap());
+                        }
                         let msg = Bytes::from(vec![0, 0, 0, 0, 2, 0x08, status]);
                         let mut trailers = http::HeaderMap::new();
                         trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
@@ -243,6 +213,26 @@ mod tests {
             probe("127.0.0.1", server(2).await, "web", t).await,
             Outcome::Failure("service unhealthy (responded with \"NOT_SERVING\")".into())
         );
+        let Outcome::Failure(msg) = probe("127.0.0.1", server(0).await, "web", t).await else {
+            panic!("a server without the health service fails the probe");
+        };
+        assert!(msg.starts_with("this server does not implement"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_closes_without_answering_fails_the_probe() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                drop(s);
+            }
+        });
+        let out = probe("127.0.0.1", port, "", Duration::from_secs(2)).await;
+        let Outcome::Failure(msg) = out else {
+            panic!("a closed connection must fail: {out:?}");
+        };
+        assert!(msg.starts_with("error: health rpc probe failed: "), "{msg}");
     }
 
     #[test]

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::tcp::{connect, go_error, join_host_port};
+use super::dial::dial;
+use super::tcp::{go_error, join_host_port};
 use super::{HttpGet, MAX_OUTPUT, Outcome, Scheme, USER_AGENT};
 
 /// Go's `http.Client` gives up after this many redirects.
@@ -199,22 +200,21 @@ async fn request(
     headers: &[(String, String)],
     timeout: Duration,
 ) -> Result<(u16, Option<String>, String), String> {
-    let tcp = connect(&target.host, target.port, timeout).await?;
+    let conn = dial(&target.host, target.port, timeout).await?;
+    let request = request_bytes(target, headers);
     let mut io: Box<dyn Io> = match target.scheme {
-        Scheme::Http => Box::new(tcp),
+        Scheme::Http => Box::new(conn.send(&request).await?),
         Scheme::Https => {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
                 .map_err(|e| format!("invalid host {:?}: {e}", target.host))?;
-            let tls = tokio_rustls::TlsConnector::from(tls_config()?)
-                .connect(name, tcp)
+            let mut tls = tokio_rustls::TlsConnector::from(tls_config()?)
+                .connect(name, conn.into_tokio()?)
                 .await
                 .map_err(|e| format!("tls: {e}"))?;
+            tls.write_all(&request).await.map_err(|e| go_error(&e))?;
             Box::new(tls)
         }
     };
-    io.write_all(&request_bytes(target, headers))
-        .await
-        .map_err(|e| go_error(&e))?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     let head = loop {

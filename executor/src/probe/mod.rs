@@ -12,8 +12,10 @@
 //! [`exec::ProbeExec`] trait), [`http`] (`httpGet`), [`tcp`] (`tcpSocket`)
 //! and [`grpc`] (`grpc.health.v1.Health/Check` over HTTP/2).
 
+mod dial;
 pub mod exec;
 pub mod grpc;
+mod grpc_wire;
 pub mod http;
 pub mod load;
 mod spec;

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use tokio::net::TcpStream;
-
 use super::Outcome;
+use super::dial::dial;
 
 /// `host:port` as Go's dialer prints it (IPv6 in brackets).
 pub(crate) fn join_host_port(host: &str, port: u16) -> String {
@@ -33,19 +32,10 @@ pub(crate) fn go_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Dials `host:port` within `timeout`.
-pub(crate) async fn connect(host: &str, port: u16, timeout: Duration) -> Result<TcpStream, String> {
-    let addr = join_host_port(host, port);
-    match tokio::time::timeout(timeout, TcpStream::connect(&addr)).await {
-        Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(e)) => Err(format!("dial tcp {addr}: connect: {}", go_error(&e))),
-        Err(_) => Err(format!("dial tcp {addr}: i/o timeout")),
-    }
-}
-
-/// One `tcpSocket` attempt.
+/// One `tcpSocket` attempt: connected is success. A connection made
+/// inside `connect` is closed without ever reaching the reactor.
 pub async fn probe(host: &str, port: u16, timeout: Duration) -> Outcome {
-    match connect(host, port, timeout).await {
+    match dial(host, port, timeout).await {
         Ok(_) => Outcome::Success,
         Err(e) => Outcome::Failure(e),
     }
