@@ -1,6 +1,7 @@
 //! `kubectl attach -it` to a `tty: true, stdin: true, stdinOnce: true`
-//! busybox `sh` on the embedded runtime (kubectl 1.30 and 1.33) and on
-//! runc and in process mode (1.33), as
+//! busybox `sh` on the embedded runtime (kubectl 1.30 and 1.33 over
+//! WebSocket; 1.27 and 1.29 over SPDY/3.1, whose resize is a stream of its
+//! own) and on runc and in process mode (1.33), as
 //! `kubectl run -it` leaves one: kubectl runs on a terminal of its own
 //! (under `script`); a command typed there runs in the container and its
 //! output comes back; the container's terminal has kubectl's size, and
@@ -21,6 +22,8 @@ use testkit::{Kubectl, ok, wait_until};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const T: Duration = Duration::from_secs(90);
+const KUBECTL_127: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27";
+const KUBECTL_129: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.29";
 const KUBECTL_130: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.30";
 
 fn pod(name: &str) -> String {
@@ -67,6 +70,16 @@ async fn kubectl_attach_it_drives_a_containers_terminal() {
         return;
     }
     let kubectls = [(KUBECTL_130, "tty-130"), (common::KUBECTL_133, "tty-133")];
+    scenario("embedded", &kubectls).await;
+}
+
+/// kubectl before 1.30 attaches over SPDY/3.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_attach_it_over_spdy_drives_a_containers_terminal() {
+    if !prerequisites(false) {
+        return;
+    }
+    let kubectls = [(KUBECTL_127, "spdy-tty-127"), (KUBECTL_129, "spdy-tty-129")];
     scenario("embedded", &kubectls).await;
 }
 

@@ -18,6 +18,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
+mod containers_support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;
@@ -25,32 +26,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use containers_support::rootless_prerequisites;
+
 /// The unprivileged user the runtime runs as (no passwd entry needed).
 const UID: u32 = 41_616;
 const GID: u32 = 41_616;
-
-/// Whether this test can run here; in CI a missing need fails it.
-fn prerequisites() -> bool {
-    let mut missing = Vec::new();
-    if !rustix::process::geteuid().is_root() {
-        missing.push("root (to drop to an unprivileged uid itself)".to_owned());
-    }
-    if !Path::new("/bin/busybox").exists() {
-        missing.push("/bin/busybox (apt-get install busybox-static)".to_owned());
-    }
-    if let Some(why) = executor::oci::rootless::kernel_refusal() {
-        missing.push(why);
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("rootless containers test needs {}", missing.join(", "));
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    false
-}
 
 /// A directory tree owned by [`UID`]: the runtime's state root and bundles.
 struct Workspace {
@@ -184,7 +164,7 @@ fn host_uids(pid: i64) -> Vec<u32> {
 
 #[test]
 fn root_in_the_container_is_an_unprivileged_user_on_the_host() {
-    if !prerequisites() {
+    if !rootless_prerequisites("rootless containers test") {
         return;
     }
     let ws = Workspace::new();
@@ -262,7 +242,7 @@ fn root_in_the_container_is_an_unprivileged_user_on_the_host() {
 
 #[test]
 fn limits_and_ids_a_rootless_container_cannot_honour_are_refused_with_the_reason() {
-    if !prerequisites() {
+    if !rootless_prerequisites("rootless containers test") {
         return;
     }
     let ws = Workspace::new();

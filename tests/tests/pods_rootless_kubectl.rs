@@ -29,7 +29,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::MESOPOD;
-use containers_support::{IMAGE_FILE, IMAGE_FILE_TEXT, processes_with_env, test_image};
+use containers_support::{
+    IMAGE_FILE, IMAGE_FILE_TEXT, processes_with_env, rootless_prerequisites, test_image,
+};
 use images::testing::Registry;
 use k8s_openapi::api::core::v1::Pod;
 use testkit::{Kubectl, ProcessGuard, ok, wait_until};
@@ -43,29 +45,6 @@ const RANGED_UID: u32 = 65_534;
 const RANGED_USER: &str = "nobody";
 const RANGE_START: u32 = 3_100_000;
 const T: Duration = Duration::from_secs(90);
-
-/// Whether this test can run here; in CI a missing need fails it.
-fn prerequisites() -> bool {
-    let mut missing = Vec::new();
-    if !rustix::process::geteuid().is_root() {
-        missing.push("root (to drop to an unprivileged uid itself)".to_owned());
-    }
-    if !Path::new("/bin/busybox").exists() {
-        missing.push("/bin/busybox (apt-get install busybox-static)".to_owned());
-    }
-    if let Some(why) = executor::oci::rootless::kernel_refusal() {
-        missing.push(why);
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("rootless pods test needs {}", missing.join(", "));
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    false
-}
 
 /// `mesopod` as `uid` with its data in `dir`; and its API's URL.
 async fn cluster(dir: &Path, uid: u32) -> (ProcessGuard<tokio::process::Child>, String) {
@@ -186,7 +165,7 @@ fn pod(name: &str, image: &str, marker: &str, containers: &[(&str, &str)], extra
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
-    if !prerequisites() {
+    if !rootless_prerequisites("rootless pods test") {
         return;
     }
     let Some(registry) = Registry::start_or_skip("rootless pods").await else {
@@ -436,7 +415,7 @@ impl Drop for SubordinateIds {
 /// it runs: `id -u` is that uid, and on the host it is the range's id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_with_subordinate_ids_runs_pods_as_other_users() {
-    if !prerequisites() {
+    if !rootless_prerequisites("rootless pods test") {
         return;
     }
     if !Path::new("/usr/bin/newuidmap").exists() {

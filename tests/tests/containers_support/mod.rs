@@ -35,10 +35,32 @@ pub fn prerequisites(needs_runc: bool) -> bool {
     if needs_runc && !Path::new(RUNC).exists() {
         missing.push(format!("{RUNC} (.ci/install-runc.sh)"));
     }
+    available("containers test", &missing)
+}
+
+/// Whether a rootless test can run here: as root (it drops to an
+/// unprivileged uid itself), with busybox, where the kernel allows
+/// unprivileged user namespaces. In CI a missing need fails it.
+pub fn rootless_prerequisites(what: &str) -> bool {
+    let mut missing = Vec::new();
+    if !rustix::process::geteuid().is_root() {
+        missing.push("root (to drop to an unprivileged uid itself)".to_owned());
+    }
+    if !Path::new("/bin/busybox").exists() {
+        missing.push("/bin/busybox (apt-get install busybox-static)".to_owned());
+    }
+    if let Some(why) = executor::oci::rootless::kernel_refusal() {
+        missing.push(why);
+    }
+    available(what, &missing)
+}
+
+/// True when nothing is `missing`; else fails in CI and skips loudly elsewhere.
+fn available(what: &str, missing: &[String]) -> bool {
     if missing.is_empty() {
         return true;
     }
-    let msg = format!("containers test needs {}", missing.join(", "));
+    let msg = format!("{what} needs {}", missing.join(", "));
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{msg}");
     }
