@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use common::MESOPOD;
 use containers_support::{
-    IMAGE_FILE, IMAGE_FILE_TEXT, processes_with_env, rootless_prerequisites, test_image,
+    IMAGE_FILE, IMAGE_FILE_TEXT, executors_under, processes_with_env, rootless_prerequisites,
+    test_image,
 };
 use images::testing::Registry;
 use k8s_openapi::api::core::v1::Pod;
@@ -128,27 +129,6 @@ fn host_uid(pid: u32) -> Option<u32> {
         .next()?
         .parse()
         .ok()
-}
-
-/// The executors under the cluster (children of `mesopod` named `executor`).
-fn executors(dir: &Path) -> Vec<u32> {
-    let want = dir.display().to_string();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let env = std::fs::read(e.path().join("environ")).ok()?;
-            let is_executor = cmdline.split(|b| *b == 0).nth(1) == Some(b"executor");
-            let ours = env.split(|b| *b == 0).any(|kv| {
-                kv.starts_with(b"MESOS_SANDBOX=")
-                    && kv.windows(want.len()).any(|w| w == want.as_bytes())
-            });
-            (is_executor && ours).then_some(pid)
-        })
-        .collect()
 }
 
 fn pod(name: &str, image: &str, marker: &str, containers: &[(&str, &str)], extra: &str) -> String {
@@ -330,7 +310,7 @@ async fn a_cluster_without_root_runs_pods_in_rootless_containers() {
         |p| !p.is_empty(),
     )
     .await;
-    let execs = executors(&dir);
+    let execs = executors_under(&dir);
     assert!(!execs.is_empty(), "no executor found");
     for pid in execs {
         let _ = rustix::process::kill_process(
