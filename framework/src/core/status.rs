@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use mesos::proto::json::WireEnum;
 use mesos::proto::scheduler::{Call, Event, call, event};
 use mesos::proto::task_status::{Reason, Source};
-use mesos::proto::{Offer, TaskId, TaskState, TaskStatus};
+use mesos::proto::{ExecutorId, Offer, OfferId, TaskId, TaskState, TaskStatus};
 use registry::{PodTask, Registry, StatusOutcome, recover_from};
 
 use super::Core;
@@ -39,6 +39,9 @@ impl Core {
             Some(event::Type::Failure) => {
                 if let Some(f) = event.failure {
                     tracing::warn!(agent = ?f.agent_id, executor = ?f.executor_id, status = ?f.status, "Mesos reports a failure");
+                    if let (Some(agent), Some(executor)) = (&f.agent_id, &f.executor_id) {
+                        self.drop_offers_listing(&agent.value, executor);
+                    }
                 }
             }
             Some(event::Type::Message) => {
@@ -46,6 +49,39 @@ impl Core {
             }
             _ => {}
         }
+    }
+
+    /// An executor ended: offers held from its agent still list it, and a
+    /// pod placed on one would reuse it, so the master (as Mesos does)
+    /// would count the executor's resources, which such an offer lacks,
+    /// and refuse the task as invalid. They go back at once, unfiltered;
+    /// the master offers the agent again as it is now.
+    fn drop_offers_listing(&mut self, agent: &str, executor: &ExecutorId) {
+        let stale: Vec<String> = self
+            .offers
+            .iter()
+            .filter(|o| o.agent_id() == agent && o.offer.executor_ids.contains(executor))
+            .map(|o| o.id().to_owned())
+            .collect();
+        let ids: Vec<OfferId> = stale
+            .iter()
+            .filter_map(|id| self.offers.take(id))
+            .filter_map(|o| o.offer.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let call = Call {
+            r#type: Some(call::Type::Decline as i32),
+            decline: Some(call::Decline {
+                offer_ids: ids,
+                filters: Some(mesos::proto::Filters {
+                    refuse_seconds: Some(0.0),
+                }),
+            }),
+            ..Default::default()
+        };
+        self.emit(Effect::Call(call, Reply::None));
     }
 
     fn add_offer(&mut self, offer: Offer, now: SystemTime) {

@@ -101,3 +101,39 @@ fn a_durable_terminal_update_of_a_deleted_pod_finalizes_it() {
             .any(|l| l.starts_with("KILL"))
     );
 }
+
+fn executor_failed(agent: &str, executor: &str) -> Step {
+    mesos_event(Event {
+        r#type: Some(event::Type::Failure as i32),
+        failure: Some(event::Failure {
+            agent_id: Some(AgentId::new(agent)),
+            executor_id: Some(mesos::proto::ExecutorId::new(executor)),
+            status: Some(9),
+        }),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn offers_that_list_an_executor_that_ended_go_back_at_once() {
+    let mut core = core();
+    let _ = core.step(subscribed(), at(0));
+    let mut listing = offer("h1", 4.0);
+    listing.executor_ids = vec![mesos::proto::ExecutorId::new("mesopod-x")];
+    let _ = core.step(offers(vec![listing, offer("h2", 4.0)]), at(0));
+    // Another executor's end, or another agent's, leaves them alone.
+    assert!(describe(&core.step(executor_failed("agent-h1", "other"), at(1))).is_empty());
+    assert!(describe(&core.step(executor_failed("agent-h2", "mesopod-x"), at(1))).is_empty());
+    // A pod placed on h1's offer would reuse the dead executor, whose
+    // resources the offer lacks: the master would refuse the task.
+    let effects = core.step(executor_failed("agent-h1", "mesopod-x"), at(1));
+    assert_eq!(describe(&effects), ["DECLINE offer-h1"]);
+    // Unfiltered, so the master offers the agent again as it is now.
+    let refuse = effects.iter().find_map(|e| match e {
+        Effect::Call(c, _) => c.decline.as_ref()?.filters.as_ref()?.refuse_seconds,
+        _ => None,
+    });
+    assert_eq!(refuse, Some(0.0));
+    // It is no longer held: nothing is declined twice.
+    assert!(describe(&core.step(executor_failed("agent-h1", "mesopod-x"), at(2))).is_empty());
+}
