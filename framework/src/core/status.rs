@@ -68,20 +68,7 @@ impl Core {
             .filter_map(|id| self.offers.take(id))
             .filter_map(|o| o.offer.id.clone())
             .collect();
-        if ids.is_empty() {
-            return;
-        }
-        let call = Call {
-            r#type: Some(call::Type::Decline as i32),
-            decline: Some(call::Decline {
-                offer_ids: ids,
-                filters: Some(mesos::proto::Filters {
-                    refuse_seconds: Some(0.0),
-                }),
-            }),
-            ..Default::default()
-        };
-        self.emit(Effect::Call(call, Reply::None));
+        self.decline_refusing(ids, 0.0);
     }
 
     fn add_offer(&mut self, offer: Offer, now: SystemTime) {

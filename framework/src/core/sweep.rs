@@ -68,6 +68,12 @@ impl Core {
     }
 
     pub(super) fn decline(&mut self, ids: Vec<OfferId>) {
+        let refuse = self.config.decline_refuse.as_secs_f64();
+        self.decline_refusing(ids, refuse);
+    }
+
+    /// DECLINE `ids`, refusing their agents for `refuse_seconds`.
+    pub(super) fn decline_refusing(&mut self, ids: Vec<OfferId>, refuse_seconds: f64) {
         if ids.is_empty() {
             return;
         }
@@ -76,7 +82,7 @@ impl Core {
             decline: Some(call::Decline {
                 offer_ids: ids,
                 filters: Some(mesos::proto::Filters {
-                    refuse_seconds: Some(self.config.decline_refuse.as_secs_f64()),
+                    refuse_seconds: Some(refuse_seconds),
                 }),
             }),
             ..Default::default()
