@@ -21,7 +21,7 @@ fn bind_to(node: &str) -> Binding {
     Binding {
         node_name: node.into(),
         annotations: BTreeMap::from([("mesopod.io/task-id".to_string(), "t-1".to_string())]),
-        condition: None,
+        ..Default::default()
     }
 }
 

@@ -120,6 +120,19 @@ async fn a_pod_too_big_waits_with_a_reason_until_an_agent_with_room_appears() {
         .unwrap();
     let placed = wait_pod(app.api(), "default", "big", T, |p| phase(p) == "Running").await;
     assert_eq!(placed.spec.unwrap().node_name.as_deref(), Some("roomy"));
+    // The binding recorded kube-scheduler's event with it.
+    let events = app
+        .api()
+        .list_events(Some("default"), "", "involvedObject.name=big")
+        .unwrap()
+        .items;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Scheduled")
+                && e.message.as_deref() == Some("Successfully assigned default/big to roomy")),
+        "{events:?}"
+    );
     app.shutdown().await;
 }
 

@@ -488,7 +488,7 @@ async fn kubectl_delete_returns_once_the_grace_period_runs_out_on_the_servers_cl
     let binding = Binding {
         node_name: "n".into(),
         annotations: BTreeMap::from([("mesopod.io/task-id".to_string(), "t-1".to_string())]),
-        condition: None,
+        ..Default::default()
     };
     api.bind_pod("default", "slow", &binding).await.unwrap();
     let child = kubectl(KUBECTL, &server.url).start(

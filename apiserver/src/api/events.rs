@@ -35,6 +35,25 @@ impl Api {
         mut event: Event,
         opts: WriteOptions,
     ) -> Result<Event, ApiError> {
+        let name = self.prepare_event(ns, &mut event)?;
+        if opts.dry_run {
+            return Ok(event);
+        }
+        let changes = self
+            .commit(vec![
+                WriteOp::Check {
+                    key: Resource::Namespaces.key("", ns),
+                    precondition: Precondition::Present,
+                },
+                new_event_op(ns, &name, &event)?,
+            ])
+            .await?;
+        first_object(&changes)
+    }
+
+    /// Stamps and validates an event to be created in `ns`, filling in what
+    /// [`Api::create_event`] defaults; returns its name.
+    pub(crate) fn prepare_event(&self, ns: &str, event: &mut Event) -> Result<String, ApiError> {
         bind_namespace(&mut event.metadata, ns)?;
         let now = self.now();
         stamp_new(&mut event.metadata, now);
@@ -66,23 +85,7 @@ impl Api {
         }
         let name = event.metadata.name.clone().unwrap_or_default();
         causes.into_result("Event", &name)?;
-        if opts.dry_run {
-            return Ok(event);
-        }
-        let changes = self
-            .commit(vec![
-                WriteOp::Check {
-                    key: Resource::Namespaces.key("", ns),
-                    precondition: Precondition::Present,
-                },
-                WriteOp::Put {
-                    key: EVENTS.key(ns, &name),
-                    object: to_value(&event)?,
-                    precondition: Precondition::Absent,
-                },
-            ])
-            .await?;
-        first_object(&changes)
+        Ok(name)
     }
 
     /// Records an event as client-go's `EventCorrelator` does: an event
@@ -285,4 +288,13 @@ struct EventMeta {
     namespace: String,
     name: String,
     creation_timestamp: Option<Time>,
+}
+
+/// The write that creates a prepared event ([`Api::prepare_event`]).
+pub(crate) fn new_event_op(ns: &str, name: &str, event: &Event) -> Result<WriteOp, ApiError> {
+    Ok(WriteOp::Put {
+        key: EVENTS.key(ns, name),
+        object: to_value(event)?,
+        precondition: Precondition::Absent,
+    })
 }

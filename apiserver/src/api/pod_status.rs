@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value};
 
+use super::events::new_event_op;
 use super::objects::{k8s_time, to_value, typed};
 use super::pods::{Binding, PODS, as_stored, conflict, is_conflict, pod_key};
 use super::{Api, RETRIES};
@@ -208,6 +209,11 @@ impl Api {
             ..Default::default()
         });
         let condition = to_value(&condition)?;
+        let mut event = binding.event.clone();
+        let event_name = match event.as_mut() {
+            Some(event) => Some(self.prepare_event(namespace, event)?),
+            None => None,
+        };
         for _ in 0..RETRIES {
             let old = self.get_raw(PODS, namespace, name)?;
             let old_rv = object_rv(&old).unwrap_or(0);
@@ -243,7 +249,22 @@ impl Api {
             if new == *old {
                 return Ok(old);
             }
-            if let Some(change) = self.put_if_unchanged(namespace, name, new, old_rv).await? {
+            let mut also = Vec::with_capacity(1 + binding.meta.len());
+            if let (Some(event), Some(event_name)) = (event.as_mut(), event_name.as_deref()) {
+                let about = &mut event.involved_object.resource_version;
+                if about.is_none() {
+                    *about = Some(old_rv.to_string());
+                }
+                also.push(new_event_op(namespace, event_name, event)?);
+            }
+            also.extend(binding.meta.iter().map(|(key, value)| WriteOp::PutMeta {
+                key: key.clone(),
+                value: value.clone(),
+            }));
+            if let Some(change) = self
+                .put_if_unchanged_with(namespace, name, new, old_rv, also)
+                .await?
+            {
                 return Ok(Arc::clone(&change.object));
             }
         }
@@ -261,13 +282,28 @@ impl Api {
         new: Value,
         old_rv: u64,
     ) -> Result<Option<Arc<Change>>, ApiError> {
-        let result = self
-            .commit(vec![WriteOp::Put {
-                key: pod_key(namespace, name),
-                object: new,
-                precondition: Precondition::ResourceVersion(old_rv),
-            }])
-            .await;
+        self.put_if_unchanged_with(namespace, name, new, old_rv, Vec::new())
+            .await
+    }
+
+    /// [`Api::put_if_unchanged`] with more writes in the same transaction, after the
+    /// pod's; the change returned is the pod's.
+    async fn put_if_unchanged_with(
+        &self,
+        namespace: &str,
+        name: &str,
+        new: Value,
+        old_rv: u64,
+        also: Vec<WriteOp>,
+    ) -> Result<Option<Arc<Change>>, ApiError> {
+        let mut ops = Vec::with_capacity(1 + also.len());
+        ops.push(WriteOp::Put {
+            key: pod_key(namespace, name),
+            object: new,
+            precondition: Precondition::ResourceVersion(old_rv),
+        });
+        ops.extend(also);
+        let result = self.commit(ops).await;
         match result {
             Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(e),

@@ -32,6 +32,14 @@ pub struct Binding {
     /// A condition set on the pod, replacing one of the same type; `None` sets
     /// `PodScheduled=True`.
     pub condition: Option<PodCondition>,
+    /// An event created in the binding's own transaction (the scheduler's
+    /// `Scheduled`): it exists exactly when the binding does, and costs the store no
+    /// write of its own. Its `involvedObject.resourceVersion`, if unset, becomes the
+    /// pod's as the binding found it, as kube-scheduler's event names the pod it bound.
+    pub event: Option<k8s_openapi::api::core::v1::Event>,
+    /// Values of the side key-value space ([`Api::put_meta`]) written in the binding's
+    /// transaction: what the pod's launch needs durable with it (its executor's info).
+    pub meta: Vec<(String, Vec<u8>)>,
 }
 
 /// What [`Api::finalize_pod`] did.

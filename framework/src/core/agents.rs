@@ -124,6 +124,6 @@ impl Agents {
 }
 
 /// The meta key of the executor info launched on `agent`.
-fn executor_key(agent: &str) -> String {
+pub(super) fn executor_key(agent: &str) -> String {
     format!("{}/{agent}", super::EXECUTORS_KEY)
 }

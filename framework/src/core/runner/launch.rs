@@ -23,6 +23,7 @@ use registry::{PodTask, save_recovery_info};
 use tokio::sync::mpsc;
 
 use crate::admission::{Changes, apply_changes};
+use crate::core::agents::executor_key;
 use crate::core::{Input, Launch, Placed, Round};
 use crate::driver::MesosHandle;
 use crate::launch::task_info;
@@ -60,10 +61,7 @@ pub(super) fn spawn(launcher: Launcher, round: Round) {
             executors,
             now,
         } = round;
-        let (bound, ()) = futures::join!(
-            launcher.bind(placed, &condition),
-            launcher.store_executors(executors)
-        );
+        let bound = launcher.bind(placed, &condition, executors, now).await;
         let t1 = std::time::Instant::now();
         launcher.accept(bound, now).await;
         tracing::trace!(
@@ -106,10 +104,40 @@ impl Launcher {
         .await;
     }
 
-    /// Binds every placed pod durably, concurrently, and reports the
-    /// outcome to the core before anything is sent to Mesos.
-    async fn bind(&self, placed: Vec<Placed>, condition: &PodCondition) -> Vec<Bound> {
-        let results = join_all(placed.iter().map(|p| self.bind_one(p, condition))).await;
+    /// Binds every placed pod durably, concurrently, with the executor
+    /// infos the core asked to store, and reports the outcome to the core
+    /// before anything is sent to Mesos.
+    ///
+    /// Each info rides in the binding of the first pod that launches on its
+    /// agent, and the Scheduled event in each binding: on etcd every
+    /// transaction is a revision of its own, and one per pod instead of
+    /// three was most of what the etcd store's throughput asked for. An
+    /// info whose carrier did not bind is written on its own, since other
+    /// pods on that agent may still launch with it.
+    async fn bind(
+        &self,
+        placed: Vec<Placed>,
+        condition: &PodCondition,
+        mut executors: BTreeMap<String, Vec<u8>>,
+        now: SystemTime,
+    ) -> Vec<Bound> {
+        let carried: Vec<Option<(String, Vec<u8>)>> = placed
+            .iter()
+            .map(|p| {
+                let spec = p.task.spec.as_ref().filter(|_| !p.bound)?;
+                executors.remove_entry(&executor_key(&spec.agent_id.value))
+            })
+            .collect();
+        let results = join_all(
+            (placed.iter().zip(&carried)).map(|(p, meta)| self.bind_one(p, condition, meta, now)),
+        )
+        .await;
+        for (meta, result) in carried.into_iter().zip(&results) {
+            if let (Some((key, value)), Err(_)) = (meta, result) {
+                executors.insert(key, value);
+            }
+        }
+        self.store_executors(executors).await;
         let mut report = Vec::with_capacity(placed.len());
         let mut bound = Vec::with_capacity(placed.len());
         for (p, result) in placed.into_iter().zip(results) {
@@ -136,6 +164,8 @@ impl Launcher {
         &self,
         p: &Placed,
         condition: &PodCondition,
+        executor: &Option<(String, Vec<u8>)>,
+        now: SystemTime,
     ) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
         let key = p.task.pod_key();
         let mut annotations = p.changes.annotations.clone();
@@ -159,6 +189,8 @@ impl Launcher {
             annotations,
             // The core decided the condition; the store only writes it.
             condition: Some(condition.clone()),
+            event: Some(scheduled_event(&p.task, None, now)),
+            meta: executor.iter().cloned().collect(),
         };
         let pod = self
             .api
@@ -243,8 +275,9 @@ impl Launcher {
         Err(lost.unwrap_or_else(|| apiserver::ApiError::stale("pods", &key.name)))
     }
 
-    /// One ACCEPT per offer with every LAUNCH for it; then the Scheduled
-    /// events, and the outcome to the core.
+    /// One ACCEPT per offer with every LAUNCH for it; then the outcome to
+    /// the core, and the Scheduled events of relaunched pods (a binding
+    /// carried the others').
     async fn accept(&self, bound: Vec<Bound>, now: SystemTime) {
         let mut by_offer: BTreeMap<String, (OfferId, Vec<Bound>)> = BTreeMap::new();
         for b in bound {
@@ -277,7 +310,9 @@ impl Launcher {
                     for b in tasks {
                         let latency = now.duration_since(b.placed.queued).unwrap_or_default();
                         self.observed.metrics.scheduled(latency);
-                        events.push(scheduled_event(&b, now));
+                        if b.placed.bound {
+                            events.push(scheduled_event(&b.placed.task, b.rv, now));
+                        }
                         launched.push(b.placed.task.id);
                     }
                 }
@@ -305,14 +340,15 @@ impl Launcher {
     }
 }
 
-fn scheduled_event(b: &Bound, now: SystemTime) -> k8s_openapi::api::core::v1::Event {
-    let key = b.placed.task.pod_key();
-    let host = b
-        .placed
-        .task
-        .spec
-        .as_ref()
-        .map_or("", |s| s.hostname.as_str());
+/// kube-scheduler's event for a pod placed on a node; `rv` is the pod's
+/// resourceVersion it names (a binding fills in the one it bound).
+fn scheduled_event(
+    task: &PodTask,
+    rv: Option<u64>,
+    now: SystemTime,
+) -> k8s_openapi::api::core::v1::Event {
+    let key = task.pod_key();
+    let host = task.spec.as_ref().map_or("", |s| s.hostname.as_str());
     let msg = format!(
         "Successfully assigned {}/{} to {host}",
         key.namespace, key.name
@@ -321,7 +357,7 @@ fn scheduled_event(b: &Bound, now: SystemTime) -> k8s_openapi::api::core::v1::Ev
         namespace: &key.namespace,
         name: &key.name,
         uid: Some(key.uid.as_str()).filter(|u| !u.is_empty()),
-        resource_version: b.rv.map(|rv| rv.to_string()),
+        resource_version: rv.map(|rv| rv.to_string()),
     };
     event_about(&about, "Normal", "Scheduled", msg, now)
 }

@@ -1,0 +1,120 @@
+//! What a binding writes besides the pod: the scheduler's `Scheduled` event and its
+//! executor's info go in the binding's own transaction, so they exist exactly when
+//! the binding does, on the in-memory store and on etcd (where a transaction is one
+//! revision).
+//! The etcd case needs etcd (`.ci/install-etcd.sh`): skipped without it, failed
+//! under `CI=true`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use apiserver::store::{EtcdConfig, EtcdStore, MemoryStore};
+use apiserver::{Api, ApiError, Binding, NoLogs, SystemClock};
+use common::pod_yaml;
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+use testkit::etcd::Etcd;
+
+fn binding(pod: &str) -> Binding {
+    Binding {
+        node_name: "agent-1".into(),
+        event: Some(Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{pod}.scheduled")),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                kind: Some("Pod".into()),
+                name: Some(pod.into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            reason: Some("Scheduled".into()),
+            message: Some(format!("Successfully assigned default/{pod} to agent-1")),
+            ..Default::default()
+        }),
+        meta: vec![(format!("test/executor/{pod}"), b"{\"info\":1}".to_vec())],
+        ..Default::default()
+    }
+}
+
+async fn binding_records_its_event_and_meta_or_nothing(api: &Api) {
+    let pod: Pod = serde_yaml_ng::from_str(&pod_yaml("p", "nginx", "app: web")).unwrap();
+    let created = api.create_pod("default", pod).await.unwrap();
+    let bound = api.bind_pod("default", "p", &binding("p")).await.unwrap();
+
+    let events = api
+        .list_events(Some("default"), "", "involvedObject.name=p")
+        .unwrap()
+        .items;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event.reason.as_deref(), Some("Scheduled"));
+    assert_eq!(event.count, Some(1), "defaults as a created event's");
+    assert_eq!(
+        event.involved_object.resource_version, created.metadata.resource_version,
+        "the event names the pod as the binding found it, as kube-scheduler's does"
+    );
+    assert!(
+        bound.metadata.resource_version.is_some(),
+        "the bound pod has a resourceVersion"
+    );
+    assert_eq!(
+        api.get_meta("test/executor/p").as_deref(),
+        Some(&b"{\"info\":1}"[..])
+    );
+
+    // A binding refused (the pod is being deleted) writes neither. The pod is bound
+    // once without them first, so that deleting it is graceful and it stays.
+    let pod: Pod = serde_yaml_ng::from_str(&pod_yaml("q", "nginx", "app: web")).unwrap();
+    api.create_pod("default", pod).await.unwrap();
+    let plain = Binding {
+        node_name: "agent-1".into(),
+        ..Default::default()
+    };
+    api.bind_pod("default", "q", &plain).await.unwrap();
+    api.delete_pod("default", "q", &DeleteOptions::default())
+        .await
+        .unwrap();
+    let terminating = api.get_pod("default", "q").unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let err = api
+        .bind_pod("default", "q", &binding("q"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ApiError::Conflict { .. }), "{err}");
+    let events = api
+        .list_events(Some("default"), "", "involvedObject.name=q")
+        .unwrap()
+        .items;
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(api.get_meta("test/executor/q"), None);
+}
+
+#[tokio::test]
+async fn on_the_memory_store() {
+    let api = Api::start(
+        Arc::new(MemoryStore::new().unwrap()),
+        Arc::new(SystemClock),
+        Arc::new(NoLogs),
+    )
+    .await
+    .unwrap();
+    binding_records_its_event_and_meta_or_nothing(&api).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_etcd() {
+    let Some(etcd) = Etcd::start("binding_writes_on_etcd").await else {
+        return;
+    };
+    let store = EtcdStore::connect(EtcdConfig::new(vec![etcd.url.clone()]), None)
+        .await
+        .unwrap();
+    let api = Api::start(Arc::new(store), Arc::new(SystemClock), Arc::new(NoLogs))
+        .await
+        .unwrap();
+    binding_records_its_event_and_meta_or_nothing(&api).await;
+}
