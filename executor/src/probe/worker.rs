@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::exec::ProbeExec;
-use super::{Outcome, ProbeKind, ProbeSpec, run_once};
+use super::{Handler, Outcome, ProbeKind, ProbeSpec, run_once, runtime};
 
 /// What a worker tells its supervisor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,8 @@ impl Drop for ProbeSet {
     }
 }
 
-/// Starts one worker per probe.
+/// Starts one worker per probe: network probes on the probe runtime
+/// ([`runtime`]), exec probes on the caller's, where the executor's exec is.
 pub(crate) fn start<K: Copy + Send + Sync + 'static>(
     specs: Vec<ProbeSpec>,
     ctx: Context<K>,
@@ -124,7 +125,15 @@ pub(crate) fn start<K: Copy + Send + Sync + 'static>(
     let ctx = Arc::new(ctx);
     let tasks = specs
         .into_iter()
-        .map(|spec| tokio::spawn(run(spec, Arc::clone(&ctx))))
+        .map(|spec| {
+            let network = !matches!(spec.handler, Handler::Exec { .. } | Handler::Invalid(_));
+            let task = run(spec, Arc::clone(&ctx));
+            if network {
+                runtime::spawn(task)
+            } else {
+                tokio::spawn(task)
+            }
+        })
         .collect();
     ProbeSet { tasks }
 }
@@ -203,7 +212,6 @@ async fn run<K: Copy + Send + Sync + 'static>(spec: ProbeSpec, ctx: Arc<Context<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::Handler;
 
     fn spec(kind: ProbeKind, success: u32, failure: u32) -> ProbeSpec {
         ProbeSpec {
