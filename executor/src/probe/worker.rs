@@ -155,6 +155,11 @@ fn on_grid(at: Instant) -> Instant {
     Instant::from_std(epoch) + Duration::from_nanos(up)
 }
 
+/// The grid's next step after now: when the probes due next are run.
+pub(super) fn next_step() -> Instant {
+    on_grid(Instant::now() + Duration::from_nanos(1))
+}
+
 async fn run<K: Copy + Send + Sync + 'static>(spec: ProbeSpec, ctx: Arc<Context<K>>) {
     let mut tick = tokio::time::interval_at(on_grid(ctx.started_at), spec.period);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
