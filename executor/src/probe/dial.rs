@@ -261,7 +261,7 @@ mod tests {
             let (mut s, _) = listener.accept().await.unwrap();
             let mut buf = [0u8; 4];
             s.read_exact(&mut buf).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
             tokio::io::AsyncWriteExt::write_all(&mut s, b"pong")
                 .await
                 .unwrap();
