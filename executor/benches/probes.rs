@@ -1,8 +1,10 @@
 //! Benchmark: the probe budget of issue #19, "one agent runs 500 pods,
 //! each with 1 s probes, at under 5% of a core". The executor's own probe
 //! worker (`executor::probe::load`) runs 500 readiness probes, one per pod
-//! and each against a listener of its own on 127.0.0.1, every second, on
-//! the executor's runtime (tokio, two workers). The listeners live in a
+//! and each against a listener of its own on 127.0.0.1, every second, as
+//! the executor runs them: on the probe runtime (`probe::runtime`, one
+//! thread), reporting to a task on the executor's runtime (tokio, two
+//! workers) as to a pod's supervisor. The listeners live in a
 //! child process, so the CPU measured is the prober's alone: this
 //! process's user plus system time (`CLOCK_PROCESS_CPUTIME_ID`, the sum
 //! `getrusage(RUSAGE_SELF)` gives) per wall second, as a share of one core.
@@ -297,6 +299,7 @@ fn main() {
             over.push(format!("{handler}: {m:.2}%, {} failures", f.failures));
         }
     }
+    executor::probe::runtime::shutdown();
     assert!(
         over.is_empty(),
         "over the probe budget ({BUDGET_PERCENT}% of a core, no failures): {over:?}"

@@ -113,7 +113,10 @@ async fn check(conn: Conn, addr: &str, service: &str) -> Outcome {
         return failed("the health check request is too large".into());
     };
     let answer = match conn.send(&request).await {
-        Ok(tcp) => grpc_wire::answer(tcp).await,
+        Ok(conn) => {
+            conn.settle().await;
+            grpc_wire::answer(conn).await
+        }
         Err(e) => Err(e),
     };
     match answer {

@@ -11,8 +11,8 @@
 use bytes::Bytes;
 use futures::StreamExt;
 use h2::frame::{Frame, Ping, Settings, StreamId};
-use tokio::net::TcpStream;
 
+use super::dial::Conn;
 use super::{MAX_OUTPUT, USER_AGENT};
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -102,10 +102,10 @@ pub(crate) struct Answer {
     pub(crate) body: Vec<u8>,
 }
 
-/// Reads the call's answer from `tcp` (the request already sent), until
+/// Reads the call's answer from `conn` (the request already sent), until
 /// its stream ends. Errors are h2's words for what broke.
-pub(crate) async fn answer(tcp: TcpStream) -> Result<Answer, String> {
-    let mut codec: h2::Codec<TcpStream, Bytes> = h2::Codec::new(tcp);
+pub(crate) async fn answer(conn: Conn) -> Result<Answer, String> {
+    let mut codec: h2::Codec<Conn, Bytes> = h2::Codec::new(conn);
     codec.set_max_recv_header_list_size(MAX_OUTPUT);
     let mut answer = Answer::default();
     let ours = StreamId::from(STREAM);
@@ -148,7 +148,7 @@ pub(crate) async fn answer(tcp: TcpStream) -> Result<Answer, String> {
     }
 }
 
-async fn reply(codec: &mut h2::Codec<TcpStream, Bytes>, frame: Frame<Bytes>) -> Result<(), String> {
+async fn reply(codec: &mut h2::Codec<Conn, Bytes>, frame: Frame<Bytes>) -> Result<(), String> {
     std::future::poll_fn(|cx| codec.poll_ready(cx))
         .await
         .map_err(|e| e.to_string())?;

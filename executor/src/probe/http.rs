@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::dial::dial;
 use super::tcp::{go_error, join_host_port};
@@ -13,9 +13,6 @@ use super::{HttpGet, MAX_OUTPUT, Outcome, Scheme, USER_AGENT};
 
 /// Go's `http.Client` gives up after this many redirects.
 const MAX_REDIRECTS: usize = 10;
-
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Where one request goes.
 #[derive(Debug, Clone)]
@@ -202,19 +199,29 @@ async fn request(
 ) -> Result<(u16, Option<String>, String), String> {
     let conn = dial(&target.host, target.port, timeout).await?;
     let request = request_bytes(target, headers);
-    let mut io: Box<dyn Io> = match target.scheme {
-        Scheme::Http => Box::new(conn.send(&request).await?),
+    match target.scheme {
+        Scheme::Http => {
+            let mut conn = conn.send(&request).await?;
+            conn.settle().await;
+            response(&mut conn).await
+        }
         Scheme::Https => {
             let name = rustls::pki_types::ServerName::try_from(target.host.clone())
                 .map_err(|e| format!("invalid host {:?}: {e}", target.host))?;
             let mut tls = tokio_rustls::TlsConnector::from(tls_config()?)
-                .connect(name, conn.into_tokio()?)
+                .connect(name, conn)
                 .await
                 .map_err(|e| format!("tls: {e}"))?;
             tls.write_all(&request).await.map_err(|e| go_error(&e))?;
-            Box::new(tls)
+            response(&mut tls).await
         }
-    };
+    }
+}
+
+/// Reads the response to a GET sent over `io`.
+async fn response(
+    io: &mut (impl AsyncRead + Unpin),
+) -> Result<(u16, Option<String>, String), String> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     let head = loop {

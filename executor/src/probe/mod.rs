@@ -3,10 +3,12 @@
 //!
 //! Each probe of each container run is one tokio task ([`worker`]) ticking
 //! at `periodSeconds`: no thread per probe, so an agent with hundreds of
-//! probed pods stays cheap. A worker reports to its pod's supervisor only
-//! what the supervisor acts on: a failed attempt (the `Unhealthy` event),
-//! a warning (`ProbeWarning`), and a result that crossed its threshold
-//! (readiness flips, startup done, liveness or startup failed).
+//! probed pods stays cheap. Network probes run on a one-thread runtime of
+//! their own ([`runtime`]), exec probes on the executor's. A worker
+//! reports to its pod's supervisor only what the supervisor acts on: a
+//! failed attempt (the `Unhealthy` event), a warning (`ProbeWarning`), and
+//! a result that crossed its threshold (readiness flips, startup done,
+//! liveness or startup failed).
 //!
 //! Handlers: [`exec`] (a command in the container, through the
 //! [`exec::ProbeExec`] trait), [`http`] (`httpGet`), [`tcp`] (`tcpSocket`)
@@ -18,6 +20,7 @@ pub mod grpc;
 mod grpc_wire;
 pub mod http;
 pub mod load;
+pub mod runtime;
 mod spec;
 pub mod tcp;
 pub(crate) mod worker;

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::exec::ProbeExec;
-use super::{Outcome, ProbeKind, ProbeSpec, run_once};
+use super::{Handler, Outcome, ProbeKind, ProbeSpec, run_once, runtime};
 
 /// What a worker tells its supervisor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,8 @@ impl Drop for ProbeSet {
     }
 }
 
-/// Starts one worker per probe.
+/// Starts one worker per probe: network probes on the probe runtime
+/// ([`runtime`]), exec probes on the caller's, where the executor's exec is.
 pub(crate) fn start<K: Copy + Send + Sync + 'static>(
     specs: Vec<ProbeSpec>,
     ctx: Context<K>,
@@ -124,17 +125,30 @@ pub(crate) fn start<K: Copy + Send + Sync + 'static>(
     let ctx = Arc::new(ctx);
     let tasks = specs
         .into_iter()
-        .map(|spec| tokio::spawn(run(spec, Arc::clone(&ctx))))
+        .map(|spec| {
+            let network = !matches!(spec.handler, Handler::Exec { .. } | Handler::Invalid(_));
+            let task = run(spec, Arc::clone(&ctx));
+            if network {
+                runtime::spawn(task)
+            } else {
+                tokio::spawn(task)
+            }
+        })
         .collect();
     ProbeSet { tasks }
 }
 
 /// Every worker ticks on one shared grid of this step, so the runtime
 /// wakes once for all the probes due in a step rather than once per
-/// probe: 500 pods' 1 s probes wake it at most 100 times a second, not
-/// 500. A probe's ticks move later by less than a step; its period
-/// (whole seconds) is unchanged.
-const GRID: Duration = Duration::from_millis(10);
+/// probe: 500 pods' 1 s probes wake it at most 20 times a second, not
+/// 500, and an httpGet or grpc answer is read in the step after its
+/// request. A probe's ticks move later by less than a step, and an answer
+/// is seen at most a step after it came; its period (whole seconds) and
+/// timeout (a second at least) are unchanged. Each wakeup of the probe
+/// thread from idle costs more than the attempts it runs: in the probe
+/// bench a 10 ms step cost 5.7% of a core for httpGet, 25 ms 4.0% for
+/// grpc, 50 ms 3.5% for either.
+const GRID: Duration = Duration::from_millis(50);
 
 /// The first grid point at or after `at`.
 fn on_grid(at: Instant) -> Instant {
@@ -144,6 +158,11 @@ fn on_grid(at: Instant) -> Instant {
     let step = GRID.as_nanos();
     let up = u64::try_from(since.div_ceil(step) * step).unwrap_or(u64::MAX);
     Instant::from_std(epoch) + Duration::from_nanos(up)
+}
+
+/// The grid's next step after now: when the probes due next are run.
+pub(super) fn next_step() -> Instant {
+    on_grid(Instant::now() + Duration::from_nanos(1))
 }
 
 async fn run<K: Copy + Send + Sync + 'static>(spec: ProbeSpec, ctx: Arc<Context<K>>) {
@@ -203,7 +222,6 @@ async fn run<K: Copy + Send + Sync + 'static>(spec: ProbeSpec, ctx: Arc<Context<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::Handler;
 
     fn spec(kind: ProbeKind, success: u32, failure: u32) -> ProbeSpec {
         ProbeSpec {
