@@ -32,8 +32,9 @@ struct Prober {
     stop: Mutex<Option<(oneshot::Sender<()>, Thread<()>)>>,
 }
 
+static PROBER: OnceLock<Option<Prober>> = OnceLock::new();
+
 fn prober() -> Option<&'static Prober> {
-    static PROBER: OnceLock<Option<Prober>> = OnceLock::new();
     PROBER
         .get_or_init(|| match start() {
             Ok(p) => Some(p),
@@ -88,7 +89,8 @@ where
 /// and its thread joined. For the end of a process; later probes run on
 /// their caller's runtime.
 pub fn shutdown() {
-    let Some(p) = prober() else { return };
+    // A process that never probed has no runtime to stop (and starts none).
+    let Some(Some(p)) = PROBER.get() else { return };
     let taken = p.stop.lock().unwrap_or_else(PoisonError::into_inner).take();
     if let Some((stop, thread)) = taken {
         let _ = stop.send(());

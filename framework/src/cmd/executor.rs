@@ -133,6 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .run()
             .await
     })?;
+    // The probes' own runtime outlives the executor's; its thread is joined
+    // here rather than torn down with the process mid-probe.
+    executor::probe::runtime::shutdown();
     tracing::info!(?exit, "mesopod executor exiting");
     Ok(())
 }
