@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::*;
+use framework::app::App;
 use k8s_openapi::api::core::v1::Pod;
 use testkit::{Kubectl, ok};
 
@@ -98,20 +99,9 @@ async fn a_pod_too_big_waits_with_a_reason_until_an_agent_with_room_appears() {
         msg.contains("0/1 agents available") && msg.contains("cpus"),
         "{msg}"
     );
-    let events = app
-        .api()
-        .list_events(Some("default"), "", "involvedObject.name=big")
-        .unwrap()
-        .items;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("FailedScheduling")
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.contains("insufficient cpus"))),
-        "{events:?}"
-    );
+    assert_event_about(&app, "big", "FailedScheduling", |m| {
+        m.contains("insufficient cpus")
+    });
 
     app.local()
         .unwrap()
@@ -121,19 +111,26 @@ async fn a_pod_too_big_waits_with_a_reason_until_an_agent_with_room_appears() {
     let placed = wait_pod(app.api(), "default", "big", T, |p| phase(p) == "Running").await;
     assert_eq!(placed.spec.unwrap().node_name.as_deref(), Some("roomy"));
     // The binding recorded kube-scheduler's event with it.
+    assert_event_about(&app, "big", "Scheduled", |m| {
+        m == "Successfully assigned default/big to roomy"
+    });
+    app.shutdown().await;
+}
+
+/// Asserts that an event about pod `name` has `reason` and a message that passes.
+fn assert_event_about(app: &App, name: &str, reason: &str, message: impl Fn(&str) -> bool) {
     let events = app
         .api()
-        .list_events(Some("default"), "", "involvedObject.name=big")
+        .list_events(Some("default"), "", &format!("involvedObject.name={name}"))
         .unwrap()
         .items;
     assert!(
         events
             .iter()
-            .any(|e| e.reason.as_deref() == Some("Scheduled")
-                && e.message.as_deref() == Some("Successfully assigned default/big to roomy")),
-        "{events:?}"
+            .any(|e| e.reason.as_deref() == Some(reason)
+                && e.message.as_deref().is_some_and(&message)),
+        "no {reason} event about {name}: {events:?}"
     );
-    app.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
