@@ -8,11 +8,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use apiserver::store::{EtcdConfig, EtcdStore, MemoryStore};
-use apiserver::{Api, ApiError, Binding, NoLogs, SystemClock};
-use common::pod_yaml;
+use apiserver::{Api, ApiError, Binding};
+use common::{api_with_clock, etcd_api_with_clock, pod_yaml};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 use testkit::etcd::Etcd;
@@ -66,6 +63,28 @@ async fn binding_records_its_event_and_meta_or_nothing(api: &Api) {
         Some(&b"{\"info\":1}"[..])
     );
 
+    // Bound so already (the clock has not moved, so the condition is the same):
+    // the pod is not written and no event recorded, but the values still are.
+    let again = Binding {
+        node_name: "agent-1".into(),
+        meta: vec![("test/executor/again".into(), b"2".to_vec())],
+        ..Default::default()
+    };
+    let rebound = api.bind_pod("default", "p", &again).await.unwrap();
+    assert_eq!(
+        rebound.metadata.resource_version, bound.metadata.resource_version,
+        "bound so already: the pod is not written"
+    );
+    assert_eq!(
+        api.get_meta("test/executor/again").as_deref(),
+        Some(&b"2"[..])
+    );
+    let events = api
+        .list_events(Some("default"), "", "involvedObject.name=p")
+        .unwrap()
+        .items;
+    assert_eq!(events.len(), 1, "{events:?}");
+
     // A binding refused (the pod is being deleted) writes neither. The pod is bound
     // once without them first, so that deleting it is graceful and it stays.
     let pod: Pod = serde_yaml_ng::from_str(&pod_yaml("q", "nginx", "app: web")).unwrap();
@@ -95,13 +114,7 @@ async fn binding_records_its_event_and_meta_or_nothing(api: &Api) {
 
 #[tokio::test]
 async fn on_the_memory_store() {
-    let api = Api::start(
-        Arc::new(MemoryStore::new().unwrap()),
-        Arc::new(SystemClock),
-        Arc::new(NoLogs),
-    )
-    .await
-    .unwrap();
+    let (api, _) = api_with_clock().await;
     binding_records_its_event_and_meta_or_nothing(&api).await;
 }
 
@@ -110,11 +123,6 @@ async fn on_etcd() {
     let Some(etcd) = Etcd::start("binding_writes_on_etcd").await else {
         return;
     };
-    let store = EtcdStore::connect(EtcdConfig::new(vec![etcd.url.clone()]), None)
-        .await
-        .unwrap();
-    let api = Api::start(Arc::new(store), Arc::new(SystemClock), Arc::new(NoLogs))
-        .await
-        .unwrap();
+    let (api, _) = etcd_api_with_clock(&etcd).await;
     binding_records_its_event_and_meta_or_nothing(&api).await;
 }

@@ -247,6 +247,11 @@ impl Api {
             let status = fields(member(pod, "status", empty_object), name)?;
             set_condition(status, &condition);
             if new == *old {
+                // Bound so already: no binding happens, so no event, but the
+                // caller's launch still needs its values durable.
+                if !binding.meta.is_empty() {
+                    self.commit(meta_ops(binding)).await?;
+                }
                 return Ok(old);
             }
             let mut also = Vec::with_capacity(1 + binding.meta.len());
@@ -257,10 +262,7 @@ impl Api {
                 }
                 also.push(new_event_op(namespace, event_name, event)?);
             }
-            also.extend(binding.meta.iter().map(|(key, value)| WriteOp::PutMeta {
-                key: key.clone(),
-                value: value.clone(),
-            }));
+            also.extend(meta_ops(binding));
             if let Some(change) = self
                 .put_if_unchanged_with(namespace, name, new, old_rv, also)
                 .await?
@@ -314,6 +316,16 @@ impl Api {
                 .ok_or_else(|| ApiError::Internal("the store reported no change".into())),
         }
     }
+}
+
+/// The writes of a binding's side values.
+fn meta_ops(binding: &Binding) -> Vec<WriteOp> {
+    (binding.meta.iter())
+        .map(|(key, value)| WriteOp::PutMeta {
+            key: key.clone(),
+            value: value.clone(),
+        })
+        .collect()
 }
 
 /// Replaces the condition of the same type in `status.conditions`, or appends it.

@@ -39,6 +39,7 @@ pub struct Binding {
     pub event: Option<k8s_openapi::api::core::v1::Event>,
     /// Values of the side key-value space ([`Api::put_meta`]) written in the binding's
     /// transaction: what the pod's launch needs durable with it (its executor's info).
+    /// A binding that finds the pod bound so already writes them on their own.
     pub meta: Vec<(String, Vec<u8>)>,
 }
 

@@ -122,16 +122,25 @@ impl Server {
 
 /// An in-memory API on a manual clock, started at a fixed time.
 pub async fn api_with_clock() -> (Api, Arc<ManualClock>) {
+    api_on_with_clock(Arc::new(MemoryStore::new().unwrap())).await
+}
+
+/// [`api_with_clock`] on a store in `etcd`, at kube-apiserver's defaults.
+pub async fn etcd_api_with_clock(etcd: &testkit::etcd::Etcd) -> (Api, Arc<ManualClock>) {
+    let config = apiserver::store::EtcdConfig::new(vec![etcd.url.clone()]);
+    let store = apiserver::store::EtcdStore::connect(config, None)
+        .await
+        .unwrap();
+    api_on_with_clock(Arc::new(store)).await
+}
+
+async fn api_on_with_clock(store: Arc<dyn apiserver::store::Store>) -> (Api, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
     ));
-    let api = Api::start(
-        Arc::new(MemoryStore::new().unwrap()),
-        clock.clone(),
-        Arc::new(NoLogs),
-    )
-    .await
-    .unwrap();
+    let api = Api::start(store, clock.clone(), Arc::new(NoLogs))
+        .await
+        .unwrap();
     (api, clock)
 }
 

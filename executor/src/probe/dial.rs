@@ -33,13 +33,12 @@ use std::io::{
     ErrorKind::{Interrupted, WouldBlock},
 };
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 

@@ -110,8 +110,9 @@ impl Launcher {
     ///
     /// Each info rides in the binding of the first pod that launches on its
     /// agent, and the Scheduled event in each binding: on etcd every
-    /// transaction is a revision of its own, and one per pod instead of
-    /// three was most of what the etcd store's throughput asked for. An
+    /// transaction is a revision of its own, and one write per binding
+    /// instead of up to three (binding, event, info) is most of what the
+    /// etcd store's throughput gained. An
     /// info whose carrier did not bind is written on its own, since other
     /// pods on that agent may still launch with it.
     async fn bind(
@@ -129,7 +130,8 @@ impl Launcher {
             })
             .collect();
         let results = join_all(
-            (placed.iter().zip(&carried)).map(|(p, meta)| self.bind_one(p, condition, meta, now)),
+            (placed.iter().zip(&carried))
+                .map(|(p, meta)| self.bind_one(p, condition, meta.as_ref(), now)),
         )
         .await;
         for (meta, result) in carried.into_iter().zip(&results) {
@@ -164,7 +166,7 @@ impl Launcher {
         &self,
         p: &Placed,
         condition: &PodCondition,
-        executor: &Option<(String, Vec<u8>)>,
+        executor: Option<&(String, Vec<u8>)>,
         now: SystemTime,
     ) -> Result<(Vec<u8>, Option<u64>), apiserver::ApiError> {
         let key = p.task.pod_key();
@@ -190,7 +192,7 @@ impl Launcher {
             // The core decided the condition; the store only writes it.
             condition: Some(condition.clone()),
             event: Some(scheduled_event(&p.task, None, now)),
-            meta: executor.iter().cloned().collect(),
+            meta: executor.cloned().into_iter().collect(),
         };
         let pod = self
             .api
