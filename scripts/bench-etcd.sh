@@ -2,8 +2,9 @@
 # The basic scenario on redb and on etcd, alternating, in one sitting:
 #   cargo build --release -p framework
 #   RUNS=3 scripts/bench-etcd.sh [target/release/mesopod]
-# Each etcd run gets a fresh single-member etcd (Debian's etcd-server; data on
-# disk, loopback ports), stopped after the run. Prints every bench line, then
+# Each etcd run gets a fresh single-member etcd ($ETCD, default `etcd` on the
+# PATH: .ci/install-etcd.sh installs Debian's etcd-server 3.5; data on disk,
+# loopback ports), stopped after the run. Prints every bench line, then
 # the median pods/s of each store and their ratio, with etcd's own CPU seconds
 # per run (etcd shares the machine's cores with mesopod).
 set -eu
@@ -11,7 +12,9 @@ BIN=${1:-target/release/mesopod}
 RUNS=${RUNS:-3}
 PORT=${PORT:-23791}
 PEER=$((PORT + 10))
-command -v etcd >/dev/null || { echo "etcd is missing: .ci/install-etcd.sh" >&2; exit 1; }
+ETCD=${ETCD:-etcd}
+command -v "$ETCD" >/dev/null || { echo "etcd is missing: .ci/install-etcd.sh" >&2; exit 1; }
+"$ETCD" --version | head -1
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 i=0
@@ -19,7 +22,7 @@ while [ "$i" -lt "$RUNS" ]; do
   i=$((i + 1))
   "$BIN" bench --scenario basic | grep '^bench ' | tee -a "$out"
   d=$(mktemp -d)
-  etcd --data-dir "$d/data" --name bench \
+  "$ETCD" --data-dir "$d/data" --name bench \
     --listen-client-urls "http://127.0.0.1:$PORT" --advertise-client-urls "http://127.0.0.1:$PORT" \
     --listen-peer-urls "http://127.0.0.1:$PEER" --initial-advertise-peer-urls "http://127.0.0.1:$PEER" \
     --initial-cluster "bench=http://127.0.0.1:$PEER" > "$d/etcd.log" 2>&1 &
