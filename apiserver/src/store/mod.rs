@@ -190,6 +190,16 @@ impl Stored {
         })
     }
 
+    /// Takes JSON text the store produced for `object` at `rv` (its resourceVersion
+    /// already in it).
+    pub(crate) fn from_encoded(json: Vec<u8>, rv: u64) -> Self {
+        Self {
+            rv,
+            json: json.into(),
+            hot: std::sync::Weak::new(),
+        }
+    }
+
     /// Remembers the decoded form while others keep it alive.
     pub(crate) fn with_hot(mut self, object: &Arc<Value>) -> Self {
         self.hot = Arc::downgrade(object);

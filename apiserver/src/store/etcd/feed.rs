@@ -15,9 +15,10 @@ use tokio::sync::oneshot;
 use super::super::encryption::Encryption;
 use super::super::engine::Loaded;
 use super::super::view::{Applied, View};
-use super::super::{Change, ChangeKind, StoreError};
+use super::super::{Change, ChangeKind, StoreError, Stored};
 use super::codec;
 use super::keys::{Key, Keys};
+use super::own::InFlight;
 use super::storage;
 
 /// Objects read per page at load: well under gRPC's 4 MiB message limit at the sizes
@@ -42,11 +43,44 @@ struct Waiters {
     pending: HashMap<u64, Vec<oneshot::Sender<Outcome>>>,
 }
 
+/// One watch event, as the feed reads it.
+struct Raw<'a> {
+    rev: u64,
+    /// A put; otherwise a deletion.
+    put: bool,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl<'a> Raw<'a> {
+    fn of(event: &'a Event) -> Option<Self> {
+        let kv = event.kv()?;
+        Some(Self {
+            rev: u64::try_from(kv.mod_revision()).unwrap_or(0),
+            put: event.event_type() == EventType::Put,
+            key: kv.key(),
+            value: kv.value(),
+        })
+    }
+}
+
+/// One watch response as the view applies it.
+#[derive(Default)]
+struct Batch {
+    writes: Vec<(String, Option<Stored>)>,
+    meta: Vec<(String, Vec<u8>)>,
+    changes: Vec<Arc<Change>>,
+    /// Each key written so far, as it now is (`None`: deleted).
+    latest: HashMap<String, Option<Stored>>,
+}
+
 /// The shared state of the feed.
 pub(crate) struct Feed {
     pub(crate) view: Arc<View>,
     pub(crate) keys: Keys,
     pub(crate) encryption: Option<Arc<Encryption>>,
+    /// This process's writes the watch has yet to deliver.
+    pub(crate) own: InFlight,
     waiters: Mutex<Waiters>,
 }
 
@@ -56,6 +90,7 @@ impl Feed {
             view,
             keys,
             encryption,
+            own: InFlight::default(),
             waiters: Mutex::new(Waiters::default()),
         }
     }
@@ -89,99 +124,121 @@ impl Feed {
         self.waiters().applied = rv;
     }
 
-    /// Applies one watch response's events, one revision at a time.
+    /// Applies one watch response's events: its revisions become visible together (one
+    /// publish, so one wake-up per watcher however many revisions arrived), and each
+    /// writer gets the changes of its own revision.
     fn apply(&self, events: &[Event]) {
-        let mut start = 0;
-        while start < events.len() {
-            let rev = revision(&events[start]);
-            let end = events[start..]
-                .iter()
-                .position(|e| revision(e) != rev)
-                .map_or(events.len(), |n| start + n);
-            self.apply_revision(rev, &events[start..end]);
-            start = end;
-        }
+        let events: Vec<Raw<'_>> = events.iter().filter_map(Raw::of).collect();
+        self.apply_raw(&events);
     }
 
-    fn apply_revision(&self, rev: u64, events: &[Event]) {
-        let mut writes = Vec::new();
-        let mut meta = Vec::new();
-        let mut changes = Vec::new();
-        for event in events {
-            let Some(kv) = event.kv() else { continue };
-            match self.keys.parse(kv.key()) {
-                Some(Key::Meta(key)) if event.event_type() == EventType::Put => {
-                    meta.push((key, kv.value().to_vec()));
-                }
-                Some(Key::Object(key)) => {
-                    let previous = self.view.state().objects.get(&key).cloned();
-                    let change = match event.event_type() {
-                        EventType::Put => {
-                            match codec::decode(&key, kv.value(), rev, self.encryption.as_deref()) {
-                                Ok((object, stored)) => {
-                                    writes.push((key.clone(), Some(stored)));
-                                    let kind = if previous.is_some() {
-                                        ChangeKind::Modified
-                                    } else {
-                                        ChangeKind::Added
-                                    };
-                                    Change {
-                                        rv: rev,
-                                        kind,
-                                        key,
-                                        object,
-                                        previous,
-                                    }
-                                }
-                                Err(e) => {
-                                    tracing::error!(%key, error = %e, "etcd value unreadable; skipped");
-                                    continue;
-                                }
-                            }
-                        }
-                        EventType::Delete => {
-                            let Some(prev) = previous else { continue };
-                            let Ok(object) = codec::deleted(&key, &prev, rev) else {
-                                continue;
-                            };
-                            writes.push((key.clone(), None));
-                            Change {
-                                rv: rev,
-                                kind: ChangeKind::Deleted,
-                                key,
-                                object,
-                                previous: Some(prev),
-                            }
-                        }
-                    };
-                    changes.push(Arc::new(change));
-                }
-                _ => {}
+    fn apply_raw(&self, events: &[Raw<'_>]) {
+        let mut batch = Batch::default();
+        let mut revisions = Vec::new();
+        let mut start = 0;
+        while start < events.len() {
+            let rev = events[start].rev;
+            let end = events[start..]
+                .iter()
+                .position(|e| e.rev != rev)
+                .map_or(events.len(), |n| start + n);
+            let first = batch.changes.len();
+            for event in &events[start..end] {
+                self.decode(event, &mut batch);
             }
+            revisions.push((rev, first..batch.changes.len()));
+            start = end;
         }
-        let changes_ref = &changes;
+        let Some(&(last, _)) = revisions.last() else {
+            return;
+        };
+        let changes = batch.changes;
         drop(self.view.publish(Applied {
-            writes,
-            meta,
-            rv: rev,
-            changes: changes_ref,
+            writes: batch.writes,
+            meta: batch.meta,
+            rv: last,
+            changes: &changes,
         }));
         let mut w = self.waiters();
-        w.applied = w.applied.max(rev);
-        if w.recent.len() >= RECENT {
-            w.recent.pop_front();
-        }
-        w.recent.push_back((rev, changes.clone()));
-        for tx in w.pending.remove(&rev).unwrap_or_default() {
-            let _ = tx.send(Some(changes.clone()));
+        w.applied = w.applied.max(last);
+        for (rev, range) in revisions {
+            let mine = changes[range].to_vec();
+            if w.recent.len() >= RECENT {
+                w.recent.pop_front();
+            }
+            w.recent.push_back((rev, mine.clone()));
+            for tx in w.pending.remove(&rev).unwrap_or_default() {
+                let _ = tx.send(Some(mine.clone()));
+            }
         }
         // Revisions that carried nothing of ours (cannot be a writer's) are settled too.
-        let settled: Vec<u64> = w.pending.keys().copied().filter(|r| *r <= rev).collect();
+        let settled: Vec<u64> = w.pending.keys().copied().filter(|r| *r <= last).collect();
         for r in settled {
             for tx in w.pending.remove(&r).unwrap_or_default() {
                 let _ = tx.send(None);
             }
         }
+    }
+
+    /// Adds one event to `batch`.
+    fn decode(&self, event: &Raw<'_>, batch: &mut Batch) {
+        let rev = event.rev;
+        let key = match self.keys.parse(event.key) {
+            Some(Key::Meta(key)) if event.put => {
+                batch.meta.push((key, event.value.to_vec()));
+                return;
+            }
+            Some(Key::Object(key)) => key,
+            _ => return,
+        };
+        // An earlier revision of this batch may have written the key: the view does not
+        // show that yet.
+        let previous = match batch.latest.get(&key) {
+            Some(latest) => latest.clone(),
+            None => self.view.state().objects.get(&key).cloned(),
+        };
+        let change = if event.put {
+            let decoded = match self.own.take(&key, event.value) {
+                Some(p) => codec::written(&key, p.object, &p.encoded, rev),
+                None => codec::decode(&key, event.value, rev, self.encryption.as_deref()),
+            };
+            let (object, stored) = match decoded {
+                Ok(decoded) => decoded,
+                Err(e) => {
+                    tracing::error!(%key, error = %e, "etcd value unreadable; skipped");
+                    return;
+                }
+            };
+            batch.latest.insert(key.clone(), Some(stored.clone()));
+            batch.writes.push((key.clone(), Some(stored)));
+            let kind = if previous.is_some() {
+                ChangeKind::Modified
+            } else {
+                ChangeKind::Added
+            };
+            Change {
+                rv: rev,
+                kind,
+                key,
+                object,
+                previous,
+            }
+        } else {
+            let Some(prev) = previous else { return };
+            let Ok(object) = codec::deleted(&key, &prev, rev) else {
+                return;
+            };
+            batch.latest.insert(key.clone(), None);
+            batch.writes.push((key.clone(), None));
+            Change {
+                rv: rev,
+                kind: ChangeKind::Deleted,
+                key,
+                object,
+                previous: Some(prev),
+            }
+        };
+        batch.changes.push(Arc::new(change));
     }
 
     /// Replaces the view with a fresh load (after the watch fell behind compaction).
@@ -300,5 +357,127 @@ pub(crate) async fn follow(feed: Arc<Feed>, mut client: Client, mut after: u64) 
             Err(e) => tracing::warn!(error = %e, "cannot watch etcd; retrying"),
         }
         tokio::time::sleep(RETRY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use futures::FutureExt as _;
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::{Precondition, WriteOp};
+
+    fn feed() -> Feed {
+        let view = Arc::new(View::new(Loaded::default(), 100));
+        Feed::new(view, Keys::new("/registry"), None)
+    }
+
+    fn put<'a>(rev: u64, key: &'a str, value: &'a str) -> Raw<'a> {
+        Raw {
+            rev,
+            put: true,
+            key: key.as_bytes(),
+            value: value.as_bytes(),
+        }
+    }
+
+    /// Several revisions in one watch response (etcd sends a lagging watcher its
+    /// backlog so) touching one key: each change has the revision before it as its
+    /// previous version, though the view shows none of them until the batch is in.
+    #[tokio::test]
+    async fn a_batch_of_revisions_chains_each_keys_previous_versions() {
+        let feed = feed();
+        let (x, y) = (
+            feed.keys.object("configmaps/a/x"),
+            feed.keys.object("configmaps/a/y"),
+        );
+        let v = |n: u32| format!(r#"{{"metadata":{{"name":"x"}},"data":{{"n":"{n}"}}}}"#);
+        let (v1, v2, v3) = (v(1), v(2), v(3));
+        let mut sub = feed.view.watch("configmaps/", 0).unwrap();
+        let deleted = Raw {
+            rev: 7,
+            put: false,
+            key: y.as_bytes(),
+            value: b"",
+        };
+        feed.apply_raw(&[
+            put(5, &x, &v1),
+            put(5, &y, &v1),
+            put(6, &x, &v2),
+            deleted,
+            put(8, &x, &v3),
+        ]);
+        let mut changes = Vec::new();
+        for _ in 0..5 {
+            changes.push(sub.next().await.unwrap());
+        }
+        let summary: Vec<_> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.rv,
+                    c.kind,
+                    c.key.as_str(),
+                    c.previous.as_ref().map(Stored::rv),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (5, ChangeKind::Added, "configmaps/a/x", None),
+                (5, ChangeKind::Added, "configmaps/a/y", None),
+                (6, ChangeKind::Modified, "configmaps/a/x", Some(5)),
+                (7, ChangeKind::Deleted, "configmaps/a/y", Some(5)),
+                (8, ChangeKind::Modified, "configmaps/a/x", Some(6)),
+            ]
+        );
+        let before = changes[2].previous.as_ref().unwrap().decode().unwrap();
+        assert_eq!(before["data"]["n"], "1");
+        assert_eq!(feed.view.get("configmaps/a/x").unwrap()["data"]["n"], "3");
+        assert!(feed.view.get("configmaps/a/y").is_none());
+        assert_eq!(feed.view.resource_version(), 8);
+    }
+
+    /// A writer waiting on a revision inside a batch gets that revision's changes, and
+    /// its own write is taken as sent rather than parsed.
+    #[tokio::test]
+    async fn each_writer_gets_its_own_revisions_changes_from_a_batch() {
+        let feed = feed();
+        let object = json!({"metadata": {"name": "x", "resourceVersion": "1"}});
+        let encoded = vec![codec::encode("configmaps/a/x", &object, None).unwrap()];
+        let value = String::from_utf8(encoded[0].value().to_vec()).unwrap();
+        let mut ops = vec![WriteOp::Put {
+            key: "configmaps/a/x".into(),
+            object,
+            precondition: Precondition::None,
+        }];
+        let sent = feed.own.register(&mut ops, encoded);
+        let (x, y) = (
+            feed.keys.object("configmaps/a/x"),
+            feed.keys.object("configmaps/a/y"),
+        );
+        let mut mine = Box::pin(feed.applied(6));
+        let mut earlier = Box::pin(feed.applied(5));
+        // Polled once, each is waiting on its revision.
+        assert!((&mut mine).now_or_never().is_none());
+        assert!((&mut earlier).now_or_never().is_none());
+        feed.apply_raw(&[
+            put(5, &y, r#"{"metadata":{"name":"y"}}"#),
+            put(6, &x, &value),
+        ]);
+        let mine = mine.await.unwrap().unwrap();
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].key, "configmaps/a/x");
+        assert_eq!(
+            *mine[0].object,
+            json!({"metadata": {"name": "x", "resourceVersion": "6"}})
+        );
+        assert_eq!(earlier.await.unwrap().unwrap()[0].key, "configmaps/a/y");
+        assert_eq!(feed.own.len(), 0, "the feed took the write it recognised");
+        drop(sent);
     }
 }

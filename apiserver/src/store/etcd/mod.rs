@@ -15,6 +15,7 @@ mod codec;
 mod compactor;
 mod feed;
 mod keys;
+mod own;
 mod replay;
 mod txn;
 
@@ -147,23 +148,30 @@ impl EtcdStore {
         Ok(())
     }
 
-    async fn commit_ops(&self, ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, StoreError> {
+    async fn commit_ops(&self, mut ops: Vec<WriteOp>) -> Result<Vec<Arc<Change>>, StoreError> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        let planned = txn::plan(&self.feed.keys, self.feed.encryption.as_deref(), &ops)?;
-        let mut client = self.client.clone();
-        let request = planned.txn.clone();
+        let txn::Planned {
+            txn: request,
+            checks,
+            writes,
+            encoded,
+        } = txn::plan(&self.feed.keys, self.feed.encryption.as_deref(), &ops)?;
+        // Registered before the txn is sent, so the watch cannot deliver it first.
+        let sent = self.feed.own.register(&mut ops, encoded);
+        // The call runs on the caller's task; the connection it goes through lives on
+        // the store's runtime.
         let response = self
-            .runtime
-            .spawn(async move { client.txn(request).await })
+            .client
+            .kv_client()
+            .txn(request)
             .await
-            .map_err(storage)?
             .map_err(storage)?;
         if !response.succeeded() {
-            return Err(txn::failure(&planned, &response));
+            return Err(txn::failure(&checks, &response));
         }
-        if !planned.writes {
+        if !writes {
             return Ok(Vec::new());
         }
         let rev = response
@@ -172,39 +180,39 @@ impl EtcdStore {
             .unwrap_or(0);
         match self.feed.applied(rev).await? {
             Some(changes) => Ok(changes),
-            None => Ok(self.describe(&ops, rev)),
+            None => Ok(describe(&ops, &sent, rev)),
         }
     }
+}
 
-    /// The changes of `ops` committed at `rev`, when the feed could not hand them over
-    /// (it reloaded after compaction in between): as the objects were written.
-    fn describe(&self, ops: &[WriteOp], rev: u64) -> Vec<Arc<Change>> {
-        ops.iter()
-            .filter_map(|op| {
-                let (key, object, kind) = match op {
-                    WriteOp::Put { key, object, .. } => {
-                        let mut object = object.clone();
-                        super::engine::stamp(key, &mut object, rev).ok()?;
-                        (key, object, ChangeKind::Modified)
-                    }
-                    WriteOp::Delete { key, .. } => {
-                        let mut object = Value::Object(Default::default());
-                        object["metadata"] = serde_json::json!({});
-                        super::engine::stamp(key, &mut object, rev).ok()?;
-                        (key, object, ChangeKind::Deleted)
-                    }
-                    _ => return None,
-                };
-                Some(Arc::new(Change {
-                    rv: rev,
-                    kind,
-                    key: key.clone(),
-                    object: Arc::new(object),
-                    previous: None,
-                }))
-            })
-            .collect()
-    }
+/// The changes of `ops` committed at `rev`, when the feed could not hand them over
+/// (it reloaded after compaction in between): the puts as they were sent.
+fn describe(ops: &[WriteOp], sent: &own::Sent<'_>, rev: u64) -> Vec<Arc<Change>> {
+    let mut puts = sent.puts().iter();
+    ops.iter()
+        .filter_map(|op| {
+            let (key, object, kind) = match op {
+                WriteOp::Put { .. } => {
+                    let (key, encoded) = puts.next()?;
+                    (key, encoded.object(key, rev).ok()?, ChangeKind::Modified)
+                }
+                WriteOp::Delete { key, .. } => {
+                    let mut object = Value::Object(Default::default());
+                    object["metadata"] = serde_json::json!({});
+                    super::engine::stamp(key, &mut object, rev).ok()?;
+                    (key, object, ChangeKind::Deleted)
+                }
+                _ => return None,
+            };
+            Some(Arc::new(Change {
+                rv: rev,
+                kind,
+                key: key.clone(),
+                object: Arc::new(object),
+                previous: None,
+            }))
+        })
+        .collect()
 }
 
 impl Drop for EtcdStore {

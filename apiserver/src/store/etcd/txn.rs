@@ -48,12 +48,17 @@ impl Guard {
 /// txn (and, together with its parents', one nested txn) may have.
 pub(crate) const MAX_TXN_OPS: usize = 128;
 
+/// What a transaction's compares guard, to explain their failure.
+pub(crate) struct Checks(Vec<Guard>);
+
 /// A transaction ready to send.
 pub(crate) struct Planned {
     pub(crate) txn: Txn,
-    guards: Vec<Guard>,
+    pub(crate) checks: Checks,
     /// Whether the transaction writes anything (and so gets a revision of its own).
     pub(crate) writes: bool,
+    /// Each `Put`'s object as encoded for etcd, in the order of the operations.
+    pub(crate) encoded: Vec<codec::Encoded>,
 }
 
 /// Builds the etcd txn for `ops`.
@@ -66,6 +71,7 @@ pub(crate) fn plan(
     let mut then = Vec::new();
     let mut reads = Vec::new();
     let mut guards = Vec::new();
+    let mut encoded = Vec::new();
     // Keys this transaction deletes before the op at hand: a `CheckEmpty` after them
     // sees the prefix without them, as the engine applies operations in order, while
     // etcd evaluates every compare before any write.
@@ -82,7 +88,8 @@ pub(crate) fn plan(
                 if guard(&mut compares, &mut reads, &etcd_key, *precondition, false) {
                     guards.push(Guard::key(key, *precondition, false));
                 }
-                then.push(TxnOp::put(etcd_key, value, None));
+                then.push(TxnOp::put(etcd_key, value.value().to_vec(), None));
+                encoded.push(value);
             }
             WriteOp::Delete { key, precondition } => {
                 let etcd_key = keys.object(key);
@@ -127,8 +134,9 @@ pub(crate) fn plan(
     let txn = Txn::new().when(compares).and_then(then).or_else(reads);
     Ok(Planned {
         txn,
-        guards,
+        checks: Checks(guards),
         writes,
+        encoded,
     })
 }
 
@@ -229,9 +237,9 @@ fn guard(
 
 /// Why a txn whose compares failed failed: the first guard that does not hold against
 /// what its failure branch read, as the engine would have found it.
-pub(crate) fn failure(planned: &Planned, response: &TxnResponse) -> StoreError {
+pub(crate) fn failure(checks: &Checks, response: &TxnResponse) -> StoreError {
     let reads = response.op_responses();
-    for (guard, read) in planned.guards.iter().zip(reads.iter()) {
+    for (guard, read) in checks.0.iter().zip(reads.iter()) {
         let TxnOpResponse::Get(read) = read else {
             continue;
         };
