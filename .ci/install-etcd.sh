@@ -16,9 +16,11 @@ want=3.5
 has_etcd() {
     command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -q "Version: $want\."
 }
-if ! command -v protoc >/dev/null 2>&1; then
+# protoc alone is not enough: etcd-client's protos import Google's well-known types,
+# which live in libprotobuf-dev (a Recommends of protobuf-compiler, so not pulled in).
+if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/descriptor.proto ]; then
     apt-get update
-    apt-get install -y --no-install-recommends protobuf-compiler
+    apt-get install -y --no-install-recommends protobuf-compiler libprotobuf-dev
 fi
 if has_etcd etcd && command -v etcdctl >/dev/null 2>&1 && etcdctl version 2>/dev/null | grep -q "etcdctl version: $want\."; then
     exit 0
