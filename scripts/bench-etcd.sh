@@ -4,9 +4,13 @@
 #   RUNS=3 scripts/bench-etcd.sh [target/release/mesopod]
 # Each etcd run gets a fresh single-member etcd ($ETCD, default `etcd` on the
 # PATH: .ci/install-etcd.sh installs Debian's etcd-server 3.5; data on disk,
-# loopback ports), stopped after the run. Prints every bench line, then
-# the median pods/s of each store and their ratio, with etcd's own CPU seconds
-# per run (etcd shares the machine's cores with mesopod).
+# loopback ports), stopped after the run. Prints every bench line (on etcd it
+# ends with etcd_cpu_s, etcd's own CPU over the measured wave), then the
+# medians of each store: pods/s and their ratio, and the CPU seconds of the
+# wave on each side. etcd shares the machine's cores with mesopod, so when
+# both runs are CPU-bound the ratio cannot pass about
+# redb_cpu / (redb_cpu + etcd_cpu) even if mesopod's etcd client cost
+# nothing; the last line prints that ceiling.
 set -eu
 BIN=${1:-target/release/mesopod}
 RUNS=${RUNS:-3}
@@ -34,11 +38,14 @@ while [ "$i" -lt "$RUNS" ]; do
     sleep 0.1
   done
   "$BIN" bench --scenario basic --etcd-servers "http://127.0.0.1:$PORT" | grep '^bench ' | tee -a "$out"
-  echo "etcd_cpu_s=$(awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$pid/stat")"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   rm -rf "$d"
 done
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-redb=$(grep 'store=redb' "$out" | sed 's/.*pods_per_s=\([0-9.]*\).*/\1/' | median)
-etcd=$(grep 'store=etcd' "$out" | sed 's/.*pods_per_s=\([0-9.]*\).*/\1/' | median)
+field() { grep "store=$1" "$out" | sed "s/.* $2=\([0-9.]*\).*/\1/" | median; }
+redb=$(field redb pods_per_s)
+etcd=$(field etcd pods_per_s)
 echo "median pods/s: redb=$redb etcd=$etcd ratio=$(awk -v a="$etcd" -v b="$redb" 'BEGIN {printf "%.2f", a / b}')"
+rc=$(field redb cpu_s); ec=$(field etcd cpu_s); xc=$(field etcd etcd_cpu_s)
+echo "median wave CPU s: redb run: mesopod=$rc; etcd run: mesopod=$ec etcd=$xc;" \
+  "ceiling=$(awk -v r="$rc" -v x="$xc" 'BEGIN {printf "%.2f", r / (r + x)}')"

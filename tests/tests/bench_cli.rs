@@ -71,6 +71,43 @@ fn a_small_run_prints_one_summary_line_with_every_figure() {
     assert!(num("rss_mib") > 0.0 && num("cpu_s") > 0.0);
 }
 
+/// On etcd the line says so, and adds what etcd itself spent over the wave
+/// (read from its `/metrics`), since the two share the machine's cores.
+#[test]
+fn a_run_on_etcd_reports_etcds_own_cpu() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(etcd) = runtime.block_on(testkit::etcd::Etcd::start(
+        "a_run_on_etcd_reports_etcds_own_cpu",
+    )) else {
+        return;
+    };
+    let out = bench(&[
+        "--agents",
+        "20",
+        "--pods",
+        "400",
+        "--warmup",
+        "10",
+        "--etcd-servers",
+        etcd.url.as_str(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = fields(stdout.trim());
+    assert_eq!(f["store"], "etcd", "{stdout}");
+    // 400 pods are 1,200 etcd txns: well over the 10 ms etcd counts CPU in.
+    let etcd_cpu: f64 = f["etcd_cpu_s"].parse().unwrap();
+    assert!(etcd_cpu > 0.0 && etcd_cpu < 60.0, "{stdout}");
+    // On redb there is no etcd to report.
+    let redb = bench(&["--agents", "20", "--pods", "20", "--warmup", "0"]);
+    let redb = String::from_utf8_lossy(&redb.stdout);
+    assert!(!redb.contains("etcd_cpu_s"), "{redb}");
+}
+
 #[test]
 fn a_run_that_cannot_place_every_pod_fails() {
     // One agent of 4 cpus holds about 39 pods of 100m next to its executor.

@@ -8,11 +8,13 @@
 //!
 //! - pods/s from the first create to the last pod Running;
 //! - p50 and p99 of create → bound and create → Running;
-//! - peak RSS (VmHWM) and CPU time (user + system) of the process.
+//! - peak RSS (VmHWM) and CPU time (user + system) of the process;
+//! - on etcd, etcd's own CPU time over the measured wave (`etcd_cpu_s`, from
+//!   each member's `process_cpu_seconds_total`; plain `http://` members only).
 //!
 //! It prints one line per scenario:
 //!
-//! `bench scenario=NAME agents=A pods=P pods_per_s=X bound_p50_ms=X bound_p99_ms=X running_p50_ms=X running_p99_ms=X rss_mib=X cpu_s=X`
+//! `bench scenario=NAME agents=A pods=P pods_per_s=X bound_p50_ms=X bound_p99_ms=X running_p50_ms=X running_p99_ms=X rss_mib=X cpu_s=X store=redb|etcd [etcd_cpu_s=X]`
 //!
 //! and exits non-zero if a run fails to place all its pods.
 
@@ -114,6 +116,9 @@ pub struct Report {
     pub rss_mib: f64,
     /// CPU time used by the process, seconds.
     pub cpu_s: f64,
+    /// CPU time etcd used over the same wave, seconds (on etcd, when its
+    /// metrics could be read).
+    pub etcd_cpu_s: Option<f64>,
     /// Pods that reached Running.
     pub placed: usize,
 }
@@ -156,8 +161,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.allocation_interval,
         args.timeout,
     ))?;
+    let etcd_cpu = report
+        .etcd_cpu_s
+        .map(|s| format!(" etcd_cpu_s={s:.2}"))
+        .unwrap_or_default();
     println!(
-        "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1} store={}",
+        "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1} store={}{}",
         sc.name,
         sc.agents,
         sc.pods,
@@ -168,7 +177,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.running_ms.1,
         report.rss_mib,
         report.cpu_s,
-        store
+        store,
+        etcd_cpu
     );
     if report.placed < sc.pods {
         anyhow::bail!("only {} of {} pods reached Running", report.placed, sc.pods);
@@ -362,6 +372,7 @@ async fn run_scenario(
 ) -> anyhow::Result<Report> {
     let tmp = tempdir_for_bench()?;
     let dir = data_dir.unwrap_or_else(|| tmp.clone());
+    let etcd_servers = etcd.as_ref().map(|c| c.servers.clone());
     let app = App::start(app_config(sc, dir, etcd, allocation_interval)?)
         .await
         .context("mesopod could not start")?;
@@ -376,10 +387,19 @@ async fn run_scenario(
             );
         }
     }
+    let etcd_cpu = async || match &etcd_servers {
+        Some(servers) => crate::cmd::etcd_cpu::cpu_seconds(servers).await,
+        None => None,
+    };
+    let etcd_before = etcd_cpu().await;
     let cpu_before = cpu_seconds();
     let (mut bound, mut running, start, last) =
         wave(&api, 0, sc.pods, sc.constrained, timeout).await?;
     let cpu = cpu_seconds() - cpu_before;
+    let etcd_cpu_s = match (etcd_before, etcd_cpu().await) {
+        (Some(before), Some(after)) => Some(after - before),
+        _ => None,
+    };
     bound.sort_by(f64::total_cmp);
     running.sort_by(f64::total_cmp);
     let elapsed = last
@@ -392,6 +412,7 @@ async fn run_scenario(
         running_ms: (percentile(&running, 0.5), percentile(&running, 0.99)),
         rss_mib: peak_rss_mib(),
         cpu_s: cpu,
+        etcd_cpu_s,
         placed: running.len(),
     };
     app.shutdown().await;

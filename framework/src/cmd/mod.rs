@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod containers;
 pub mod etcd;
+mod etcd_cpu;
 pub mod executor;
 pub mod image;
 pub mod kubeconfig;
