@@ -14,10 +14,7 @@ const METRIC: &str = "process_cpu_seconds_total";
 /// members are read: a member behind TLS would want the bench's client
 /// certificate for its `/metrics`, and the figure is left out instead.
 pub(crate) async fn cpu_seconds(servers: &[String]) -> Option<f64> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .ok()?;
+    let client = reqwest::Client::new();
     let mut total = 0.0;
     for server in servers {
         if !server.starts_with("http://") {
@@ -25,13 +22,8 @@ pub(crate) async fn cpu_seconds(servers: &[String]) -> Option<f64> {
             return None;
         }
         let url = format!("{}/metrics", server.trim_end_matches('/'));
-        let text = match client
-            .get(&url)
-            .send()
-            .await
-            .and_then(|r| r.error_for_status())
-        {
-            Ok(response) => response.text().await.ok()?,
+        let text = match metrics(&client, &url).await {
+            Ok(text) => text,
             Err(e) => {
                 tracing::warn!(%url, error = %e, "etcd_cpu_s is left out: cannot read etcd's metrics");
                 return None;
@@ -44,6 +36,18 @@ pub(crate) async fn cpu_seconds(servers: &[String]) -> Option<f64> {
         total += seconds;
     }
     Some(total)
+}
+
+/// One member's metrics page.
+async fn metrics(client: &reqwest::Client, url: &str) -> reqwest::Result<String> {
+    client
+        .get(url)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await
 }
 
 /// The value of `process_cpu_seconds_total` in a Prometheus text exposition.
