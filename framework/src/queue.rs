@@ -136,6 +136,11 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
             .collect()
     }
 
+    /// Every queued key in scheduling order, due or not.
+    pub fn keys_in_order(&self) -> impl Iterator<Item = &K> {
+        self.order.iter().map(|(_, _, k)| k)
+    }
+
     /// Records a failed attempt: the pod waits out its backoff.
     pub fn backoff(
         &mut self,

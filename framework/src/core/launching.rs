@@ -102,8 +102,9 @@ impl Launching {
 
 impl Core {
     /// The bindings of a round: a bound task keeps only its pod's key, a
-    /// pod that could not be bound (deleted meanwhile) loses its task.
-    pub(super) fn on_bound(&mut self, results: Vec<(TaskId, Result<(), String>)>) {
+    /// pod that could not be bound loses its task and waits again as the
+    /// store now has it (see `rebind`).
+    pub(super) fn on_bound(&mut self, results: Vec<(TaskId, Result<(), String>)>, now: SystemTime) {
         for (id, result) in results {
             match result {
                 Ok(()) => {
@@ -122,7 +123,11 @@ impl Core {
                 Err(e) => {
                     tracing::info!(task = %id, error = %e, "pod could not be bound; not launching");
                     self.launching.end(&id);
+                    let task = self.registry.get(&id);
                     self.registry.unregister(&id);
+                    if let Some(task) = task {
+                        self.rebind(&task, &e, now);
+                    }
                 }
             }
         }

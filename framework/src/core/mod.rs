@@ -276,7 +276,7 @@ impl Core {
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod, now),
             Input::PodSettled(key) => self.pending.settled(&key),
             Input::PodResync(pods) => self.on_resync(pods, now),
-            Input::Launch(Launch::Bound(results)) => self.on_bound(results),
+            Input::Launch(Launch::Bound(results)) => self.on_bound(results, now),
             Input::Launch(Launch::Done { launched, dropped }) => {
                 self.on_launched(launched, dropped, now);
             }

@@ -42,6 +42,26 @@ impl Pending {
         self.push(key, pod, priority, now);
     }
 
+    /// The pods of a scheduling round: none when none is due; otherwise
+    /// every queued bound pod first, due or waiting out a backoff, then the
+    /// due ones, `limit` in all. A bound pod holds its place on its node, as
+    /// kube-scheduler counts a bound pod on its node: offered first, its
+    /// node's room cannot go to a pod that could run anywhere while it waits
+    /// (after a failover, the new leader places hundreds of pods before the
+    /// master's answer sends a pod back to its node).
+    pub(crate) fn round(&self, now: SystemTime, limit: usize) -> Vec<PodKey> {
+        let due = self.queue.ready_up_to(now, limit);
+        if due.is_empty() || self.bound.is_empty() {
+            return due;
+        }
+        let bound = self
+            .queue
+            .keys_in_order()
+            .filter(|k| self.bound.contains(*k));
+        let unbound = due.iter().filter(|k| !self.bound.contains(*k));
+        bound.chain(unbound).take(limit).cloned().collect()
+    }
+
     /// Whether the queued pod is bound already (a relaunch).
     pub(crate) fn is_bound(&self, key: &PodKey) -> bool {
         self.bound.contains(key)

@@ -49,6 +49,47 @@ fn never_ran(task: &PodTask) -> bool {
 }
 
 impl Core {
+    /// A launch whose binding (or, for a pod bound already, whose new
+    /// task's annotations) could not be written: nothing of it reached
+    /// Mesos, and the pod waits again as the store has it now, after a
+    /// backoff. Without this a pod whose write lost a race (its watch event
+    /// came while the task was still registered, and was taken as settled)
+    /// or failed in the store would wait for nothing, for ever. A pod that
+    /// is bound to the task's node (a relaunch, or a binding written though
+    /// its answer was lost) goes back to that node; any other is judged as
+    /// a new watch event would be.
+    pub(super) fn rebind(&mut self, task: &PodTask, error: &str, now: SystemTime) {
+        let key = task.pod_key();
+        let Some(pod) = self.lookup.pod(&key) else {
+            // Gone, or another pod of that name: its own events decide.
+            return;
+        };
+        let host = task.spec.as_ref().map(|s| s.hostname.as_str());
+        let on_its_node =
+            host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
+        let names_it = registry::recover_from(&pod, now)
+            .ok()
+            .flatten()
+            .is_some_and(|t| t.id == task.id);
+        let finished = matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        );
+        let waits_on_its_node = on_its_node
+            && (task.has(Flag::Bound) || names_it)
+            && !finished
+            && pod.metadata.deletion_timestamp.is_none();
+        if waits_on_its_node {
+            self.pending.push_bound(key.clone(), Arc::new(pod), now);
+        } else {
+            self.on_pod(Arc::new(pod), now);
+        }
+        let why = format!("binding failed: {error}");
+        if self.pending.pod(&key).is_some() {
+            self.pending.queue_mut().backoff(&key, now, why);
+        }
+    }
+
     /// Queues the pod of a task the master says never reached its agent,
     /// when nothing of it ever ran (see the module docs); true then, and
     /// the update is not applied.

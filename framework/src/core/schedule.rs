@@ -36,7 +36,7 @@ impl Core {
         {
             return;
         }
-        let ready = self.pending.queue().ready_up_to(now, MAX_ROUND);
+        let ready = self.pending.round(now, MAX_ROUND);
         if ready.is_empty() || self.offers.is_empty() {
             return;
         }
@@ -92,6 +92,11 @@ impl Core {
             let mut task = placement.task;
             task.set(Flag::Launched);
             let bound = self.pending.is_bound(&attempt.key);
+            if bound {
+                // Its pod is bound already: should its annotations fail to
+                // be written, it goes back to its node (`rebind`).
+                task.set(Flag::Bound);
+            }
             self.pending.forget(&attempt.key);
             match self.registry.register(task) {
                 Ok(task) => placed.push(Placed {

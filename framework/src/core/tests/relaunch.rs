@@ -187,3 +187,76 @@ fn other_terminal_answers_for_a_never_run_task_end_it_as_before() {
         assert!(rounds(&core.step(Step::Schedule, at(2))).is_empty());
     }
 }
+
+/// After a failover the new leader places pods from its first offers before
+/// the master's answer sends a bound pod back to its node; while that pod
+/// waits (its node's offer out, or a backoff), a pod that could run anywhere
+/// must not take its room (the HA test saw its node filled for good).
+#[test]
+fn a_pod_sent_back_to_its_node_is_offered_it_before_pods_that_could_go_anywhere() {
+    let mut core = recovered(bound_web("Pending"), &["h2"]);
+    let _ = core.step(offers(vec![offer("h2", 0.5)]), at(0));
+    assert!(core.step(gone(&TaskId::new(OLD)), at(1)).is_empty());
+    // h1 offers nothing yet: web waits, and is not due again at once.
+    assert!(rounds(&core.step(Step::Schedule, at(1))).is_empty());
+    // A pod that fits anywhere arrives as h1's offer does, and is due.
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("big", "3.5"))), at(1));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    let placed: Vec<(String, &str)> = launched[0]
+        .placed
+        .iter()
+        .map(|p| (p.task.pod_key().name, p.offer.value.as_str()))
+        .collect();
+    // Both cannot fit on h1: the bound pod gets its node.
+    assert_eq!(placed, [("web".to_string(), "offer-h1")]);
+}
+
+fn bound_failed(id: &TaskId) -> Step {
+    Step::Input(Input::Launch(Launch::Bound(vec![(
+        id.clone(),
+        Err("Operation cannot be fulfilled: the object has been modified".into()),
+    )])))
+}
+
+#[test]
+fn a_relaunch_whose_annotations_could_not_be_written_goes_back_to_its_node() {
+    let mut core = recovered(bound_web("Pending"), &["h1"]);
+    assert!(core.step(gone(&TaskId::new(OLD)), at(1)).is_empty());
+    let effects = core.step(Step::Schedule, at(1));
+    let first = rounds(&effects)[0].placed[0].task.id.clone();
+    let _ = core.step(bound_failed(&first), at(1));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(1));
+    // It waits out a backoff, then goes to its node again, still bound.
+    assert!(rounds(&core.step(Step::Schedule, at(1))).is_empty());
+    let effects = core.step(Step::Schedule, at(60));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    let placed = &launched[0].placed[0];
+    assert_eq!(placed.offer.value, "offer-h1");
+    assert!(placed.bound, "no second Binding");
+    assert_ne!(placed.task.id, first);
+}
+
+#[test]
+fn a_pod_whose_binding_failed_while_it_changed_is_placed_again() {
+    let api = pod("api", "1");
+    let mut core = core_reading(Admission::none(), Box::new(Pods(vec![(*api).clone()])));
+    let _ = core.step(subscribed(), at(0));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let _ = core.step(Step::Input(Input::PodUpsert(api.clone())), at(0));
+    let effects = core.step(Step::Schedule, at(0));
+    let first = rounds(&effects)[0].placed[0].task.id.clone();
+    // Its change arrives while its task is registered (so it is taken as
+    // settled), and the binding then fails on it.
+    let _ = core.step(Step::Input(Input::PodUpsert(api.clone())), at(0));
+    let _ = core.step(bound_failed(&first), at(0));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let effects = core.step(Step::Schedule, at(60));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    assert!(!launched[0].placed[0].bound, "unbound: a Binding again");
+    assert_ne!(launched[0].placed[0].task.id, first);
+}
