@@ -25,6 +25,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::task_status::{Reason, Source};
 use mesos::proto::{TaskState, TaskStatus};
 use registry::{Flag, PodTask, Registry, State};
@@ -48,6 +49,19 @@ fn never_ran(task: &PodTask) -> bool {
         && !task.has(Flag::Deleted)
 }
 
+/// Whether `pod` is bound to `task`'s node, not finished and not being
+/// deleted: what a pod must be to be launched again there.
+fn waits_on_its_node(pod: &Pod, task: &PodTask) -> bool {
+    let host = task.spec.as_ref().map(|s| s.hostname.as_str());
+    let on_its_node =
+        host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
+    let finished = matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    on_its_node && !finished && pod.metadata.deletion_timestamp.is_none()
+}
+
 impl Core {
     /// A launch whose binding (or, for a pod bound already, whose new
     /// task's annotations) could not be written: nothing of it reached
@@ -64,22 +78,13 @@ impl Core {
             // Gone, or another pod of that name: its own events decide.
             return;
         };
-        let host = task.spec.as_ref().map(|s| s.hostname.as_str());
-        let on_its_node =
-            host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
-        let names_it = registry::recover_from(&pod, now)
-            .ok()
-            .flatten()
-            .is_some_and(|t| t.id == task.id);
-        let finished = matches!(
-            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-            Some("Succeeded" | "Failed")
-        );
-        let waits_on_its_node = on_its_node
-            && (task.has(Flag::Bound) || names_it)
-            && !finished
-            && pod.metadata.deletion_timestamp.is_none();
-        if waits_on_its_node {
+        let names_it = || {
+            registry::recover_from(&pod, now)
+                .ok()
+                .flatten()
+                .is_some_and(|t| t.id == task.id)
+        };
+        if waits_on_its_node(&pod, task) && (task.has(Flag::Bound) || names_it()) {
             self.pending.push_bound(key.clone(), Arc::new(pod), now);
         } else {
             self.on_pod(Arc::new(pod), now);
@@ -112,13 +117,7 @@ impl Core {
             // Gone: the update ends the task as usual.
             return false;
         };
-        let spec = pod.spec.as_ref();
-        let on_its_node = host.is_some() && spec.and_then(|s| s.node_name.as_deref()) == host;
-        let finished = matches!(
-            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-            Some("Succeeded" | "Failed")
-        );
-        if !on_its_node || finished || pod.metadata.deletion_timestamp.is_some() {
+        if !waits_on_its_node(&pod, &task) {
             return false;
         }
         tracing::info!(
