@@ -141,7 +141,35 @@ impl Cluster {
             _mesos: mesos,
         })
     }
+}
 
+/// A failed test keeps every replica's log: copied under the target's tmp dir, with
+/// its warnings and errors printed, since the temp dirs go with the cluster.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("ha_etcd-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        for (i, r) in self.replicas.iter().enumerate() {
+            let kept = dir.join(format!("replica-{i}.log"));
+            let _ = std::fs::copy(&r.log, &kept);
+            eprintln!("replica {i}'s log: {}", kept.display());
+            let log = r.log();
+            for line in log
+                .lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .take(60)
+            {
+                eprintln!("  replica {i}: {line}");
+            }
+        }
+    }
+}
+
+impl Cluster {
     /// Waits until replica `leader` of `live` leads and the others follow it.
     async fn settled(&self, live: &[usize]) -> usize {
         let pages = wait_until(
