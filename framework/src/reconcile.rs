@@ -185,6 +185,13 @@ impl Reconciler {
         }
     }
 
+    /// The tasks the current round still waits to hear about.
+    pub fn waiting(&self) -> impl Iterator<Item = &str> {
+        self.round
+            .iter()
+            .flat_map(|r| r.waiting.keys().map(String::as_str))
+    }
+
     /// Whether an explicit round is in progress.
     pub fn in_progress(&self) -> bool {
         self.round.is_some()

@@ -18,16 +18,24 @@
 //! and no Binding (`runner/launch.rs`): a crash at any point leaves a pod
 //! naming at most one task that may have reached Mesos.
 //!
+//! Until the master answers, such a task may or may not run on its agent,
+//! and its pod is bound there: the agent is held from placement
+//! ([`Core::held_agents`]), as kube-scheduler counts a bound pod's requests
+//! on its node whether or not its kubelet runs it. Otherwise the pods a new
+//! leader places from its first offers, in the moment before the answer,
+//! could fill the node the pod must go back to, and it would wait for ever.
+//!
 //! Any other answer (the agent's or executor's, TASK_UNREACHABLE,
 //! TASK_UNKNOWN for an agent the master does not know, TASK_LOST) is an
 //! ordinary update.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::task_status::{Reason, Source};
-use mesos::proto::{TaskState, TaskStatus};
+use mesos::proto::{TaskId, TaskState, TaskStatus};
 use registry::{Flag, PodTask, Registry, State};
 
 use super::Core;
@@ -93,6 +101,19 @@ impl Core {
         if self.pending.pod(&key).is_some() {
             self.pending.queue_mut().backoff(&key, now, why);
         }
+    }
+
+    /// The agents no pod is placed on for now: each holds a task the
+    /// current reconciliation still waits to hear about and that never
+    /// reported (see the module docs). Empty outside a reconciliation round.
+    pub(super) fn held_agents(&self) -> HashSet<String> {
+        self.subscription
+            .reconciler
+            .waiting()
+            .filter_map(|id| self.registry.get(&TaskId::new(id)))
+            .filter(|t| never_ran(t) && !self.launching.contains(&t.id))
+            .filter_map(|t| t.spec.as_ref().map(|s| s.agent_id.value.clone()))
+            .collect()
     }
 
     /// Queues the pod of a task the master says never reached its agent,

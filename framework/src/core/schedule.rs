@@ -124,9 +124,22 @@ impl Core {
     }
 
     /// Every live offer as procurement sees it, in offer id order, with the
-    /// executor an agent runs for us already.
+    /// executor an agent runs for us already; none of a held agent
+    /// (`relaunch`).
     fn offer_views(&mut self) -> Vec<OfferView> {
-        let mut live: Vec<_> = self.offers.iter().cloned().collect();
+        let held = self.held_agents();
+        if !held.is_empty() {
+            tracing::debug!(
+                agents = ?held,
+                "agents held until the master answers for their recovered tasks"
+            );
+        }
+        let mut live: Vec<_> = self
+            .offers
+            .iter()
+            .filter(|o| !held.contains(o.agent_id()))
+            .cloned()
+            .collect();
         live.sort_by(|a, b| a.id().cmp(b.id()));
         live.iter()
             .filter_map(|o| {

@@ -260,3 +260,57 @@ fn a_pod_whose_binding_failed_while_it_changed_is_placed_again() {
     assert!(!launched[0].placed[0].bound, "unbound: a Binding again");
     assert_ne!(launched[0].placed[0].task.id, first);
 }
+
+/// Until the master answers for a recovered task that never reported, it may
+/// or may not run on its agent: that agent's room is its pod's, as a bound
+/// pod's requests count on its node in Kubernetes, so no pod that could go
+/// anywhere is put there first (the HA test saw the new leader fill the node
+/// in the ~300 ms before the answer, and the pod sent back to it wait for
+/// ever).
+#[test]
+fn the_node_of_a_recovered_task_not_yet_answered_for_takes_no_other_pod() {
+    let mut core = recovered(bound_web("Pending"), &["h1", "h2"]);
+    for name in ["a", "b", "c", "d"] {
+        let _ = core.step(Step::Input(Input::PodUpsert(pod(name, "1"))), at(0));
+    }
+    let effects = core.step(Step::Schedule, at(0));
+    let on: Vec<&str> = rounds(&effects)
+        .iter()
+        .flat_map(|r| r.placed.iter().map(|p| p.offer.value.as_str()))
+        .collect();
+    assert!(
+        !on.is_empty(),
+        "h2 takes what fits: {:?}",
+        describe(&effects)
+    );
+    assert!(on.iter().all(|o| *o == "offer-h2"), "{on:?}");
+    // The answer sends web back to h1, whose offer is still there.
+    assert!(core.step(gone(&TaskId::new(OLD)), at(1)).is_empty());
+    let effects = core.step(Step::Schedule, at(1));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    let first = &launched[0].placed[0];
+    assert_eq!(
+        (
+            first.task.pod_key().name.as_str(),
+            first.offer.value.as_str()
+        ),
+        ("web", "offer-h1")
+    );
+}
+
+/// A recovered task the master answers for as running holds nothing more.
+#[test]
+fn once_the_master_answers_the_node_takes_pods_again() {
+    let mut core = recovered(bound_web("Pending"), &["h1"]);
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("a", "1"))), at(0));
+    assert!(rounds(&core.step(Step::Schedule, at(0))).is_empty());
+    let mut running = status(&TaskId::new(OLD), TaskState::TaskRunning, false);
+    running.source = Some(Source::SourceMaster as i32);
+    running.reason = Some(Reason::ReasonReconciliation as i32);
+    let _ = core.step(update(running), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    let launched = rounds(&effects);
+    assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
+    assert_eq!(launched[0].placed[0].offer.value, "offer-h1");
+}
