@@ -201,11 +201,7 @@ impl Reconciler {
     pub fn report(&self) -> ReconcileReport {
         ReconcileReport {
             rounds_completed: self.rounds_completed,
-            waiting: self
-                .round
-                .as_ref()
-                .map(|r| r.waiting.keys().cloned().collect())
-                .unwrap_or_default(),
+            waiting: self.waiting().map(str::to_owned).collect(),
             round_started: self.round.as_ref().map(|r| r.started),
             last_implicit: self.last_implicit,
         }

@@ -23,7 +23,8 @@ pub(crate) fn is_ours(pod: &Pod) -> bool {
     SCHEDULER_NAMES.contains(&name)
 }
 
-fn is_finished(pod: &Pod) -> bool {
+/// Whether the pod ended (Succeeded or Failed).
+pub(super) fn is_finished(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")

@@ -39,6 +39,7 @@ use mesos::proto::{TaskId, TaskState, TaskStatus};
 use registry::{Flag, PodTask, Registry, State};
 
 use super::Core;
+use super::pods::is_finished;
 
 /// Whether the update is the master saying, in answer to reconciliation,
 /// that a registered agent has no such task.
@@ -63,11 +64,7 @@ fn waits_on_its_node(pod: &Pod, task: &PodTask) -> bool {
     let host = task.spec.as_ref().map(|s| s.hostname.as_str());
     let on_its_node =
         host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
-    let finished = matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    );
-    on_its_node && !finished && pod.metadata.deletion_timestamp.is_none()
+    on_its_node && !is_finished(pod) && pod.metadata.deletion_timestamp.is_none()
 }
 
 impl Core {
