@@ -64,7 +64,11 @@ async fn volumes_work_through_kubectl() {
         "share",
         &format!(
             "  volumes:\n  - name: shared\n    emptyDir: {{}}\n  containers:\n{}{}",
-            container("writer", "echo hello-through-emptydir > /data/msg", shared),
+            container(
+                "writer",
+                "echo hello-through-emptydir > /data/.msg && mv /data/.msg /data/msg",
+                shared
+            ),
             container(
                 "reader",
                 "while [ ! -f /data/msg ]; do sleep 0.1; done; cat /data/msg",

@@ -150,7 +150,7 @@ async fn two_containers_share_an_empty_dir_and_it_goes_with_the_pod() {
         "share",
         json!({"restartPolicy": "Never", "volumes": [{"name": "shared", "emptyDir": {}}],
             "containers": [
-                sh("writer", "echo hello-from-writer > /data/msg", mount),
+                sh("writer", "echo hello-from-writer > /data/.msg && mv /data/.msg /data/msg", mount),
                 sh("reader", "while [ ! -f /data/msg ]; do sleep 0.1; done; cat /data/msg; echo sub > /mine/f", reader_mounts)]}),
     );
     s.rt.launch(TaskId::new("t-share"), p).unwrap();
