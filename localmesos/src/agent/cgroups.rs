@@ -43,7 +43,17 @@ impl Tree {
 }
 
 /// Where executors' cgroups go on this host, if anywhere.
+///
+/// Probed once per process, as Mesos' cgroups isolator finds its hierarchies when the
+/// agent starts: the mount table does not change under a running agent. Read for every
+/// executor that ended, it cost the kernel about 5 s of CPU to format for the 5,000
+/// executors `mesopod bench` leaves at its end.
 pub(crate) fn tree() -> Option<Tree> {
+    static TREE: std::sync::OnceLock<Option<Tree>> = std::sync::OnceLock::new();
+    TREE.get_or_init(probe).clone()
+}
+
+fn probe() -> Option<Tree> {
     if !rustix::process::geteuid().is_root() {
         return None;
     }
