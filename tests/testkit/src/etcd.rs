@@ -9,10 +9,22 @@ use std::time::Duration;
 
 use crate::{ProcessGuard, wait_until};
 
+/// etcd's serving certificate and the CA it trusts for client certificates
+/// (`--cert-file`, `--key-file`, `--trusted-ca-file` with `--client-cert-auth`).
+#[derive(Debug, Clone)]
+pub struct Tls {
+    /// Its certificate (PEM), valid for 127.0.0.1.
+    pub cert: std::path::PathBuf,
+    /// Its key (PEM).
+    pub key: std::path::PathBuf,
+    /// The CA whose client certificates it accepts (PEM).
+    pub client_ca: std::path::PathBuf,
+}
+
 /// A running etcd; dropping it stops it and removes its data.
 #[derive(Debug)]
 pub struct Etcd {
-    /// Its client URL (`http://127.0.0.1:PORT`).
+    /// Its client URL (`http://127.0.0.1:PORT`, `https://` with [`Etcd::start_tls`]).
     pub url: String,
     guard: Option<ProcessGuard<std::process::Child>>,
     dir: tempfile::TempDir,
@@ -35,6 +47,16 @@ impl Etcd {
     /// Starts etcd, or returns `None` (saying what was skipped) when it is not
     /// installed. With `CI=true` a missing etcd fails the test instead.
     pub async fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, None).await
+    }
+
+    /// [`Etcd::start`] serving clients over TLS only, and only those with a
+    /// certificate signed by `tls.client_ca`.
+    pub async fn start_tls(test: &str, tls: &Tls) -> Option<Self> {
+        Self::start_with(test, Some(tls)).await
+    }
+
+    async fn start_with(test: &str, tls: Option<&Tls>) -> Option<Self> {
         let present = Command::new(binary())
             .arg("--version")
             .stdout(Stdio::null())
@@ -55,7 +77,7 @@ impl Etcd {
             guard: None,
             dir,
         };
-        etcd.spawn().await;
+        etcd.spawn(tls).await;
         Some(etcd)
     }
 
@@ -64,13 +86,25 @@ impl Etcd {
         self.dir.path()
     }
 
-    async fn spawn(&mut self) {
+    async fn spawn(&mut self, tls: Option<&Tls>) {
         let (client, peer) = (free_port(), free_port());
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
-        let url = format!("http://127.0.0.1:{client}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
+        let mut command = Command::new(binary());
+        if let Some(tls) = tls {
+            command
+                .arg("--cert-file")
+                .arg(&tls.cert)
+                .arg("--key-file")
+                .arg(&tls.key)
+                .arg("--trusted-ca-file")
+                .arg(&tls.client_ca)
+                .arg("--client-cert-auth");
+        }
         let guard = ProcessGuard::spawn(
-            Command::new(binary())
+            command
                 .arg("--data-dir")
                 .arg(self.dir.path().join("data"))
                 .args(["--name", "test"])

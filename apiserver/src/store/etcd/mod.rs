@@ -11,6 +11,7 @@
 //! one resourceVersion. A watch from a revision older than the view's history is
 //! served by an etcd watch of its own; below etcd's compaction it is Expired (410).
 
+mod channel;
 mod codec;
 mod compactor;
 mod feed;
@@ -21,14 +22,17 @@ mod txn;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use etcd_client::{Channel, Client};
 use serde_json::Value;
 use tokio::runtime::Handle;
+use tower::util::BoxCloneSyncService;
 
 use super::encryption::Encryption;
 use super::engine::HISTORY;
@@ -102,11 +106,13 @@ impl EtcdStore {
         if config.servers.is_empty() {
             return Err(StoreError::Storage("--etcd-servers is empty".into()));
         }
-        let options = connect_options(&config)?;
         let (runtime, stop) = start_runtime()?;
-        let servers = config.servers.clone();
+        let channel = channel::Direct::new(&config, runtime.clone())?;
         let client = runtime
-            .spawn(async move { Client::connect(servers, Some(options)).await })
+            .spawn(async move {
+                let channel = Channel::Custom(BoxCloneSyncService::new(channel));
+                Client::from_channel(channel, None).await
+            })
             .await
             .map_err(storage)?
             .map_err(|e| StoreError::Storage(format!("cannot reach etcd: {e}")))?;
@@ -116,7 +122,11 @@ impl EtcdStore {
         let loaded = runtime
             .spawn(async move { feed::load(&mut loader, &keys_, enc.as_deref()).await })
             .await
-            .map_err(storage)??;
+            .map_err(storage)?
+            .map_err(|e| {
+                let servers = config.servers.join(",");
+                StoreError::Storage(format!("cannot read etcd at {servers}: {e}"))
+            })?;
         let rv = loaded.rv;
         let view = Arc::new(View::new(loaded, config.history));
         let feed = Arc::new(Feed::new(view, keys, encryption));
@@ -221,40 +231,6 @@ impl Drop for EtcdStore {
             let _ = stop.send(());
         }
     }
-}
-
-fn connect_options(config: &EtcdConfig) -> Result<ConnectOptions, StoreError> {
-    let mut options = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
-        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
-    let tls = config.ca_file.is_some() || config.cert_file.is_some();
-    if tls {
-        let read = |p: &PathBuf, what: &str| {
-            std::fs::read(p)
-                .map_err(|e| StoreError::Storage(format!("{what} {}: {e}", p.display())))
-        };
-        let mut tls_options = TlsOptions::new();
-        if let Some(ca) = &config.ca_file {
-            tls_options =
-                tls_options.ca_certificate(Certificate::from_pem(read(ca, "--etcd-cafile")?));
-        }
-        match (&config.cert_file, &config.key_file) {
-            (Some(cert), Some(key)) => {
-                tls_options = tls_options.identity(Identity::from_pem(
-                    read(cert, "--etcd-certfile")?,
-                    read(key, "--etcd-keyfile")?,
-                ));
-            }
-            (None, None) => {}
-            _ => {
-                return Err(StoreError::Storage(
-                    "--etcd-certfile and --etcd-keyfile go together".into(),
-                ));
-            }
-        }
-        options = options.with_tls(tls_options);
-    }
-    Ok(options)
 }
 
 /// A current-thread runtime on a thread of its own, ended by the returned sender.
