@@ -87,7 +87,7 @@ fn read_err(flag: &str, path: &Path, e: impl std::fmt::Display) -> StoreError {
 
 /// The TLS client settings of `config`, if any endpoint is `https://`.
 fn tls_connector(config: &EtcdConfig, tls: bool) -> Result<Option<TlsConnector>, StoreError> {
-    let given = config.ca_file.is_some() || config.cert_file.is_some();
+    let given = config.ca_file.is_some() || config.cert_file.is_some() || config.key_file.is_some();
     if !tls {
         if given {
             return Err(StoreError::Storage(

@@ -103,10 +103,8 @@ impl EtcdStore {
         config: EtcdConfig,
         encryption: Option<Arc<Encryption>>,
     ) -> Result<Self, StoreError> {
-        if config.servers.is_empty() {
-            return Err(StoreError::Storage("--etcd-servers is empty".into()));
-        }
         let (runtime, stop) = start_runtime()?;
+        // Checks the URLs and TLS flags (an empty list among them) before anything is dialled.
         let channel = channel::Direct::new(&config, runtime.clone())?;
         let client = runtime
             .spawn(async move {

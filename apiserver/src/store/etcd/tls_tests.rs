@@ -164,6 +164,14 @@ async fn tls_flags_are_checked_before_anything_is_dialled() {
     // A CA for a plain-HTTP etcd would be ignored: refused instead.
     let why = connect(pki.config("http://127.0.0.1:1", false)).await;
     assert!(why.contains("need https://"), "{why}");
+    // So would a key alone.
+    let mut config = EtcdConfig::new(vec!["http://127.0.0.1:1".into()]);
+    config.key_file = Some(pki.path("client-key.pem"));
+    let why = connect(config).await;
+    assert!(why.contains("need https://"), "{why}");
+    // No URL at all.
+    let why = connect(EtcdConfig::new(Vec::new())).await;
+    assert!(why.contains("--etcd-servers is empty"), "{why}");
     // https without the CA to verify etcd by.
     let why = connect(EtcdConfig::new(vec!["https://127.0.0.1:1".into()])).await;
     assert!(why.contains("--etcd-cafile"), "{why}");
