@@ -135,3 +135,55 @@ fn an_unknown_scenario_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown scenario"), "{stderr}");
 }
+
+/// `--scenario store` writes each pod three times (create, binding, status) and
+/// reports the CPU per commit; on etcd also etcd's own, so the two sides of a
+/// write can be set beside each other.
+#[test]
+fn the_store_scenario_reports_cpu_per_commit_on_both_stores() {
+    let run = |extra: &[&str]| {
+        let out = bench(&[&["--scenario", "store", "--pods", "300"], extra].concat());
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        let f = fields(stdout.trim());
+        assert_eq!(f["scenario"], "store");
+        assert_eq!((f["pods"].as_str(), f["commits"].as_str()), ("300", "900"));
+        let num = |k: &str| f[k].parse::<f64>().unwrap();
+        assert!(
+            num("commits_per_s") > 0.0 && num("cpu_us_per_commit") > 0.0,
+            "{f:?}"
+        );
+        f
+    };
+    let redb = run(&[]);
+    assert_eq!(redb["store"], "redb");
+    assert!(!redb.contains_key("etcd_cpu_us_per_commit"), "{redb:?}");
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(server) = runtime.block_on(testkit::etcd::Etcd::start(
+        "the_store_scenario_reports_cpu_per_commit_on_both_stores",
+    )) else {
+        return;
+    };
+    let on_etcd = run(&["--etcd-servers", server.url.as_str()]);
+    assert_eq!(on_etcd["store"], "etcd");
+    // 900 txns are well over the 10 ms etcd counts CPU in.
+    let etcd_side: f64 = on_etcd["etcd_cpu_us_per_commit"].parse().unwrap();
+    assert!(etcd_side > 0.0, "{on_etcd:?}");
+}
+
+#[test]
+fn the_store_scenario_refuses_flags_it_has_no_use_for() {
+    let out = bench(&["--scenario", "store", "--agents", "10"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--agents and --warmup do not apply to --scenario store"),
+        "{stderr}"
+    );
+}

@@ -17,6 +17,9 @@
 //! `bench scenario=NAME agents=A pods=P pods_per_s=X bound_p50_ms=X bound_p99_ms=X running_p50_ms=X running_p99_ms=X rss_mib=X cpu_s=X store=redb|etcd [etcd_cpu_s=X]`
 //!
 //! and exits non-zero if a run fails to place all its pods.
+//!
+//! `--scenario store` measures the store alone instead (see `bench_store.rs`):
+//! each pod's three writes, and the CPU per commit on mesopod's side and etcd's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,7 +42,7 @@ use crate::launch::ExecutorCommand;
 /// Flags of `mesopod bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// basic, large or constrained.
+    /// basic, large, constrained, or store (the store alone: CPU per commit).
     #[arg(long, default_value = "basic")]
     pub scenario: String,
     /// Overrides the scenario's agent count.
@@ -99,7 +102,7 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             warmup: 0,
             constrained: true,
         },
-        other => anyhow::bail!("unknown scenario {other:?}: basic, large or constrained"),
+        other => anyhow::bail!("unknown scenario {other:?}: basic, large, constrained or store"),
     })
 }
 
@@ -130,6 +133,9 @@ pub struct Report {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Quiet by default: the summary line on stdout is the output.
     crate::cmd::init_logging("warn");
+    if args.scenario == "store" {
+        return run_store(&args);
+    }
     let mut sc = scenario(&args.scenario)?;
     if let Some(a) = args.agents {
         sc.agents = a;
@@ -144,15 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let etcd = args.etcd.config().map(|mut c| {
-        // Each run starts from an empty keyspace, as a fresh redb directory does.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let run = format!("{}-{nanos}", std::process::id());
-        c.prefix = format!("{}/bench-{run}", c.prefix.trim_end_matches('/'));
-        c
-    });
+    let etcd = fresh_etcd_prefix(&args);
     let store = if etcd.is_some() { "etcd" } else { "redb" };
     let report = runtime.block_on(run_scenario(
         sc,
@@ -184,6 +182,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("only {} of {} pods reached Running", report.placed, sc.pods);
     }
     Ok(())
+}
+
+/// `--scenario store`: the store alone (see `bench_store.rs`).
+fn run_store(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.agents.is_none() && args.warmup.is_none(),
+        "--agents and --warmup do not apply to --scenario store: it runs no agents and no warm-up"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let tmp = tempdir_for_bench()?;
+    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
+    let pods = args.pods.unwrap_or(10_000);
+    let result = runtime.block_on(crate::cmd::bench_store::run(
+        pods,
+        &dir,
+        fresh_etcd_prefix(args),
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    result
+}
+
+/// The run's etcd settings, if on etcd, under a prefix of its own: each run starts
+/// from an empty keyspace, as a fresh redb directory does.
+fn fresh_etcd_prefix(args: &Args) -> Option<apiserver::store::EtcdConfig> {
+    args.etcd.config().map(|mut c| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let run = format!("{}-{nanos}", std::process::id());
+        c.prefix = format!("{}/bench-{run}", c.prefix.trim_end_matches('/'));
+        c
+    })
 }
 
 fn app_config(
@@ -440,7 +473,7 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// User + system CPU time of this process, in seconds.
-fn cpu_seconds() -> f64 {
+pub(crate) fn cpu_seconds() -> f64 {
     // Fields 14 and 15 of /proc/self/stat, in clock ticks (100 per second on Linux).
     std::fs::read_to_string("/proc/self/stat")
         .ok()
