@@ -135,6 +135,11 @@ impl OfferStore {
         self.offers.values()
     }
 
+    /// The live offers, to complete their views (in no particular order).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut LiveOffer> {
+        self.offers.values_mut()
+    }
+
     /// The number of live offers.
     pub fn len(&self) -> usize {
         self.offers.len()

@@ -13,7 +13,8 @@ use crate::state::ProcureState;
 /// starts with [`OfferView::state`], which shares the parsed offer.
 #[derive(Debug, Clone)]
 pub struct OfferView {
-    node: NodeView,
+    /// Shared, so that handing a round its views copies no labels or taints.
+    node: Arc<NodeView>,
     pool: Arc<OfferPool>,
 }
 
@@ -25,7 +26,7 @@ impl OfferView {
     /// taint attribute.
     pub fn new(offer: &Offer) -> Result<Self, OfferError> {
         Ok(OfferView {
-            node: NodeView::from_offer(offer)?,
+            node: Arc::new(NodeView::from_offer(offer)?),
             pool: Arc::new(OfferPool::from_offer(offer)?),
         })
     }
@@ -43,8 +44,16 @@ impl OfferView {
     /// Replaces the node view (e.g. to add the running executor's info).
     #[must_use]
     pub fn with_node(mut self, node: NodeView) -> Self {
-        self.node = node;
+        self.node = Arc::new(node);
         self
+    }
+
+    /// The view of the same offer on an agent that already runs `info`, our
+    /// executor (see [`NodeView::with_running_executor`]).
+    #[must_use]
+    pub fn with_running_executor(self, info: Arc<mesos::proto::ExecutorInfo>) -> Self {
+        let node = (*self.node).clone().with_running_executor(info);
+        self.with_node(node)
     }
 
     /// A fresh state over the whole offer.

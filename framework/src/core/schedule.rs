@@ -126,6 +126,11 @@ impl Core {
     /// Every live offer as procurement sees it, in offer id order, with the
     /// executor an agent runs for us already; none of a held agent
     /// (`relaunch`).
+    ///
+    /// A round runs every turn that has pods due, so this is kept cheap at
+    /// thousands of offers: the views share their parsed parts, and an
+    /// offer's view with its agent's executor is worked out once and kept
+    /// with the offer (an executor id names one `ExecutorInfo` for good).
     fn offer_views(&mut self) -> Vec<OfferView> {
         let held = self.held_agents();
         if !held.is_empty() {
@@ -134,34 +139,30 @@ impl Core {
                 "agents held until the master answers for their recovered tasks"
             );
         }
+        let (agents, lookup) = (&mut self.agents, self.lookup.as_ref());
         let mut live: Vec<_> = self
             .offers
-            .iter()
+            .iter_mut()
             .filter(|o| !held.contains(o.agent_id()))
-            .cloned()
             .collect();
-        live.sort_by(|a, b| a.id().cmp(b.id()));
-        live.iter()
+        live.sort_unstable_by(|a, b| a.id().cmp(b.id()));
+        live.into_iter()
             .filter_map(|o| {
-                let view = o.view.clone()?;
-                let running = if o.offer.executor_ids.is_empty() {
-                    None
-                } else {
-                    self.agents
-                        .executor_on(o.agent_id(), self.lookup.as_ref())
-                        .filter(|info| {
-                            info.executor_id
-                                .as_ref()
-                                .is_some_and(|id| o.offer.executor_ids.contains(id))
-                        })
-                };
-                Some(match running {
-                    Some(info) => {
-                        let node = view.node().clone().with_running_executor(info);
-                        view.with_node(node)
+                let known = o
+                    .view
+                    .as_ref()
+                    .is_some_and(|v| v.node().running_executor().is_some());
+                if !known && !o.offer.executor_ids.is_empty() {
+                    let running = agents.executor_on(o.agent_id(), lookup).filter(|info| {
+                        info.executor_id
+                            .as_ref()
+                            .is_some_and(|id| o.offer.executor_ids.contains(id))
+                    });
+                    if let Some(info) = running {
+                        o.view = o.view.take().map(|v| v.with_running_executor(info));
                     }
-                    None => view,
-                })
+                }
+                o.view.clone()
             })
             .collect()
     }

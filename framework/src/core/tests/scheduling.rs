@@ -188,3 +188,58 @@ fn after_a_restart_the_pods_still_waiting_are_queued_again() {
         ["launch web on offer-h1"]
     );
 }
+
+/// A store holding the info of the executor agent `h1` runs, as a restarted
+/// mesopod finds it.
+struct RunningOnH1(Vec<u8>);
+
+impl Lookup for RunningOnH1 {
+    fn meta(&self, key: &str) -> Option<Vec<u8>> {
+        (key == format!("{}/agent-h1", crate::core::EXECUTORS_KEY)).then(|| self.0.clone())
+    }
+    fn pods(&self) -> Vec<Pod> {
+        Vec::new()
+    }
+}
+
+/// An offer that lists our executor puts its pods into that executor, as it
+/// was launched, in whichever round the offer is used: the view with the
+/// executor is worked out once and kept with the offer.
+#[test]
+fn pods_on_an_agent_join_the_executor_it_runs_in_a_later_round_too() {
+    // The executor our pipeline launches, learnt from a first launch.
+    let mut first = core();
+    let _ = first.step(subscribed(), at(0));
+    let _ = first.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let _ = first.step(Step::Input(Input::PodUpsert(pod("a", "1"))), at(1));
+    let effects = first.step(Step::Schedule, at(1));
+    let Effect::Launch(round) = &effects[0] else {
+        unreachable!("{:?}", describe(&effects))
+    };
+    let configured = round.placed[0].task.spec.as_ref().unwrap().executor.clone();
+    let mut running = (*configured.unwrap()).clone();
+    // Launched by an earlier mesopod: the same id, another name.
+    running.name = Some("launched before the restart".into());
+
+    let store = RunningOnH1(serde_json::to_vec(&running).unwrap());
+    let mut core = core_reading(Admission::none(), Box::new(store));
+    let _ = core.step(subscribed(), at(0));
+    let mut h1 = offer("h1", 1.0);
+    h1.executor_ids = vec![running.executor_id.clone().unwrap()];
+    let _ = core.step(offers(vec![h1, offer("h2", 4.0)]), at(0));
+    // Round one: the pod fits only h2, though h1's view was built too.
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("big", "2"))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(describe(&effects), ["launch big on offer-h2"]);
+    // Round two uses h1's offer: its pod joins the running executor, and
+    // nothing new is stored for the agent.
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("small", "0.5"))), at(2));
+    let effects = core.step(Step::Schedule, at(2));
+    assert_eq!(describe(&effects), ["launch small on offer-h1"]);
+    let Effect::Launch(round) = &effects[0] else {
+        unreachable!()
+    };
+    let joined = round.placed[0].task.spec.as_ref().unwrap().executor.clone();
+    assert_eq!(joined.as_deref(), Some(&running));
+    assert!(round.executors.is_empty(), "{:?}", round.executors.keys());
+}
