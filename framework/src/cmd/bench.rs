@@ -133,8 +133,12 @@ pub struct Report {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Quiet by default: the summary line on stdout is the output.
     crate::cmd::init_logging("warn");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     if args.scenario == "store" {
-        return run_store(&args);
+        return run_store(&args, &runtime);
     }
     let mut sc = scenario(&args.scenario)?;
     if let Some(a) = args.agents {
@@ -146,10 +150,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(w) = args.warmup {
         sc.warmup = w;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let etcd = fresh_etcd_prefix(&args);
     let store = if etcd.is_some() { "etcd" } else { "redb" };
     let report = runtime.block_on(run_scenario(
@@ -185,15 +185,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// `--scenario store`: the store alone (see `bench_store.rs`).
-fn run_store(args: &Args) -> anyhow::Result<()> {
+fn run_store(args: &Args, runtime: &tokio::runtime::Runtime) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.agents.is_none() && args.warmup.is_none(),
         "--agents and --warmup do not apply to --scenario store: it runs no agents and no warm-up"
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let tmp = tempdir_for_bench()?;
     let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
     let pods = args.pods.unwrap_or(10_000);

@@ -195,7 +195,7 @@ struct RunningOnH1(Vec<u8>);
 
 impl Lookup for RunningOnH1 {
     fn meta(&self, key: &str) -> Option<Vec<u8>> {
-        (key == format!("{}/agent-h1", crate::core::EXECUTORS_KEY)).then(|| self.0.clone())
+        (key == crate::core::agents::executor_key("agent-h1")).then(|| self.0.clone())
     }
     fn pods(&self) -> Vec<Pod> {
         Vec::new()
