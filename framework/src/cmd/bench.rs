@@ -416,19 +416,12 @@ async fn run_scenario(
             );
         }
     }
-    let etcd_cpu = async || match &etcd_servers {
-        Some(servers) => crate::cmd::etcd_cpu::cpu_seconds(servers).await,
-        None => None,
-    };
-    let etcd_before = etcd_cpu().await;
+    let etcd_meter = crate::cmd::etcd_cpu::Meter::start(etcd_servers).await;
     let cpu_before = cpu_seconds();
     let (mut bound, mut running, start, last) =
         wave(&api, 0, sc.pods, sc.constrained, timeout).await?;
     let cpu = cpu_seconds() - cpu_before;
-    let etcd_cpu_s = match (etcd_before, etcd_cpu().await) {
-        (Some(before), Some(after)) => Some(after - before),
-        _ => None,
-    };
+    let etcd_cpu_s = etcd_meter.elapsed().await;
     bound.sort_by(f64::total_cmp);
     running.sort_by(f64::total_cmp);
     let elapsed = last

@@ -80,11 +80,8 @@ pub(crate) async fn run(
         Some(config) => Arc::new(EtcdStore::connect(config, None).await?),
         None => Arc::new(RedbStore::open(data_dir)?),
     };
-    let etcd_cpu = async || match &servers {
-        Some(servers) => crate::cmd::etcd_cpu::cpu_seconds(servers).await,
-        None => None,
-    };
-    let etcd_before = etcd_cpu().await;
+    let on_etcd = servers.is_some();
+    let etcd_meter = crate::cmd::etcd_cpu::Meter::start(servers).await;
     let cpu_before = super::bench::cpu_seconds();
     let start = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
@@ -108,17 +105,15 @@ pub(crate) async fn run(
     let cpu = super::bench::cpu_seconds() - cpu_before;
     let commits = (pods * COMMITS_PER_POD) as f64;
     let per_commit = |seconds: f64| seconds * 1e6 / commits.max(1.0);
-    let etcd_part = match (etcd_before, etcd_cpu().await) {
-        (Some(before), Some(after)) => {
-            format!(" etcd_cpu_us_per_commit={:.1}", per_commit(after - before))
-        }
-        _ => String::new(),
+    let etcd_part = match etcd_meter.elapsed().await {
+        Some(seconds) => format!(" etcd_cpu_us_per_commit={:.1}", per_commit(seconds)),
+        None => String::new(),
     };
     println!(
         "bench scenario=store pods={pods} commits={commits} commits_per_s={:.0} cpu_us_per_commit={:.1} store={}{etcd_part}",
         commits / elapsed,
         per_commit(cpu),
-        if servers.is_some() { "etcd" } else { "redb" },
+        if on_etcd { "etcd" } else { "redb" },
     );
     Ok(())
 }

@@ -9,6 +9,30 @@ use std::time::Duration;
 /// system time, seconds).
 const METRIC: &str = "process_cpu_seconds_total";
 
+/// etcd's CPU over a stretch of a run: read when started and when asked.
+pub(crate) struct Meter {
+    servers: Option<Vec<String>>,
+    before: Option<f64>,
+}
+
+impl Meter {
+    /// Starts measuring `servers` (`None`: not on etcd, nothing to measure).
+    pub(crate) async fn start(servers: Option<Vec<String>>) -> Self {
+        let before = match &servers {
+            Some(servers) => cpu_seconds(servers).await,
+            None => None,
+        };
+        Self { servers, before }
+    }
+
+    /// The CPU seconds etcd has used since the start, if both readings worked.
+    pub(crate) async fn elapsed(&self) -> Option<f64> {
+        let before = self.before?;
+        let after = cpu_seconds(self.servers.as_deref()?).await?;
+        Some(after - before)
+    }
+}
+
 /// The CPU seconds `servers` have used so far, summed over the members, or
 /// `None` with a warning when one cannot be read. Only plain `http://`
 /// members are read: a member behind TLS would want the bench's client
