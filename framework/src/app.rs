@@ -116,6 +116,9 @@ pub enum AppError {
     /// The leader election settings cannot work.
     #[error("bad leader election settings: {0}")]
     LeaderElection(String),
+    /// The client that reads pod logs from the agents could not be built.
+    #[error("cannot build the HTTP client for the agents' logs: {0}")]
+    LogClient(#[from] reqwest::Error),
     /// The listener could not bind.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -189,7 +192,10 @@ impl App {
             }
         };
         let directory = Arc::new(AgentDirectory::default());
-        let logs = Arc::new(AgentLogSource::new(directory.clone()));
+        let logs = Arc::new(AgentLogSource::new(
+            directory.clone(),
+            cfg.hardening.mesos.credential.as_ref(),
+        )?);
         let api = Api::start(store, cfg.clock.clone(), logs.clone()).await?;
         logs.set_api(api.clone());
         let term = Term::begin(&api, cfg.ha.election.clone(), &cfg.clock)

@@ -33,6 +33,7 @@ pub mod core;
 pub mod debug;
 pub mod demand;
 pub mod driver;
+pub mod embedded_auth;
 pub mod hardening;
 pub mod launch;
 pub mod leader;

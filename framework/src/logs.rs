@@ -115,14 +115,29 @@ pub struct AgentLogSource {
 }
 
 impl AgentLogSource {
-    /// A log source that looks agents up in `directory`.
-    pub fn new(directory: Arc<AgentDirectory>) -> Self {
-        Self {
+    /// A log source that looks agents up in `directory`, presenting
+    /// `credential` (the framework's) to the master's and agents' read-only
+    /// endpoints, which a cluster with `--authenticate_http_readonly` (the
+    /// embedded one among them) requires.
+    ///
+    /// # Errors
+    /// reqwest cannot build its client.
+    pub fn new(
+        directory: Arc<AgentDirectory>,
+        credential: Option<&mesos::client::Credential>,
+    ) -> Result<Self, reqwest::Error> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(c) = credential {
+            headers.insert(reqwest::header::AUTHORIZATION, c.authorization().clone());
+        }
+        Ok(Self {
             directory,
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .default_headers(headers)
+                .build()?,
             api: Arc::new(RwLock::new(None)),
             sandboxes: RwLock::new(HashMap::new()),
-        }
+        })
     }
 
     /// Lets followers see when a pod has finished (the API is built after

@@ -1,5 +1,7 @@
 //! What localmesos enforces, with Mesos' flags: framework authentication
-//! (`--authenticate_http_frameworks` with `--credentials`), executor
+//! (`--authenticate_http_frameworks` with `--credentials`), authentication of
+//! the read-only operator endpoints (`--authenticate_http_readonly`: the
+//! master's and agents' `/state`, the sandbox files), executor
 //! authentication (`--authenticate_http_executors` with `--jwt_secret_key`),
 //! and whether the `/admin/` fault routes are served (`--enable-faults`,
 //! loopback only). Everything is off by default except what keeps the
@@ -146,6 +148,11 @@ pub struct Security {
     /// basic credentials from this list (`--authenticate_http_frameworks`
     /// with `--credentials`).
     pub framework_credentials: Option<Credentials>,
+    /// The read-only operator endpoints (`/state` of the master and of
+    /// each agent, `/files/*`) need HTTP basic credentials from
+    /// `framework_credentials` too (`--authenticate_http_readonly`): they
+    /// name every framework, task and sandbox path.
+    pub authenticate_http_readonly: bool,
     /// Agents mint `MESOS_EXECUTOR_AUTHENTICATION_TOKEN` with this key
     /// (`--jwt_secret_key`).
     pub jwt_secret_key: Option<Arc<[u8]>>,
@@ -165,6 +172,7 @@ impl Default for Security {
     fn default() -> Self {
         Self {
             framework_credentials: None,
+            authenticate_http_readonly: false,
             jwt_secret_key: None,
             authenticate_http_executors: false,
             enable_faults: false,
@@ -190,6 +198,9 @@ impl Security {
     pub fn validate(&self) -> Result<(), String> {
         if self.authenticate_http_executors && self.jwt_secret_key.is_none() {
             return Err("--authenticate_http_executors needs --jwt_secret_key".into());
+        }
+        if self.authenticate_http_readonly && self.framework_credentials.is_none() {
+            return Err("--authenticate_http_readonly needs --credentials".into());
         }
         Ok(())
     }

@@ -6,7 +6,10 @@
 //! its agent-minted token and runs its pod; an executor call without a
 //! token, with a forged one or with another executor's is refused.
 //! mesos-go (Debian's package of it, its v1 HTTP client) does the same as
-//! pymesos, and with a wrong secret gets the 401.
+//! pymesos, and with a wrong secret gets the 401. Another principal with
+//! valid credentials cannot take a framework over by its id; with
+//! `authenticate_http_readonly`, `/state` and the sandbox files need
+//! credentials too.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -99,6 +102,146 @@ async fn framework_calls_need_the_right_credentials_and_principal() {
     let state = cluster.state_json();
     assert_eq!(state["frameworks"][0]["principal"], PRINCIPAL);
     drop(resp);
+    cluster.shutdown().await;
+}
+
+/// Reads a SUBSCRIBE response's stream until it holds `needle` (RecordIO
+/// of JSON events, so the text is searchable as is).
+async fn stream_until(resp: &mut reqwest::Response, needle: &str) -> String {
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !seen.contains(needle) {
+            match resp.chunk().await.unwrap() {
+                Some(chunk) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+                None => break,
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in the stream: {seen}"));
+    seen
+}
+
+#[tokio::test]
+async fn another_principal_cannot_take_a_framework_over_by_its_id() {
+    let cluster = LocalMesos::start(Config {
+        security: Security {
+            framework_credentials: Some(
+                Credentials::from_json(
+                    br#"{"credentials":[{"principal":"alice","secret":"a-secret"},{"principal":"mallory","secret":"m-secret"}]}"#,
+                )
+                .unwrap(),
+            ),
+            ..Security::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let url = cluster.master_url().to_owned();
+    let mut alice = subscribe(&url, Some(("alice", "a-secret")), None).await;
+    assert_eq!(alice.status(), 200);
+    stream_until(&mut alice, "SUBSCRIBED").await;
+    let id = cluster.state_json()["frameworks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // mallory holds valid credentials and alice's framework id.
+    let takeover = format!(
+        r#"{{"type":"SUBSCRIBE","subscribe":{{"framework_info":{{"id":{{"value":"{id}"}},"user":"nobody","name":"raw"}}}}}}"#
+    );
+    let mut refused = reqwest::Client::new()
+        .post(format!("{url}/api/v1/scheduler"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json")
+        .basic_auth("mallory", Some("m-secret"))
+        .body(takeover)
+        .send()
+        .await
+        .unwrap();
+    let events = stream_until(
+        &mut refused,
+        "Changing framework's principal is not allowed.",
+    )
+    .await;
+    assert!(!events.contains("SUBSCRIBED"), "{events}");
+
+    // alice's subscription is untouched: same principal, still connected,
+    // and her stream got no "failed over".
+    let state = cluster.state_json();
+    assert_eq!(state["frameworks"].as_array().unwrap().len(), 1);
+    assert_eq!(state["frameworks"][0]["principal"], "alice");
+    assert_eq!(state["frameworks"][0]["connected"], true);
+    let more = stream_until(&mut alice, "HEARTBEAT").await;
+    assert!(!more.contains("failed over"), "{more}");
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_authenticate_http_readonly_state_and_files_need_credentials() {
+    let cluster = LocalMesos::start(Config {
+        agents: vec![AgentConfig::from_flags("cpus:2;mem:1024", "", 0).unwrap()],
+        security: Security {
+            framework_credentials: Some(Credentials::single(PRINCIPAL, SECRET)),
+            authenticate_http_readonly: true,
+            ..Security::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    testkit::init_crypto();
+    let http = reqwest::Client::new();
+    let url = cluster.master_url().to_owned();
+    let master_state = format!("{url}/state");
+    let agents = http
+        .get(&master_state)
+        .basic_auth(PRINCIPAL, Some(SECRET))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(agents.status(), 200);
+    let agents: serde_json::Value = agents.json().await.unwrap();
+    let agent = format!("http://127.0.0.1:{}", agents["slaves"][0]["port"]);
+    for (target, realm) in [
+        (master_state.clone(), "mesos-master-readonly"),
+        (format!("{url}/master/state.json"), "mesos-master-readonly"),
+        (format!("{agent}/state"), "mesos-agent-readonly"),
+        (
+            format!("{agent}/files/browse?path=/"),
+            "mesos-agent-readonly",
+        ),
+    ] {
+        for auth in [None, Some((PRINCIPAL, "wrong"))] {
+            let mut req = http.get(&target);
+            if let Some((p, s)) = auth {
+                req = req.basic_auth(p, Some(s));
+            }
+            let resp = req.send().await.unwrap();
+            assert_eq!(resp.status(), 401, "{target} {auth:?}");
+            assert_eq!(
+                resp.headers()["www-authenticate"],
+                format!(r#"Basic realm="{realm}""#).as_str()
+            );
+        }
+    }
+    let agent_state = http
+        .get(format!("{agent}/state"))
+        .basic_auth(PRINCIPAL, Some(SECRET))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(agent_state.status(), 200);
+    // `/version` names nothing and stays open, as in Mesos.
+    assert_eq!(
+        http.get(format!("{url}/version"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     cluster.shutdown().await;
 }
 

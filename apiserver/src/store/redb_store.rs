@@ -98,7 +98,7 @@ impl RedbStore {
         encryption: Option<Arc<Encryption>>,
     ) -> Result<Self, StoreError> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(storage)?;
+        private_file(dir, &dir.join(DB_FILE))?;
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DB_FILE))
@@ -110,6 +110,40 @@ impl RedbStore {
             HISTORY,
         )?))
     }
+}
+
+/// The file holds every Secret (base64, or encrypted where configured),
+/// so it is made 0600 in a directory made 0700, as etcd keeps its data
+/// dir. A file from an older mesopod is tightened; an existing directory is
+/// not changed (it may be the operator's, shared with other things), only
+/// warned about, as etcd warns.
+fn private_file(dir: &Path, file: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(storage)?;
+    if std::fs::metadata(dir)
+        .map_err(storage)?
+        .permissions()
+        .mode()
+        & 0o077
+        != 0
+    {
+        tracing::warn!(
+            dir = %dir.display(),
+            "the store's directory is open to other users; 0700 is recommended, as the store holds Secrets"
+        );
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(file)
+        .map_err(storage)?;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).map_err(storage)
 }
 
 fn load(db: &Database, encryption: Option<&Encryption>) -> Result<Loaded, StoreError> {
@@ -160,3 +194,34 @@ fn load(db: &Database, encryption: Option<&Encryption>) -> Result<Loaded, StoreE
 }
 
 delegate_store!(RedbStore);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_store_is_private_to_its_owner() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        drop(RedbStore::open(&dir).unwrap());
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join(DB_FILE)), 0o600);
+    }
+
+    #[test]
+    fn a_store_file_left_readable_by_an_older_mesopod_is_tightened() {
+        let tmp = tempfile::tempdir().unwrap();
+        drop(RedbStore::open(tmp.path()).unwrap());
+        let file = tmp.path().join(DB_FILE);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(RedbStore::open(tmp.path()).unwrap());
+        assert_eq!(mode(&file), 0o600);
+    }
+}

@@ -82,6 +82,10 @@ pub struct SecurityArgs {
         alias = "authenticate_frameworks"
     )]
     pub authenticate_frameworks: bool,
+    /// `/state` and the sandbox files need the same HTTP basic credentials
+    /// (needs `--authenticate-frameworks`).
+    #[arg(long, alias = "authenticate_http_readonly")]
+    pub authenticate_http_readonly: bool,
     /// Mesos' JSON credentials: `{"credentials":[{"principal":"…","secret":"…"}]}`.
     #[arg(long)]
     pub credentials: Option<PathBuf>,
@@ -103,6 +107,13 @@ impl SecurityArgs {
     /// A flag without the file it needs, or a file that cannot be used.
     pub fn security(&self, listen: SocketAddr) -> anyhow::Result<localmesos::Security> {
         let mut s = localmesos::Security::default();
+        if self.authenticate_http_readonly && !self.authenticate_frameworks {
+            // One credentials list serves both, so it turns framework
+            // authentication on as well; say so rather than do it silently.
+            anyhow::bail!(
+                "--authenticate-http-readonly needs --authenticate-frameworks (localmesos checks both against one --credentials)"
+            );
+        }
         if self.authenticate_frameworks {
             let path = self
                 .credentials
@@ -110,6 +121,7 @@ impl SecurityArgs {
                 .context("--authenticate-frameworks needs --credentials")?;
             s.framework_credentials = Some(localmesos::Credentials::load(path)?);
         }
+        s.authenticate_http_readonly = self.authenticate_http_readonly;
         if let Some(path) = &self.jwt_secret_key {
             s.jwt_secret_key = Some(localmesos::security::load_jwt_secret_key(path)?);
         }

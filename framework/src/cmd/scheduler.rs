@@ -187,11 +187,30 @@ impl Args {
             .security
             .resolve(&self.data_dir, self.listen)
             .context("bad security flags")?;
-        let hardening = crate::hardening::from_flags(
+        let mut hardening = crate::hardening::from_flags(
             &self.hardening,
             &self.mesos_security,
             self.principal.as_deref(),
         )?;
+        let embedded_security = if self.master.is_empty() {
+            if self.mesos_security.secret_file.is_some() {
+                anyhow::bail!(
+                    "--secret-file is for a --master; the embedded cluster authenticates with the credential mesopod makes in {}",
+                    self.data_dir.join(crate::embedded_auth::DIR).display()
+                );
+            }
+            let principal = self
+                .principal
+                .clone()
+                .unwrap_or_else(|| crate::embedded_auth::DEFAULT_PRINCIPAL.to_owned());
+            let auth = crate::embedded_auth::ensure(&self.data_dir, &principal)
+                .context("cannot make the embedded cluster's credentials")?;
+            framework.principal = Some(principal);
+            hardening.mesos.credential = Some(auth.credential);
+            auth.security
+        } else {
+            localmesos::Security::default()
+        };
         Ok(AppConfig {
             listen,
             security,
@@ -208,6 +227,7 @@ impl Args {
                     executor_reregistration_timeout: self.executor_reregistration_timeout,
                     ..localmesos::Timing::default()
                 },
+                security: embedded_security,
                 ..Default::default()
             },
             framework,

@@ -100,13 +100,21 @@ async fn serve(
         (shared.clone(), cx.agent_id.clone()),
         super::auth::executors,
     );
+    let readonly = axum::middleware::from_fn_with_state(
+        (shared.clone(), super::auth::AGENT_READONLY_REALM),
+        super::auth::readonly,
+    );
     let limits = shared.security().conn_limits();
-    let router = Router::new()
-        .route("/api/v1/executor", any(executor_api).layer(auth))
+    let operator = Router::new()
         .route("/state", get(agent_state))
         .route("/slave(1)/state", get(agent_state))
+        .with_state(cx.clone())
+        .merge(files::router(files_cx))
+        .route_layer(readonly);
+    let router = Router::new()
+        .route("/api/v1/executor", any(executor_api).layer(auth))
         .with_state(cx)
-        .merge(files::router(files_cx));
+        .merge(operator);
     let task = tokio::spawn(async move {
         if let Err(e) =
             connlimits::serve_with_shutdown(listener, router, limits, std::future::pending()).await

@@ -8,6 +8,11 @@
 //!   `FrameworkInfo.principal` differs from the authenticated one is a 400
 //!   with Mesos' message; one without a principal gets the authenticated one
 //!   filled in. Later calls of a framework with another principal are 400 too.
+//! - [`readonly`]: with `authenticate_http_readonly`, the read-only
+//!   operator endpoints (`/state`, `/files/*`) need `Authorization: Basic`
+//!   with a listed principal too, else `401 Unauthorized.` with the realm
+//!   `mesos-master-readonly` or `mesos-agent-readonly`, as Mesos'
+//!   `--authenticate_http_readonly` does.
 //! - [`executors`]: with `authenticate_http_executors`, every
 //!   `/api/v1/executor` call needs `Authorization: Bearer <token>` with a token
 //!   the agent minted (`agent::token`), whose `fid`/`eid`/`cid` claims are the
@@ -140,6 +145,30 @@ pub(crate) async fn frameworks(
     let mut req = Request::from_parts(parts, body);
     req.headers_mut().remove(header::CONTENT_LENGTH);
     next.run(req).await
+}
+
+/// The realm of the master's read-only endpoints.
+pub(crate) const MASTER_READONLY_REALM: &str = "mesos-master-readonly";
+/// The realm of an agent's read-only endpoints.
+pub(crate) const AGENT_READONLY_REALM: &str = "mesos-agent-readonly";
+
+/// The read-only operator endpoints' authentication (see the module docs).
+pub(crate) async fn readonly(
+    State((cx, realm)): State<(Arc<Shared>, &'static str)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let security = cx.security();
+    let (true, Some(credentials)) = (
+        security.authenticate_http_readonly,
+        security.framework_credentials.as_ref(),
+    ) else {
+        return next.run(req).await;
+    };
+    match basic(req.headers()) {
+        Some((p, s)) if credentials.check(&p, &s) => next.run(req).await,
+        _ => unauthorized(&format!(r#"Basic realm="{realm}""#)),
+    }
 }
 
 const EXECUTOR_REALM: &str = "mesos-agent-executor";

@@ -22,13 +22,21 @@ use crate::master::Shared;
 /// Every route of the master.
 pub(crate) fn router(cx: Arc<Shared>) -> Router {
     let auth = axum::middleware::from_fn_with_state(cx.clone(), auth::frameworks);
-    let router = Router::new()
-        .route("/api/v1/scheduler", any(scheduler::scheduler).layer(auth))
-        .route("/version", get(operator::version))
+    let readonly = axum::middleware::from_fn_with_state(
+        (cx.clone(), auth::MASTER_READONLY_REALM),
+        auth::readonly,
+    );
+    // `/version` names no framework or task, and Mesos serves it to anyone.
+    let operator = Router::new()
         .route("/state", get(operator::state))
         .route("/state.json", get(operator::state))
         .route("/master/state", get(operator::state))
-        .route("/master/state.json", get(operator::state));
+        .route("/master/state.json", get(operator::state))
+        .route_layer(readonly);
+    let router = Router::new()
+        .route("/api/v1/scheduler", any(scheduler::scheduler).layer(auth))
+        .route("/version", get(operator::version))
+        .merge(operator);
     // Fault routes can partition agents: only when asked, and only on loopback.
     let router = if admin::enabled(&cx) {
         router.merge(admin::router())

@@ -119,13 +119,13 @@ fn subscribe_response(cx: &Arc<Shared>, codec: Codec, call: Call) -> Response {
         let mut st = cx.lock();
         subscribe::subscribe(cx, &mut st, sub)
     };
-    let removed = matches!(outcome, Subscribed::Removed(_));
+    let refused = matches!(outcome, Subscribed::Refused(_));
     let heartbeat = Event {
         r#type: Some(event::Type::Heartbeat as i32),
         ..Default::default()
     };
     let (rx, stream_id, guard) = match outcome {
-        Subscribed::Removed(rx) => (
+        Subscribed::Refused(rx) => (
             rx,
             Some(uuid::Uuid::new_v4().to_string()),
             OnDrop::new(|| {}),
@@ -146,7 +146,7 @@ fn subscribe_response(cx: &Arc<Shared>, codec: Codec, call: Call) -> Response {
             (rx, Some(stream_id), guard)
         }
     };
-    let hb = (!removed).then(|| (cx.timing.heartbeat_interval, heartbeat));
+    let hb = (!refused).then(|| (cx.timing.heartbeat_interval, heartbeat));
     let body = event_body(rx, codec, hb, guard);
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;

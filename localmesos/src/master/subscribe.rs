@@ -23,8 +23,9 @@ pub(crate) enum Subscribed {
         framework_id: String,
         generation: u64,
     },
-    /// The framework was removed: the stream carries only this ERROR.
-    Removed(mpsc::UnboundedReceiver<Event>),
+    /// Refused (the framework was removed, or its principal would change):
+    /// the stream carries only the ERROR that says why.
+    Refused(mpsc::UnboundedReceiver<Event>),
 }
 
 fn error_event(message: &str) -> Event {
@@ -47,7 +48,24 @@ pub(crate) fn subscribe(cx: &Shared, st: &mut State, sub: call::Subscribe) -> Su
         && st.is_removed_framework(&id.value)
     {
         let _ = tx.send(error_event("Framework has been removed"));
-        return Subscribed::Removed(rx);
+        return Subscribed::Refused(rx);
+    }
+    // Whoever holds a framework's id must not take it over under another
+    // principal: its stream, offers and tasks would be theirs. Mesos
+    // refuses this before touching the running subscription.
+    if let Some(id) = &info.id
+        && let Some(known) = st.frameworks.get(&id.value)
+        && known.info.principal != info.principal
+    {
+        tracing::warn!(
+            framework = %id.value,
+            "a SUBSCRIBE tried to change framework {}'s principal; refused",
+            id.value
+        );
+        let _ = tx.send(error_event(
+            "Changing framework's principal is not allowed.",
+        ));
+        return Subscribed::Refused(rx);
     }
     let id = match &info.id {
         Some(id) => id.clone(),
@@ -66,7 +84,7 @@ pub(crate) fn subscribe(cx: &Shared, st: &mut State, sub: call::Subscribe) -> Su
     let rescinded = allocator::remove_framework_offers(st, &key);
     let master_info = st.master_info(cx.master_addr);
     let Some(fw) = st.frameworks.get_mut(&key) else {
-        return Subscribed::Removed(rx);
+        return Subscribed::Refused(rx);
     };
     if let Some(old) = fw.conn.take() {
         let _ = old.tx.send(error_event("Framework failed over"));

@@ -209,7 +209,10 @@ impl SchedulerClient {
             body: Bytes::from(self.codec.encode(&call)),
             stream_id,
             timeout: self.timeout,
-            auth: self.credential.as_ref().map(super::Credential::header),
+            auth: self
+                .credential
+                .as_ref()
+                .map(super::Credential::authorization),
             tls: self.tls.as_ref(),
         }
     }

@@ -128,7 +128,11 @@ impl Credential {
         &self.principal
     }
 
-    pub(crate) fn header(&self) -> &HeaderValue {
+    /// The `Authorization` header that carries it (marked sensitive, so
+    /// hyper and reqwest never log it): for the read-only endpoints
+    /// (`/state`, sandbox files) of a cluster with
+    /// `--authenticate_http_readonly`, which take the same credential.
+    pub fn authorization(&self) -> &HeaderValue {
         &self.header
     }
 }
