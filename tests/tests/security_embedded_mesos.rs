@@ -144,7 +144,12 @@ fn a_pod_on_the_host_network_cannot_take_over_the_embedded_cluster() {
 
     // The operator, who can read the data dir, can read /state; a pod cannot.
     let operator = basic("mesopod", secret.trim());
-    let (code, state) = raw("GET", &format!("{master}/state"), &[operator.clone()], "");
+    let (code, state) = raw(
+        "GET",
+        &format!("{master}/state"),
+        std::slice::from_ref(&operator),
+        "",
+    );
     assert_eq!(code, 200, "{state}");
     let state: serde_json::Value =
         serde_json::from_str(state.split_once("\r\n\r\n").unwrap().1).unwrap();
