@@ -21,9 +21,12 @@
 //!   event.
 //! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
 //!   pod and container.
-//! - **Limits** ([`limits`]): kube-apiserver's in-flight budgets (429), request
-//!   timeout (504), a per-client watch cap, and, through `connlimits`, a
-//!   connection cap and header-read timeout. [`serve`] applies the defaults.
+//! - **Limits** ([`limits`]): kube-apiserver's in-flight budgets (429), their
+//!   seats shared fairly between users as API Priority and Fairness shares a
+//!   priority level's, request timeout (504), bodies received whole before a
+//!   seat is taken and within a body-read timeout (504), a per-client watch
+//!   cap, and, through `connlimits`, a connection cap and header-read timeout.
+//!   [`serve`] applies the defaults.
 //! - **Audit** ([`audit`]): audit.k8s.io/v1 events at level Metadata, as a layer.
 //! - **Encryption at rest** ([`store::encryption`]): an EncryptionConfiguration
 //!   applied to the redb values of the resources it names (Secrets).

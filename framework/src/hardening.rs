@@ -37,6 +37,10 @@ pub struct ApiArgs {
     /// How long a request may take before 504 (watches are not cut).
     #[arg(long, default_value = "60s", value_parser = mesos::duration::parse_flag)]
     pub request_timeout: Duration,
+    /// How long a request's body may take to arrive; past it 504. Bodies
+    /// are received before a request takes an in-flight seat.
+    #[arg(long, default_value = "10s", value_parser = mesos::duration::parse_flag)]
+    pub body_read_timeout: Duration,
     /// Watches one client may hold open at once; past it 429.
     #[arg(long, default_value_t = apiserver::limits::DEFAULT_MAX_WATCHES_PER_USER)]
     pub max_watches_per_user: usize,
@@ -71,6 +75,7 @@ impl ApiArgs {
             max_requests_inflight: self.max_requests_inflight,
             max_mutating_requests_inflight: self.max_mutating_requests_inflight,
             request_timeout: self.request_timeout,
+            body_read_timeout: self.body_read_timeout,
             max_watches_per_user: self.max_watches_per_user.max(1),
             max_connections: self.max_connections.max(1),
             ..Limits::default()

@@ -3,11 +3,15 @@
 //! a cap on each client's watches, and a connection cap with header-read
 //! timeouts, so `/healthz` and kubectl keep answering under a flood.
 //!
-//! - [`requests::layer`] wraps a router with the per-request limits.
+//! - [`requests::layer`] wraps a router with the per-request limits: bodies
+//!   received whole before a request takes a seat, within
+//!   [`Limits::body_read_timeout`], and seats shared fairly between users
+//!   ([`fair`], after API Priority and Fairness).
 //! - The connection limits are the `connlimits` crate's accept loop, which
 //!   serves plain TCP and TLS ([`crate::tls::serve`]) alike, HTTP/1.1 and
 //!   HTTP/2. [`Limits::connections`] gives their settings.
 
+pub mod fair;
 pub mod requests;
 
 use std::sync::Arc;
@@ -19,6 +23,11 @@ use axum::extract::Request;
 /// default the authenticated user, else the client's address
 /// ([`requests::user_or_peer`]).
 pub type ClientKey = Arc<dyn Fn(&Request) -> String + Send + Sync>;
+
+/// Which flow a request queues in for a seat (APF's flow distinguisher):
+/// by default the authenticated user, else the connection
+/// ([`requests::user_or_connection`]).
+pub type FlowDistinguisher = ClientKey;
 
 /// Whether a request skips the in-flight budgets: kube-apiserver exempts
 /// the group `system:masters`; authentication, once it names groups, says so.
@@ -34,8 +43,19 @@ pub struct Limits {
     /// (`--max-mutating-requests-inflight`, 200). 0 disables the limit.
     pub max_mutating_requests_inflight: usize,
     /// How long a non-long-running request may take before 504
-    /// (`--request-timeout`, 60s).
+    /// (`--request-timeout`, 60s), counted from its headers: receiving its
+    /// body, waiting for a seat (at most a quarter of it, as APF) and serving.
     pub request_timeout: Duration,
+    /// How long a request's body may take to arrive, counted from its
+    /// headers; past it 504, as a request past `--request-timeout`. The body
+    /// is received before the request takes a seat, so a slow sender holds
+    /// none. kube-apiserver leaves this to `--request-timeout`; mesopod's
+    /// flag is `--body-read-timeout` (10s).
+    pub body_read_timeout: Duration,
+    /// Requests of one flow that may wait for a seat of a full budget; past
+    /// it 429 (APF's `queueLengthLimit`, 50). 0 refuses at once, as the
+    /// budgets did before APF.
+    pub queue_length_limit: usize,
     /// Watches (and followed logs) one client may hold open at once; past it
     /// 429. kube-apiserver has no such flag; mesopod's is `--max-watches-per-user`.
     pub max_watches_per_user: usize,
@@ -51,6 +71,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// Who a request's watches count against.
     pub client_key: ClientKey,
+    /// Which flow a request waits in for a seat.
+    pub flow_distinguisher: FlowDistinguisher,
     /// Requests never refused with 429 (by default those of `system:masters`,
     /// as in kube-apiserver; health probes always are exempt).
     pub exempt: Exempt,
@@ -65,6 +87,8 @@ impl std::fmt::Debug for Limits {
                 &self.max_mutating_requests_inflight,
             )
             .field("request_timeout", &self.request_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("queue_length_limit", &self.queue_length_limit)
             .field("max_watches_per_user", &self.max_watches_per_user)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_connections", &self.max_connections)
@@ -78,6 +102,12 @@ pub const DEFAULT_MAX_REQUESTS_INFLIGHT: usize = 400;
 pub const DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: usize = 200;
 /// kube-apiserver's `--request-timeout` default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a body may take to arrive: a 3 MiB body (the largest taken)
+/// needs 315 KB/s, a pod's few kilobytes next to nothing, and a slow sender
+/// is cut off long before `--request-timeout`.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// APF's default `queueLengthLimit`.
+pub const DEFAULT_QUEUE_LENGTH_LIMIT: usize = 50;
 /// Watches per client: enough for any controller (one per resource it
 /// watches, a few times over), far below the thousands that once used
 /// hundreds of megabytes.
@@ -103,10 +133,13 @@ impl Default for Limits {
             max_requests_inflight: DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            queue_length_limit: DEFAULT_QUEUE_LENGTH_LIMIT,
             max_watches_per_user: DEFAULT_MAX_WATCHES_PER_USER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             client_key: Arc::new(requests::user_or_peer),
+            flow_distinguisher: Arc::new(requests::user_or_connection),
             exempt: Arc::new(requests::is_system_master),
         }
     }

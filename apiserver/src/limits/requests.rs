@@ -1,10 +1,20 @@
 //! Per-request limits, as kube-apiserver's filters apply them: the in-flight
 //! budgets (429 with `Retry-After`), the request timeout (504) and a cap on
 //! each client's long-running requests (watches, followed logs).
+//!
+//! A request with a body is received whole first, within
+//! [`Limits::body_read_timeout`] and before it takes a seat, so a client that
+//! sends slowly holds a connection but never a seat another request needs.
+//! Seats are then shared fairly between flows ([`super::fair`]): a request
+//! that finds its budget full waits in its flow's queue (at most
+//! [`Limits::queue_length_limit`] long, at most a quarter of
+//! `--request-timeout`, as APF's wait limit) and gets 429 only when its
+//! flow's queue is full or its wait runs out.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -12,9 +22,10 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use super::Limits;
+use super::fair::FairQueue;
 use connlimits::GuardedBody;
 
 /// kube-apiserver's 429 text (plain text, not a Status), `http.Error`'s newline included.
@@ -30,6 +41,20 @@ pub fn user_or_peer(req: &Request) -> String {
     match req.extensions().get::<crate::auth::RequestUser>() {
         Some(crate::auth::RequestUser(user)) => format!("user:{}", user.name),
         None => format!("addr:{}", peer_address(req)),
+    }
+}
+
+/// The default [`Limits::flow_distinguisher`]: the authenticated user, as
+/// APF's `ByUser` distinguishes flows; without one (plain HTTP, where nobody
+/// is authenticated), the connection, so each client (a kubectl run keeps
+/// one connection) queues apart from a flood on other connections.
+pub fn user_or_connection(req: &Request) -> String {
+    match req.extensions().get::<crate::auth::RequestUser>() {
+        Some(crate::auth::RequestUser(user)) => format!("user:{}", user.name),
+        None => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(peer)) => format!("conn:{peer}"),
+            None => "conn:unknown".to_owned(),
+        },
     }
 }
 
@@ -102,8 +127,8 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
 
 struct Budgets {
     limits: Limits,
-    read_only: Option<Arc<Semaphore>>,
-    mutating: Option<Arc<Semaphore>>,
+    read_only: Option<Arc<FairQueue>>,
+    mutating: Option<Arc<FairQueue>>,
     watches: Arc<Mutex<HashMap<String, usize>>>,
 }
 
@@ -126,19 +151,43 @@ impl Drop for WatchSlot {
     }
 }
 
-fn semaphore(n: usize) -> Option<Arc<Semaphore>> {
-    (n > 0).then(|| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS))))
+/// kube-apiserver's APF waits at most a quarter of `--request-timeout`
+/// for a seat.
+pub fn queue_wait_limit(request_timeout: Duration) -> Duration {
+    request_timeout / 4
+}
+
+/// The two priority levels' seats and queues of one [`layer`], for whoever
+/// wants to see them (metrics, tests).
+#[derive(Debug, Clone)]
+pub struct PriorityLevels {
+    /// Reads' seats (`--max-requests-inflight`); `None` when unlimited.
+    pub read_only: Option<Arc<FairQueue>>,
+    /// Writes' seats (`--max-mutating-requests-inflight`); `None` when unlimited.
+    pub mutating: Option<Arc<FairQueue>>,
 }
 
 /// `router` with `limits`' per-request limits in front of every route.
 pub fn layer(router: Router, limits: &Limits) -> Router {
+    layer_with_levels(router, limits).0
+}
+
+/// [`layer`], and the priority levels it shares its seats through.
+pub fn layer_with_levels(router: Router, limits: &Limits) -> (Router, PriorityLevels) {
+    let level =
+        |seats: usize| (seats > 0).then(|| FairQueue::new(seats, limits.queue_length_limit));
+    let levels = PriorityLevels {
+        read_only: level(limits.max_requests_inflight),
+        mutating: level(limits.max_mutating_requests_inflight),
+    };
     let budgets = Arc::new(Budgets {
         limits: limits.clone(),
-        read_only: semaphore(limits.max_requests_inflight),
-        mutating: semaphore(limits.max_mutating_requests_inflight),
+        read_only: levels.read_only.clone(),
+        mutating: levels.mutating.clone(),
         watches: Arc::default(),
     });
-    router.layer(axum::middleware::from_fn_with_state(budgets, limit))
+    let router = router.layer(axum::middleware::from_fn_with_state(budgets, limit));
+    (router, levels)
 }
 
 /// kube-apiserver's 429: plain text and `Retry-After: 1`.
@@ -166,11 +215,37 @@ fn timeout() -> Response {
     (StatusCode::GATEWAY_TIMEOUT, axum::Json(status)).into_response()
 }
 
-fn permit(budget: Option<&Arc<Semaphore>>) -> Result<Option<OwnedSemaphorePermit>, ()> {
-    match budget {
-        None => Ok(None),
-        Some(s) => s.clone().try_acquire_owned().map(Some).map_err(|_| ()),
+/// `req` with its body received whole, by `deadline`; the 504 of a timed-out
+/// request if it is not, the 413 (or 400) the handlers would give if the
+/// body is too large (or breaks off). A request without a body (upgrades
+/// among them) passes untouched.
+async fn receive_body(req: Request, deadline: Instant) -> Result<Request, Response> {
+    use axum::body::HttpBody as _;
+    if req.body().is_end_stream() || req.body().size_hint().upper() == Some(0) {
+        return Ok(req);
     }
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout_at(
+        deadline,
+        crate::http::extract::read_body(&parts.headers, body),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, Body::from(bytes))),
+        Ok(Err(e)) => Err(e.into_response()),
+        Err(_) => {
+            tracing::debug!(path = %parts.uri.path(), "request body not received in time");
+            Err(timeout())
+        }
+    }
+}
+
+/// `d` after `start`; a duration too long to add (a flag of centuries) is
+/// a year, as good as never for one request.
+fn later(start: Instant, d: Duration) -> Instant {
+    start
+        .checked_add(d)
+        .unwrap_or_else(|| start + Duration::from_secs(365 * 24 * 3600))
 }
 
 async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Response {
@@ -198,6 +273,15 @@ async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Respo
             resp.map(|body| Body::new(GuardedBody::new(body, slot)))
         }
         Class::Mutating | Class::ReadOnly => {
+            // As kube-apiserver's timeout filter, outermost: receiving,
+            // waiting and serving all count against `--request-timeout`.
+            let started = Instant::now();
+            let deadline = later(started, b.limits.request_timeout);
+            let body_deadline = deadline.min(later(started, b.limits.body_read_timeout));
+            let req = match receive_body(req, body_deadline).await {
+                Ok(req) => req,
+                Err(resp) => return resp,
+            };
             let budget = if exempt {
                 None
             } else if class == Class::Mutating {
@@ -205,10 +289,22 @@ async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Respo
             } else {
                 b.read_only.as_ref()
             };
-            let Ok(_permit) = permit(budget) else {
-                return too_many_requests();
+            let _seat = match budget {
+                None => None,
+                Some(level) => {
+                    let flow = (b.limits.flow_distinguisher)(&req);
+                    let wait = queue_wait_limit(b.limits.request_timeout)
+                        .min(deadline.saturating_duration_since(Instant::now()));
+                    match level.acquire(&flow, wait).await {
+                        Ok(seat) => Some(seat),
+                        Err(why) => {
+                            tracing::debug!(%flow, ?why, "request refused");
+                            return too_many_requests();
+                        }
+                    }
+                }
             };
-            match tokio::time::timeout(b.limits.request_timeout, next.run(req)).await {
+            match tokio::time::timeout_at(deadline, next.run(req)).await {
                 Ok(resp) => resp,
                 Err(_) => timeout(),
             }
@@ -219,6 +315,29 @@ async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flow_is_the_authenticated_user_else_the_connection() {
+        let peer = |port| ConnectInfo(SocketAddr::from(([127, 0, 0, 1], port)));
+        let mut a = Request::new(Body::empty());
+        a.extensions_mut().insert(peer(40000));
+        let mut b = Request::new(Body::empty());
+        b.extensions_mut().insert(peer(40001));
+        assert_eq!(user_or_connection(&a), "conn:127.0.0.1:40000");
+        assert_ne!(
+            user_or_connection(&a),
+            user_or_connection(&b),
+            "two loopback connections are two flows"
+        );
+        let alice = crate::auth::RequestUser(crate::auth::user::UserInfo {
+            name: "alice".into(),
+            ..Default::default()
+        });
+        a.extensions_mut().insert(alice.clone());
+        b.extensions_mut().insert(alice);
+        assert_eq!(user_or_connection(&a), "user:alice");
+        assert_eq!(user_or_connection(&a), user_or_connection(&b));
+    }
 
     #[test]
     fn watches_and_followed_logs_are_long_running_and_writes_mutating() {
