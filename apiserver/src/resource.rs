@@ -179,46 +179,69 @@ impl Resource {
         }
     }
 
-    /// Whether a field selector may name `field` on this resource (as Kubernetes allows).
-    pub(crate) fn selectable_field(self, field: &str) -> bool {
-        let common = matches!(field, "metadata.name" | "metadata.namespace");
-        common
-            || match self {
-                Self::Pods => matches!(
-                    field,
-                    "spec.nodeName"
-                        | "spec.restartPolicy"
-                        | "spec.schedulerName"
-                        | "spec.serviceAccountName"
-                        | "spec.hostNetwork"
-                        | "status.phase"
-                        | "status.podIP"
-                        | "status.nominatedNodeName"
-                ),
-                Self::Nodes => field == "spec.unschedulable",
-                Self::Events => {
-                    field.starts_with("involvedObject.")
-                        && matches!(
-                            &field["involvedObject.".len()..],
-                            "kind"
-                                | "namespace"
-                                | "name"
-                                | "uid"
-                                | "apiVersion"
-                                | "resourceVersion"
-                                | "fieldPath"
-                        )
-                        || matches!(field, "reason" | "reportingComponent" | "source" | "type")
-                }
-                Self::Namespaces => field == "status.phase",
-                Self::Secrets => field == "type",
-                Self::ConfigMaps
-                | Self::ServiceAccounts
-                | Self::Leases
-                | Self::Roles
-                | Self::ClusterRoles
-                | Self::RoleBindings
-                | Self::ClusterRoleBindings => false,
-            }
+    /// The field a field selector's `label` names on this resource, or kube-apiserver's
+    /// refusal (its field label conversion functions, `pkg/apis/core/v1/conversion.go`,
+    /// and apimachinery's default for kinds without one).
+    pub(crate) fn convert_field_label(self, label: &str) -> Result<String, String> {
+        let unsupported = || Err(format!("field label not supported: {label}"));
+        let ok = || Ok(label.to_owned());
+        match self {
+            Self::Pods => match label {
+                "metadata.name"
+                | "metadata.namespace"
+                | "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "spec.hostNetwork"
+                | "status.phase"
+                | "status.podIP"
+                | "status.podIPs"
+                | "status.nominatedNodeName" => ok(),
+                // Old v1 clients' name for it.
+                "spec.host" => Ok("spec.nodeName".to_owned()),
+                _ => unsupported(),
+            },
+            Self::Nodes => match label {
+                "metadata.name" | "spec.unschedulable" => ok(),
+                _ => unsupported(),
+            },
+            Self::Events => match label {
+                "involvedObject.kind"
+                | "involvedObject.namespace"
+                | "involvedObject.name"
+                | "involvedObject.uid"
+                | "involvedObject.apiVersion"
+                | "involvedObject.resourceVersion"
+                | "involvedObject.fieldPath"
+                | "reason"
+                | "reportingComponent"
+                | "source"
+                | "type"
+                | "metadata.namespace"
+                | "metadata.name" => ok(),
+                _ => unsupported(),
+            },
+            Self::Namespaces => match label {
+                "status.phase" | "metadata.name" => ok(),
+                _ => unsupported(),
+            },
+            Self::Secrets => match label {
+                "type" | "metadata.namespace" | "metadata.name" => ok(),
+                _ => unsupported(),
+            },
+            Self::ConfigMaps
+            | Self::ServiceAccounts
+            | Self::Leases
+            | Self::Roles
+            | Self::ClusterRoles
+            | Self::RoleBindings
+            | Self::ClusterRoleBindings => match label {
+                "metadata.name" | "metadata.namespace" => ok(),
+                _ => Err(format!(
+                    "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                )),
+            },
+        }
     }
 }

@@ -181,26 +181,25 @@ fn check_value(value: &str) -> Result<(), ApiError> {
 }
 
 impl FieldSelector {
-    /// Parses `f=v,g!=w` (also `==`), refusing fields `resource` cannot select on.
+    /// Parses `f=v,g!=w` (also `==`) as apimachinery's `fields.ParseSelector` does (terms
+    /// split on unescaped commas, nothing trimmed, `\,` `\=` `\\` escapes in values), then
+    /// converts each field as kube-apiserver's field label conversion for `resource` does.
+    /// Either failure is its 400 message.
     pub fn parse(s: &str, resource: Resource) -> Result<Self, ApiError> {
+        let mut parts = split_terms(s);
+        // Kubernetes sorts the terms first, so the first bad term it names is the least.
+        parts.sort_unstable();
         let mut out = Vec::new();
-        for term in terms(s) {
-            let (field, eq, value) = if let Some((f, v)) = term.split_once("!=") {
-                (f, false, v)
-            } else if let Some((f, v)) = term.split_once("==") {
-                (f, true, v)
-            } else if let Some((f, v)) = term.split_once('=') {
-                (f, true, v)
-            } else {
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
+            let Some((field, eq, value)) = split_term(part) else {
                 return Err(bad(format!(
-                    "invalid selector: '{term}'; can't understand '{term}'"
+                    "invalid selector: '{s}'; can't understand '{part}'"
                 )));
             };
-            let field = field.trim();
-            if !resource.selectable_field(field) {
-                return Err(bad(format!("field label not supported: {field}")));
-            }
-            out.push((field.to_string(), eq, value.trim().to_string()));
+            out.push((field.to_owned(), eq, unescape_value(value)?));
+        }
+        for (field, _, _) in &mut out {
+            *field = resource.convert_field_label(field).map_err(bad)?;
         }
         Ok(Self(out))
     }
@@ -211,6 +210,77 @@ impl FieldSelector {
             .iter()
             .all(|(field, eq, want)| (field_value(object, field) == *want) == *eq)
     }
+}
+
+/// Splits on commas not escaped by a backslash (kept in the term).
+fn split_terms(s: &str) -> Vec<&str> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    let mut terms = Vec::new();
+    let (mut start, mut in_slash) = (0, false);
+    for (i, c) in s.char_indices() {
+        if in_slash {
+            in_slash = false;
+        } else if c == '\\' {
+            in_slash = true;
+        } else if c == ',' {
+            terms.push(&s[start..i]);
+            start = i + 1;
+        }
+    }
+    terms.push(&s[start..]);
+    terms
+}
+
+/// The field, whether the operator is `=`/`==` (true) or `!=`, and the raw value: split
+/// at the first operator found, `!=` and `==` tried before `=` at each position.
+fn split_term(term: &str) -> Option<(&str, bool, &str)> {
+    for (i, _) in term.char_indices() {
+        let rest = &term[i..];
+        for (op, eq) in [("!=", false), ("==", true), ("=", true)] {
+            if let Some(value) = rest.strip_prefix(op) {
+                return Some((&term[..i], eq, value));
+            }
+        }
+    }
+    None
+}
+
+/// `fields.UnescapeValue`: `\\`, `\,` and `\=` stand for themselves; any other escape,
+/// a trailing backslash, or a bare `,` or `=` is refused with apimachinery's message
+/// (which prints the bare character as its code point, as Go's `%v` of a rune does).
+fn unescape_value(s: &str) -> Result<String, ApiError> {
+    let mut out = String::with_capacity(s.len());
+    let mut in_slash = false;
+    for c in s.chars() {
+        if in_slash {
+            if !matches!(c, '\\' | ',' | '=') {
+                return Err(bad(format!(
+                    "invalid field selector: invalid escape sequence: \\{c}"
+                )));
+            }
+            out.push(c);
+            in_slash = false;
+            continue;
+        }
+        match c {
+            '\\' => in_slash = true,
+            ',' | '=' => {
+                return Err(bad(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                )));
+            }
+            _ => out.push(c),
+        }
+    }
+    if in_slash {
+        return Err(bad(
+            "invalid field selector: invalid escape sequence: \\".to_owned()
+        ));
+    }
+    Ok(out)
 }
 
 /// The value of a selectable field as a string, as Kubernetes' field sets render it.
@@ -224,6 +294,8 @@ pub(crate) fn field_value(object: &Value, field: &str) -> String {
     for part in path.split('.') {
         match cur.get(part) {
             Some(v) => cur = v,
+            // Kubernetes' pod field set defaults it.
+            None if field == "spec.hostNetwork" => return "false".to_owned(),
             None => return String::new(),
         }
     }
@@ -351,5 +423,73 @@ mod tests {
         assert!(err.to_string().contains("field label not supported"));
         assert!(FieldSelector::parse("involvedObject.kind=Pod", Resource::Pods).is_err());
         assert!(FieldSelector::parse("nonsense", Resource::Pods).is_err());
+    }
+
+    fn field_error(selector: &str, resource: Resource) -> String {
+        let err = FieldSelector::parse(selector, resource).unwrap_err();
+        assert_eq!(err.code_and_reason().0, 400, "{selector}");
+        err.to_string()
+    }
+
+    #[test]
+    fn field_selectors_fail_with_apimachinery_messages() {
+        assert_eq!(
+            field_error("bad selector", Resource::Pods),
+            "invalid selector: 'bad selector'; can't understand 'bad selector'"
+        );
+        // Terms are sorted before they are read: the least bad one is named.
+        assert_eq!(
+            field_error("status.phase=Running,b,a", Resource::Pods),
+            "invalid selector: 'status.phase=Running,b,a'; can't understand 'a'"
+        );
+        assert_eq!(
+            field_error("status.phase=Running=x", Resource::Pods),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(
+            field_error(r"metadata.name=a\b", Resource::Pods),
+            r"invalid field selector: invalid escape sequence: \b"
+        );
+        assert_eq!(
+            field_error(r"metadata.name=a\", Resource::Pods),
+            r"invalid field selector: invalid escape sequence: \"
+        );
+        // Nothing is trimmed: the label is `status.phase `.
+        assert_eq!(
+            field_error("status.phase = Running", Resource::Pods),
+            "field label not supported: status.phase "
+        );
+        assert_eq!(
+            field_error("metadata.namespace=x", Resource::Nodes),
+            "field label not supported: metadata.namespace"
+        );
+        assert_eq!(
+            field_error("data.k=v", Resource::ConfigMaps),
+            r#""data.k" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
+        // A parse error wins over an unsupported label, wherever it is.
+        assert_eq!(
+            field_error("zzz=1,nope", Resource::Pods),
+            "invalid selector: 'zzz=1,nope'; can't understand 'nope'"
+        );
+    }
+
+    #[test]
+    fn field_selector_values_unescape_and_old_names_convert() {
+        let p = json!({"metadata": {"name": "a,b=c\\d"}, "spec": {"nodeName": "n1"}});
+        assert!(selects("", r"metadata.name=a\,b\=c\\d", &p));
+        assert!(
+            selects("", "spec.host=n1", &p),
+            "spec.host is spec.nodeName"
+        );
+        assert!(selects("", "spec.hostNetwork=false", &p), "defaulted");
+        assert!(
+            selects("", "metadata.name=a\\,b\\=c\\\\d,", &p),
+            "empty terms are skipped"
+        );
+        assert!(
+            selects("", "status.podIPs=", &p),
+            "selectable, never set in the field set"
+        );
     }
 }

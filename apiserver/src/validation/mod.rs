@@ -15,7 +15,9 @@ mod fields_walk;
 mod names;
 mod pod;
 mod probes;
+mod security;
 mod support;
+mod volumes;
 
 pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};
 pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
@@ -48,6 +50,39 @@ impl Causes {
             CauseKind::Invalid,
             field,
             format!("Invalid value: \"{value}\": {detail}"),
+        );
+    }
+
+    /// An invalid number, which Kubernetes writes without quotes (`Invalid value: -1`).
+    pub(crate) fn invalid_number(&mut self, field: impl Into<String>, value: i64, detail: &str) {
+        self.push(
+            CauseKind::Invalid,
+            field,
+            format!("Invalid value: {value}: {detail}"),
+        );
+    }
+
+    /// A quantity that does not parse.
+    pub(crate) fn invalid_quantity(&mut self, field: impl Into<String>, value: &str) {
+        self.invalid(
+            field,
+            value,
+            &format!(
+                "quantities must match the regular expression '{}'",
+                quantity::PATTERN
+            ),
+        );
+    }
+
+    pub(crate) fn forbidden(&mut self, field: impl Into<String>, detail: &str) {
+        self.push(CauseKind::Forbidden, field, format!("Forbidden: {detail}"));
+    }
+
+    pub(crate) fn not_found(&mut self, field: impl Into<String>, value: &str) {
+        self.push(
+            CauseKind::NotFound,
+            field,
+            format!("Not found: \"{value}\""),
         );
     }
 

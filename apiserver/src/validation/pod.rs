@@ -27,12 +27,14 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
     super::support::check_supported(causes, spec);
     let mut volumes = HashSet::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let before = causes.0.len();
+        super::volumes::check_volume_source(causes, &format!("spec.volumes[{i}]"), v);
         let field = format!("spec.volumes[{i}].name");
         if v.name.is_empty() {
             causes.required(field);
         } else {
             check_label_name(causes, &field, &v.name);
-            if !volumes.insert(v.name.as_str()) {
+            if volumes.contains(v.name.as_str()) {
                 causes.push(
                     CauseKind::Duplicate,
                     field,
@@ -40,6 +42,16 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
                 );
             }
         }
+        // As in Kubernetes, an invalid volume is not one a mount can name: its mounts
+        // are told `Not found` too.
+        if causes.0.len() == before {
+            volumes.insert(v.name.as_str());
+        }
+    }
+    super::security::check_pod_security_context(causes, spec.security_context.as_ref());
+    for (name, q) in spec.overhead.iter().flatten() {
+        // validateOverhead reuses the container rules on `limits`, hence the path.
+        check_nonnegative(causes, format!("spec.overhead.limits[{name}]"), &q.0);
     }
     if spec.containers.is_empty() {
         causes.required("spec.containers");
@@ -181,35 +193,15 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
             );
         }
     }
-    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
-        let field = format!("{path}.volumeMounts[{i}]");
-        if m.name.is_empty() {
-            causes.required(format!("{field}.name"));
-        } else if !volumes.contains(m.name.as_str()) {
-            causes.push(
-                CauseKind::NotFound,
-                format!("{field}.name"),
-                format!("Not found: \"{}\"", m.name),
-            );
-        }
-        if m.mount_path.is_empty() {
-            causes.required(format!("{field}.mountPath"));
-        }
-    }
+    super::volumes::check_mounts(causes, path, c, volumes);
+    super::security::check_security_context(causes, path, c.security_context.as_ref());
     if let Some(r) = &c.resources {
         let mut parsed: BTreeMap<(&str, &str), f64> = BTreeMap::new();
         for (which, map) in [("limits", &r.limits), ("requests", &r.requests)] {
             for (name, q) in map.iter().flatten() {
                 let field = format!("{path}.resources.{which}[{name}]");
                 match quantity::Quantity::parse(&q.0).map(|q| q.to_f64()) {
-                    Err(_) => causes.invalid(
-                        field,
-                        &q.0,
-                        &format!(
-                            "quantities must match the regular expression '{}'",
-                            quantity::PATTERN
-                        ),
-                    ),
+                    Err(_) => causes.invalid_quantity(field, &q.0),
                     Ok(v) if v < 0.0 => {
                         causes.invalid(field, &q.0, "must be greater than or equal to 0")
                     }
@@ -245,6 +237,17 @@ fn check_container(causes: &mut Causes, path: &str, c: &Container, volumes: &Has
                 );
             }
         }
+    }
+}
+
+/// `ValidateNonnegativeQuantity`, after the quantity parsed.
+fn check_nonnegative(causes: &mut Causes, field: String, text: &str) {
+    match quantity::Quantity::parse(text) {
+        Err(_) => causes.invalid_quantity(field, text),
+        Ok(q) if q.is_negative() => {
+            causes.invalid(field, text, "must be greater than or equal to 0")
+        }
+        Ok(_) => {}
     }
 }
 
@@ -381,6 +384,14 @@ mod tests {
             fields(&empty),
             ["metadata.name|Required", "spec.containers|Required"]
         );
+    }
+
+    #[test]
+    fn a_negative_overhead_is_invalid_under_kubernetes_path() {
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {
+            "overhead": {"cpu": "-1", "memory": "1Mi"},
+            "containers": [{"name": "c", "image": "i"}]}}));
+        assert_eq!(fields(&p), ["spec.overhead.limits[cpu]|Invalid"]);
     }
 
     #[test]
