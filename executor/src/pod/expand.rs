@@ -245,7 +245,10 @@ impl EnvBuilder {
             .index
             .get(name)
             .map_or(0, |&i| Self::cost(name, self.vars[i].1.len()));
-        let total = (self.limits.total + old)
+        let total = self
+            .limits
+            .total
+            .saturating_add(old)
             .checked_sub(self.used + Self::cost(name, 0))
             .ok_or_else(|| self.error(name, Bound::Total))?;
         Ok(if string <= total {
@@ -338,7 +341,7 @@ pub fn expand_argv(
                 .total
                 .checked_sub(used + PER_STRING)
                 .ok_or_else(|| Bound::Total.error(what(), limits))?;
-            let string = limits.string - 1;
+            let string = limits.string.saturating_sub(1);
             let (room, bound) = if string <= total {
                 (string, Bound::String)
             } else {
