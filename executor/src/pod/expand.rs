@@ -322,6 +322,9 @@ pub fn env_cost(env: &[(String, String)]) -> usize {
     env.iter().map(|(k, v)| EnvBuilder::cost(k, v.len())).sum()
 }
 
+/// A list of expanded strings (`command` or `args`).
+pub type Argv = Vec<String>;
+
 /// `command` and `args` expanded against `env`, within what `env` leaves of
 /// `limits`; an error names the first string that would not fit.
 pub fn expand_argv(
@@ -329,7 +332,7 @@ pub fn expand_argv(
     args: Option<&[String]>,
     env: &[(String, String)],
     limits: ExecLimits,
-) -> Result<(Option<Vec<String>>, Option<Vec<String>>), ExecLimitError> {
+) -> Result<(Option<Argv>, Option<Argv>), ExecLimitError> {
     let index = EnvIndex::new(env);
     let mut used = env_cost(env);
     let mut list = |field: &str, l: Option<&[String]>| {
