@@ -22,14 +22,15 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use crate::oci::image::{PullPolicy, pull_policy};
 
 mod envsrc;
+pub mod expand;
 mod objects_data;
 mod resources;
 mod security;
 
 pub use envsrc::{
-    EnvFrom, EnvSource, KeyRef, PodContext, PodField, Resolved, ResourceRef, expand, expanded,
-    resolve,
+    EnvFrom, EnvSource, KeyRef, PodContext, PodField, Resolved, ResourceRef, expanded, resolve,
 };
+pub use expand::ExecLimits;
 pub(crate) use objects_data::{Kind, fetch};
 pub use resources::RawResources;
 pub use security::{Limits, Security};
@@ -324,6 +325,8 @@ fn plan_container(c: &Container, spec: &PodSpec, field: &str) -> Result<Containe
     };
     // `argv` with the literal variables expanded, for process mode's
     // "has a command" check; the container runs `expanded` of its full env.
+    // Past the kernel's limits it stays as written: the start reports that
+    // (`CreateContainerConfigError`), and the check needs only the command.
     let literal: Vec<(String, String)> = plan
         .env
         .iter()
@@ -332,7 +335,17 @@ fn plan_container(c: &Container, spec: &PodSpec, field: &str) -> Result<Containe
             _ => None,
         })
         .collect();
-    plan.argv = expanded(&plan, &literal).argv;
+    plan.argv = match expanded(&plan, &literal, ExecLimits::of_this_process()) {
+        Ok(p) => p.argv,
+        Err(_) => match &plan.command {
+            Some(cmd) => cmd
+                .iter()
+                .chain(plan.args.iter().flatten())
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        },
+    };
     Ok(plan)
 }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::failure::{ProcureError, Stage};
 use crate::node::TaintEffect;
 use crate::pool::ResourceKind;
-use crate::quantity::{Unit, parse_millis};
+use crate::quantity::{QuantityError, Unit, parse_millis};
 
 /// Annotation listing the pod's roles, comma-separated, in preference order.
 pub const ROLES_ANNOTATION: &str = "mesopod.io/roles";
@@ -28,6 +28,10 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// Per scalar kind (indexed by `ResourceKind::index`): millis, if set.
 pub(crate) type Amounts = [Option<i64>; 4];
+
+/// The amount of a quantity too large for Mesos' scalars: more than any
+/// offer holds, so it is insufficient everywhere (sums saturate).
+pub(crate) const UNPLACEABLE: i64 = i64::MAX;
 
 /// How host ports are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -255,12 +259,16 @@ fn amounts(
         (GPU_RESOURCE, ResourceKind::Gpus, Unit::Count),
     ] {
         if let Some(q) = map.get(key) {
-            let mut m = parse_millis(&q.0, unit)
-                .map_err(|e| invalid(stage, format!("{name}: {key}: {e}")))?;
-            if kind == ResourceKind::Gpus {
+            let m = match parse_millis(&q.0, unit) {
                 // Devices are whole: a fraction of a GPU still takes one.
-                m = (m + 999) / 1000 * 1000;
-            }
+                Ok(m) if kind == ResourceKind::Gpus => (m + 999) / 1000 * 1000,
+                Ok(m) => m,
+                // Valid, but more than any agent has: kube-apiserver
+                // accepts it (capped at 2^63-1) and kube-scheduler finds
+                // it Insufficient on every node, and so does procurement.
+                Err(QuantityError::TooLarge(_)) => UNPLACEABLE,
+                Err(e) => return Err(invalid(stage, format!("{name}: {key}: {e}"))),
+            };
             out[kind.index()] = Some(m);
         }
     }

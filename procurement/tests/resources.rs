@@ -104,6 +104,40 @@ fn malformed_quantities_make_the_pod_invalid_for_the_resources_stage() {
     assert!(e.to_string().contains("lots"), "{e}");
 }
 
+/// A valid quantity past anything Mesos holds (kube-apiserver caps it at
+/// 2^63-1 and accepts it) is more than any offer: insufficient, as
+/// kube-scheduler says, not an invalid pod; sums with it saturate.
+#[test]
+fn a_quantity_past_any_agent_is_insufficient_not_invalid() {
+    // (key, quantity, kind, its place in `needs`)
+    for (key, q, kind, at) in [
+        ("memory", "99999999999999999999Ei", ResourceKind::Mem, 1),
+        ("cpu", "9999999999999999999999999", ResourceKind::Cpus, 0),
+    ] {
+        let spec = json!({"containers": [
+            container("a", json!({key: q}), Value::Null, Value::Null),
+            container("b", json!({key: q}), Value::Null, Value::Null),
+        ]});
+        let want = needs(spec.clone()).unwrap();
+        assert!(want[at] > 1e15, "{key}: {want:?}");
+        let o = offer(
+            "h1",
+            vec![scalar("cpus", 64.0, None), scalar("mem", 1048576.0, None)],
+            vec![],
+        );
+        let (node, mut state) = node_and_state(&o);
+        let mut t = task(spec, Value::Null);
+        let e = PodResourcesProcurement::new(ResourceDefaults::default())
+            .unwrap()
+            .procure(&mut t, &node, &mut state)
+            .unwrap_err();
+        assert!(
+            matches!(e, ProcureError::Insufficient { resource, owner: Owner::Pod, .. } if resource == kind),
+            "{key}: {e:?}"
+        );
+    }
+}
+
 fn pipeline() -> AllOrNothing {
     AllOrNothing::new()
         .then(RolesProcurement::new(&["prod".into(), "*".into()], &["*".into()]).unwrap())

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 
+use super::expand::{EnvBuilder, ExecLimitError, ExecLimits, expand_argv};
 use super::objects_data::{Kind, fetch};
 use crate::objects::PodObjects;
 use crate::pod::{ContainerPlan, PodKey};
@@ -301,24 +302,26 @@ pub struct Resolved {
     pub warnings: Vec<(String, String)>,
 }
 
-/// Resolves the container's environment; an error is a
-/// `CreateContainerConfigError` message, in kubelet's words.
+/// Resolves the container's environment within what `execve` takes
+/// (`limits`); an error is a `CreateContainerConfigError` message, in
+/// kubelet's words where kubelet has them.
 pub async fn resolve(
     plan: &ContainerPlan,
     cx: &PodContext<'_>,
     objects: &dyn PodObjects,
+    limits: ExecLimits,
 ) -> Result<Resolved, String> {
     let ns = cx.key.namespace.as_str();
-    let mut out = Resolved::default();
+    let mut env = EnvBuilder::new(limits);
+    let mut warnings = Vec::new();
+    let err = |e: ExecLimitError| e.to_string();
     // kubelet's service variables for the API (`KUBERNETES_SERVICE_HOST`…)
     // come first, so the container's own env overrides them.
     if let Some(server) = objects.api_server() {
-        out.env = crate::apiclient::kubernetes_service_env(&server);
+        for (k, v) in crate::apiclient::kubernetes_service_env(&server) {
+            env.set(k, v).map_err(err)?;
+        }
     }
-    let set = |env: &mut Vec<(String, String)>, k: String, v: String| {
-        env.retain(|(n, _)| *n != k);
-        env.push((k, v));
-    };
     for from in &plan.env_from {
         let kind = if from.secret {
             Kind::Secret
@@ -339,11 +342,12 @@ pub async fn resolve(
                 invalid.push(name);
                 continue;
             }
-            set(&mut out.env, name, String::from_utf8_lossy(&v).into_owned());
+            env.set(name, String::from_utf8_lossy(&v).into_owned())
+                .map_err(err)?;
         }
         if !invalid.is_empty() {
             let what = if from.secret { "secret" } else { "configMap" };
-            out.warnings.push((
+            warnings.push((
                 "InvalidEnvironmentVariableNames".into(),
                 format!(
                     "Keys [{}] from the EnvFrom {what} {ns}/{} were skipped since they are considered invalid environment variable names.",
@@ -355,17 +359,25 @@ pub async fn resolve(
     }
     for (name, source) in &plan.env {
         let value = match source {
-            EnvSource::Value(v) => Some(expand(v, &out.env)),
+            EnvSource::Value(v) => {
+                // Expanded within what is left: a chain of variables that
+                // double each other stops here, before it is allocated.
+                env.set_expanded(name, v).map_err(err)?;
+                continue;
+            }
             EnvSource::Field(f) => Some(cx.field(f)),
             EnvSource::Resource(r) => Some(cx.resource(r, &plan.name)?),
             EnvSource::ConfigMapKey(r) => key_value(objects, Kind::ConfigMap, ns, r).await?,
             EnvSource::SecretKey(r) => key_value(objects, Kind::Secret, ns, r).await?,
         };
         if let Some(v) = value {
-            set(&mut out.env, name.clone(), v);
+            env.set(name.clone(), v).map_err(err)?;
         }
     }
-    Ok(out)
+    Ok(Resolved {
+        env: env.into_vars(),
+        warnings,
+    })
 }
 
 /// A `configMapKeyRef` or `secretKeyRef` value; `None` when optional and
@@ -398,20 +410,23 @@ async fn key_value(
 }
 
 /// The plan with `command` and `args` expanded against `env`, as the
-/// container will run them.
-pub fn expanded(plan: &ContainerPlan, env: &[(String, String)]) -> ContainerPlan {
+/// container will run them, within what `env` leaves of `limits`; an error
+/// is a `CreateContainerConfigError` message.
+pub fn expanded(
+    plan: &ContainerPlan,
+    env: &[(String, String)],
+    limits: ExecLimits,
+) -> Result<ContainerPlan, String> {
+    let (command, args) = expand_argv(plan.command.as_deref(), plan.args.as_deref(), env, limits)
+        .map_err(|e| e.to_string())?;
     let mut p = plan.clone();
-    let all = |l: &Option<Vec<String>>| {
-        l.as_ref()
-            .map(|l| l.iter().map(|a| expand(a, env)).collect::<Vec<_>>())
-    };
-    p.command = all(&plan.command);
-    p.args = all(&plan.args);
+    p.command = command;
+    p.args = args;
     p.argv = match &p.command {
         Some(cmd) => cmd.iter().chain(p.args.iter().flatten()).cloned().collect(),
         None => Vec::new(),
     };
-    p
+    Ok(p)
 }
 
 /// Kubernetes' `IsEnvVarName`: `[-._a-zA-Z][-._a-zA-Z0-9]*`.
@@ -421,39 +436,6 @@ fn is_env_var_name(s: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '-' | '.' | '_'))
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
-}
-
-/// Kubernetes' `$(VAR)` expansion: a defined variable is replaced, `$$`
-/// escapes `$`, and anything else is left as written.
-pub fn expand(input: &str, env: &[(String, String)]) -> String {
-    let mut out = String::with_capacity(input.len());
-    let mut rest = input;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos + 1..];
-        if let Some(stripped) = after.strip_prefix('$') {
-            out.push('$');
-            rest = stripped;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-        {
-            let name = &inner[..end];
-            match env.iter().rev().find(|(n, _)| n == name) {
-                Some((_, v)) => out.push_str(v),
-                None => {
-                    out.push_str("$(");
-                    out.push_str(name);
-                    out.push(')');
-                }
-            }
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

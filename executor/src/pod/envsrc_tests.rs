@@ -43,7 +43,9 @@ fn run(p: &PodPlan, o: &StaticObjects) -> Result<Resolved, String> {
         pod_ip: "10.0.0.5",
         containers: &p.containers,
     };
-    resolve(&p.containers[0], &cx, o).now_or_never().unwrap()
+    resolve(&p.containers[0], &cx, o, ExecLimits::of_this_process())
+        .now_or_never()
+        .unwrap()
 }
 
 fn get<'a>(r: &'a Resolved, k: &str) -> Option<&'a str> {
@@ -102,7 +104,7 @@ fn every_source_resolves_as_kubelet_does() {
         r.warnings[0].1,
         "Keys [CM_bad key] from the EnvFrom configMap prod/cfg were skipped since they are considered invalid environment variable names."
     );
-    let e = expanded(&p.containers[0], &r.env);
+    let e = expanded(&p.containers[0], &r.env, ExecLimits::of_this_process()).unwrap();
     assert_eq!(e.argv, ["echo", "web on node-a is blue, $(POD) $(UNSET)"]);
 }
 
@@ -139,9 +141,37 @@ fn missing_objects_are_kubelets_errors_unless_optional() {
     assert!(run(&p, &o).unwrap().env.is_empty());
 }
 
+/// A chain of variables that double each other stops at the first value
+/// past one string's limit, with kubelet's config error naming it; the
+/// same pod with a short chain starts as before.
 #[test]
-fn expansion_follows_kubernetes() {
-    let env = vec![("A".to_owned(), "1".to_owned())];
-    assert_eq!(expand("$(A)-$$(A)-$(B)-$A-$", &env), "1-$(A)-$(B)-$A-$");
-    assert_eq!(expand("$(A", &env), "$(A");
+fn a_doubling_chain_is_a_config_error_naming_the_variable() {
+    let chain = |n: usize| {
+        let mut env = vec![json!({"name": "V0", "value": "x".repeat(4096)})];
+        for i in 1..n {
+            env.push(
+                json!({"name": format!("V{i}"), "value": format!("$(V{})$(V{})", i - 1, i - 1)}),
+            );
+        }
+        plan(json!({"name": "c", "env": env, "command": ["echo", "$(V3)"]}))
+    };
+    let err = run(&chain(18), &objects()).unwrap_err();
+    assert_eq!(
+        err,
+        "env var \"V5\" would be longer than 131072 bytes, the most the kernel takes in one string (MAX_ARG_STRLEN)"
+    );
+    let r = run(&chain(4), &objects()).unwrap();
+    assert_eq!(get(&r, "V3").map(str::len), Some(4096 * 8));
+    let p = chain(4);
+    let e = expanded(&p.containers[0], &r.env, ExecLimits::of_this_process()).unwrap();
+    assert_eq!(e.argv[1].len(), 4096 * 8);
+    // `command` and `args` share what the environment leaves.
+    let tight = ExecLimits {
+        total: crate::pod::expand::env_cost(&r.env) + 4096 * 8,
+        string: crate::pod::expand::MAX_ARG_STRLEN,
+    };
+    assert_eq!(
+        expanded(&p.containers[0], &r.env, tight).unwrap_err(),
+        "command[1] would take the container's environment and arguments past 94256 bytes, the most the kernel takes (ARG_MAX)"
+    );
 }

@@ -167,19 +167,7 @@ impl Supervisor {
                 self.report_progress();
             }
             Err(StartError::Mount(msg)) => self.failed_mount(which, msg),
-            Err(StartError::Config(msg)) => {
-                self.event(which, "Warning", "Failed", format!("Error: {msg}"));
-                self.record(which).life = Life::Waiting {
-                    reason: CREATE_CONTAINER_CONFIG_ERROR.into(),
-                    message: Some(msg),
-                };
-                let delay = self.next_pull_delay(which);
-                self.events.push(Box::pin(async move {
-                    tokio::time::sleep(delay).await;
-                    Event::Retry(which)
-                }));
-                self.report_progress();
-            }
+            Err(StartError::Config(msg)) => self.config_error(which, msg),
             Err(StartError::Runtime(msg)) => {
                 tracing::warn!(task = %self.task_id, container = %name, %msg, "container did not start");
                 self.event(which, "Warning", "Failed", format!("Error: {msg}"));
@@ -200,6 +188,25 @@ impl Supervisor {
                 }
             }
         }
+    }
+
+    /// The container's config cannot be built: kubelet's
+    /// `CreateContainerConfigError`, a `Failed` Warning, and another try
+    /// after the back-off, which doubles up to its cap (so a config that
+    /// costs work to find wrong is not rebuilt in a hot loop).
+    pub(super) fn config_error(&mut self, which: Which, msg: String) {
+        tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, %msg, "container config error");
+        self.event(which, "Warning", "Failed", format!("Error: {msg}"));
+        self.record(which).life = Life::Waiting {
+            reason: CREATE_CONTAINER_CONFIG_ERROR.into(),
+            message: Some(msg),
+        };
+        let delay = self.next_pull_delay(which);
+        self.events.push(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Event::Retry(which)
+        }));
+        self.report_progress();
     }
 
     fn next_pull_delay(&mut self, which: Which) -> Duration {

@@ -15,9 +15,6 @@ impl Supervisor {
             self.start_oci(which);
             return;
         }
-        if let Which::Main(j) = which {
-            self.started_once[j] = true;
-        }
         let plan = self.plan_of(which).clone();
         let key = &self.plan.key;
         let dir = self.config.sandbox.join(layout::container_dir(
@@ -26,7 +23,17 @@ impl Supervisor {
             &key.uid,
             &plan.name,
         ));
-        let (plan, env) = self.inputs.prepare_local(&plan);
+        let (plan, env) = match self.inputs.prepare_local(&plan) {
+            Ok(prepared) => prepared,
+            Err(message) => {
+                self.config_error(which, message);
+                return;
+            }
+        };
+        self.pull_attempts.remove(&which);
+        if let Which::Main(j) = which {
+            self.started_once[j] = true;
+        }
         let run = crate::logs::RunLog::new(
             &dir,
             key,

@@ -64,6 +64,10 @@ pub const USAGE_INTERVAL: Duration = Duration::from_secs(10);
 /// The name prefix of the ServiceAccount token volume admission injects.
 pub const SERVICE_ACCOUNT_VOLUME_PREFIX: &str = "kube-api-access-";
 
+/// The longest path Linux resolves (`PATH_MAX`), the bound of a
+/// `subPathExpr`'s expansion.
+const PATH_MAX: usize = 4096;
+
 /// How this agent's executor treats volumes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeSettings {
@@ -310,7 +314,10 @@ impl PodVolumes {
                 None => None,
                 Some(SubPath::Plain(p)) => Some(p.clone()),
                 Some(SubPath::Expr(e)) => {
-                    let p = crate::pod::expand(e, env);
+                    // A path is at most PATH_MAX: a longer expansion stops there.
+                    let p = crate::pod::expand::expand(e, env, PATH_MAX).ok_or_else(|| {
+                        format!("subPathExpr: {e:?} expands past {PATH_MAX} bytes (PATH_MAX)")
+                    })?;
                     check_relative(&p).map_err(|e| format!("subPathExpr: {e}"))?;
                     Some(p)
                 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{PodInfo, PodVolumes};
 use crate::objects::SharedObjects;
 use crate::oci::spec::Mount;
-use crate::pod::{ContainerPlan, expanded, resolve};
+use crate::pod::{ContainerPlan, ExecLimits, expanded, resolve};
 
 /// The pod-wide handles a container start reads.
 #[derive(Debug, Clone)]
@@ -52,10 +52,12 @@ impl StartInputs {
         if let Some(ip) = pod_ip {
             cx.pod_ip = ip;
         }
-        let resolved = resolve(plan, &cx, self.objects.as_ref()).await?;
+        let limits = ExecLimits::of_this_process();
+        let resolved = resolve(plan, &cx, self.objects.as_ref(), limits).await?;
+        let plan_expanded = expanded(plan, &resolved.env, limits)?;
         let mounts = self.volumes.mounts(plan, &resolved.env).await?;
         Ok(Prepared {
-            plan: expanded(plan, &resolved.env),
+            plan: plan_expanded,
             env: resolved.env,
             mounts,
             warnings: resolved.warnings,
@@ -63,15 +65,19 @@ impl StartInputs {
     }
 
     /// Process mode: the environment without objects (refused at launch if
-    /// the container needs any), `command` and `args` expanded.
-    pub fn prepare_local(&self, plan: &ContainerPlan) -> (ContainerPlan, Vec<(String, String)>) {
+    /// the container needs any), `command` and `args` expanded; an error is
+    /// a `CreateContainerConfigError` message.
+    pub fn prepare_local(
+        &self,
+        plan: &ContainerPlan,
+    ) -> Result<(ContainerPlan, Vec<(String, String)>), String> {
         use futures::FutureExt as _;
         let objects = crate::objects::NoObjects;
-        let env = resolve(plan, &self.info.cx(), &objects)
+        let limits = ExecLimits::of_this_process();
+        let env = resolve(plan, &self.info.cx(), &objects, limits)
             .now_or_never()
-            .and_then(Result::ok)
-            .map(|r| r.env)
-            .unwrap_or_default();
-        (expanded(plan, &env), env)
+            .ok_or("the environment needs objects, which process mode cannot read")??
+            .env;
+        Ok((expanded(plan, &env, limits)?, env))
     }
 }

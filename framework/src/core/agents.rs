@@ -2,13 +2,13 @@
 //! executor info each agent runs (Mesos refuses a task whose executor info
 //! differs from the running executor's).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Node;
 use mesos::proto::{ExecutorInfo, Offer};
-use procurement::NodeView;
+use procurement::{NodeView, Owner, ProcureError, ResourceKind};
 
 use super::Lookup;
 use super::effect::Placed;
@@ -38,6 +38,42 @@ impl Agents {
     /// How many agents have offered anything.
     pub(crate) fn len(&self) -> usize {
         self.agents.len()
+    }
+
+    /// Why the pod cannot fit, as far as capacity tells, on each agent that
+    /// had no offer out this round (those not in `offered`, by hostname);
+    /// `None` when one of them could hold it once its resources come back,
+    /// so it is worth looking again soon. `needs` is the pod's cpus, mem,
+    /// disk and gpus (`PodResourcesProcurement::pod_needs`).
+    pub(crate) fn shortfalls_without_offers(
+        &self,
+        needs: [f64; 4],
+        offered: &HashSet<&str>,
+    ) -> Option<Vec<(String, ProcureError)>> {
+        let mut out = Vec::new();
+        let mut idle: Vec<&AgentInfo> = self
+            .agents
+            .values()
+            .filter(|a| !offered.contains(a.hostname.as_str()))
+            .collect();
+        idle.sort_unstable_by(|a, b| a.hostname.cmp(&b.hostname));
+        for agent in idle {
+            // `needs` is in `SCALARS`' order.
+            let short = ResourceKind::SCALARS
+                .into_iter()
+                .zip(needs)
+                .find_map(|(kind, asked)| {
+                    let available = agent.capacity.get(kind.name()).copied().unwrap_or(0.0);
+                    (asked > available).then_some(ProcureError::Insufficient {
+                        resource: kind,
+                        owner: Owner::Pod,
+                        asked,
+                        available,
+                    })
+                });
+            out.push((agent.hostname.clone(), short?));
+        }
+        Some(out)
     }
 
     /// The agent's Node when it is first seen or offers more than ever

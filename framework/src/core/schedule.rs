@@ -2,6 +2,8 @@
 //! placement by the procurement crate's [`procurement::Placer`] over every
 //! live offer, registration, and the round handed to a launch task.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
@@ -198,14 +200,30 @@ impl Core {
         failure: &AggregateFailure,
         now: SystemTime,
     ) -> bool {
+        let mut failure = Cow::Borrowed(failure);
         if failure.agents < self.agents.len() && !failure.is_invalid_pod() {
             // Some agents had no offer out (their resources are being used
-            // or re-offered): the pod may fit there. Look again soon, without
-            // calling it unschedulable or growing its backoff.
-            self.observed.metrics.attempt("deferred", &[]);
-            self.pending.queue_mut().defer(&attempt.key, now + DEFER);
-            return false;
+            // or re-offered). If one of them could hold the pod, look again
+            // soon, without calling it unschedulable or growing its backoff.
+            // If none could even when idle (a pod larger than any agent), it
+            // is unschedulable now, and they count in the message as
+            // kube-scheduler counts every node.
+            let offered: HashSet<&str> = failure.failures.iter().map(|(h, _)| h.as_str()).collect();
+            let short = self
+                .needs
+                .pod_needs(&attempt.task)
+                .ok()
+                .and_then(|needs| self.agents.shortfalls_without_offers(needs, &offered));
+            let Some(short) = short else {
+                self.observed.metrics.attempt("deferred", &[]);
+                self.pending.queue_mut().defer(&attempt.key, now + DEFER);
+                return false;
+            };
+            let all = failure.to_mut();
+            all.agents += short.len();
+            all.failures.extend(short);
         }
+        let failure = failure.as_ref();
         let message = failure.to_string();
         self.observed
             .metrics

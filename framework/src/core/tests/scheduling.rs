@@ -89,10 +89,96 @@ fn a_pod_that_fits_nowhere_gets_one_failed_scheduling_event_per_reason() {
 #[test]
 fn a_pod_that_saw_only_part_of_the_cluster_is_deferred_quietly() {
     let mut core = cluster(&["h1", "h2"]);
-    // h2's offer is in use elsewhere: only h1's is out.
+    // h2's offer is in use elsewhere, and h1 offers only what is left of it.
     let _ = core.step(rescind("offer-h2"), at(0));
-    let _ = core.step(Step::Input(Input::PodUpsert(pod("huge", "64"))), at(1));
+    let _ = core.step(rescind("offer-h1"), at(0));
+    let _ = core.step(offers(vec![offer("h1", 1.0)]), at(0));
+    // The pod fits neither offer, but h2 can hold it once it is free.
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("big", "2"))), at(1));
     assert!(core.step(Step::Schedule, at(1)).is_empty());
+}
+
+/// The message of the one FailedScheduling event among `effects`.
+fn failed_scheduling(effects: &[Effect]) -> String {
+    assert_eq!(describe(effects).len(), 1, "{:?}", describe(effects));
+    let Effect::Store(writes) = &effects[0] else {
+        unreachable!("{:?}", describe(effects))
+    };
+    let Write::Event(event) = &writes[0] else {
+        unreachable!("{:?}", describe(effects))
+    };
+    assert_eq!(event.reason.as_deref(), Some("FailedScheduling"));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    event.message.clone().unwrap()
+}
+
+/// A pod larger than any agent is unschedulable at once, even while some
+/// agents have no offer out: waiting for them cannot help, and they count
+/// in the message as kube-scheduler counts every node.
+#[test]
+fn a_pod_larger_than_any_agent_fails_scheduling_while_agents_are_busy() {
+    let mut core = cluster(&["h1", "h2", "h3"]);
+    let _ = core.step(rescind("offer-h2"), at(0));
+    let _ = core.step(rescind("offer-h3"), at(0));
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("huge", "64"))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(
+        describe(&effects),
+        ["event FailedScheduling huge, then status huge Pending"]
+    );
+    assert_eq!(
+        failed_scheduling(&effects),
+        "0/3 agents available: 3 insufficient cpus."
+    );
+}
+
+/// `99999999999999999999Ei` of memory is a valid quantity (kube-apiserver
+/// caps it at 2^63-1 bytes), larger than any agent: insufficient memory,
+/// as kube-scheduler says, not an invalid pod.
+#[test]
+fn a_memory_request_past_any_agent_is_insufficient_memory() {
+    let mut core = cluster(&["h1", "h2"]);
+    let _ = core.step(rescind("offer-h2"), at(0));
+    let mut p = (*pod("hungry", "1")).clone();
+    let requests = p.spec.as_mut().unwrap().containers[0]
+        .resources
+        .as_mut()
+        .unwrap()
+        .requests
+        .as_mut()
+        .unwrap();
+    requests.insert(
+        "memory".into(),
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity("99999999999999999999Ei".into()),
+    );
+    let _ = core.step(Step::Input(Input::PodUpsert(Arc::new(p))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(
+        failed_scheduling(&effects),
+        "0/2 agents available: 2 insufficient mem."
+    );
+}
+
+/// A pod of 10,000 containers (kube-apiserver sets no limit on their
+/// number) needs each one's default share: more than any agent.
+#[test]
+fn a_pod_of_ten_thousand_containers_fails_scheduling() {
+    let mut core = cluster(&["h1", "h2"]);
+    let _ = core.step(rescind("offer-h2"), at(0));
+    let containers: Vec<_> = (0..10_000)
+        .map(|i| serde_json::json!({"name": format!("c{i}"), "image": "busybox"}))
+        .collect();
+    let p: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "many", "namespace": "default", "uid": "uid-many"},
+        "spec": {"containers": containers},
+    }))
+    .unwrap();
+    let _ = core.step(Step::Input(Input::PodUpsert(Arc::new(p))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(
+        failed_scheduling(&effects),
+        "0/2 agents available: 2 insufficient cpus."
+    );
 }
 
 #[test]
