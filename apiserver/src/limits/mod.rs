@@ -56,6 +56,12 @@ pub struct Limits {
     /// it 429 (APF's `queueLengthLimit`, 50). 0 refuses at once, as the
     /// budgets did before APF.
     pub queue_length_limit: usize,
+    /// Bytes of request bodies received whole and not yet answered, across
+    /// all clients; a body that would pass it gets 429. Bodies are received
+    /// before a seat, so without this bound many clients (each flow with
+    /// its queue) could make the server hold bodies without end
+    /// (`MAX_QUEUED_BODY_BYTES`, 256 MiB). 0: no bound.
+    pub max_queued_body_bytes: usize,
     /// Watches (and followed logs) one client may hold open at once; past it
     /// 429. kube-apiserver has no such flag; mesopod's is `--max-watches-per-user`.
     pub max_watches_per_user: usize,
@@ -89,6 +95,7 @@ impl std::fmt::Debug for Limits {
             .field("request_timeout", &self.request_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("queue_length_limit", &self.queue_length_limit)
+            .field("max_queued_body_bytes", &self.max_queued_body_bytes)
             .field("max_watches_per_user", &self.max_watches_per_user)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_connections", &self.max_connections)
@@ -108,6 +115,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// APF's default `queueLengthLimit`.
 pub const DEFAULT_QUEUE_LENGTH_LIMIT: usize = 50;
+/// What bodies waiting for a seat or being served may hold in memory at
+/// most: room for the seats' and queues' ordinary bodies (a pod is a few
+/// KiB; 600 seats of 64 KiB are 38 MiB), and far below the machine's
+/// memory even when every body is the largest allowed (85 of 3 MiB).
+pub const DEFAULT_MAX_QUEUED_BODY_BYTES: usize = 256 * 1024 * 1024;
 /// Watches per client: enough for any controller (one per resource it
 /// watches, a few times over), far below the thousands that once used
 /// hundreds of megabytes.
@@ -135,6 +147,7 @@ impl Default for Limits {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             queue_length_limit: DEFAULT_QUEUE_LENGTH_LIMIT,
+            max_queued_body_bytes: DEFAULT_MAX_QUEUED_BODY_BYTES,
             max_watches_per_user: DEFAULT_MAX_WATCHES_PER_USER,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,

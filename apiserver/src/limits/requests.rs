@@ -22,6 +22,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::Limits;
@@ -130,7 +131,13 @@ struct Budgets {
     read_only: Option<Arc<FairQueue>>,
     mutating: Option<Arc<FairQueue>>,
     watches: Arc<Mutex<HashMap<String, usize>>>,
+    /// [`Limits::max_queued_body_bytes`] in KiB permits.
+    queued_bodies: Option<Arc<Semaphore>>,
 }
+
+/// Permits of the body budget are KiB, so the largest budget fits a
+/// semaphore's count and a body's share is rounded up.
+const BODY_BUDGET_UNIT: usize = 1024;
 
 /// One long-running request of a client; gives its place back when the
 /// response body ends (or the client goes away).
@@ -185,6 +192,11 @@ pub fn layer_with_levels(router: Router, limits: &Limits) -> (Router, PriorityLe
         read_only: levels.read_only.clone(),
         mutating: levels.mutating.clone(),
         watches: Arc::default(),
+        queued_bodies: (limits.max_queued_body_bytes > 0).then(|| {
+            Arc::new(Semaphore::new(
+                (limits.max_queued_body_bytes / BODY_BUDGET_UNIT).clamp(1, Semaphore::MAX_PERMITS),
+            ))
+        }),
     });
     let router = router.layer(axum::middleware::from_fn_with_state(budgets, limit));
     (router, levels)
@@ -240,6 +252,26 @@ async fn receive_body(req: Request, deadline: Instant) -> Result<Request, Respon
     }
 }
 
+/// A share of [`Limits::max_queued_body_bytes`] for `req`'s received body,
+/// held until it is answered; `Err` when the budget has no room.
+/// Exempt users, like for seats, take none.
+fn hold_body(b: &Budgets, req: &Request, exempt: bool) -> Result<Option<OwnedSemaphorePermit>, ()> {
+    use axum::body::HttpBody as _;
+    let Some(budget) = b.queued_bodies.as_ref().filter(|_| !exempt) else {
+        return Ok(None);
+    };
+    let bytes = usize::try_from(req.body().size_hint().exact().unwrap_or(0)).unwrap_or(usize::MAX);
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let units = u32::try_from(bytes.div_ceil(BODY_BUDGET_UNIT)).unwrap_or(u32::MAX);
+    budget
+        .clone()
+        .try_acquire_many_owned(units)
+        .map(Some)
+        .map_err(|_| ())
+}
+
 /// `d` after `start`; a duration too long to add (a flag of centuries) is
 /// a year, as good as never for one request.
 fn later(start: Instant, d: Duration) -> Instant {
@@ -281,6 +313,10 @@ async fn limit(State(b): State<Arc<Budgets>>, req: Request, next: Next) -> Respo
             let req = match receive_body(req, body_deadline).await {
                 Ok(req) => req,
                 Err(resp) => return resp,
+            };
+            let Ok(_body_bytes) = hold_body(&b, &req, exempt) else {
+                tracing::debug!("the bodies held in memory are at their bound");
+                return too_many_requests();
             };
             let budget = if exempt {
                 None
@@ -337,6 +373,50 @@ mod tests {
         b.extensions_mut().insert(alice);
         assert_eq!(user_or_connection(&a), "user:alice");
         assert_eq!(user_or_connection(&a), user_or_connection(&b));
+    }
+
+    #[tokio::test]
+    async fn bodies_waiting_to_be_answered_are_bounded_in_bytes() {
+        use tower::ServiceExt as _;
+        let (release, released) = tokio::sync::watch::channel(false);
+        let (entered_tx, mut entered) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let router = Router::new().route(
+            "/api/v1/namespaces/a/configmaps",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let mut released = released.clone();
+                let entered = entered_tx.clone();
+                async move {
+                    let _ = entered.send(body.len());
+                    let _ = released.wait_for(|r| *r).await;
+                    body.len().to_string()
+                }
+            }),
+        );
+        let limits = Limits {
+            max_queued_body_bytes: 3 * BODY_BUDGET_UNIT,
+            ..Limits::default()
+        };
+        let router = layer(router, &limits);
+        let post = |bytes: usize| {
+            Request::post("/api/v1/namespaces/a/configmaps")
+                .header(header::CONTENT_LENGTH, bytes)
+                .body(Body::from(vec![b'x'; bytes]))
+                .unwrap_or_default()
+        };
+        // The first request's 2 KiB are held while it is served.
+        let first = tokio::spawn(router.clone().oneshot(post(2 * BODY_BUDGET_UNIT)));
+        assert_eq!(entered.recv().await, Some(2 * BODY_BUDGET_UNIT));
+        let refused = router.clone().oneshot(post(2 * BODY_BUDGET_UNIT)).await;
+        let refused = refused.unwrap_or_else(|e| match e {});
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        // Once it is answered, its share is back: the whole budget fits.
+        release.send_replace(true);
+        let served = first.await.ok().and_then(Result::ok).map(|r| r.status());
+        assert_eq!(served, Some(StatusCode::OK));
+        let again = router.oneshot(post(3 * BODY_BUDGET_UNIT)).await;
+        assert_eq!(again.map(|r| r.status()).ok(), Some(StatusCode::OK));
+        assert!(entered.try_recv().is_ok_and(|n| n == 3 * BODY_BUDGET_UNIT));
     }
 
     #[test]
