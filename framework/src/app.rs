@@ -14,20 +14,23 @@ use localmesos::LocalMesos;
 use mesos::client::scheduler::SchedulerClient;
 use mesos::codec::Codec;
 use procurement::{PipelineConfig, PortStrategy, ResourceDefaults, Scoring, default_pipeline};
-use registry::{InMemoryRegistry, RegistryReader, Retention};
+use registry::RegistryReader;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::admission::Admission;
 use crate::config::{FrameworkConfig, SchedulingConfig};
-use crate::core::{CoreError, CoreParts, Input, Runner};
-use crate::driver::{self, DriverEvent, FRAMEWORK_ID_KEY, FrameworkIdStore};
+use crate::core::{CoreError, Input};
+use crate::driver::{FRAMEWORK_ID_KEY, FrameworkIdStore};
 use crate::launch::{ExecutorCommand, executor_prototype};
 use crate::leader::Elector;
+use crate::leader::current::Current;
 use crate::leader::term::Term;
 use crate::logs::{AgentDirectory, AgentLogSource};
 use crate::observe::Observed;
+
+mod terms;
 
 /// Everything [`App::start`] needs.
 pub struct AppConfig {
@@ -139,11 +142,11 @@ pub struct App {
     https: bool,
     master_url: String,
     local: Option<LocalMesos>,
-    registry: RegistryReader,
+    /// The scheduler term running now (or the last one).
+    term: Current,
     observed: Arc<Observed>,
-    inputs: mpsc::UnboundedSender<Input>,
     node_keys: Arc<apiserver::auth::node_keys::NodeKeys>,
-    /// The core's task, until `wait` has collected its result.
+    /// The scheduler's terms (`terms::supervise`), until `wait` has collected their end.
     core: Option<JoinHandle<Result<(), CoreError>>>,
     tasks: Vec<JoinHandle<()>>,
     stop_http: Option<oneshot::Sender<()>>,
@@ -216,18 +219,15 @@ impl App {
             &cfg.hardening.mesos,
         )?;
 
-        let pipeline = default_pipeline(&PipelineConfig {
+        let pipeline = PipelineConfig {
             framework_roles: cfg.framework.roles.clone(),
             default_pod_roles: cfg.default_pod_roles.clone(),
             default_port_strategy: cfg.port_strategy,
             resources: cfg.resource_defaults,
             executor: executor_prototype(&cfg.executor),
-        })?;
-        let registry = InMemoryRegistry::with_retention(Retention {
-            max_finished: cfg.scheduling.retain_finished,
-            max_age: cfg.scheduling.retain_finished_for,
-        });
-        let reader = registry.reader();
+        };
+        // Checked here, so that a bad setting stops the start, not a later term.
+        default_pipeline(&pipeline)?;
         let observed = Arc::new(Observed::default());
         let serving = match &cfg.security.secure {
             Some(secure) => Some(secure.serving(&api).await?),
@@ -250,18 +250,6 @@ impl App {
             tracing::info!(path = %path.display(), "wrote the admin kubeconfig");
         }
 
-        // Unbounded: every producer is bounded by what exists (pods in the
-        // store, the master's events), and a full channel would stall the
-        // pod watch until the store cut it off and it had to relist
-        // everything, which at 50,000 pods happened again and again.
-        let (inputs_tx, inputs_rx) = mpsc::unbounded_channel();
-        let (mesos, mut driver_events, driver_task) = driver::spawn_gated(
-            cfg.framework.clone(),
-            client,
-            Arc::new(MetaIds(scheduler_api.clone())),
-            term.start(),
-            term.stop(),
-        );
         let endpoint = crate::node_identity::ApiEndpoint::of(
             addr,
             cfg.security.secure.as_ref(),
@@ -285,59 +273,38 @@ impl App {
             .unwrap_or_default();
         let streams = crate::streams::ExecutorStreams::generate()
             .map_err(|e| AppError::Store(format!("cannot make the stream signing key: {e}")))?;
-        let identities = crate::node_identity::NodeIdentities::new(
-            node_keys.clone(),
-            scheduler_api.clone(),
-            mesos.clone(),
-            endpoint,
-        )
-        .with_streams(streams.endpoints().clone(), streams.public_key());
+        let stream_keys = (streams.endpoints().clone(), streams.public_key());
         api.set_container_streams(Arc::new(streams));
-        let forward = {
-            let inputs = inputs_tx.clone();
-            let observed = observed.clone();
-            let clock = cfg.clock.clone();
-            tokio::spawn(async move {
-                while let Some(ev) = driver_events.recv().await {
-                    observed.saw_event(clock.now());
-                    if matches!(&ev, DriverEvent::Event(e) if e.kind() == Some(mesos::proto::scheduler::event::Type::Heartbeat))
-                    {
-                        continue;
-                    }
-                    if identities.intercept(&ev) {
-                        continue;
-                    }
-                    if inputs.send(Input::Driver(ev)).is_err() {
-                        return;
-                    }
-                }
-            })
-        };
-        let core = Runner::new(CoreParts {
-            api: scheduler_api.clone(),
-            mesos: mesos.clone(),
-            registry,
-            clock: cfg.clock.clone(),
-            placer: procurement::Placer::new(pipeline, cfg.scoring),
+        let kit = terms::Kit {
+            framework: cfg.framework.clone(),
+            client,
+            ids: Arc::new(MetaIds(scheduler_api.clone())),
+            pipeline,
+            scoring: cfg.scoring,
             admission: cfg.admission,
-            needs: procurement::PodResourcesProcurement::new(cfg.resource_defaults)?,
-            config: cfg.scheduling.clone(),
+            resource_defaults: cfg.resource_defaults,
+            scheduling: cfg.scheduling.clone(),
             directory,
             observed: observed.clone(),
-            inputs: inputs_tx.clone(),
-        });
-        let core = tokio::spawn(term.run(core.run(inputs_rx), inputs_tx.clone()));
+            clock: cfg.clock.clone(),
+            api: scheduler_api.clone(),
+            node_keys: node_keys.clone(),
+            endpoint,
+            streams: stream_keys,
+        };
+        let first = kit.build(&term)?;
+        let current = Current::new(first.handles.clone());
+        let elector = term.elector.clone();
+        let core = tokio::spawn(terms::supervise(kit, term, first, current.clone()));
 
         let (stop_http, stopped) = oneshot::channel::<()>();
         let router = apiserver::router(api.clone())
             .merge(crate::debug::router(crate::debug::DebugState {
-                registry: reader.clone(),
+                term: current.clone(),
                 observed: observed.clone(),
-                mesos,
-                inputs: inputs_tx.clone(),
                 api: api.clone(),
                 clock: cfg.clock.clone(),
-                elector: term.elector.clone(),
+                elector: elector.clone(),
             }))
             .merge(crate::leader::http::router());
         // kube-apiserver's order: authentication, then audit and the
@@ -364,23 +331,19 @@ impl App {
                 tracing::error!(error = %e, "the HTTP listener failed");
             }
         });
-        // The shim's own sweeps (expired deletions and events), as its
-        // `serve` would run them.
-        let sweeper = tokio::spawn(term.gate(apiserver::sweep(scheduler_api.clone())));
         Ok(App {
             api,
             scheduler_api,
-            elector: term.elector,
+            elector,
             addr,
             https,
             master_url,
             local,
-            registry: reader,
+            term: current,
             observed,
-            inputs: inputs_tx,
             node_keys,
             core: Some(core),
-            tasks: vec![driver_task, forward, http, sweeper],
+            tasks: vec![http],
             stop_http: Some(stop_http),
         })
     }
@@ -427,9 +390,16 @@ impl App {
         self.local.as_ref()
     }
 
-    /// The task registry, read-only: only the core writes.
-    pub fn registry(&self) -> &RegistryReader {
-        &self.registry
+    /// The current scheduler term's task registry, read-only: only its core writes.
+    pub fn registry(&self) -> RegistryReader {
+        self.term.registry()
+    }
+
+    /// Why this replica's last scheduler term ended (its core's error, such as
+    /// [`CoreError::LostLease`]), if one did; under leader election the replica then
+    /// follows until it leads again.
+    pub fn last_term_end(&self) -> Option<String> {
+        self.term.last_end()
     }
 
     /// Snapshots and metrics.
@@ -439,11 +409,13 @@ impl App {
 
     /// Asks for a reconciliation round.
     pub async fn reconcile(&self, explicit: bool) {
-        let _ = self.inputs.send(Input::Reconcile { explicit });
+        let _ = self.term.inputs().send(Input::Reconcile { explicit });
     }
 
-    /// Waits until the core stops (another scheduler took over, or a fatal
-    /// store error).
+    /// Waits until the scheduler stops for good: without leader election, when its core
+    /// stops (another scheduler took over, or a fatal store error); under leader
+    /// election a replica steps down and leads again later, so this waits for ever
+    /// unless the scheduler cannot be started again.
     ///
     /// # Errors
     /// Why the core stopped.

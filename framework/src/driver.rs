@@ -108,15 +108,20 @@ struct Subscribed {
 }
 
 impl MesosHandle {
+    /// The open subscription: none once the driver is gone (its scheduler term
+    /// stopped), whatever it last said.
+    fn subscribed(&self) -> Option<Subscribed> {
+        if self.current.has_changed().is_err() {
+            return None;
+        }
+        self.current.borrow().clone()
+    }
+
     /// Sends a call, filling in the framework id.
     pub async fn call(&self, mut call: Call) -> Result<(), CallError> {
         // Never closed, so the permit always comes.
         let _permit = self.in_flight.acquire().await;
-        let sub = self
-            .current
-            .borrow()
-            .clone()
-            .ok_or(CallError::NotSubscribed)?;
+        let sub = self.subscribed().ok_or(CallError::NotSubscribed)?;
         call.framework_id = Some(sub.framework_id.clone());
         self.client.call(&sub.handle, call).await?;
         Ok(())
@@ -124,23 +129,17 @@ impl MesosHandle {
 
     /// Whether a subscription is open.
     pub fn is_subscribed(&self) -> bool {
-        self.current.borrow().is_some()
+        self.subscribed().is_some()
     }
 
     /// Our framework id, while subscribed.
     pub fn framework_id(&self) -> Option<String> {
-        self.current
-            .borrow()
-            .as_ref()
-            .map(|s| s.framework_id.value.clone())
+        self.subscribed().map(|s| s.framework_id.value)
     }
 
     /// The master of the open subscription.
     pub fn master(&self) -> Option<String> {
-        self.current
-            .borrow()
-            .as_ref()
-            .map(|s| s.handle.master.clone())
+        self.subscribed().map(|s| s.handle.master)
     }
 }
 

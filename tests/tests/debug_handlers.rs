@@ -211,7 +211,13 @@ async fn every_endpoint_answers_against_a_live_scheduler() {
 
     assert_eq!(get(&format!("{base}/healthz"), None).await.0, 200);
     let (code, body) = get(&format!("{base}/readyz"), None).await;
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, body) = get(&format!("{base}/readyz?verbose"), None).await;
     assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body,
+        "[+]ping ok\n[+]mesos-subscription ok\nreadyz check passed\n"
+    );
 
     let (code, text) = get(&format!("{base}/metrics"), None).await;
     assert_eq!(code, 200);
@@ -290,9 +296,21 @@ async fn without_a_master_readyz_and_actions_say_so() {
     .await;
     let base = app.api_url();
     assert_eq!(get(&format!("{base}/healthz"), None).await.0, 200);
+    // kube-apiserver's format: every check, the failing one's reason withheld.
     let (code, body) = get(&format!("{base}/readyz"), None).await;
-    assert_eq!(code, 503);
-    assert!(body.contains("not subscribed"), "{body}");
+    assert_eq!(code, 500);
+    assert_eq!(
+        body,
+        "[+]ping ok\n[-]mesos-subscription failed: reason withheld\nreadyz check failed\n"
+    );
+    let (code, body) = get(&format!("{base}/readyz?exclude=mesos-subscription"), None).await;
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, body) = get(&format!("{base}/readyz/mesos-subscription"), None).await;
+    assert_eq!(code, 500);
+    assert_eq!(
+        body,
+        "internal server error: not subscribed to a Mesos master\n"
+    );
     testkit::init_crypto();
     let r = reqwest::Client::new()
         .post(format!("{base}/debug/actions/reconcile?kind=explicit"))

@@ -145,6 +145,17 @@ impl Api {
         self.inner.store.resource_version()
     }
 
+    /// The store's readiness check, as `/readyz` lists it: its name (`etcd`) and
+    /// whether the store answered within a bounded time (why not, if not); `None` for a
+    /// store inside this process.
+    pub async fn store_readiness(&self) -> Option<(&'static str, Result<(), String>)> {
+        let name = self.inner.store.health_check()?;
+        Some((
+            name,
+            self.inner.store.health().await.map_err(|e| e.to_string()),
+        ))
+    }
+
     /// Stores `value` under `key` in the side key-value space (durable like objects, no
     /// resourceVersion, no watch). For a client's own small state.
     pub async fn put_meta(&self, key: &str, value: Vec<u8>) -> Result<(), ApiError> {

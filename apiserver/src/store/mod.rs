@@ -38,6 +38,7 @@ use serde_json::Value;
 pub use etcd::{
     DEFAULT_COMPACTION_INTERVAL as DEFAULT_ETCD_COMPACTION_INTERVAL,
     DEFAULT_PREFIX as DEFAULT_ETCD_PREFIX, EtcdConfig, EtcdStore,
+    HEALTHCHECK_TIMEOUT as ETCD_HEALTHCHECK_TIMEOUT,
 };
 pub use memory::MemoryStore;
 pub use redb_store::{DB_FILE, RedbStore};
@@ -76,6 +77,17 @@ pub trait Store: Send + Sync + 'static {
     fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
         let _ = (prefix, from);
         None
+    }
+    /// The name of the readiness check [`Store::health`] answers (`etcd`, as
+    /// kube-apiserver's `/readyz` names its store's), or `None` for a store inside this
+    /// process, which is reachable while the process runs.
+    fn health_check(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether the store answers now, within a bounded time: resolves `Err` when it is
+    /// unreachable. Reads are served from memory whatever this says; writes are not.
+    fn health(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
     }
 }
 

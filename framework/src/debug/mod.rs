@@ -10,14 +10,15 @@
 //! | `/debug/reconciliation` | rounds, tasks waiting for an answer, last implicit run |
 //! | `/debug/framework` | framework id, master, subscription, last heartbeat |
 //! | `POST /debug/actions/reconcile?kind=explicit\|implicit` | 202, or 503 when not subscribed |
-//! | `/healthz`, `/readyz` | up; subscribed and store ready |
+//! | `/healthz`, `/readyz` | up; ready: etcd answers, the leader is subscribed (`readyz.rs`) |
 //! | `/metrics` | Prometheus text |
 //!
 //! Handlers only read: the registry, through a read-only
-//! [`registry::RegistryReader`], and the core's published snapshot,
+//! [`registry::RegistryReader`] of the current term, and the core's published snapshot,
 //! which may be one loop turn old.
 
 mod page;
+mod readyz;
 mod tasks;
 mod text;
 
@@ -30,25 +31,20 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use registry::{PodTask, RegistryReader};
+use registry::PodTask;
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 use crate::core::Input;
-use crate::driver::MesosHandle;
 use crate::observe::Observed;
 
 /// What the handlers read.
 #[derive(Clone)]
 pub struct DebugState {
-    /// The task registry, read-only.
-    pub registry: RegistryReader,
+    /// The current scheduler term: its registry (read-only), whether its subscription
+    /// is open, and its core's inputs (to ask for reconciliation).
+    pub term: crate::leader::current::Current,
     /// The core's snapshot and metrics.
     pub observed: Arc<Observed>,
-    /// To know whether a subscription is open.
-    pub mesos: MesosHandle,
-    /// To ask the core for reconciliation.
-    pub inputs: mpsc::UnboundedSender<Input>,
     /// To check the store.
     pub api: Api,
     /// Time.
@@ -70,7 +66,8 @@ pub fn router(state: DebugState) -> Router {
         .route("/debug/framework", get(framework))
         .route("/debug/actions/reconcile", post(reconcile))
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(readyz::all))
+        .route("/readyz/{check}", get(readyz::one))
         .route("/metrics", get(metrics))
         .with_state(state)
 }
@@ -237,9 +234,9 @@ async fn framework(State(s): State<DebugState>) -> Response {
     let last = s.observed.last_event();
     let now = s.clock.now();
     json(&FrameworkView {
-        framework_id: s.mesos.framework_id().or(snap.framework_id),
+        framework_id: s.term.mesos().framework_id().or(snap.framework_id),
         master,
-        subscribed: s.mesos.is_subscribed(),
+        subscribed: s.term.mesos().is_subscribed(),
         suppressed: snap.suppressed,
         heartbeat_interval_seconds: heartbeat.map(|h| h.as_secs_f64()),
         last_heartbeat_unix: epoch_secs(last),
@@ -267,14 +264,14 @@ async fn reconcile(State(s): State<DebugState>, Query(q): Query<ReconcileQuery>)
                 .into_response();
         }
     };
-    if !s.mesos.is_subscribed() {
+    if !s.term.mesos().is_subscribed() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "not subscribed to a Mesos master\n",
         )
             .into_response();
     }
-    match s.inputs.send(Input::Reconcile { explicit }) {
+    match s.term.inputs().send(Input::Reconcile { explicit }) {
         Ok(()) => (StatusCode::ACCEPTED, "reconciliation requested\n").into_response(),
         Err(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -284,36 +281,9 @@ async fn reconcile(State(s): State<DebugState>, Query(q): Query<ReconcileQuery>)
     }
 }
 
-async fn readyz(State(s): State<DebugState>) -> Response {
-    let store_ok = s.api.list_nodes("", "").is_ok();
-    let subscribed = s.mesos.is_subscribed();
-    // Every replica that serves the API is ready; only the leader talks to Mesos.
-    let follows = s
-        .elector
-        .as_ref()
-        .is_some_and(|e| e.leadership() != crate::leader::Leadership::Leader);
-    let body = format!(
-        "store: {}\nmesos: {}\n",
-        if store_ok { "ready" } else { "not ready" },
-        if subscribed {
-            "subscribed"
-        } else if follows {
-            "follower (the leader is subscribed)"
-        } else {
-            "not subscribed"
-        }
-    );
-    let code = if store_ok && (subscribed || follows) {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, body).into_response()
-}
-
 async fn metrics(State(s): State<DebugState>) -> Response {
     let mut by_state: BTreeMap<String, u64> = BTreeMap::new();
-    for t in s.registry.list(&|_: &PodTask| true) {
+    for t in s.term.registry().list(&|_: &PodTask| true) {
         *by_state.entry(t.state.to_string()).or_default() += 1;
     }
     (

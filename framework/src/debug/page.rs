@@ -38,7 +38,7 @@ pub(crate) async fn index(State(s): State<DebugState>) -> Response {
     html.push_str(&format!(
         "</ul><p>framework: <code>{}</code>, subscribed: <b>{}</b>, offers: {}, queued pods: {}</p>",
         esc(snap.framework_id.as_deref().unwrap_or("none")),
-        s.mesos.is_subscribed(),
+        s.term.mesos().is_subscribed(),
         snap.offers.len(),
         snap.queue.len()
     ));

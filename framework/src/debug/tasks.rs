@@ -70,7 +70,7 @@ pub(crate) struct ListQuery {
 /// Every task, newest last, filtered by `?state=` and `?pod=` (`name` or `namespace/name`).
 pub(crate) fn rows(s: &DebugState, state: Option<&str>, pod: Option<&str>) -> Vec<TaskRow> {
     let now = s.clock.now();
-    let mut tasks = s.registry.list(&|t: &PodTask| {
+    let mut tasks = s.term.registry().list(&|t: &PodTask| {
         state.is_none_or(|st| t.state.as_str() == st)
             && pod.is_none_or(|p| {
                 let k = t.pod_key();
@@ -126,7 +126,7 @@ struct TaskDetail {
 }
 
 pub(crate) async fn one(State(s): State<DebugState>, Path(id): Path<String>) -> Response {
-    let Some(task) = s.registry.get(&TaskId::new(id.clone())) else {
+    let Some(task) = s.term.registry().get(&TaskId::new(id.clone())) else {
         return (
             StatusCode::NOT_FOUND,
             format!("no task {id:?} in the registry\n"),

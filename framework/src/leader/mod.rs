@@ -5,9 +5,14 @@
 //! sweeps and reconciliation). [`machine`] is the election, sans-IO (client-go's
 //! semantics); [`run`] performs its rounds against the store and sets the
 //! [`apiserver::Fence`] every scheduler write is checked against, so a leader frozen
-//! past its lease writes nothing. Losing the lease ends the scheduler's term (as
-//! kube-scheduler, the binary then exits and its supervisor restarts it as a follower).
+//! past its lease writes nothing. Losing the lease (to another replica, or to a store
+//! it cannot reach for the renew deadline) ends the scheduler's term: everything the
+//! term started stops, and only then does the replica compete again
+//! ([`Elector::rejoin`]); its next term is built afresh from the store (`app::terms`).
+//! The process stays up throughout, serving the API, so an etcd outage needs no
+//! supervisor to restart anyone.
 
+pub mod current;
 pub mod flags;
 pub mod http;
 pub mod machine;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use apiserver::{Api, Clock, Fence};
 use k8s_openapi::api::coordination::v1::Lease;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::machine::{Attempt, Election, ElectionConfig, Outcome};
@@ -21,7 +21,8 @@ pub enum Leadership {
     },
     /// Leading: the fence is held.
     Leader,
-    /// Led, and lost the lease: this replica's scheduler term is over.
+    /// Led, and lost the lease: this replica's scheduler term is over. It competes
+    /// again once the term has stopped ([`Elector::rejoin`]).
     Lost,
 }
 
@@ -35,11 +36,21 @@ pub fn identity() -> String {
     format!("{host}_{}", uuid::Uuid::new_v4())
 }
 
+/// What the scheduler term tells the election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    /// Stop leading (the term ended on its own): give the lease up.
+    Resign,
+    /// The term that lost has stopped: compete again.
+    Rejoin,
+}
+
 /// The running election of one replica.
 pub struct Elector {
     identity: String,
     state: watch::Receiver<Leadership>,
     paused: watch::Sender<bool>,
+    commands: mpsc::UnboundedSender<Command>,
     fence: Arc<Fence>,
     api: Api,
     cfg: ElectionConfig,
@@ -53,6 +64,7 @@ impl Elector {
         let api = api.unfenced();
         let (state_tx, state) = watch::channel(Leadership::Follower { holder: None });
         let (paused, paused_rx) = watch::channel(false);
+        let (commands, commands_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(rounds(
             api.clone(),
             Election::new(cfg.clone()),
@@ -60,11 +72,13 @@ impl Elector {
             clock.clone(),
             state_tx,
             paused_rx,
+            commands_rx,
         ));
         Self {
             identity: cfg.identity.clone(),
             state,
             paused,
+            commands,
             fence,
             api,
             cfg,
@@ -98,7 +112,8 @@ impl Elector {
         }
     }
 
-    /// Resolves once this replica has led and lost the lease.
+    /// Resolves once this replica has led and lost the lease (at once if it has and
+    /// has not rejoined yet).
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.state.clone();
         async move {
@@ -106,6 +121,20 @@ impl Elector {
                 std::future::pending::<()>().await;
             }
         }
+    }
+
+    /// Gives the lease up if this replica leads (its scheduler term ended without
+    /// losing it: taken over in Mesos, or failed): [`Leadership::Lost`] follows, so
+    /// that the term's end is one path whatever ended it.
+    pub fn resign(&self) {
+        let _ = self.commands.send(Command::Resign);
+    }
+
+    /// Competes again after [`Leadership::Lost`], once the scheduler term that led has
+    /// stopped: a new term only starts on a new acquisition, and the fence it sets
+    /// would let the old term's writes through were that term still running.
+    pub fn rejoin(&self) {
+        let _ = self.commands.send(Command::Rejoin);
     }
 
     /// Stops (`true`) or resumes the rounds, as if only the elector were frozen
@@ -119,35 +148,54 @@ impl Elector {
     /// lease duration. Stops the rounds.
     pub async fn release(&self) {
         self.task.abort();
-        let mut renewal = self.fence.renewing().await;
-        let Some(rv) = renewal.get() else { return };
-        renewal.set(None);
-        let Ok(Some((mut lease, current))) =
-            self.api.get_lease(&self.cfg.namespace, &self.cfg.name)
-        else {
-            return;
-        };
-        if current != rv {
-            return;
-        }
-        let now = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
-            apiserver::k8s_time(self.clock.now()).0,
-        ));
-        if let Some(spec) = lease.spec.as_mut() {
-            spec.holder_identity = None;
-            spec.lease_duration_seconds = Some(1);
-            spec.renew_time.clone_from(&now);
-            spec.acquire_time = now;
-        }
-        match self
-            .api
-            .write_lease(&self.cfg.namespace, lease, Some(rv))
-            .await
-        {
-            Ok(_) => tracing::info!(identity = %self.identity, "released the leader lease"),
-            Err(e) => tracing::warn!(error = %e, "could not release the leader lease"),
+        give_up(&self.api, &self.cfg, &self.fence, &self.clock).await;
+    }
+}
+
+/// Empties the fence and, if the Lease is still at our last renewal, its holder.
+async fn give_up(api: &Api, cfg: &ElectionConfig, fence: &Fence, clock: &Arc<dyn Clock>) {
+    let mut renewal = fence.renewing().await;
+    let Some(rv) = renewal.get() else { return };
+    renewal.set(None);
+    let Ok(Some((mut lease, current))) = api.get_lease(&cfg.namespace, &cfg.name) else {
+        return;
+    };
+    if current != rv {
+        return;
+    }
+    let now = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+        apiserver::k8s_time(clock.now()).0,
+    ));
+    if let Some(spec) = lease.spec.as_mut() {
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time.clone_from(&now);
+        spec.acquire_time = now;
+    }
+    match api.write_lease(&cfg.namespace, lease, Some(rv)).await {
+        Ok(_) => tracing::info!(identity = %cfg.identity, "released the leader lease"),
+        Err(e) => tracing::warn!(error = %e, "could not release the leader lease"),
+    }
+}
+
+/// After a loss: waits for the term to stop ([`Command::Rejoin`]), then follows afresh.
+/// `false` when the elector is being dropped.
+async fn rejoined(
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    election: &mut Election,
+    state: &watch::Sender<Leadership>,
+) -> bool {
+    loop {
+        match commands.recv().await {
+            Some(Command::Rejoin) => break,
+            Some(Command::Resign) => {}
+            None => return false,
         }
     }
+    *election = Election::new(election.config().clone());
+    state.send_replace(Leadership::Follower { holder: None });
+    tracing::info!(identity = %election.config().identity, "rejoining the leader election");
+    true
 }
 
 impl std::fmt::Debug for Elector {
@@ -172,6 +220,7 @@ async fn rounds(
     clock: Arc<dyn Clock>,
     state: watch::Sender<Leadership>,
     mut paused: watch::Receiver<bool>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let (ns, name) = {
         let c = election.config();
@@ -197,7 +246,10 @@ async fn rounds(
                 fence.renewing().await.set(None);
                 tracing::error!(identity = %election.config().identity, "leaderelection lost");
                 state.send_replace(Leadership::Lost);
-                return;
+                if !rejoined(&mut commands, &mut election, &state).await {
+                    return;
+                }
+                continue;
             }
             Outcome::Renewed { .. } | Outcome::Unchanged => {}
         }
@@ -212,10 +264,22 @@ async fn rounds(
         }
         let rand = f64::from(uuid::Uuid::new_v4().as_bytes()[0]) / 256.0;
         let wait = election.next_round_in(rand);
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
+        let command = tokio::select! {
+            () = tokio::time::sleep(wait) => None,
             // A pause takes effect at once (a frozen process renews nothing).
-            _ = paused.wait_for(|p| *p) => {}
+            _ = paused.wait_for(|p| *p) => None,
+            command = commands.recv() => match command {
+                Some(command) => Some(command),
+                None => return,
+            },
+        };
+        if command == Some(Command::Resign) && election.is_leader() {
+            give_up(&api, election.config(), &fence, &clock).await;
+            tracing::warn!(identity = %election.config().identity, "resigned the leader lease");
+            state.send_replace(Leadership::Lost);
+            if !rejoined(&mut commands, &mut election, &state).await {
+                return;
+            }
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct Etcd {
     pub url: String,
     guard: Option<ProcessGuard<std::process::Child>>,
     dir: tempfile::TempDir,
+    /// Its client and peer ports, kept for [`Etcd::restart`].
+    ports: (u16, u16),
+    tls: Option<Tls>,
 }
 
 /// The etcd binary: `$ETCD`, else `etcd` on the PATH.
@@ -76,9 +79,24 @@ impl Etcd {
             url: String::new(),
             guard: None,
             dir,
+            ports: (free_port(), free_port()),
+            tls: tls.cloned(),
         };
-        etcd.spawn(tls).await;
+        etcd.spawn().await;
         Some(etcd)
+    }
+
+    /// Stops etcd (SIGTERM, then SIGKILL after its grace) and waits until it is gone:
+    /// its clients then find the port closed. Its data stays for [`Etcd::restart`].
+    pub fn stop(&mut self) {
+        drop(self.guard.take());
+    }
+
+    /// Starts etcd again on the same data directory and ports, after [`Etcd::stop`];
+    /// returns once it accepts connections.
+    pub async fn restart(&mut self) {
+        self.stop();
+        self.spawn().await;
     }
 
     /// Its data directory.
@@ -86,9 +104,14 @@ impl Etcd {
         self.dir.path()
     }
 
-    async fn spawn(&mut self, tls: Option<&Tls>) {
-        let (client, peer) = (free_port(), free_port());
-        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
+    async fn spawn(&mut self) {
+        let (client, peer) = self.ports;
+        let tls = self.tls.as_ref();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))
+            .expect("etcd log file");
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");

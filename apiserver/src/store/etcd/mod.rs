@@ -47,6 +47,10 @@ pub const DEFAULT_PREFIX: &str = "/registry";
 /// kube-apiserver's default `--etcd-compaction-interval`.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(5 * 60);
 
+/// kube-apiserver's default `--etcd-healthcheck-timeout`: how long the `etcd` readiness
+/// check waits for its read.
+pub const HEALTHCHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How to reach etcd: kube-apiserver's `--etcd-*` flags.
 #[derive(Debug, Clone)]
 pub struct EtcdConfig {
@@ -290,5 +294,27 @@ impl Store for EtcdStore {
     }
     fn changes_since(&self, prefix: &str, from: u64) -> Option<Vec<Arc<Change>>> {
         self.feed.view.changes_since(prefix, from)
+    }
+    fn health_check(&self) -> Option<&'static str> {
+        Some("etcd")
+    }
+    /// kube-apiserver's etcd check: a read of `<prefix>/health` within
+    /// [`HEALTHCHECK_TIMEOUT`]. A live connection is not enough (a stopped etcd keeps
+    /// it open until the keep-alive gives up), nor is the watch (it is quiet while
+    /// nothing is written): only an answer is.
+    fn health(&self) -> super::StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let key = format!("{}health", self.feed.keys.all());
+            let mut kv = self.client.kv_client();
+            match tokio::time::timeout(HEALTHCHECK_TIMEOUT, kv.get(key, None)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(StoreError::Storage(format!(
+                    "error getting data from etcd: {e}"
+                ))),
+                Err(_) => Err(StoreError::Storage(
+                    "error getting data from etcd: context deadline exceeded".into(),
+                )),
+            }
+        })
     }
 }

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used)]
 
 //! etcd's own limits, against a real etcd (skipped when etcd is not installed, failed
-//! under `CI=true`): transactions beyond `--max-txn-ops` and compaction.
+//! under `CI=true`): transactions beyond `--max-txn-ops`, compaction, and the health
+//! check through an outage.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -311,4 +312,53 @@ async fn rapid_writes_by_another_replica_arrive_in_order_with_their_previous_ver
     }
     let last = last.unwrap();
     assert_eq!(*reader.get("configmaps/h/hot").unwrap(), *last.object);
+}
+
+/// kube-apiserver's etcd check: passes while etcd answers, fails (within its timeout)
+/// while etcd is down, when reads are still served from the view and writes fail, and
+/// passes again once etcd is back, where the feed follows on and writes apply.
+#[tokio::test]
+async fn the_health_check_follows_etcd_down_and_back_and_the_feed_resumes() {
+    let Some(mut etcd) = testkit::etcd::Etcd::start("etcd health").await else {
+        return;
+    };
+    let s = store(&etcd).await;
+    assert_eq!(s.health_check(), Some("etcd"));
+    s.health().await.unwrap();
+    s.commit(vec![put("configmaps/a/before", Precondition::Absent)])
+        .await
+        .unwrap();
+
+    etcd.stop();
+    let asked = std::time::Instant::now();
+    let down = s.health().await.unwrap_err();
+    assert!(
+        asked.elapsed() <= super::HEALTHCHECK_TIMEOUT + Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(
+        down.to_string().contains("error getting data from etcd"),
+        "{down}"
+    );
+    assert!(
+        s.get("configmaps/a/before").is_some(),
+        "reads come from the view"
+    );
+    assert!(
+        s.commit(vec![put("configmaps/a/down", Precondition::Absent)])
+            .await
+            .is_err()
+    );
+
+    etcd.restart().await;
+    s.health().await.unwrap();
+    let mut w = s.watch("configmaps/", s.resource_version()).unwrap();
+    let changes = s
+        .commit(vec![put("configmaps/a/after", Precondition::Absent)])
+        .await
+        .unwrap();
+    assert_eq!(changes[0].key, "configmaps/a/after");
+    assert_eq!(w.next().await.unwrap().key, "configmaps/a/after");
+    assert!(s.get("configmaps/a/down").is_none());
 }

@@ -17,55 +17,64 @@ use crate::core::Input;
 /// the core a full resync, so no change is ever silently skipped.
 pub(crate) fn spawn_pod_watch(
     api: Api,
-    mut from: u64,
+    from: u64,
     inputs: mpsc::UnboundedSender<Input>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        loop {
-            let mut stream = match api.watch_pods_raw(None, from) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "pod watch failed; relisting");
-                    match relist(&api, &inputs).await {
-                        Some(rv) => {
-                            from = rv;
-                            continue;
-                        }
-                        None => return,
-                    }
-                }
-            };
-            let mut expired = false;
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok((kind, object)) => {
-                        from = apiserver::store::object_rv(&object).unwrap_or(from);
-                        let Some(input) = pod_input(kind, &object) else {
-                            continue;
-                        };
-                        if inputs.send(input).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        expired = matches!(e, ApiError::Expired(_));
-                        if !expired {
-                            tracing::warn!(error = %e, "pod watch ended; resuming");
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                        }
-                        break;
-                    }
-                }
-            }
-            if expired {
-                // Changes were missed: start over from a full list.
+        // Ends with its core (a scheduler term that stopped), not at the next change.
+        let core = inputs.clone();
+        tokio::select! {
+            () = core.closed() => {}
+            () = follow(api, from, inputs) => {}
+        }
+    })
+}
+
+async fn follow(api: Api, mut from: u64, inputs: mpsc::UnboundedSender<Input>) {
+    loop {
+        let mut stream = match api.watch_pods_raw(None, from) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "pod watch failed; relisting");
                 match relist(&api, &inputs).await {
-                    Some(rv) => from = rv,
+                    Some(rv) => {
+                        from = rv;
+                        continue;
+                    }
                     None => return,
                 }
             }
+        };
+        let mut expired = false;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok((kind, object)) => {
+                    from = apiserver::store::object_rv(&object).unwrap_or(from);
+                    let Some(input) = pod_input(kind, &object) else {
+                        continue;
+                    };
+                    if inputs.send(input).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    expired = matches!(e, ApiError::Expired(_));
+                    if !expired {
+                        tracing::warn!(error = %e, "pod watch ended; resuming");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    break;
+                }
+            }
         }
-    })
+        if expired {
+            // Changes were missed: start over from a full list.
+            match relist(&api, &inputs).await {
+                Some(rv) => from = rv,
+                None => return,
+            }
+        }
+    }
 }
 
 /// What the core needs to hear of one pod event. Most events of a busy
