@@ -191,6 +191,9 @@ impl App {
         let directory = Arc::new(AgentDirectory::default());
         let logs = Arc::new(AgentLogSource::new(directory.clone()));
         let api = Api::start(store, cfg.clock.clone(), logs.clone()).await?;
+        if let Some(config) = &cfg.hardening.pod_security {
+            api.set_pod_security(config.clone());
+        }
         logs.set_api(api.clone());
         let term = Term::begin(&api, cfg.ha.election.clone(), &cfg.clock)
             .map_err(AppError::LeaderElection)?;
