@@ -60,10 +60,8 @@ pub(crate) fn warning_header(text: &str) -> Option<HeaderValue> {
 /// response's headers (after any the handler wrote) and its annotations into the
 /// response's extensions.
 pub(crate) async fn layer(req: Request, next: Next) -> Response {
-    let user = req
-        .extensions()
-        .get::<crate::auth::RequestUser>()
-        .map(|crate::auth::RequestUser(u)| u.name.clone());
+    // The user as the audit log names it: `system:anonymous` without authentication.
+    let user = Some(crate::audit::request_user(&req).username).filter(|u| !u.is_empty());
     let cell = RefCell::new(Notes {
         user,
         ..Notes::default()
@@ -89,6 +87,7 @@ pub(crate) async fn layer(req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[tokio::test]

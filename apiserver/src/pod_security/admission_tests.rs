@@ -1,4 +1,5 @@
 //! The admission step's decisions, with kube-apiserver's words.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 

@@ -276,6 +276,7 @@ fn unique(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -1,5 +1,6 @@
 //! Every check with Kubernetes' messages (the expectations are pod-security-admission's
 //! own, from its `check_*_test.go` and what kube-apiserver answers).
+#![allow(clippy::unwrap_used)]
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
