@@ -35,6 +35,11 @@
 //!   ([`Api::finalize_namespaces`], swept by [`sweep`]). `default`, `kube-system` and
 //!   `kube-public` always exist. A pod runs as `default` unless it names an account,
 //!   which must exist (kube-apiserver's ServiceAccount admission).
+//! - **Pod Security Admission** ([`pod_security`]): kube-apiserver's `PodSecurity`
+//!   plugin on pod creates and updates and on namespace labels; an unlabelled namespace
+//!   is `privileged` unless [`Api::set_pod_security`] configures other defaults.
+//!   Its warnings reach the client as `Warning` headers and its audit annotations the
+//!   audit log, through a request's [`notes`].
 //! - **Secrets** never appear in a message: validation errors say
 //!   `<secret contents redacted>` and a Secret body that does not decode is refused
 //!   without quoting it. The shim logs no object bodies.
