@@ -1,6 +1,7 @@
 //! The audit log (`--audit-log-path`): one `audit.k8s.io/v1` `Event` per
 //! request as a JSON line, at level `Metadata` (who, what verb, which object,
-//! the answer code; no bodies).
+//! the answer code, the annotations admission added (`crate::notes`); no
+//! bodies).
 //!
 //! Stages, as kube-apiserver writes them at this level with the usual policy
 //! (`omitStages: [RequestReceived]`): `ResponseComplete` for every request,
@@ -278,6 +279,13 @@ async fn audit(State(log): State<AuditLog>, mut req: Request, next: Next) -> Res
         resp.headers_mut().insert("audit-id", v);
     }
     event["responseStatus"] = json!({"metadata": {}, "code": resp.status().as_u16()});
+    if let Some(crate::notes::AuditAnnotations(notes)) = resp.extensions().get() {
+        let annotations: serde_json::Map<String, Value> = notes
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        event["annotations"] = Value::Object(annotations);
+    }
     if !long_running {
         event["stage"] = json!("ResponseComplete");
         event["stageTimestamp"] = json!(micro_time(log.clock.now()));

@@ -122,7 +122,7 @@ pub(crate) async fn core_v1() -> Response {
                 r("nodes", "node", false, "Node", &["get", "list", "watch"], &["no"]),
                 r("nodes/status", "", false, "Node", &["get"], &[]),
                 r("events", "event", true, "Event", &["create", "delete", "get", "list", "watch"], &["ev"]),
-                r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "watch"], &["ns"]),
+                r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "patch", "update", "watch"], &["ns"]),
                 r("configmaps", "configmap", true, "ConfigMap", &all, &["cm"]),
                 r("secrets", "secret", true, "Secret", &all, &[]),
                 r("serviceaccounts", "serviceaccount", true, "ServiceAccount", &all, &["sa"]),

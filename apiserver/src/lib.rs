@@ -38,6 +38,11 @@
 //!   ([`Api::finalize_namespaces`], swept by [`sweep`]). `default`, `kube-system` and
 //!   `kube-public` always exist. A pod runs as `default` unless it names an account,
 //!   which must exist (kube-apiserver's ServiceAccount admission).
+//! - **Pod Security Admission** ([`pod_security`]): kube-apiserver's `PodSecurity`
+//!   plugin on pod creates and updates and on namespace labels; an unlabelled namespace
+//!   is `privileged` unless [`Api::set_pod_security`] configures other defaults.
+//!   Its warnings reach the client as `Warning` headers and its audit annotations the
+//!   audit log, through a request's [`notes`].
 //! - **Secrets** never appear in a message: validation errors say
 //!   `<secret contents redacted>` and a Secret body that does not decode is refused
 //!   without quoting it. The shim logs no object bodies.
@@ -130,8 +135,10 @@ mod http;
 mod kinds;
 pub mod limits;
 pub mod logs;
+pub mod notes;
 mod openapi;
 pub mod patch;
+pub mod pod_security;
 mod protobuf;
 pub mod resource;
 pub mod selectors;

@@ -200,6 +200,9 @@ impl App {
             cfg.hardening.mesos.credential.as_ref(),
         )?);
         let api = Api::start(store, cfg.clock.clone(), logs.clone()).await?;
+        if let Some(config) = &cfg.hardening.pod_security {
+            api.set_pod_security(config.clone());
+        }
         logs.set_api(api.clone());
         let term = Term::begin(&api, cfg.ha.election.clone(), &cfg.clock)
             .map_err(AppError::LeaderElection)?;

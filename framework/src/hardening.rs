@@ -23,6 +23,9 @@ pub struct Hardening {
     pub encryption: Option<Arc<Encryption>>,
     /// TLS and the framework's credential towards Mesos.
     pub mesos: ClientSecurity,
+    /// Pod Security Admission's defaults and exemptions; `None`: Kubernetes'
+    /// default (privileged, no exemptions).
+    pub pod_security: Option<apiserver::pod_security::PodSecurity>,
 }
 
 /// The API server's hardening flags (kube-apiserver's names and defaults).
@@ -55,6 +58,11 @@ pub struct ApiArgs {
     /// for Secrets at rest.
     #[arg(long)]
     pub encryption_provider_config: Option<PathBuf>,
+    /// An AdmissionConfiguration; its PodSecurity entry (a
+    /// PodSecurityConfiguration) sets Pod Security Admission's defaults and
+    /// exemptions.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
 }
 
 /// How mesopod reaches Mesos (Mesos' flag names).
@@ -81,6 +89,12 @@ impl ApiArgs {
             ..Limits::default()
         };
         h.audit_log_path.clone_from(&self.audit_log_path);
+        if let Some(path) = &self.admission_control_config_file {
+            h.pod_security = Some(
+                apiserver::pod_security::config::load(path)
+                    .context("--admission-control-config-file")?,
+            );
+        }
         if let Some(path) = &self.encryption_provider_config {
             h.encryption = Some(Arc::new(
                 Encryption::load(path).context("--encryption-provider-config")?,
@@ -155,4 +169,50 @@ pub fn webhook_tls(cafile: Option<&std::path::Path>) -> anyhow::Result<Option<re
     let client = mesos::client::security::https_client(&config, Duration::from_secs(5))
         .context("--admission-webhook-cafile")?;
     Ok(Some(client))
+}
+
+#[cfg(test)]
+mod pod_security_tests {
+    #![allow(clippy::unwrap_used)]
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        mesos: MesosArgs,
+    }
+
+    fn hardening(args: &[&str]) -> anyhow::Result<Hardening> {
+        let cli = Cli::try_parse_from(std::iter::once("mesopod").chain(args.iter().copied()))?;
+        from_flags(&cli.api, &cli.mesos, None)
+    }
+
+    #[test]
+    fn admission_control_config_file_sets_pod_security() {
+        assert_eq!(hardening(&[]).unwrap().pod_security, None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admission.yaml");
+        std::fs::write(
+            &path,
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  configuration:\n    apiVersion: pod-security.admission.config.k8s.io/v1\n    kind: PodSecurityConfiguration\n    defaults:\n      enforce: baseline\n",
+        )
+        .unwrap();
+        let flag = path.to_str().unwrap();
+        let h = hardening(&["--admission-control-config-file", flag]).unwrap();
+        assert_eq!(
+            h.pod_security.unwrap().defaults.enforce.to_string(),
+            "baseline:latest"
+        );
+        let missing = dir.path().join("missing.yaml");
+        let e =
+            hardening(&["--admission-control-config-file", missing.to_str().unwrap()]).unwrap_err();
+        assert!(
+            format!("{e:#}").starts_with("--admission-control-config-file: cannot read "),
+            "{e:#}"
+        );
+    }
 }

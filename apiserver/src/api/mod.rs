@@ -13,6 +13,7 @@ pub(crate) mod node_scope;
 mod nodes;
 mod objects;
 mod pod_deletion;
+mod pod_security;
 mod pod_status;
 mod pods;
 pub mod sa_token;
@@ -76,6 +77,9 @@ struct Inner {
     event_aggregator: event_aggregate::Aggregator,
     /// Where `pods/exec`, `attach` and `portforward` go, once the embedder set it.
     streams: std::sync::OnceLock<Arc<dyn crate::streams::ContainerStreams>>,
+    /// Pod Security Admission's configuration, once the embedder set one (else
+    /// Kubernetes' default: privileged everywhere, no exemptions).
+    pod_security: std::sync::OnceLock<crate::pod_security::PodSecurity>,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -113,6 +117,7 @@ impl Api {
                 event_spam: event_spam::SpamFilter::default(),
                 event_aggregator: event_aggregate::Aggregator::default(),
                 streams: std::sync::OnceLock::new(),
+                pod_security: std::sync::OnceLock::new(),
             }),
             fence: None,
         };
@@ -200,6 +205,22 @@ impl Api {
     /// once; without it they answer 503).
     pub fn set_container_streams(&self, streams: Arc<dyn crate::streams::ContainerStreams>) {
         let _ = self.inner.streams.set(streams);
+    }
+
+    /// Admits pods by `config` (kube-apiserver's `--admission-control-config-file`
+    /// PodSecurity entry); set once, before serving. Without it every namespace
+    /// defaults to `privileged`.
+    pub fn set_pod_security(&self, config: crate::pod_security::PodSecurity) {
+        let _ = self.inner.pod_security.set(config);
+    }
+
+    pub(crate) fn pod_security(&self) -> &crate::pod_security::PodSecurity {
+        static DEFAULT: std::sync::OnceLock<crate::pod_security::PodSecurity> =
+            std::sync::OnceLock::new();
+        self.inner
+            .pod_security
+            .get()
+            .unwrap_or_else(|| DEFAULT.get_or_init(Default::default))
     }
 
     pub(crate) fn container_streams(&self) -> Option<&Arc<dyn crate::streams::ContainerStreams>> {

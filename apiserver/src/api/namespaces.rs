@@ -10,11 +10,13 @@ use k8s_openapi::api::core::v1::{Namespace, NamespaceSpec, NamespaceStatus, Serv
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 use serde_json::Value;
 
-use super::objects::{k8s_time, stamp_new, to_value, typed};
-use super::pods::first_object;
-use super::{Api, ObjectList, WriteOptions};
+use super::objects::{check_name, k8s_time, meta_rv, stamp_new, to_value, typed};
+use super::pods::{first_object, patch_precondition};
+use super::{Api, ObjectList, RETRIES, WriteOptions};
+use crate::decode::decode_resource;
 use crate::error::ApiError;
 use crate::kinds::DEFAULT_SERVICE_ACCOUNT;
+use crate::patch::{self, PatchType};
 use crate::resource::Resource;
 use crate::store::{Precondition, WriteOp, object_rv};
 use crate::validation::{Causes, check_label_name, check_metadata};
@@ -127,6 +129,7 @@ impl Api {
         check_metadata(&mut causes, &ns.metadata, check_label_name);
         let name = ns.metadata.name.clone().unwrap_or_default();
         causes.into_result("Namespace", &name)?;
+        self.admit_namespace_create(&ns)?;
         if opts.dry_run {
             return Ok(ns);
         }
@@ -148,6 +151,107 @@ impl Api {
             ops.push(op);
         }
         first_object(&self.commit(ops).await?)
+    }
+
+    /// Replaces the namespace `name` (PUT): with `metadata.resourceVersion`, 409 unless
+    /// it is the stored one; without, unconditional. Its finalizers and status stay (the
+    /// `finalize` and `status` subresources own them, as in Kubernetes).
+    pub(crate) async fn replace_namespace_with(
+        &self,
+        name: &str,
+        mut ns: Namespace,
+        opts: WriteOptions,
+    ) -> Result<Namespace, ApiError> {
+        check_name(&mut ns.metadata, name)?;
+        let explicit = meta_rv(&ns.metadata)?;
+        for _ in 0..RETRIES {
+            let (old, old_rv) = self.get_typed::<Namespace>(NAMESPACES, "", name)?;
+            if explicit.is_some_and(|rv| rv != old_rv) {
+                return Err(ApiError::stale("namespaces", name));
+            }
+            match self
+                .update_namespace(name, &old, old_rv, ns.clone(), opts)
+                .await
+            {
+                Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(ApiError::stale("namespaces", name))
+    }
+
+    /// Patches the namespace `name` (merge, JSON, strategic, apply; an apply of a
+    /// missing namespace creates it). Returns the unknown-field warnings too.
+    pub(crate) async fn patch_namespace_with(
+        &self,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+        opts: WriteOptions,
+    ) -> Result<(Namespace, Vec<String>), ApiError> {
+        let explicit = patch_precondition(patch)?;
+        for _ in 0..RETRIES {
+            let live = match self.get_raw(NAMESPACES, "", name) {
+                Ok(v) => v,
+                Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
+                    let (mut ns, warnings) =
+                        decode_resource::<Namespace>(patch, opts.field_validation)?;
+                    check_name(&mut ns.metadata, name)?;
+                    return Ok((self.create_namespace_with(ns, opts).await?, warnings));
+                }
+                Err(e) => return Err(e),
+            };
+            let live_rv = object_rv(&live).unwrap_or(0);
+            if explicit.is_some_and(|rv| rv != live_rv) {
+                return Err(ApiError::stale("namespaces", name));
+            }
+            let patched = patch::apply(ty, &live, patch, "Namespace", name)?;
+            let (mut new, warnings) =
+                decode_resource::<Namespace>(&patched, opts.field_validation)?;
+            check_name(&mut new.metadata, name)?;
+            let old: Namespace = typed(&live)?;
+            match self.update_namespace(name, &old, live_rv, new, opts).await {
+                Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
+                other => return other.map(|ns| (ns, warnings)),
+            }
+        }
+        Err(ApiError::stale("namespaces", name))
+    }
+
+    /// Writes `new` over `old` (stored at `old_rv`), keeping what an update may not
+    /// change; Pod Security Admission checks its labels first.
+    async fn update_namespace(
+        &self,
+        name: &str,
+        old: &Namespace,
+        old_rv: u64,
+        mut new: Namespace,
+        opts: WriteOptions,
+    ) -> Result<Namespace, ApiError> {
+        let (o, n) = (&old.metadata, &mut new.metadata);
+        n.namespace = None;
+        n.uid.clone_from(&o.uid);
+        n.creation_timestamp.clone_from(&o.creation_timestamp);
+        n.deletion_timestamp.clone_from(&o.deletion_timestamp);
+        n.deletion_grace_period_seconds = o.deletion_grace_period_seconds;
+        n.resource_version.clone_from(&o.resource_version);
+        n.managed_fields.clone_from(&o.managed_fields);
+        n.generate_name.clone_from(&o.generate_name);
+        new.spec.clone_from(&old.spec);
+        new.status.clone_from(&old.status);
+        let mut causes = Causes::default();
+        check_metadata(&mut causes, &new.metadata, check_label_name);
+        causes.into_result("Namespace", name)?;
+        self.admit_namespace_update(old, &new)?;
+        if new == *old || opts.dry_run {
+            return Ok(new);
+        }
+        let op = WriteOp::Put {
+            key: NAMESPACES.key("", name),
+            object: to_value(&new)?,
+            precondition: Precondition::ResourceVersion(old_rv),
+        };
+        first_object(&self.commit(vec![op]).await?)
     }
 
     /// The namespace `name`; 404 if missing.

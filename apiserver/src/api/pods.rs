@@ -165,6 +165,7 @@ impl Api {
         // A missing or terminating namespace is the first thing a create is told.
         self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
+        self.admit_pod_security(ns, &name, &pod, None)?;
         if opts.dry_run {
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {
@@ -373,6 +374,7 @@ impl Api {
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
+        self.admit_pod_security(ns, name, &new, Some(old))?;
         if new == *old || opts.dry_run {
             return Ok(new);
         }

@@ -124,7 +124,10 @@ pub fn router(api: Api) -> Router {
         )
         .route(
             "/api/v1/namespaces/{ns}",
-            get_cluster_scoped(Namespaces).delete(others::delete_namespace),
+            get_cluster_scoped(Namespaces)
+                .put(others::replace_namespace)
+                .patch(others::patch_namespace)
+                .delete(others::delete_namespace),
         );
     let router = crate::streams::http::routes(router);
     let router = kinds::routes::<ConfigMap>(router);
@@ -138,6 +141,7 @@ pub fn router(api: Api) -> Router {
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)
+        .layer(axum::middleware::from_fn(crate::notes::layer))
         .with_state(api)
 }
 

@@ -56,6 +56,36 @@ pub(crate) async fn create_namespace(
     Ok(json_with_warnings(StatusCode::CREATED, &ns, &warnings))
 }
 
+/// `PUT /api/v1/namespaces/NAME`.
+pub(crate) async fn replace_namespace(
+    State(api): State<Api>,
+    ApiPath(name): ApiPath<String>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let opts = params.write_options()?;
+    let ct = object_content_type(&headers)?.to_string();
+    let bytes = read_body(&headers, body).await?;
+    let (ns, warnings) = decode_resource_body::<Namespace>(&bytes, &ct, opts.field_validation)?;
+    let ns = api.replace_namespace_with(&name, ns, opts).await?;
+    Ok(json_with_warnings(StatusCode::OK, &ns, &warnings))
+}
+
+/// `PATCH /api/v1/namespaces/NAME` (merge, JSON, strategic, apply): what `kubectl
+/// label ns` sends.
+pub(crate) async fn patch_namespace(
+    State(api): State<Api>,
+    ApiPath(name): ApiPath<String>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let (ty, patch, opts) = super::pods::patch_request(&params, &headers, body).await?;
+    let (ns, warnings) = api.patch_namespace_with(&name, ty, &patch, opts).await?;
+    Ok(json_with_warnings(StatusCode::OK, &ns, &warnings))
+}
+
 /// `DELETE /api/v1/namespaces/NAME` (empty namespaces only).
 pub(crate) async fn delete_namespace(
     State(api): State<Api>,

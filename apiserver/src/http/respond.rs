@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -22,8 +22,7 @@ pub(crate) fn json_with_warnings(
 ) -> Response {
     let mut resp = (code, axum::Json(body)).into_response();
     for w in warnings {
-        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
-        if let Ok(v) = HeaderValue::from_str(&text) {
+        if let Some(v) = crate::notes::warning_header(w) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }
