@@ -32,7 +32,7 @@ pub use envsrc::{
 };
 pub(crate) use objects_data::{Kind, fetch};
 pub use resources::RawResources;
-pub use security::{Limits, Security};
+pub use security::{Limits, SeccompProfile, Security};
 use security::{limits, security};
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.

@@ -41,6 +41,8 @@ pub struct BundleContext<'a> {
     pub join: &'a [(String, String)],
     /// The pod's volumes as this container mounts them (after the defaults).
     pub mounts: &'a [Mount],
+    /// Its seccomp filter, chosen and read ([`crate::oci::seccomp::resolve`]).
+    pub seccomp: &'a crate::oci::seccomp::Choice,
 }
 
 /// Builds the container's `config.json`; an error is a
@@ -113,6 +115,7 @@ pub fn build(
         resources: Some(resources(plan)),
         masked_paths: Vec::new(),
         readonly_paths: Vec::new(),
+        seccomp: cx.seccomp.to_spec(&capabilities.bounding),
     };
     if !sec.privileged {
         linux.masked_paths = [
@@ -434,6 +437,7 @@ mod tests {
             env: &[("A".into(), "pod".into())],
             join: &[],
             mounts: &[],
+            seccomp: &crate::oci::seccomp::Choice::Unconfined,
         };
         build(&plan(c), img, &cx)
     }

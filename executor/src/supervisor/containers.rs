@@ -11,6 +11,7 @@ use crate::events::ContainerEvent;
 use crate::oci::bundle::CREATE_CONTAINER_CONFIG_ERROR;
 use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF};
 use crate::oci::runner::{Running, StartError};
+use crate::oci::seccomp::CREATE_CONTAINER_ERROR;
 use crate::status::{Exit, Life, START_ERROR};
 
 /// How long `ErrImagePull` shows before `ImagePullBackOff`.
@@ -168,18 +169,9 @@ impl Supervisor {
             }
             Err(StartError::Mount(msg)) => self.failed_mount(which, msg),
             Err(StartError::Config(msg)) => {
-                self.event(which, "Warning", "Failed", format!("Error: {msg}"));
-                self.record(which).life = Life::Waiting {
-                    reason: CREATE_CONTAINER_CONFIG_ERROR.into(),
-                    message: Some(msg),
-                };
-                let delay = self.next_pull_delay(which);
-                self.events.push(Box::pin(async move {
-                    tokio::time::sleep(delay).await;
-                    Event::Retry(which)
-                }));
-                self.report_progress();
+                self.not_created(which, CREATE_CONTAINER_CONFIG_ERROR, msg)
             }
+            Err(StartError::Create(msg)) => self.not_created(which, CREATE_CONTAINER_ERROR, msg),
             Err(StartError::Runtime(msg)) => {
                 tracing::warn!(task = %self.task_id, container = %name, %msg, "container did not start");
                 self.event(which, "Warning", "Failed", format!("Error: {msg}"));
@@ -200,6 +192,22 @@ impl Supervisor {
                 }
             }
         }
+    }
+
+    /// kubelet's `CreateContainerConfigError` and `CreateContainerError`:
+    /// the container waits with `reason`, and its start is tried again.
+    fn not_created(&mut self, which: Which, reason: &str, msg: String) {
+        self.event(which, "Warning", "Failed", format!("Error: {msg}"));
+        self.record(which).life = Life::Waiting {
+            reason: reason.into(),
+            message: Some(msg),
+        };
+        let delay = self.next_pull_delay(which);
+        self.events.push(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Event::Retry(which)
+        }));
+        self.report_progress();
     }
 
     fn next_pull_delay(&mut self, which: Which) -> Duration {
