@@ -510,6 +510,59 @@ mod tests {
     }
 
     #[test]
+    fn the_seccomp_choice_becomes_linux_seccomp_for_the_containers_capabilities() {
+        let cx = |choice| BundleContext {
+            hostname: "p",
+            pod_ref: "p_default(u)".into(),
+            rootfs: Path::new("/nonexistent"),
+            cgroups_path: "mesopod/x".into(),
+            allow_privileged: false,
+            env: &[],
+            join: &[],
+            mounts: &[],
+            seccomp: choice,
+        };
+        let admin = plan(serde_json::json!({"name": "c", "image": "i",
+            "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}));
+        let allows = |s: &Spec, name: &str| {
+            s.linux.seccomp.as_ref().unwrap().syscalls.iter().any(|r| {
+                r.action == "SCMP_ACT_ALLOW"
+                    && r.args.is_empty()
+                    && r.names.iter().any(|n| n == name)
+            })
+        };
+        let confined = build(
+            &admin,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::RuntimeDefault),
+        )
+        .unwrap();
+        assert!(allows(&confined, "unshare") && allows(&confined, "read"));
+        let json = serde_json::to_value(&confined).unwrap();
+        assert_eq!(json["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ERRNO");
+        let plain = plan(serde_json::json!({"name": "c", "image": "i"}));
+        let default_caps = build(
+            &plain,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::RuntimeDefault),
+        )
+        .unwrap();
+        assert!(!allows(&default_caps, "unshare"));
+        let open = build(
+            &plain,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::Unconfined),
+        )
+        .unwrap();
+        assert!(open.linux.seccomp.is_none());
+        assert!(
+            serde_json::to_value(&open).unwrap()["linux"]
+                .get("seccomp")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn non_root_and_privileged_are_checked_with_kubelets_words() {
         let nonroot = serde_json::json!({"name": "c", "image": "i", "securityContext": {"runAsNonRoot": true}});
         let err = build_with(nonroot.clone(), &image(), false).unwrap_err();

@@ -113,3 +113,35 @@ pub(super) fn limits(c: &Container) -> Result<Limits, String> {
         cpu_request_millis: get("cpu", r.and_then(|r| r.requests.as_ref()), 1000.0)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_containers_seccomp_profile_wins_over_the_pods_whole() {
+        let pod: PodSecurityContext = serde_json::from_value(serde_json::json!(
+            {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}
+        ))
+        .unwrap();
+        let plain: Container = serde_json::from_value(serde_json::json!({"name": "a"})).unwrap();
+        let own: Container = serde_json::from_value(serde_json::json!(
+            {"name": "b", "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+        ))
+        .unwrap();
+        let localhost = SeccompProfile {
+            kind: "Localhost".into(),
+            localhost_profile: Some("p.json".into()),
+        };
+        assert_eq!(security(&plain, Some(&pod)).seccomp, Some(localhost));
+        assert_eq!(
+            security(&own, Some(&pod)).seccomp,
+            Some(SeccompProfile {
+                kind: "RuntimeDefault".into(),
+                localhost_profile: None,
+            })
+        );
+        assert_eq!(security(&plain, None).seccomp, None);
+    }
+}
