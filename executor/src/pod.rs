@@ -33,7 +33,7 @@ pub use envsrc::{
 pub use expand::ExecLimits;
 pub(crate) use objects_data::{Kind, fetch};
 pub use resources::RawResources;
-pub use security::{Limits, Security};
+pub use security::{Limits, SeccompProfile, Security};
 use security::{limits, security};
 
 /// Kubernetes' default `terminationGracePeriodSeconds`.

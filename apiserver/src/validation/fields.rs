@@ -60,7 +60,8 @@ const FALSE: &[&str] = &["false"];
 const LIFECYCLE: &str = "lifecycle hooks are issue #19";
 const NO_VOLUME: &str = "this volume type needs storage the executor cannot attach";
 const NO_SELINUX: &str = "the executor applies no SELinux labels";
-const NO_SECCOMP: &str = "the executor installs no seccomp filter";
+const SECCOMP: &str =
+    "RuntimeDefault is containerd's profile; Localhost a file under --root-dir/seccomp";
 const NO_APPARMOR: &str = "the executor loads no AppArmor profiles";
 const WINDOWS: &str = "Linux pods: Kubernetes ignores it on Linux too";
 const SOFT: &str = "a soft preference: procurement takes the first offer that fits";
@@ -481,7 +482,7 @@ pub const FIELDS: &[Field] = &[
         NO_SELINUX,
     ),
     f("PodSecurityContext", "seLinuxOptions", Refused, NO_SELINUX),
-    f("PodSecurityContext", "seccompProfile", Refused, NO_SECCOMP),
+    f("PodSecurityContext", "seccompProfile", Honoured, SECCOMP),
     f("PodSecurityContext", "supplementalGroups", Honoured, ""),
     f(
         "PodSecurityContext",
@@ -532,7 +533,7 @@ pub const FIELDS: &[Field] = &[
     ),
     f("SecurityContext", "runAsUser", Honoured, ""),
     f("SecurityContext", "seLinuxOptions", Refused, NO_SELINUX),
-    f("SecurityContext", "seccompProfile", Refused, NO_SECCOMP),
+    f("SecurityContext", "seccompProfile", Honoured, SECCOMP),
     f("SecurityContext", "windowsOptions", Ignored, WINDOWS),
     // VolumeMount
     f("VolumeMount", "mountPath", Honoured, ""),

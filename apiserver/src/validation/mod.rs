@@ -15,6 +15,7 @@ mod fields_walk;
 mod names;
 mod pod;
 mod probes;
+mod seccomp;
 mod security;
 mod support;
 mod volumes;
@@ -22,6 +23,7 @@ mod volumes;
 pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};
 pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub use pod::{validate_pod, validate_pod_update};
+pub use seccomp::annotation_warnings as seccomp_annotation_warnings;
 
 /// Collects causes for one object.
 #[derive(Debug, Default)]

@@ -25,6 +25,7 @@ pub fn validate_pod(pod: &Pod) -> Result<(), ApiError> {
 
 fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
     super::support::check_supported(causes, spec);
+    super::seccomp::check(causes, spec);
     let mut volumes = HashSet::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         let before = causes.0.len();

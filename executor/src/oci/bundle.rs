@@ -41,6 +41,8 @@ pub struct BundleContext<'a> {
     pub join: &'a [(String, String)],
     /// The pod's volumes as this container mounts them (after the defaults).
     pub mounts: &'a [Mount],
+    /// Its seccomp filter, chosen and read ([`crate::oci::seccomp::resolve`]).
+    pub seccomp: &'a crate::oci::seccomp::Choice,
 }
 
 /// Builds the container's `config.json`; an error is a
@@ -113,6 +115,7 @@ pub fn build(
         resources: Some(resources(plan)),
         masked_paths: Vec::new(),
         readonly_paths: Vec::new(),
+        seccomp: cx.seccomp.to_spec(&capabilities.bounding),
     };
     if !sec.privileged {
         linux.masked_paths = [
@@ -434,6 +437,7 @@ mod tests {
             env: &[("A".into(), "pod".into())],
             join: &[],
             mounts: &[],
+            seccomp: &crate::oci::seccomp::Choice::Unconfined,
         };
         build(&plan(c), img, &cx)
     }
@@ -502,6 +506,59 @@ mod tests {
         assert_eq!(
             (cpu.quota, cpu.period, cpu.shares),
             (Some(50_000), Some(100_000), Some(256))
+        );
+    }
+
+    #[test]
+    fn the_seccomp_choice_becomes_linux_seccomp_for_the_containers_capabilities() {
+        let cx = |choice| BundleContext {
+            hostname: "p",
+            pod_ref: "p_default(u)".into(),
+            rootfs: Path::new("/nonexistent"),
+            cgroups_path: "mesopod/x".into(),
+            allow_privileged: false,
+            env: &[],
+            join: &[],
+            mounts: &[],
+            seccomp: choice,
+        };
+        let admin = plan(serde_json::json!({"name": "c", "image": "i",
+            "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}));
+        let allows = |s: &Spec, name: &str| {
+            s.linux.seccomp.as_ref().unwrap().syscalls.iter().any(|r| {
+                r.action == "SCMP_ACT_ALLOW"
+                    && r.args.is_empty()
+                    && r.names.iter().any(|n| n == name)
+            })
+        };
+        let confined = build(
+            &admin,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::RuntimeDefault),
+        )
+        .unwrap();
+        assert!(allows(&confined, "unshare") && allows(&confined, "read"));
+        let json = serde_json::to_value(&confined).unwrap();
+        assert_eq!(json["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ERRNO");
+        let plain = plan(serde_json::json!({"name": "c", "image": "i"}));
+        let default_caps = build(
+            &plain,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::RuntimeDefault),
+        )
+        .unwrap();
+        assert!(!allows(&default_caps, "unshare"));
+        let open = build(
+            &plain,
+            &image(),
+            &cx(&crate::oci::seccomp::Choice::Unconfined),
+        )
+        .unwrap();
+        assert!(open.linux.seccomp.is_none());
+        assert!(
+            serde_json::to_value(&open).unwrap()["linux"]
+                .get("seccomp")
+                .is_none()
         );
     }
 

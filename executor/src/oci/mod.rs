@@ -35,6 +35,7 @@ pub(crate) mod rootless_ids;
 pub(crate) mod rootless_ns;
 pub(crate) mod runner;
 pub mod sandbox;
+pub mod seccomp;
 pub mod spec;
 
 use std::path::PathBuf;
@@ -113,6 +114,8 @@ pub struct ContainerSettings {
     pub volumes: crate::volumes::VolumeSettings,
     /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
     pub logs: crate::logs::LogSettings,
+    /// `--seccomp-default` and `--root-dir` (Localhost seccomp profiles).
+    pub seccomp: seccomp::SeccompSettings,
 }
 
 impl Default for ContainerSettings {
@@ -130,6 +133,7 @@ impl Default for ContainerSettings {
             cni: None,
             volumes: crate::volumes::VolumeSettings::default(),
             logs: crate::logs::LogSettings::default(),
+            seccomp: seccomp::SeccompSettings::default(),
         }
     }
 }

@@ -32,6 +32,9 @@ pub(crate) enum StartError {
     /// A pod volume cannot be set up (kubelet's `FailedMount`: the pod
     /// waits in `ContainerCreating`, retried).
     Mount(String),
+    /// The container cannot be created (`CreateContainerError`: it
+    /// waits, retried), e.g. its seccomp profile cannot be read.
+    Create(String),
     /// The runtime refused (`StartError`, exit 128).
     Runtime(String),
 }
@@ -87,6 +90,7 @@ pub(crate) struct Oci {
     /// The pods' own network, on a CNI agent (records in `<root>-cni`).
     cni: Option<crate::network::Cni>,
     logs: LogSettings,
+    seccomp: super::seccomp::SeccompSettings,
 }
 
 impl Oci {
@@ -149,6 +153,7 @@ impl Oci {
             allow_privileged: settings.allow_privileged,
             cni,
             logs: settings.logs,
+            seccomp: settings.seccomp.clone(),
         }))
     }
 
@@ -314,6 +319,13 @@ impl Oci {
         }
         let mut mounts = req.mounts.clone();
         mounts.extend(super::etc_files::mounts(req.sandbox, &req.mounts));
+        let seccomp = match super::seccomp::resolve(&req.plan.security, &self.seccomp, &req.id) {
+            Ok(s) => s,
+            Err(e) => {
+                release(&bundle_dir);
+                return Err(StartError::Create(e));
+            }
+        };
         let cx = BundleContext {
             hostname: &req.hostname,
             pod_ref: req.pod_ref.clone(),
@@ -323,6 +335,7 @@ impl Oci {
             env: &req.env,
             join: &joins,
             mounts: &mounts,
+            seccomp: &seccomp,
         };
         let built = bundle::build(req.plan, &req.image.config, &cx).and_then(|spec| {
             let u = &spec.process.user;
@@ -338,6 +351,14 @@ impl Oci {
                 return Err(StartError::Config(e));
             }
         };
+        // What the embedded runtime's `init` would fail to compile fails
+        // here, before anything runs, as runc's libseccomp would refuse it.
+        if let Some(profile) = spec.linux.seccomp.as_ref().filter(|_| self.embedded)
+            && let Err(e) = super::seccomp::compile::compile(profile)
+        {
+            release(&bundle_dir);
+            return Err(StartError::Create(e.to_string()));
+        }
         // `tty: true`: the runtime makes the container's terminal and sends
         // its master to the console socket below.
         spec.process.terminal = req.log.tty();

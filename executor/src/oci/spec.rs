@@ -138,6 +138,75 @@ pub struct Linux {
     /// Paths made read-only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readonly_paths: Vec<String>,
+    /// The syscall filter (`None`: unconfined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<Seccomp>,
+}
+
+/// `linux.seccomp`, in libseccomp's words (`SCMP_ACT_ERRNO`,
+/// `SCMP_ARCH_X86_64`, `SCMP_CMP_EQ`), which runc hands to libseccomp and
+/// the embedded runtime compiles itself (`oci::seccomp`). Also the format of
+/// a `Localhost` profile file, read as containerd reads it: fields it does
+/// not know are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Seccomp {
+    /// What a syscall no rule matches gets.
+    pub default_action: String,
+    /// The errno of an `SCMP_ACT_ERRNO` default (EPERM when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_errno_ret: Option<u32>,
+    /// The ABIs the rules apply to (`SCMP_ARCH_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub architectures: Vec<String>,
+    /// `SECCOMP_FILTER_FLAG_*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// A seccomp agent's socket (`SCMP_ACT_NOTIFY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_path: Option<String>,
+    /// Opaque data for that agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_metadata: Option<String>,
+    /// The rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syscalls: Vec<Syscall>,
+}
+
+/// One `linux.seccomp.syscalls` rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Syscall {
+    /// The syscalls it applies to.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// `SCMP_ACT_*`.
+    pub action: String,
+    /// The errno of `SCMP_ACT_ERRNO` (EPERM when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno_ret: Option<u32>,
+    /// Conditions on the arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<SeccompArg>,
+}
+
+/// One condition on a syscall argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeccompArg {
+    /// Which argument (0 to 5).
+    pub index: u32,
+    /// The value compared with (the mask of `SCMP_CMP_MASKED_EQ`).
+    pub value: u64,
+    /// The masked value `SCMP_CMP_MASKED_EQ` compares with.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub value_two: u64,
+    /// `SCMP_CMP_*`.
+    pub op: String,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One `linux.namespaces` entry.

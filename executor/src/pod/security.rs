@@ -25,6 +25,17 @@ pub struct Security {
     pub allow_privilege_escalation: Option<bool>,
     /// `privileged`.
     pub privileged: bool,
+    /// `seccompProfile`, the container's or else the pod's.
+    pub seccomp: Option<SeccompProfile>,
+}
+
+/// A `seccompProfile` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeccompProfile {
+    /// `type`: `RuntimeDefault`, `Unconfined` or `Localhost`.
+    pub kind: String,
+    /// `localhostProfile`.
+    pub localhost_profile: Option<String>,
 }
 
 /// A container's resources, as cgroups need them.
@@ -63,6 +74,14 @@ pub(super) fn security(c: &Container, pod: Option<&PodSecurityContext>) -> Secur
         caps_drop: caps.and_then(|c| c.drop.clone()).unwrap_or_default(),
         allow_privilege_escalation: sc.and_then(|s| s.allow_privilege_escalation),
         privileged: sc.and_then(|s| s.privileged) == Some(true),
+        // kubelet takes the container's field whole, else the pod's.
+        seccomp: sc
+            .and_then(|s| s.seccomp_profile.as_ref())
+            .or(pod.and_then(|p| p.seccomp_profile.as_ref()))
+            .map(|p| SeccompProfile {
+                kind: p.type_.clone(),
+                localhost_profile: p.localhost_profile.clone(),
+            }),
     }
 }
 
@@ -93,4 +112,36 @@ pub(super) fn limits(c: &Container) -> Result<Limits, String> {
         cpu_limit_millis: get("cpu", r.and_then(|r| r.limits.as_ref()), 1000.0)?,
         cpu_request_millis: get("cpu", r.and_then(|r| r.requests.as_ref()), 1000.0)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_containers_seccomp_profile_wins_over_the_pods_whole() {
+        let pod: PodSecurityContext = serde_json::from_value(serde_json::json!(
+            {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}
+        ))
+        .unwrap();
+        let plain: Container = serde_json::from_value(serde_json::json!({"name": "a"})).unwrap();
+        let own: Container = serde_json::from_value(serde_json::json!(
+            {"name": "b", "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+        ))
+        .unwrap();
+        let localhost = SeccompProfile {
+            kind: "Localhost".into(),
+            localhost_profile: Some("p.json".into()),
+        };
+        assert_eq!(security(&plain, Some(&pod)).seccomp, Some(localhost));
+        assert_eq!(
+            security(&own, Some(&pod)).seccomp,
+            Some(SeccompProfile {
+                kind: "RuntimeDefault".into(),
+                localhost_profile: None,
+            })
+        );
+        assert_eq!(security(&plain, None).seccomp, None);
+    }
 }

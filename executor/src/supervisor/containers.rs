@@ -11,6 +11,7 @@ use crate::events::ContainerEvent;
 use crate::oci::bundle::CREATE_CONTAINER_CONFIG_ERROR;
 use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF};
 use crate::oci::runner::{Running, StartError};
+use crate::oci::seccomp::CREATE_CONTAINER_ERROR;
 use crate::status::{Exit, Life, START_ERROR};
 
 /// How long `ErrImagePull` shows before `ImagePullBackOff`.
@@ -168,6 +169,7 @@ impl Supervisor {
             }
             Err(StartError::Mount(msg)) => self.failed_mount(which, msg),
             Err(StartError::Config(msg)) => self.config_error(which, msg),
+            Err(StartError::Create(msg)) => self.not_created(which, CREATE_CONTAINER_ERROR, msg),
             Err(StartError::Runtime(msg)) => {
                 tracing::warn!(task = %self.task_id, container = %name, %msg, "container did not start");
                 self.event(which, "Warning", "Failed", format!("Error: {msg}"));
@@ -191,14 +193,20 @@ impl Supervisor {
     }
 
     /// The container's config cannot be built: kubelet's
-    /// `CreateContainerConfigError`, a `Failed` Warning, and another try
-    /// after the back-off, which doubles up to its cap (so a config that
-    /// costs work to find wrong is not rebuilt in a hot loop).
+    /// `CreateContainerConfigError` (see [`Self::not_created`]).
     pub(super) fn config_error(&mut self, which: Which, msg: String) {
-        tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, %msg, "container config error");
+        self.not_created(which, CREATE_CONTAINER_CONFIG_ERROR, msg);
+    }
+
+    /// kubelet's `CreateContainerConfigError` and `CreateContainerError`:
+    /// the container waits with `reason`, a `Failed` Warning, and another
+    /// try after the back-off, which doubles up to its cap (so a config
+    /// that costs work to find wrong is not rebuilt in a hot loop).
+    fn not_created(&mut self, which: Which, reason: &str, msg: String) {
+        tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, %msg, %reason, "container not created");
         self.event(which, "Warning", "Failed", format!("Error: {msg}"));
         self.record(which).life = Life::Waiting {
-            reason: CREATE_CONTAINER_CONFIG_ERROR.into(),
+            reason: reason.into(),
             message: Some(msg),
         };
         let delay = self.next_pull_delay(which);

@@ -70,6 +70,23 @@ pub struct ContainerFlags {
     /// included (kubelet's flag and default; at least 2).
     #[arg(long, value_name = "N", default_value_t = executor::logs::DEFAULT_MAX_FILES)]
     pub container_log_max_files: u32,
+    /// Containers that set no `seccompProfile` run under the runtime's
+    /// default profile (`RuntimeDefault`) instead of none (kubelet's flag).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = false,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub seccomp_default: bool,
+    /// kubelet's root directory: `Localhost` seccomp profiles are read from
+    /// its `seccomp` directory (kubelet's flag and default, /var/lib/kubelet;
+    /// kubelet's old `--seccomp-profile-root` is gone).
+    #[arg(long, value_name = "DIR")]
+    pub root_dir: Option<PathBuf>,
 }
 
 impl Default for ContainerFlags {
@@ -90,6 +107,8 @@ impl Default for ContainerFlags {
             sync_frequency: None,
             container_log_max_size: "10Mi".into(),
             container_log_max_files: executor::logs::DEFAULT_MAX_FILES,
+            seccomp_default: false,
+            root_dir: None,
         }
     }
 }
@@ -165,6 +184,12 @@ impl ContainerFlags {
                 self.container_log_max_files
             ));
         }
+        if self.seccomp_default {
+            args.push("--seccomp-default".into());
+        }
+        if let Some(dir) = &self.root_dir {
+            args.push(format!("--root-dir={}", absolute(dir).display()));
+        }
         args
     }
 
@@ -227,6 +252,13 @@ impl ContainerFlags {
                     .sync_frequency
                     .unwrap_or(executor::volumes::RESYNC_INTERVAL),
                 ..Default::default()
+            },
+            seccomp: executor::oci::seccomp::SeccompSettings {
+                runtime_default: self.seccomp_default,
+                root_dir: self.root_dir.as_deref().map_or_else(
+                    || PathBuf::from(executor::oci::seccomp::DEFAULT_ROOT_DIR),
+                    absolute,
+                ),
             },
             ..ContainerSettings::default()
         })
@@ -448,5 +480,43 @@ mod log_flag_tests {
                 .unwrap_err()
                 .starts_with("--container-log-max-size")
         );
+    }
+}
+
+#[cfg(test)]
+mod seccomp_flag_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: ContainerFlags,
+    }
+
+    fn parse(args: &[&str]) -> ContainerFlags {
+        Cli::try_parse_from(std::iter::once("mesopod").chain(args.iter().copied()))
+            .unwrap()
+            .flags
+    }
+
+    #[test]
+    fn seccomp_flags_parse_as_kubelet_and_reach_the_executor() {
+        let defaults = parse(&[]);
+        let s = defaults.settings().unwrap().seccomp;
+        assert!(!s.runtime_default);
+        assert_eq!(s.profile_root(), Path::new("/var/lib/kubelet/seccomp"));
+        assert!(defaults.executor_args(None).is_empty());
+        assert!(!parse(&["--seccomp-default=false"]).seccomp_default);
+        let flags = parse(&["--seccomp-default", "--root-dir=/srv/kubelet"]);
+        let s = flags.settings().unwrap().seccomp;
+        assert!(s.runtime_default);
+        assert_eq!(s.profile_root(), Path::new("/srv/kubelet/seccomp"));
+        assert_eq!(
+            flags.executor_args(None),
+            ["--seccomp-default", "--root-dir=/srv/kubelet"]
+        );
+        assert!(parse(&["--seccomp-default=true"]).seccomp_default);
     }
 }

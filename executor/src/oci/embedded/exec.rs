@@ -178,6 +178,8 @@ pub(crate) fn exec_inner(root: &Path, args: &[String]) -> Result<(), RuntimeFail
     // `exec` process that waits for it, so a hung-up stream leaves nothing behind.
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| RuntimeFailure::io("PR_SET_PDEATHSIG", e))?;
+    // The container's filter binds what is run in it too, as runc's exec.
+    super::init::seccomp(&spec)?;
     let err = Command::new(&program)
         .arg0(&a.command[0])
         .args(&a.command[1..])

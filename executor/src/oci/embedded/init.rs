@@ -74,7 +74,8 @@ pub(crate) fn init(
         .map(|argv| (spec, argv))
         .and_then(|(spec, argv)| {
             super::console::setup(console, spec.process.terminal).map(|()| (spec, argv))
-        });
+        })
+        .and_then(|(spec, argv)| seccomp(&spec).map(|()| (spec, argv)));
     // The pipe is close-on-exec: `create` also sees it close if this
     // process dies or execs before it said anything.
     let report = |text: &str| {
@@ -112,6 +113,18 @@ pub(crate) fn init(
         .envs(p.env.iter().filter_map(|e| e.split_once('=')))
         .exec();
     Err(RuntimeFailure::io(format!("exec {:?}", p.args[0]), err))
+}
+
+/// The container's seccomp filter, installed as late as its failure can
+/// still be reported (runc too installs it before the wait for `start`):
+/// after the user, capabilities and `no_new_privs`, so only the few
+/// syscalls up to the exec run under it.
+pub(super) fn seccomp(spec: &Spec) -> Result<(), RuntimeFailure> {
+    match &spec.linux.seccomp {
+        Some(profile) => crate::oci::seccomp::compile::install(profile)
+            .map_err(|e| RuntimeFailure(e.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// Dies with the executor: once the runtime process that spawned this one
