@@ -353,5 +353,5 @@ fn a_scheduler_that_subscribes_asks_the_executors_of_its_tasks_to_register_with_
     );
     assert_eq!(asks(&core.step(subscribed(), at(3))), expected);
     // A scheduler without tasks asks nobody.
-    assert!(asks(&core().step(subscribed(), at(0))).is_empty());
+    assert!(asks(&super::core().step(subscribed(), at(0))).is_empty());
 }
