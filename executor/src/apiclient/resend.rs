@@ -103,7 +103,7 @@ mod tests {
         for _ in 0..5 {
             assert!(r.fire(3), "no answer yet: send again");
             r.delivered(now);
-            let next = r.due().unwrap();
+            let next = r.due().expect("an unanswered key is looked at again");
             waits.push(next - now);
             now = next;
         }
