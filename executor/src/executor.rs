@@ -150,6 +150,8 @@ pub struct Executor<A: Agent> {
     stop_fired: bool,
     /// The streaming endpoint (exec, attach, port-forward), once subscribed.
     streaming: Option<crate::streaming::server::StreamServer>,
+    /// The node key registration the scheduler has not answered yet.
+    key_resend: crate::apiclient::resend::KeyResend,
 }
 
 impl<A: Agent> Executor<A> {
@@ -182,6 +184,7 @@ impl<A: Agent> Executor<A> {
             stop: Box::pin(std::future::pending()),
             stop_fired: false,
             streaming: None,
+            key_resend: Default::default(),
         }
     }
 
@@ -327,6 +330,13 @@ impl<A: Agent> Executor<A> {
                 Some(update) = self.updates.recv() => self.send(update).await,
                 () = sleep_until(self.retry_at), if self.retry_at.is_some() => self.flush().await,
                 () = reregister_wanted(credential.as_deref()) => self.send_node_key().await,
+                () = sleep_until(self.key_resend.due()), if self.key_resend.due().is_some() => {
+                    let answers = credential.as_ref().map_or(0, |c| c.answers());
+                    if self.key_resend.fire(answers) {
+                        tracing::debug!("the scheduler has not answered the node key yet; sending it again");
+                        self.call_node_key().await;
+                    }
+                }
                 () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
                     return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
@@ -398,6 +408,9 @@ impl<A: Agent> Executor<A> {
                 let credential = self.options.credential.as_deref();
                 if data == RESEND_STATUS_MESSAGE {
                     self.resend_statuses().await;
+                } else if data == crate::apiclient::protocol::REGISTER_AGAIN_MESSAGE {
+                    tracing::info!("a new scheduler asked for the node key");
+                    self.send_node_key().await;
                 } else if !credential.is_some_and(|c| c.on_message(&data)) {
                     tracing::info!("MESSAGE from the scheduler (ignored)");
                 }
@@ -411,8 +424,19 @@ impl<A: Agent> Executor<A> {
         false
     }
 
-    /// Sends the node credential's public key to the scheduler (executor MESSAGE).
+    /// Sends the node credential's public key to the scheduler (executor MESSAGE), and
+    /// again until it answers.
     async fn send_node_key(&mut self) {
+        let Some(answers) = self.options.credential.as_ref().map(|c| c.answers()) else {
+            return;
+        };
+        self.key_resend.sent(answers, Instant::now());
+        self.call_node_key().await;
+    }
+
+    /// One executor MESSAGE with the node credential's public key; when to send it
+    /// again depends on whether the agent took it.
+    async fn call_node_key(&mut self) {
         let Some(data) = self.options.credential.as_ref().map(|c| c.key_message()) else {
             return;
         };
@@ -423,8 +447,18 @@ impl<A: Agent> Executor<A> {
             message: Some(call::Message { data }),
             ..Default::default()
         };
-        if let Err(e) = self.agent.call(call).await {
-            tracing::warn!(error = %e, "could not send the node key to the scheduler");
+        let now = Instant::now();
+        match self.agent.call(call).await {
+            Ok(()) => self.key_resend.delivered(now),
+            // Say a 503 while the agent recovers: it goes again shortly.
+            Err(e @ AgentError::Unreachable(_)) => {
+                tracing::debug!(error = %e, "the node key was not delivered; sending it again shortly");
+                self.key_resend.undelivered(now);
+            }
+            Err(e @ AgentError::Refused(_)) => {
+                tracing::warn!(error = %e, "could not send the node key to the scheduler");
+                self.key_resend.delivered(now);
+            }
         }
     }
 

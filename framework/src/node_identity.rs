@@ -4,8 +4,12 @@
 //! a scheduler `MESSAGE` naming the node, the API's URL and its CA certificate. Nothing
 //! secret travels: the key is public, the CA is a certificate.
 //!
-//! Keys live in memory. A restarted scheduler has none; each executor registers again
-//! when the API first answers it 401 ([`executor::apiclient`]).
+//! Keys, streaming endpoints and the stream key live in memory: a restarted scheduler or
+//! a new leader has none. It asks the executors of its tasks to register again as soon
+//! as it subscribes (`core::executors`), and each executor also sends its key on every
+//! SUBSCRIBED to its agent, after a failed API call, and until it is answered
+//! ([`executor::apiclient`]); registering is idempotent (the newest registration of a
+//! node wins).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! HA replicas in one process: several mesopods sharing one store elect a leader on
 //! the Lease `kube-system/mesopod` against a standalone localmesos. Only the leader
 //! schedules; a follower takes over when the leader stops; a leader whose lease was
-//! taken while it was frozen writes nothing, and follows.
+//! taken while it was frozen writes nothing, and follows; `kubectl exec` reaches a
+//! running pod through the new leader within seconds of a failover.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -232,6 +233,53 @@ async fn a_leader_frozen_past_its_lease_writes_nothing_and_steps_down() {
         .unwrap();
     wait_pod(a.api(), "default", "after", T, running).await;
     a.shutdown().await;
+    b.shutdown().await;
+    mesos.shutdown().await;
+}
+
+/// `kubectl exec first -- echo ARG` through `app`: its exit code and output.
+async fn exec_echo(app: &App, arg: &str) -> (Option<i32>, String, String) {
+    let out = common::kubectl(testkit::KUBECTL, &app.api_url())
+        .run(&["exec", "first", "--", "echo", arg])
+        .await;
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_a_failover_exec_reaches_running_pods_through_the_new_leader_within_seconds() {
+    let mesos = cluster().await;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new().unwrap());
+    let a = replica(&mesos, &store, "a").await;
+    leads(&a).await;
+    let b = replica(&mesos, &store, "b").await;
+    a.api()
+        .create_pod("default", sleeper("first"))
+        .await
+        .unwrap();
+    wait_pod(a.api(), "default", "first", T, running).await;
+    testkit::wait_until(
+        "exec through the leader",
+        T,
+        async || exec_echo(&a, "a").await,
+        |(code, out, _)| *code == Some(0) && out == "a\n",
+    )
+    .await;
+
+    // The executor registered with a, whose endpoints and stream key go with it; b
+    // asks it to register again as soon as it subscribes.
+    a.shutdown().await;
+    leads(&b).await;
+    testkit::wait_until(
+        "exec through the new leader within 5 s",
+        Duration::from_secs(5),
+        async || exec_echo(&b, "b").await,
+        |(code, out, _)| *code == Some(0) && out == "b\n",
+    )
+    .await;
     b.shutdown().await;
     mesos.shutdown().await;
 }

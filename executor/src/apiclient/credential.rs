@@ -2,6 +2,7 @@
 //! executor loop sends ([`Credential::key_message`]), what it hands back from the
 //! scheduler ([`Credential::on_message`]), and what the API client waits on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::{Notify, watch};
@@ -18,6 +19,9 @@ pub struct Credential {
     wanted: Notify,
     /// The streaming endpoint the registration announces, once it listens.
     streaming: std::sync::Mutex<Option<protocol::StreamingEndpoint>>,
+    /// How many answers for this key came: the executor sends its key until one more
+    /// came than when it sent (Mesos messages are best effort).
+    answers: AtomicU64,
 }
 
 impl Credential {
@@ -31,6 +35,7 @@ impl Credential {
             registered: watch::Sender::new(None),
             wanted: Notify::new(),
             streaming: std::sync::Mutex::new(None),
+            answers: AtomicU64::new(0),
         })
     }
 
@@ -68,7 +73,13 @@ impl Credential {
             "node credential registered"
         );
         self.registered.send_replace(Some(reg));
+        self.answers.fetch_add(1, Ordering::Relaxed);
         true
+    }
+
+    /// How many registrations of this key the scheduler answered so far.
+    pub fn answers(&self) -> u64 {
+        self.answers.load(Ordering::Relaxed)
     }
 
     /// Completes when the key should be sent to the scheduler again.
@@ -124,8 +135,10 @@ mod tests {
         };
         assert!(c.on_message(&protocol::encode(NODE_REGISTERED_MESSAGE, &reg("other"))));
         assert!(c.registration(Duration::from_millis(10)).await.is_none());
+        assert_eq!(c.answers(), 0, "another key's answer is no answer");
         let kid = c.identity.kid().to_owned();
         assert!(c.on_message(&protocol::encode(NODE_REGISTERED_MESSAGE, &reg(&kid))));
+        assert_eq!(c.answers(), 1);
         assert_eq!(c.registration(Duration::ZERO).await.unwrap().node, "n1");
         c.forget();
         assert!(c.registration(Duration::from_millis(10)).await.is_none());

@@ -13,7 +13,12 @@
 //!    ([`identity::TOKEN_LIFETIME`]); the shim checks it against the registered keys and
 //!    authorizes it with the Node authorizer: only objects referenced by pods bound to
 //!    that node.
-//! 4. A 401 (a restarted scheduler forgot the key), or an API that cannot be reached
+//! 4. Mesos messages are best effort, so the executor sends its key until the
+//!    scheduler answers ([`resend`]). A scheduler that subscribes (restarted, or a new
+//!    leader) asks every executor of its tasks to send it again
+//!    ([`protocol::REGISTER_AGAIN_MESSAGE`]): its API and stream key are new, and plain
+//!    HTTP never answers an unknown key 401.
+//! 5. A 401 (a scheduler that forgot the key), or an API that cannot be reached
 //!    (it may now listen elsewhere), sends the key again and retries once.
 //!
 //! `MESOPOD_API_SERVER` with `MESOPOD_API_CA_FILE` (or `MESOPOD_API_CA`, inline PEM)
@@ -28,6 +33,7 @@ pub mod credential;
 mod http;
 pub mod identity;
 pub mod protocol;
+pub mod resend;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,6 +7,9 @@
 //!   [`NODE_KEY_MESSAGE`] followed by a [`NodeKey`] as JSON.
 //! - scheduler → executor (scheduler `MESSAGE`): [`NODE_REGISTERED_MESSAGE`] followed by
 //!   a [`Registered`] as JSON.
+//! - scheduler → executor: [`REGISTER_AGAIN_MESSAGE`] alone, when a scheduler (a restarted
+//!   one, or a new leader) subscribes and knows the executor from its tasks: its API and
+//!   stream key are new, so the executor sends its key again.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +17,8 @@ use serde::{Deserialize, Serialize};
 pub const NODE_KEY_MESSAGE: &[u8] = b"mesopod.io/node-key ";
 /// Prefix of the scheduler's answer.
 pub const NODE_REGISTERED_MESSAGE: &[u8] = b"mesopod.io/node-registered ";
+/// The scheduler's request to send the key again.
+pub const REGISTER_AGAIN_MESSAGE: &[u8] = b"mesopod.io/register-node-key";
 
 /// An executor's public key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

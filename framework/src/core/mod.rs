@@ -54,6 +54,7 @@
 mod admit;
 mod agents;
 mod effect;
+mod executors;
 mod heal;
 mod launching;
 mod leadership;

@@ -39,6 +39,7 @@ impl Core {
         self.observed.set_master(Some(master), Some(heartbeat));
         self.start_explicit_reconciliation(now);
         self.revive_or_suppress(true, now);
+        self.ask_executors_to_register();
     }
 
     pub(super) fn on_disconnected(&mut self, reason: &str) {

@@ -314,3 +314,44 @@ fn once_the_master_answers_the_node_takes_pods_again() {
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
     assert_eq!(launched[0].placed[0].offer.value, "offer-h1");
 }
+
+#[test]
+fn a_scheduler_that_subscribes_asks_the_executors_of_its_tasks_to_register_with_it() {
+    let pod = bound_web("Running");
+    let mut core = core_reading(Admission::none(), Box::new(Pods(vec![pod.clone()])));
+    let _ = core.step(Step::Recovered(vec![Arc::new(pod)]), at(0));
+    let asks = |effects: &[Effect]| -> Vec<(String, String)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Call(c, _) => c.message.as_ref(),
+                _ => None,
+            })
+            .filter(|m| m.data == executor::apiclient::protocol::REGISTER_AGAIN_MESSAGE)
+            .map(|m| {
+                (
+                    m.agent_id
+                        .as_ref()
+                        .map(|a| a.value.clone())
+                        .unwrap_or_default(),
+                    m.executor_id
+                        .as_ref()
+                        .map(|e| e.value.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let expected = vec![("agent-h1".to_owned(), "mesopod-executor".to_owned())];
+    assert_eq!(asks(&core.step(subscribed(), at(1))), expected);
+    // Again on every later subscription (a failover to another master, a new leader).
+    let _ = core.step(
+        driver(DriverEvent::Disconnected {
+            reason: "master gone".into(),
+        }),
+        at(2),
+    );
+    assert_eq!(asks(&core.step(subscribed(), at(3))), expected);
+    // A scheduler without tasks asks nobody.
+    assert!(asks(&super::core().step(subscribed(), at(0))).is_empty());
+}
