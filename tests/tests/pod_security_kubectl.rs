@@ -1,7 +1,8 @@
 //! Pod Security Admission with the real kubectl against the shim: a namespace labelled
 //! `enforce=baseline` refuses a pod with hostNetwork and SYS_ADMIN in kube-apiserver's
 //! words (and labelling it warns about the pods already there), a `warn=restricted`
-//! namespace admits a pod and kubectl prints the warning, an unlabelled namespace
+//! namespace admits a pod and kubectl prints the warning, an `enforce=restricted`
+//! namespace admits a pod that meets it (seccomp included), an unlabelled namespace
 //! admits everything (privileged), and a label that does not parse is refused.
 //! Admission happens before scheduling, so no cluster is needed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -187,7 +188,60 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
             .run(&["get", "pod", "p", "-n", &watched, "-o", "name"])
             .await);
         assert_eq!(got.trim(), "pod/p", "{k}");
+
+        // enforce=restricted admits a pod that meets it: seccomp profiles
+        // are honoured, so the level is reachable.
+        let strict = format!("strict-{i}");
+        ok(&kc.run(&["create", "namespace", &strict]).await);
+        ok(&kc
+            .run(&[
+                "label",
+                "ns",
+                &strict,
+                "pod-security.kubernetes.io/enforce=restricted",
+            ])
+            .await);
+        let out = kc
+            .run_stdin(
+                &["create", "-n", &strict, "-f", "-"],
+                Some(&restricted_pod("r")),
+            )
+            .await;
+        assert_eq!(ok(&out).trim(), "pod/r created", "{k}: {}", stderr(&out));
+        assert!(warnings(&out).is_empty(), "{k}: {:?}", warnings(&out));
+        let out = kc
+            .run_stdin(&["create", "-n", &strict, "-f", "-"], Some(&plain_pod("p")))
+            .await;
+        assert!(
+            stderr(&out).contains("violates PodSecurity \"restricted:latest\": "),
+            "{k}: {}",
+            stderr(&out)
+        );
     }
+}
+
+/// A pod that meets `restricted`.
+fn restricted_pod(name: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 1000
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+  - name: c
+    image: busybox
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities:
+        drop: [ALL]
+"
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
