@@ -181,6 +181,20 @@ impl ProcureError {
         }
     }
 
+    /// The reason as a metric label: [`Self::summary`] without what a pod
+    /// spec chooses (an invalid pod's reason, host port numbers, taint
+    /// values), so user input cannot make a label's values unbounded.
+    pub fn metric_reason(&self) -> Cow<'static, str> {
+        use ProcureError::*;
+        match self {
+            InvalidPod { .. } => "invalid pod".into(),
+            UntoleratedTaint { .. } => "untolerated taint".into(),
+            PortNotOffered { .. } => "host port not offered".into(),
+            PortTaken { .. } => "host port taken".into(),
+            _ => self.summary(),
+        }
+    }
+
     /// The short reason counted in an aggregate message (no amounts, so
     /// agents failing for the same cause count together).
     pub fn summary(&self) -> Cow<'static, str> {
@@ -243,6 +257,16 @@ impl AggregateFailure {
         v
     }
 
+    /// [`Self::counts`] by [`ProcureError::metric_reason`]: what the
+    /// scheduling attempts metric is labelled with.
+    pub fn metric_counts(&self) -> Vec<(Cow<'static, str>, usize)> {
+        let mut by: BTreeMap<Cow<'static, str>, usize> = BTreeMap::new();
+        for (_, e) in &self.failures {
+            *by.entry(e.metric_reason()).or_default() += 1;
+        }
+        by.into_iter().collect()
+    }
+
     /// Whether the pod itself is malformed (the same on every agent): worth
     /// reporting once instead of retrying.
     pub fn is_invalid_pod(&self) -> bool {
@@ -271,6 +295,32 @@ impl std::error::Error for AggregateFailure {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_labels_carry_nothing_a_pod_spec_chose() {
+        let mut a = AggregateFailure {
+            agents: 3,
+            ..Default::default()
+        };
+        for (h, quantity) in [("a", "9".repeat(400)), ("b", "1Qi".to_owned())] {
+            a.push(
+                h,
+                ProcureError::InvalidPod {
+                    stage: Stage::PodResources,
+                    reason: format!("bad memory {quantity}"),
+                },
+            );
+        }
+        a.push("c", ProcureError::PortTaken { port: 31_337 });
+        assert!(a.to_string().contains("31337"), "the message keeps it");
+        assert_eq!(
+            a.metric_counts(),
+            [
+                (Cow::Borrowed("host port taken"), 1),
+                (Cow::Borrowed("invalid pod"), 2)
+            ]
+        );
+    }
 
     #[test]
     fn aggregate_message_is_kubernetes_style_sorted_by_count_then_name() {

@@ -227,7 +227,7 @@ impl Core {
         let message = failure.to_string();
         self.observed
             .metrics
-            .attempt("unschedulable", &failure.counts());
+            .attempt("unschedulable", &failure.metric_counts());
         if self.pending.is_bound(&attempt.key) {
             // Bound: it waits for its node, as a kubelet's pod does, and its
             // PodScheduled condition stays True.
