@@ -25,6 +25,42 @@ pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_quali
 pub use pod::{validate_pod, validate_pod_update};
 pub use seccomp::annotation_warnings as seccomp_annotation_warnings;
 
+/// Every container of `spec`, init containers first, with its field path
+/// (`spec.initContainers[i]`, `spec.containers[i]`), as Kubernetes walks them.
+pub(crate) fn containers_with_paths(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+) -> impl Iterator<Item = (String, &k8s_openapi::api::core::v1::Container)> {
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, c)| (format!("spec.initContainers[{i}]"), c));
+    let main = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("spec.containers[{i}]"), c));
+    init.chain(main)
+}
+
+/// The causes [`validate_pod`] gives a pod named `p` with `spec`, each
+/// written by `show` (the tests of every validation module share it).
+#[cfg(test)]
+pub(crate) fn pod_causes(spec: serde_json::Value, show: impl Fn(&Cause) -> String) -> Vec<String> {
+    let pod: k8s_openapi::api::core::v1::Pod = match serde_json::from_value(
+        serde_json::json!({"metadata": {"name": "p"}, "spec": spec}),
+    ) {
+        Ok(pod) => pod,
+        Err(e) => panic!("not a pod: {e}"),
+    };
+    match validate_pod(&pod) {
+        Ok(()) => Vec::new(),
+        Err(ApiError::Invalid { causes, .. }) => causes.iter().map(show).collect(),
+        Err(other) => panic!("{other}"),
+    }
+}
+
 /// Collects causes for one object.
 #[derive(Debug, Default)]
 pub(crate) struct Causes(pub(crate) Vec<Cause>);

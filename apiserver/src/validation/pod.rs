@@ -58,19 +58,8 @@ fn check_pod_spec(causes: &mut Causes, spec: &PodSpec) {
         causes.required("spec.containers");
     }
     let mut names = HashSet::new();
-    let init = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| (format!("spec.initContainers[{i}]"), c));
-    let main = spec
-        .containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("spec.containers[{i}]"), c));
     let inits = spec.init_containers.as_ref().map_or(0, Vec::len);
-    for (n, (path, c)) in init.chain(main).enumerate() {
+    for (n, (path, c)) in super::containers_with_paths(spec).enumerate() {
         check_container(causes, &path, c, &volumes);
         super::probes::check_probes(causes, &path, c, n < inits);
         if !c.name.is_empty() && !names.insert(c.name.as_str()) {

@@ -18,18 +18,7 @@ pub(super) fn check(causes: &mut Causes, spec: &PodSpec) {
     {
         check_profile(causes, "spec.securityContext.seccompProfile", p);
     }
-    let init = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, c)| (format!("spec.initContainers[{i}]"), c));
-    let main = spec
-        .containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("spec.containers[{i}]"), c));
-    for (path, c) in init.chain(main) {
+    for (path, c) in super::containers_with_paths(spec) {
         if let Some(p) = c
             .security_context
             .as_ref()

@@ -56,23 +56,10 @@ pub(super) fn check_security_context(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
-    use crate::error::ApiError;
-    use crate::validation::validate_pod;
-
     fn causes(spec: serde_json::Value) -> Vec<String> {
-        let pod: Pod =
-            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
-        match validate_pod(&pod) {
-            Ok(()) => Vec::new(),
-            Err(ApiError::Invalid { causes, .. }) => causes
-                .into_iter()
-                .map(|c| format!("{}: {}", c.field, c.message))
-                .collect(),
-            Err(other) => panic!("{other}"),
-        }
+        crate::validation::pod_causes(spec, |c| format!("{}: {}", c.field, c.message))
     }
 
     #[test]

@@ -91,24 +91,11 @@ fn scalar(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
-
-    use crate::error::ApiError;
-    use crate::validation::validate_pod;
 
     /// `field|reason|message` of every cause for a pod with `spec`.
     fn causes(spec: serde_json::Value) -> Vec<String> {
-        let pod: Pod =
-            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap();
-        match validate_pod(&pod) {
-            Ok(()) => Vec::new(),
-            Err(ApiError::Invalid { causes, .. }) => causes
-                .into_iter()
-                .map(|c| format!("{}|{:?}|{}", c.field, c.kind, c.message))
-                .collect(),
-            Err(other) => panic!("{other}"),
-        }
+        crate::validation::pod_causes(spec, |c| format!("{}|{:?}|{}", c.field, c.kind, c.message))
     }
 
     fn has(got: &[String], prefix: &str) {
