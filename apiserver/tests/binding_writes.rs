@@ -112,10 +112,75 @@ async fn binding_records_its_event_and_meta_or_nothing(api: &Api) {
     assert_eq!(api.get_meta("test/executor/q"), None);
 }
 
+/// A pod launched again on its node: the relaunch binding writes the new task's
+/// annotations and the hook's labels in one write, only while the pod is that pod
+/// (by uid) and bound to that node, and adds no condition or event.
+async fn a_relaunch_writes_only_on_the_same_pod_bound_to_its_node(api: &Api) {
+    let pod: Pod = serde_yaml_ng::from_str(&pod_yaml("r", "nginx", "app: web")).unwrap();
+    let created = api.create_pod("default", pod).await.unwrap();
+    let uid = created.metadata.uid.clone();
+    let relaunch = |node: &str, uid: Option<String>| Binding {
+        node_name: node.into(),
+        annotations: [("mesopod.io/task-id".to_string(), "t2".to_string())].into(),
+        labels: [("hooked".to_string(), "yes".to_string())].into(),
+        uid,
+        relaunch: true,
+        ..Default::default()
+    };
+    // Not bound yet: a relaunch is refused.
+    let err = api
+        .bind_pod("default", "r", &relaunch("agent-1", uid.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is not bound to node \"agent-1\""),
+        "{err}"
+    );
+    api.bind_pod("default", "r", &binding("r")).await.unwrap();
+    let events = |api: &Api| {
+        api.list_events(Some("default"), "", "involvedObject.name=r")
+            .unwrap()
+            .items
+            .len()
+    };
+    assert_eq!(events(api), 1);
+    // Another node, or another uid: refused, nothing written.
+    let err = api
+        .bind_pod("default", "r", &relaunch("agent-2", uid.clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ApiError::Conflict { .. }), "{err}");
+    let err = api
+        .bind_pod("default", "r", &relaunch("agent-1", Some("other".into())))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Precondition failed: UID in precondition: other"),
+        "{err}"
+    );
+    let stored = api.get_pod("default", "r").unwrap();
+    assert!(!stored.metadata.labels.unwrap().contains_key("hooked"));
+    // The same pod on its node: annotations and labels, one write, no event.
+    let done = api
+        .bind_pod("default", "r", &relaunch("agent-1", uid))
+        .await
+        .unwrap();
+    let annotations = done.metadata.annotations.unwrap();
+    assert_eq!(annotations["mesopod.io/task-id"], "t2");
+    assert_eq!(done.metadata.labels.unwrap()["hooked"], "yes");
+    assert_eq!(
+        events(api),
+        1,
+        "a relaunch records no second Scheduled event"
+    );
+}
+
 #[tokio::test]
 async fn on_the_memory_store() {
     let (api, _) = api_with_clock().await;
     binding_records_its_event_and_meta_or_nothing(&api).await;
+    a_relaunch_writes_only_on_the_same_pod_bound_to_its_node(&api).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,4 +190,5 @@ async fn on_etcd() {
     };
     let (api, _) = etcd_api_with_clock(&etcd).await;
     binding_records_its_event_and_meta_or_nothing(&api).await;
+    a_relaunch_writes_only_on_the_same_pod_bound_to_its_node(&api).await;
 }

@@ -56,7 +56,14 @@ pub struct SchedulingConfig {
     pub retain_finished_for: Duration,
     /// How often deadlines, offer TTLs and GC are checked.
     pub sweep_interval: Duration,
+    /// The largest ACCEPT call mesopod sends, in bytes: below the master's
+    /// limit on a call's body (localmesos refuses more than 4 MiB with 413).
+    pub max_accept_bytes: usize,
 }
+
+/// Half of localmesos' 4 MiB limit on a call: room for a master with a
+/// smaller one, and about 500 small pods per ACCEPT.
+pub const DEFAULT_MAX_ACCEPT_BYTES: usize = 2 * 1024 * 1024;
 
 /// A start deadline of five minutes covers a slow executor start and a
 /// busy agent, yet a pod whose task never starts fails within minutes
@@ -74,6 +81,7 @@ impl Default for SchedulingConfig {
             retain_finished: 1024,
             retain_finished_for: Duration::from_secs(3600),
             sweep_interval: Duration::from_millis(500),
+            max_accept_bytes: DEFAULT_MAX_ACCEPT_BYTES,
         }
     }
 }

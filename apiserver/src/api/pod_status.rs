@@ -226,11 +226,30 @@ impl Api {
                     "pod is being deleted, cannot be assigned to a host",
                 ));
             }
+            if let Some(uid) = &binding.uid {
+                let stored = old.pointer("/metadata/uid").and_then(Value::as_str);
+                if stored != Some(uid.as_str()) {
+                    return Err(conflict(
+                        name,
+                        format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            stored.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
             match old.pointer("/spec/nodeName").and_then(Value::as_str) {
                 Some(n) if !n.is_empty() && n != binding.node_name => {
                     return Err(conflict(
                         name,
                         format!("pod {name} is already assigned to node \"{n}\""),
+                    ));
+                }
+                Some(n) if !n.is_empty() => {}
+                _ if binding.relaunch => {
+                    return Err(conflict(
+                        name,
+                        format!("pod {name} is not bound to node \"{}\"", binding.node_name),
                     ));
                 }
                 _ => {}
@@ -244,8 +263,16 @@ impl Api {
             for (k, v) in &binding.annotations {
                 annotations.insert(k.clone(), Value::String(v.clone()));
             }
-            let status = fields(member(pod, "status", empty_object), name)?;
-            set_condition(status, &condition);
+            if !binding.labels.is_empty() {
+                let labels = fields(member(metadata, "labels", empty_object), name)?;
+                for (k, v) in &binding.labels {
+                    labels.insert(k.clone(), Value::String(v.clone()));
+                }
+            }
+            if !binding.relaunch {
+                let status = fields(member(pod, "status", empty_object), name)?;
+                set_condition(status, &condition);
+            }
             if new == *old {
                 // Bound so already: no binding happens, so no event, but the
                 // caller's launch still needs its values durable.
@@ -255,7 +282,9 @@ impl Api {
                 return Ok(old);
             }
             let mut also = Vec::with_capacity(1 + binding.meta.len());
-            if let (Some(event), Some(event_name)) = (event.as_mut(), event_name.as_deref()) {
+            if let (false, Some(event), Some(event_name)) =
+                (binding.relaunch, event.as_mut(), event_name.as_deref())
+            {
                 let about = &mut event.involved_object.resource_version;
                 if about.is_none() {
                     *about = Some(old_rv.to_string());

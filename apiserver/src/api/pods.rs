@@ -41,6 +41,15 @@ pub struct Binding {
     /// transaction: what the pod's launch needs durable with it (its executor's info).
     /// A binding that finds the pod bound so already writes them on their own.
     pub meta: Vec<(String, Vec<u8>)>,
+    /// Labels merged into the pod's in the same write (an admission hook's).
+    pub labels: BTreeMap<String, String>,
+    /// The pod must be this one (its `metadata.uid`): a pod deleted and created
+    /// again under the same name is another pod, and gets 409.
+    pub uid: Option<String>,
+    /// The pod must be bound to `node_name` already: only the annotations and labels
+    /// are written (a pod launched again on its node), with no condition and no
+    /// event. 409 if it is not bound there.
+    pub relaunch: bool,
 }
 
 /// What [`Api::finalize_pod`] did.

@@ -67,6 +67,12 @@ pub struct Args {
     /// Period of implicit reconciliation.
     #[arg(long, default_value = "15m", value_parser = mesos::duration::parse_flag)]
     pub implicit_reconcile: Duration,
+    /// The largest ACCEPT call sent to the master, in bytes. Pods that do
+    /// not fit in their offer's ACCEPT launch from the agent's next offer;
+    /// keep it below the master's limit on a call's body.
+    #[arg(long, default_value_t = crate::config::DEFAULT_MAX_ACCEPT_BYTES,
+          value_parser = accept_bytes)]
+    pub max_accept_bytes: usize,
     /// Default host port mapping: fixed or wildcard.
     #[arg(long, default_value = "fixed")]
     pub port_mapping: String,
@@ -235,6 +241,7 @@ impl Args {
                 offer_ttl: self.offer_ttl,
                 start_deadline: self.start_deadline,
                 implicit_reconcile_interval: self.implicit_reconcile,
+                max_accept_bytes: self.max_accept_bytes,
                 ..SchedulingConfig::default()
             },
             default_pod_roles: self.default_pod_roles.clone(),
@@ -381,4 +388,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         app.shutdown().await;
         result
     })
+}
+
+/// `--max-accept-bytes`: at least 64 KiB, so that any pod fits.
+fn accept_bytes(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n < 64 * 1024 {
+        return Err(format!("{n} is less than 65536"));
+    }
+    Ok(n)
 }

@@ -1,13 +1,13 @@
 //! What the core reacts to besides its [`Input`]s (the results of effects
 //! and the runner's ticks), and what it asks the runner to do.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use k8s_openapi::api::core::v1::{Event, Node, Pod, PodCondition, PodStatus};
+use apiserver::Binding;
+use k8s_openapi::api::core::v1::{Event, Node, Pod, PodStatus};
 use mesos::proto::scheduler::Call;
-use mesos::proto::{OfferId, TaskStatus};
+use mesos::proto::{OfferId, TaskId, TaskStatus};
 use registry::{PodKey, PodTask};
 
 use super::Input;
@@ -116,18 +116,29 @@ pub struct Placed {
     pub bound: bool,
 }
 
-/// A round for a launch task: bind every pod, then ACCEPT.
+/// One pod's durable binding, the first step of its launch.
 #[derive(Debug, Clone)]
-pub struct Round {
-    /// The placements.
-    pub placed: Vec<Placed>,
-    /// The PodScheduled condition each binding sets: the core's, not the
-    /// store's.
-    pub condition: PodCondition,
-    /// Executor infos to store (meta key, JSON), with the bindings.
-    pub executors: BTreeMap<String, Vec<u8>>,
-    /// When the round was placed.
-    pub now: SystemTime,
+pub struct Bind {
+    /// The task being launched.
+    pub task: TaskId,
+    /// The offer it goes on (for the record: only the core's ACCEPT uses it).
+    pub offer: OfferId,
+    /// Its pod.
+    pub key: PodKey,
+    /// What to write, with its preconditions (the pod's uid; for a pod
+    /// launched again on its node, that it is bound there).
+    pub binding: Binding,
+}
+
+/// One ACCEPT, for one offer: every task the core launches on it.
+#[derive(Debug, Clone)]
+pub struct Accept {
+    /// The offer.
+    pub offer: OfferId,
+    /// The tasks it launches.
+    pub tasks: Vec<TaskId>,
+    /// The call, within the master's size limit.
+    pub call: Call,
 }
 
 /// What the core asks the runner to do.
@@ -147,9 +158,15 @@ pub enum Effect {
     /// Run the admission hooks, one request per pod; answer with
     /// [`Step::Admitted`].
     Admit(Vec<Request>),
-    /// Hand a round to a launch task, which reports back as
-    /// [`Input::Launch`].
-    Launch(Round),
+    /// Bind these pods durably, concurrently, off the loop; report every
+    /// outcome at once as [`Launch::Bound`](super::Launch::Bound). Each
+    /// binding's `meta` is durable by then, with its binding or, if the
+    /// binding failed, on its own: other pods on that agent may launch with
+    /// it.
+    Bind(Vec<Bind>),
+    /// Send these ACCEPTs, concurrently, off the loop; report every outcome
+    /// at once as [`Launch::Accepted`](super::Launch::Accepted).
+    Accept(Vec<Accept>),
     /// Stop: another scheduler took over the framework.
     Stop(String),
     /// Stop: this replica lost the leader lease. Nothing else of the turn

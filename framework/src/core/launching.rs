@@ -1,52 +1,74 @@
 //! Launching and killing: which tasks are on their way to Mesos, the KILLs
-//! held back for them, and the KILLs sent and not yet answered.
+//! held back for them, and the KILLs sent and not yet answered. The launch
+//! itself (bindings, ACCEPTs and what their outcomes mean) is `launch`.
 //!
 //! # Order, which makes launching safe
 //!
 //! 1. The core registers each task (Pending + Launched) and takes the
-//!    offers it used *before* it hands the round to a launch task: no later
-//!    round can place on them or place the same pod again.
-//! 2. The launch task binds every pod durably, then reports
-//!    [`Launch::Bound`], then sends the ACCEPTs. Mesos can only say
-//!    something about a task after its ACCEPT, so the core always reads
-//!    the binding before any update of the task.
-//! 3. Until [`Launch::Done`], the task is *launching*: a KILL for it would
-//!    reach Mesos before the LAUNCH and be lost, and reconciling it would
-//!    make Mesos call it unknown; so the core holds such KILLs back until
-//!    the ACCEPT is answered and leaves launching tasks out of explicit
-//!    reconciliation.
+//!    offers it used *before* it asks for the bindings
+//!    ([`Effect::Bind`](super::Effect::Bind)): no later round can place on
+//!    them or place the same pod again.
+//! 2. Only once [`Launch::Bound`] says a pod's binding is durable does the
+//!    core build its `TaskInfo` and ask for the ACCEPT
+//!    ([`Effect::Accept`](super::Effect::Accept)). Mesos can only say
+//!    something about a task after its ACCEPT, so the core always reads the
+//!    binding before any update of the task.
+//! 3. Until [`Launch::Accepted`], the task is *launching*: a KILL for it
+//!    would reach Mesos before the LAUNCH and be lost, and reconciling it
+//!    would make Mesos call it unknown; so the core holds such KILLs back
+//!    until the ACCEPT is answered and leaves launching tasks out of
+//!    explicit reconciliation.
 //! 4. At most [`MAX_LAUNCHING`] pods are launching at once (two rounds: one
 //!    is placed while the previous launches), which bounds the memory a
-//!    burst holds in flight (each carries its bound pod's JSON).
+//!    burst holds in flight.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use mesos::proto::scheduler::{Call, call};
-use mesos::proto::{DurationInfo, KillPolicy, TaskId, TaskStatus};
-use registry::{Flag, PodTask, Registry};
+use mesos::proto::{DurationInfo, KillPolicy, OfferId, TaskId};
+use registry::PodTask;
 
 use super::Core;
 use super::effect::{Effect, Reply};
+use crate::admission::Changes;
 
 /// Pods that may be launching (placed, ACCEPT not yet answered) at once:
 /// two full rounds, so one round is placed while the previous launches.
 pub const MAX_LAUNCHING: usize = 2 * super::schedule::MAX_ROUND;
 
-/// What a launch task reports to the core.
+/// What the runner reports of a launch's effects.
 #[derive(Debug)]
 pub enum Launch {
-    /// The round's pods were bound, or could not be (the error's text).
-    /// Sent before any ACCEPT of the round.
-    Bound(Vec<(TaskId, Result<(), String>)>),
-    /// The round's ACCEPTs were answered: none of its bound tasks is
-    /// launching any more.
-    Done {
-        /// The tasks that were sent to Mesos and not refused.
-        launched: Vec<TaskId>,
-        /// TASK_DROPPED for the tasks of a failed ACCEPT.
-        dropped: Vec<TaskStatus>,
-    },
+    /// The bindings of one [`Effect::Bind`](super::Effect::Bind): each
+    /// bound pod as stored, or the error's text.
+    Bound(Vec<(TaskId, Result<BoundPod, String>)>),
+    /// The ACCEPTs of one [`Effect::Accept`](super::Effect::Accept), each
+    /// with its offer, its tasks and how the master answered.
+    Accepted(Vec<(OfferId, Vec<TaskId>, AcceptOutcome)>),
+}
+
+/// A pod whose binding is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundPod {
+    /// The bound pod's JSON as stored.
+    pub json: Vec<u8>,
+    /// Its resourceVersion, for the Scheduled event of a relaunch.
+    pub rv: Option<u64>,
+}
+
+/// How the master answered an ACCEPT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcceptOutcome {
+    /// 202: the master took the call (it may still drop tasks, with
+    /// TASK_DROPPED).
+    Taken,
+    /// The call did not reach the master, or the master answered with an
+    /// error status (413, 400, 503...): none of its tasks launched.
+    Refused(String),
+    /// The call was sent and no answer came back (the connection broke):
+    /// its tasks may or may not have launched.
+    Unknown(String),
 }
 
 /// Why a task is being killed, for the pod's status once it is.
@@ -58,11 +80,27 @@ pub struct KillReason {
     pub message: String,
 }
 
+/// A task on its way to Mesos: what its launch needs after placement.
+#[derive(Debug, Clone)]
+pub(crate) struct InFlight {
+    /// The offer it was placed on.
+    pub(crate) offer: OfferId,
+    /// When its pod was queued, for the scheduling latency.
+    pub(crate) queued: SystemTime,
+    /// What the admission hooks changed (a spec change goes into the pod
+    /// the executor runs).
+    pub(crate) changes: Changes,
+    /// Launched again on the node its pod is bound to.
+    pub(crate) relaunch: bool,
+    /// The bound pod's resourceVersion, once bound.
+    pub(crate) rv: Option<u64>,
+}
+
 /// Tasks on their way to Mesos, and KILLs.
 #[derive(Debug, Default)]
 pub(crate) struct Launching {
     /// Tasks placed whose ACCEPT is not answered yet.
-    launching: HashSet<TaskId>,
+    launching: HashMap<TaskId, InFlight>,
     /// KILLs held back until the task's ACCEPT is answered.
     held: HashMap<TaskId, (Duration, KillReason)>,
     /// Tasks a KILL was sent for, with when: resent if nothing happens.
@@ -70,6 +108,9 @@ pub(crate) struct Launching {
     /// Why each killed task was killed.
     pub(crate) reasons: HashMap<TaskId, KillReason>,
 }
+
+/// A launch that ended: what it was, and the KILL held back for it.
+pub(crate) type Ended = (Option<InFlight>, Option<(Duration, KillReason)>);
 
 impl Launching {
     /// How many tasks are launching.
@@ -79,18 +120,22 @@ impl Launching {
 
     /// Whether the task's ACCEPT is under way.
     pub(crate) fn contains(&self, id: &TaskId) -> bool {
-        self.launching.contains(id)
+        self.launching.contains_key(id)
+    }
+
+    /// The task's launch, while it is under way.
+    pub(crate) fn get_mut(&mut self, id: &TaskId) -> Option<&mut InFlight> {
+        self.launching.get_mut(id)
     }
 
     /// The task is on its way to Mesos.
-    pub(crate) fn start(&mut self, id: TaskId) {
-        self.launching.insert(id);
+    pub(crate) fn start(&mut self, id: TaskId, flight: InFlight) {
+        self.launching.insert(id, flight);
     }
 
-    /// Ends a task's launch; returns the KILL held back for it, if any.
-    pub(crate) fn end(&mut self, id: &TaskId) -> Option<(Duration, KillReason)> {
-        self.launching.remove(id);
-        self.held.remove(id)
+    /// Ends a task's launch; returns it, and the KILL held back for it.
+    pub(crate) fn end(&mut self, id: &TaskId) -> Ended {
+        (self.launching.remove(id), self.held.remove(id))
     }
 
     /// A task is done: nothing to kill any more.
@@ -101,63 +146,6 @@ impl Launching {
 }
 
 impl Core {
-    /// The bindings of a round: a bound task keeps only its pod's key, a
-    /// pod that could not be bound loses its task and waits again as the
-    /// store now has it (see `rebind`).
-    pub(super) fn on_bound(&mut self, results: Vec<(TaskId, Result<(), String>)>, now: SystemTime) {
-        for (id, result) in results {
-            match result {
-                Ok(()) => {
-                    let Some(mut task) = self.registry.get(&id) else {
-                        tracing::warn!(task = %id, "task vanished before launch");
-                        continue;
-                    };
-                    // The executor gets the whole bound pod; the registry
-                    // keeps what a launched task needs.
-                    task.release_pod();
-                    task.set(Flag::Bound);
-                    if let Err(e) = self.registry.update(task) {
-                        tracing::warn!(error = %e, "task vanished before launch");
-                    }
-                }
-                Err(e) => {
-                    tracing::info!(task = %id, error = %e, "pod could not be bound; not launching");
-                    self.launching.end(&id);
-                    let task = self.registry.get(&id);
-                    self.registry.unregister(&id);
-                    if let Some(task) = task {
-                        self.rebind(&task, &e, now);
-                    }
-                }
-            }
-        }
-    }
-
-    /// A round's ACCEPTs were answered: its tasks are no longer launching,
-    /// KILLs held back for the launched ones go out now, and those for
-    /// dropped ones are moot (the drop ends the task, and is applied as an
-    /// update).
-    pub(super) fn on_launched(
-        &mut self,
-        launched: Vec<TaskId>,
-        dropped: Vec<TaskStatus>,
-        now: SystemTime,
-    ) {
-        for id in dropped.iter().filter_map(|s| s.task_id.as_ref()) {
-            self.launching.end(id);
-        }
-        for id in launched {
-            if let Some((grace, why)) = self.launching.end(&id)
-                && let Some(task) = self.registry.get(&id)
-            {
-                self.kill(&task, grace, why, now);
-            }
-        }
-        for status in dropped {
-            self.on_update(status, now);
-        }
-    }
-
     /// Asks Mesos to kill a task with a grace period, and remembers why. A
     /// task whose ACCEPT is under way gets its KILL once the ACCEPT is
     /// answered: a KILL never overtakes its LAUNCH.

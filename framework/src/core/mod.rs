@@ -12,13 +12,16 @@
 //!   the [`Effect`]s to perform: store writes, Mesos calls, admission, a
 //!   round to launch. It awaits nothing, opens nothing and reads no clock;
 //!   the results of effects come back as steps ([`Step::StatusWritten`],
-//!   [`Step::Admitted`], [`Step::Called`], [`Input::Launch`]). So every
+//!   [`Step::Admitted`], [`Step::Called`], [`Input::Launch`]). The launch
+//!   protocol is decided here too (`launch`): the runner binds and sends
+//!   the ACCEPTs it is given, and reports what came back. So every
 //!   behaviour can be tested by feeding steps and reading effects
 //!   (`core/tests/`). Besides effects it updates in-memory observers only
 //!   (metrics, the debug history, the agent directory).
 //! - **Nothing launched twice.** A task is registered (Pending + Launched)
 //!   and its pod bound durably *before* the ACCEPT is sent (see
-//!   `launching`); the registry refuses a second live task for a pod, and a
+//!   `launching`), and a pod whose launch may still land is launched again
+//!   only once the master says it did not (see `launch`); the registry refuses a second live task for a pod, and a
 //!   bound pod is queued only when Mesos says its task never reached it
 //!   (see `relaunch`): then it goes back to its node, its new task's
 //!   recovery annotations durable before the ACCEPT, with no second Binding.
@@ -27,7 +30,7 @@
 //!   ([`Step::StatusWritten`]), so a crash in between makes Mesos resend it
 //!   instead of losing it.
 //! - **A KILL never overtakes its LAUNCH.** KILLs for a task whose ACCEPT
-//!   is under way are held until [`Launch::Done`]; at most
+//!   is under way are held until [`Launch::Accepted`]; at most
 //!   [`MAX_LAUNCHING`] pods (two rounds) are launching at once.
 //! - **Idempotent.** Every handler can see the same input twice (replayed
 //!   watch events, duplicate updates, restarts) and reach the same state.
@@ -39,8 +42,8 @@
 //! performs every effect of the turn at once: the store writes of one turn
 //! run concurrently, so a burst of pods costs one group commit, not one
 //! fsync per pod. Results are stepped as they come back until the turn is
-//! quiet; a round goes to a launch task of its own (bind, then ACCEPT)
-//! while the loop turns again.
+//! quiet; a round's bindings and ACCEPTs run off the loop, and report back
+//! as inputs, while the loop turns again.
 //!
 //! # Leadership
 //!
@@ -56,6 +59,7 @@ mod agents;
 mod effect;
 mod executors;
 mod heal;
+mod launch;
 mod launching;
 mod leadership;
 mod pending;
@@ -70,8 +74,8 @@ mod sweep;
 #[cfg(test)]
 mod tests;
 
-pub use effect::{Effect, Placed, Reply, Round, StatusWrite, Step, Write, Written};
-pub use launching::{KillReason, Launch, MAX_LAUNCHING};
+pub use effect::{Accept, Bind, Effect, Placed, Reply, StatusWrite, Step, Write, Written};
+pub use launching::{AcceptOutcome, BoundPod, KillReason, Launch, MAX_LAUNCHING};
 pub use runner::{CoreParts, Runner};
 
 use std::sync::Arc;
@@ -278,9 +282,7 @@ impl Core {
             Input::PodSettled(key) => self.pending.settled(&key),
             Input::PodResync(pods) => self.on_resync(pods, now),
             Input::Launch(Launch::Bound(results)) => self.on_bound(results, now),
-            Input::Launch(Launch::Done { launched, dropped }) => {
-                self.on_launched(launched, dropped, now);
-            }
+            Input::Launch(Launch::Accepted(results)) => self.on_accepted(results, now),
             Input::LeaseLost => self.on_lease_lost(),
             Input::Reconcile { explicit } => {
                 if explicit {

@@ -15,7 +15,7 @@
 //! one subscribed), so the new launch is the only one.
 //!
 //! Its launch writes the new task's recovery annotations before the ACCEPT
-//! and no Binding (`runner/launch.rs`): a crash at any point leaves a pod
+//! and no Binding (`launch`): a crash at any point leaves a pod
 //! naming at most one task that may have reached Mesos.
 //!
 //! Until the master answers, such a task may or may not run on its agent,
@@ -24,6 +24,10 @@
 //! on its node whether or not its kubelet runs it. Otherwise the pods a new
 //! leader places from its first offers, in the moment before the answer,
 //! could fill the node the pod must go back to, and it would wait for ever.
+//!
+//! A task the master drops (TASK_DROPPED: its offer was rescinded, its
+//! agent went away) never ran either, and goes back the same way, after a
+//! backoff; so does one whose ACCEPT the master refused (`launch`).
 //!
 //! Any other answer (the agent's or executor's, TASK_UNREACHABLE,
 //! TASK_UNKNOWN for an agent the master does not know, TASK_LOST) is an
@@ -77,7 +81,7 @@ impl Core {
     /// is bound to the task's node (a relaunch, or a binding written though
     /// its answer was lost) goes back to that node; any other is judged as
     /// a new watch event would be.
-    pub(super) fn rebind(&mut self, task: &PodTask, error: &str, now: SystemTime) {
+    pub(super) fn rebind(&mut self, task: &PodTask, why: &str, now: SystemTime) {
         let key = task.pod_key();
         let Some(pod) = self.lookup.pod(&key) else {
             // Gone, or another pod of that name: its own events decide.
@@ -94,9 +98,8 @@ impl Core {
         } else {
             self.on_pod(Arc::new(pod), now);
         }
-        let why = format!("binding failed: {error}");
         if self.pending.pod(&key).is_some() {
-            self.pending.queue_mut().backoff(&key, now, why);
+            self.pending.queue_mut().backoff(&key, now, why.to_owned());
         }
     }
 
@@ -117,7 +120,11 @@ impl Core {
     /// when nothing of it ever ran (see the module docs); true then, and
     /// the update is not applied.
     pub(super) fn relaunch(&mut self, status: &TaskStatus, now: SystemTime) -> bool {
-        if !unknown_to_the_agent(status) {
+        // A drop is final whenever it comes, even before the ACCEPT's own
+        // answer (the master sends it on the event stream, which can
+        // overtake the call's response).
+        let dropped = status.state == TaskState::TaskDropped as i32;
+        if !unknown_to_the_agent(status) && !dropped {
             return false;
         }
         let Some(id) = &status.task_id else {
@@ -126,7 +133,7 @@ impl Core {
         let Some(task) = self.registry.get(id) else {
             return false;
         };
-        if !never_ran(&task) || self.launching.contains(id) {
+        if !never_ran(&task) || (self.launching.contains(id) && !dropped) {
             return false;
         }
         let key = task.pod_key();
@@ -145,9 +152,21 @@ impl Core {
             "the task never reached Mesos; launching its pod again on its node"
         );
         self.registry.unregister(id);
+        self.launching.end(id);
         self.launching.forget_kill(id);
         self.subscription.reconciler.forget(&id.value);
-        self.pending.push_bound(key, Arc::new(pod), now);
+        self.pending.push_bound(key.clone(), Arc::new(pod), now);
+        if dropped {
+            // The master may drop it again (an agent going away): each try
+            // waits longer, as a failed binding's does.
+            let why = status
+                .message
+                .clone()
+                .unwrap_or_else(|| "dropped by Mesos".into());
+            self.pending
+                .queue_mut()
+                .backoff(&key, now, format!("the task was dropped: {why}"));
+        }
         self.observed.metrics.pods_queued.inc();
         true
     }

@@ -1,6 +1,6 @@
 //! One scheduling round: the pods that are due, admission (see `admit`),
 //! placement by the procurement crate's [`procurement::Placer`] over every
-//! live offer, registration, and the round handed to a launch task.
+//! live offer, registration, and the round's launch (see `launch`).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -12,7 +12,8 @@ use registry::{Flag, Registry};
 
 use super::Core;
 use super::admit::Attempt;
-use super::effect::{Effect, Placed, Round, Write};
+use super::effect::{Effect, Placed, Write};
+use super::launch::Estimate;
 use super::launching::MAX_LAUNCHING;
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
@@ -82,6 +83,7 @@ impl Core {
         let tb = std::time::Instant::now();
         let mut placed = Vec::new();
         let mut unschedulable = 0;
+        let mut estimate = Estimate::default();
         for (attempt, result) in attempts.into_iter().zip(round) {
             let queued = self.pending.entry(&attempt.key).map_or(now, |e| e.queued);
             let placement = match result {
@@ -91,6 +93,18 @@ impl Core {
                     continue;
                 }
             };
+            let limit = self.config.max_accept_bytes;
+            if !estimate.admit(
+                &placement.offer_id.value,
+                &placement.task,
+                &attempt.pod,
+                limit,
+            ) {
+                // Its offer's ACCEPT is full: the offer's leftovers come
+                // back at once (refuse_seconds 0), and it goes then.
+                self.pending.queue_mut().defer(&attempt.key, now + DEFER);
+                continue;
+            }
             let mut task = placement.task;
             task.set(Flag::Launched);
             let bound = self.pending.is_bound(&attempt.key);
@@ -167,29 +181,6 @@ impl Core {
                 o.view.clone()
             })
             .collect()
-    }
-
-    /// Takes the round's offers and hands the round to a launch task.
-    fn launch(&mut self, placed: Vec<Placed>, now: SystemTime) {
-        for p in &placed {
-            self.offers.take(&p.offer.value);
-            self.launching.start(p.task.id.clone());
-        }
-        let executors = self.agents.remember_executors(&placed);
-        let condition = PodCondition {
-            type_: "PodScheduled".into(),
-            status: "True".into(),
-            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                timestamp(now),
-            )),
-            ..Default::default()
-        };
-        self.emit(Effect::Launch(Round {
-            placed,
-            condition,
-            executors,
-            now,
-        }));
     }
 
     /// Books a failed attempt, and writes the event and condition when the

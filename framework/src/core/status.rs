@@ -94,6 +94,17 @@ impl Core {
     /// write it implies; an update that changes nothing is acknowledged
     /// at once (it is as durable as it will be).
     pub(super) fn on_update(&mut self, status: TaskStatus, now: SystemTime) {
+        self.update(status, now, true);
+    }
+
+    /// An update mesopod makes itself (a launch that ends before reaching
+    /// an agent): applied as it is, never taken as a reason to launch the
+    /// pod again.
+    pub(super) fn apply_update(&mut self, status: TaskStatus, now: SystemTime) {
+        self.update(status, now, false);
+    }
+
+    fn update(&mut self, status: TaskStatus, now: SystemTime, from_mesos: bool) {
         let state = TaskState::try_from(status.state).unwrap_or(TaskState::TaskUnknown);
         self.observed.metrics.status_update(state);
         if let Some(id) = &status.task_id {
@@ -103,7 +114,7 @@ impl Core {
             self.on_agent_reregistered(&status, now);
         }
         let ack = ack_call(&status);
-        if self.relaunch(&status, now) {
+        if from_mesos && self.relaunch(&status, now) {
             if let Some(ack) = ack {
                 self.emit(Effect::Acknowledge(ack));
             }

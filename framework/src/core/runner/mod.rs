@@ -198,15 +198,6 @@ impl Runner {
         }
     }
 
-    fn launcher(&self) -> launch::Launcher {
-        launch::Launcher {
-            api: self.api.clone(),
-            mesos: self.mesos.clone(),
-            inputs: self.inputs.clone(),
-            observed: Arc::clone(&self.observed),
-        }
-    }
-
     /// Refreshes what the debug handlers and metrics show.
     fn publish(&self) {
         self.observed.publish(self.core.snapshot(self.clock.now()));

@@ -43,7 +43,7 @@ impl Runner {
         let mut calls = Vec::new();
         let mut acks = Vec::new();
         let mut admit = None;
-        let mut rounds = Vec::new();
+        let mut binds = Vec::new();
         for effect in effects {
             match effect {
                 Effect::Store(writes) => stores.push(writes),
@@ -51,7 +51,10 @@ impl Runner {
                 Effect::Call(c, reply) => calls.push((c, reply)),
                 Effect::Acknowledge(c) => acks.push(c),
                 Effect::Admit(requests) => admit = Some(requests),
-                Effect::Launch(round) => rounds.push(round),
+                Effect::Bind(b) => binds.push(b),
+                Effect::Accept(accepts) => {
+                    super::launch::spawn_accepts(self.mesos.clone(), self.inputs.clone(), accepts)
+                }
                 Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
                 Effect::StepDown => return Err(CoreError::LostLease),
             }
@@ -99,17 +102,14 @@ impl Runner {
             let outcomes = join_all(requests.into_iter().map(|r| self.admission.admit(r))).await;
             Some(Step::Admitted(outcomes))
         };
-        // A round launches once the turn's events are stored: whoever sees
+        // A round is bound once the turn's events are stored: whoever sees
         // a pod run can read why it was placed as it was (an admission
         // warning, say).
-        let launcher = (!rounds.is_empty()).then(|| self.launcher());
         let ((), statuses, calls, admitted) = futures::join!(
             async {
                 stores.await;
-                if let Some(launcher) = launcher {
-                    for round in rounds {
-                        super::launch::spawn(launcher.clone(), round);
-                    }
+                for b in binds {
+                    super::launch::spawn_binds(self.api.clone(), self.inputs.clone(), b);
                 }
             },
             statuses,

@@ -1,7 +1,6 @@
 //! Losing the leader lease: the core steps down and asks for nothing more.
 
 use super::*;
-use crate::core::Launch;
 use mesos::proto::TaskState;
 
 /// Long enough for every offer to have outlived its TTL.
@@ -45,13 +44,10 @@ fn after_stepping_down_updates_are_neither_written_nor_acknowledged() {
     let mut core = cluster(&["h1"]);
     let (id, _) = launched(&mut core, pod("web", "1"), at(1));
     for report in [
-        Launch::Bound(vec![(id.clone(), Ok(()))]),
-        Launch::Done {
-            launched: vec![id.clone()],
-            dropped: Vec::new(),
-        },
+        bound(std::slice::from_ref(&id)),
+        accepted(std::slice::from_ref(&id)),
     ] {
-        let _ = core.step(Step::Input(Input::Launch(report)), at(1));
+        let _ = core.step(report, at(1));
     }
     assert_eq!(describe(&core.step(lease_lost(), at(2))), ["step down"]);
     // The new leader writes this pod's status and acknowledges the update
@@ -68,10 +64,7 @@ fn a_kill_held_behind_a_launch_is_dropped_when_the_lease_is_lost() {
     let mut core = cluster(&["h1"]);
     let web = pod("web", "1");
     let (id, _) = launched(&mut core, web.clone(), at(1));
-    let _ = core.step(
-        Step::Input(Input::Launch(Launch::Bound(vec![(id.clone(), Ok(()))]))),
-        at(1),
-    );
+    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
     assert!(
         core.step(Step::Input(Input::PodDeleted(web)), at(1))
             .is_empty()
@@ -80,9 +73,6 @@ fn a_kill_held_behind_a_launch_is_dropped_when_the_lease_is_lost() {
     assert_eq!(describe(&core.step(lease_lost(), at(1))), ["step down"]);
     // As leader the core would KILL it now (launching.rs); stepped down, it
     // leaves that to the new leader, which reconciles the task.
-    let done = Step::Input(Input::Launch(Launch::Done {
-        launched: vec![id],
-        dropped: Vec::new(),
-    }));
+    let done = accepted(&[id]);
     assert!(core.step(done, at(2)).is_empty());
 }

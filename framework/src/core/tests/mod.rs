@@ -20,7 +20,10 @@ use mesos::proto::{AgentId, FrameworkId, Offer, OfferId, TaskId, TaskState, Task
 use procurement::{PipelineConfig, Placer, ResourceDefaults, Scoring, default_pipeline};
 use registry::InMemoryRegistry;
 
-use super::{Core, CoreConfig, Effect, Input, Lookup, Step, Write, Written};
+use super::{
+    AcceptOutcome, Bind, BoundPod, Core, CoreConfig, Effect, Input, Launch, Lookup, Step, Write,
+    Written,
+};
 use crate::admission::{Admission, AdmissionConfig, Decision, HookFn};
 use crate::config::SchedulingConfig;
 use crate::driver::DriverEvent;
@@ -48,6 +51,15 @@ fn core_with(admission: Admission) -> Core {
 
 /// A core whose store holds what `lookup` gives.
 fn core_reading(admission: Admission, lookup: Box<dyn Lookup>) -> Core {
+    core_configured(admission, lookup, SchedulingConfig::default())
+}
+
+/// A core with its own scheduling settings.
+fn core_configured(
+    admission: Admission,
+    lookup: Box<dyn Lookup>,
+    config: SchedulingConfig,
+) -> Core {
     Core::new(CoreConfig {
         registry: InMemoryRegistry::new(),
         placer: Placer::new(
@@ -56,7 +68,7 @@ fn core_reading(admission: Admission, lookup: Box<dyn Lookup>) -> Core {
         ),
         admission,
         needs: procurement::PodResourcesProcurement::new(ResourceDefaults::default()).unwrap(),
-        config: SchedulingConfig::default(),
+        config,
         lookup,
         directory: Arc::default(),
         observed: Arc::default(),
@@ -220,13 +232,30 @@ fn line(effect: &Effect) -> String {
                 .map_or("", |t| t.value.as_str())
         ),
         Effect::Admit(requests) => format!("admit {} pods", requests.len()),
-        Effect::Launch(round) => {
-            let pods: Vec<String> = round
-                .placed
+        Effect::Bind(binds) => {
+            let pods: Vec<String> = binds
                 .iter()
-                .map(|p| format!("{} on {}", p.task.pod_key().name, p.offer.value))
+                .map(|b| format!("{} on {}", b.key.name, b.offer.value))
                 .collect();
             format!("launch {}", pods.join(", "))
+        }
+        Effect::Accept(accepts) => {
+            let calls: Vec<String> = accepts
+                .iter()
+                .map(|a| {
+                    let pods: Vec<&str> = a
+                        .call
+                        .accept
+                        .iter()
+                        .flat_map(|c| &c.operations)
+                        .flat_map(|o| &o.launch)
+                        .flat_map(|l| &l.task_infos)
+                        .map(|t| t.name.rsplit('/').next().unwrap_or(""))
+                        .collect();
+                    format!("{}: {}", a.offer.value, pods.join(" "))
+                })
+                .collect();
+            format!("ACCEPT {}", calls.join(", "))
         }
         Effect::Stop(why) => format!("stop: {why}"),
         Effect::StepDown => "step down".into(),
@@ -276,9 +305,52 @@ fn launched(core: &mut Core, p: Arc<Pod>, now: SystemTime) -> (TaskId, Vec<Effec
     let id = effects
         .iter()
         .find_map(|e| match e {
-            Effect::Launch(r) => Some(r.placed[0].task.id.clone()),
+            Effect::Bind(b) => Some(b[0].task.clone()),
             _ => None,
         })
         .expect("a round");
     (id, effects)
+}
+
+/// What the runner reports once the bindings of `ids` are durable.
+fn bound(ids: &[TaskId]) -> Step {
+    let pod = BoundPod {
+        json: br#"{"metadata":{"name":"bound"}}"#.to_vec(),
+        rv: Some(7),
+    };
+    let results = ids.iter().map(|id| (id.clone(), Ok(pod.clone())));
+    Step::Input(Input::Launch(Launch::Bound(results.collect())))
+}
+
+/// The master's answer to the ACCEPT of `ids` on `offer`.
+fn answered(offer: &str, ids: &[TaskId], outcome: AcceptOutcome) -> Step {
+    let results = vec![(OfferId::new(offer), ids.to_vec(), outcome)];
+    Step::Input(Input::Launch(Launch::Accepted(results)))
+}
+
+/// The master took the ACCEPT of `ids` on h1's offer.
+fn accepted(ids: &[TaskId]) -> Step {
+    answered("offer-h1", ids, AcceptOutcome::Taken)
+}
+
+/// The bindings a step asked for, per round.
+fn rounds(effects: &[Effect]) -> Vec<&[Bind]> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Bind(b) => Some(b.as_slice()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ACCEPTs a step asked for.
+fn accepts(effects: &[Effect]) -> Vec<&crate::core::Accept> {
+    effects
+        .iter()
+        .flat_map(|e| match e {
+            Effect::Accept(a) => a.iter().collect(),
+            _ => Vec::new(),
+        })
+        .collect()
 }

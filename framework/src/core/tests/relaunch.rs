@@ -59,16 +59,6 @@ fn gone(id: &TaskId) -> Step {
     update(s)
 }
 
-fn rounds(effects: &[Effect]) -> Vec<&crate::core::Round> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Launch(r) => Some(r),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn a_recovered_task_the_master_never_heard_of_is_launched_again_on_its_node_once() {
     let mut core = recovered(bound_web("Pending"), &["h2", "h1"]);
@@ -78,26 +68,20 @@ fn a_recovered_task_the_master_never_heard_of_is_launched_again_on_its_node_once
     let effects = core.step(Step::Schedule, at(1));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    let placed = &launched[0].placed;
+    let placed = launched[0];
     assert_eq!(placed.len(), 1);
     assert_eq!(placed[0].offer.value, "offer-h1", "pinned to its node");
-    assert!(placed[0].bound, "bound already: no second Binding");
-    let new = placed[0].task.id.clone();
+    assert!(
+        placed[0].binding.relaunch,
+        "bound already: no second Binding"
+    );
+    let new = placed[0].task.clone();
     assert_ne!(new, old, "a new task, whose annotations replace the old");
     // The same answer again (a reconciliation retried) is about a task
     // mesopod forgot: nothing more is launched, killed or written.
     assert!(core.step(gone(&old), at(2)).is_empty());
-    let _ = core.step(
-        Step::Input(Input::Launch(Launch::Bound(vec![(new.clone(), Ok(()))]))),
-        at(2),
-    );
-    let _ = core.step(
-        Step::Input(Input::Launch(Launch::Done {
-            launched: vec![new.clone()],
-            dropped: Vec::new(),
-        })),
-        at(2),
-    );
+    let _ = core.step(bound(std::slice::from_ref(&new)), at(2));
+    let _ = core.step(accepted(std::slice::from_ref(&new)), at(2));
     let effects = core.step(Step::Schedule, at(3));
     assert!(rounds(&effects).is_empty(), "{:?}", describe(&effects));
     // The new task runs as any other.
@@ -126,7 +110,7 @@ fn a_pod_relaunched_on_its_node_waits_for_that_node_and_stays_scheduled() {
     let effects = core.step(Step::Schedule, at(60));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    assert_eq!(launched[0].placed[0].offer.value, "offer-h1");
+    assert_eq!(launched[0][0].offer.value, "offer-h1");
 }
 
 #[test]
@@ -134,17 +118,8 @@ fn a_task_that_reported_is_not_launched_again() {
     // Launched by this core and RUNNING: a later GONE ends it as before.
     let mut core = cluster(&["h1"]);
     let (id, _) = launched(&mut core, pod("web", "1"), at(1));
-    let _ = core.step(
-        Step::Input(Input::Launch(Launch::Bound(vec![(id.clone(), Ok(()))]))),
-        at(1),
-    );
-    let _ = core.step(
-        Step::Input(Input::Launch(Launch::Done {
-            launched: vec![id.clone()],
-            dropped: Vec::new(),
-        })),
-        at(1),
-    );
+    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    let _ = core.step(accepted(std::slice::from_ref(&id)), at(1));
     let running = core.step(update(status(&id, TaskState::TaskRunning, true)), at(2));
     for step in written(&running, true) {
         let _ = core.step(step, at(2));
@@ -206,9 +181,8 @@ fn a_pod_sent_back_to_its_node_is_offered_it_before_pods_that_could_go_anywhere(
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
     let placed: Vec<(String, &str)> = launched[0]
-        .placed
         .iter()
-        .map(|p| (p.task.pod_key().name, p.offer.value.as_str()))
+        .map(|p| (p.key.name.clone(), p.offer.value.as_str()))
         .collect();
     // Both cannot fit on h1: the bound pod gets its node.
     assert_eq!(placed, [("web".to_string(), "offer-h1")]);
@@ -226,7 +200,7 @@ fn a_relaunch_whose_annotations_could_not_be_written_goes_back_to_its_node() {
     let mut core = recovered(bound_web("Pending"), &["h1"]);
     assert!(core.step(gone(&TaskId::new(OLD)), at(1)).is_empty());
     let effects = core.step(Step::Schedule, at(1));
-    let first = rounds(&effects)[0].placed[0].task.id.clone();
+    let first = rounds(&effects)[0][0].task.clone();
     let _ = core.step(bound_failed(&first), at(1));
     let _ = core.step(offers(vec![offer("h1", 4.0)]), at(1));
     // It waits out a backoff, then goes to its node again, still bound.
@@ -234,10 +208,10 @@ fn a_relaunch_whose_annotations_could_not_be_written_goes_back_to_its_node() {
     let effects = core.step(Step::Schedule, at(60));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    let placed = &launched[0].placed[0];
+    let placed = &launched[0][0];
     assert_eq!(placed.offer.value, "offer-h1");
-    assert!(placed.bound, "no second Binding");
-    assert_ne!(placed.task.id, first);
+    assert!(placed.binding.relaunch, "no second Binding");
+    assert_ne!(placed.task, first);
 }
 
 #[test]
@@ -248,7 +222,7 @@ fn a_pod_whose_binding_failed_while_it_changed_is_placed_again() {
     let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
     let _ = core.step(Step::Input(Input::PodUpsert(api.clone())), at(0));
     let effects = core.step(Step::Schedule, at(0));
-    let first = rounds(&effects)[0].placed[0].task.id.clone();
+    let first = rounds(&effects)[0][0].task.clone();
     // Its change arrives while its task is registered (so it is taken as
     // settled), and the binding then fails on it.
     let _ = core.step(Step::Input(Input::PodUpsert(api.clone())), at(0));
@@ -257,8 +231,8 @@ fn a_pod_whose_binding_failed_while_it_changed_is_placed_again() {
     let effects = core.step(Step::Schedule, at(60));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    assert!(!launched[0].placed[0].bound, "unbound: a Binding again");
-    assert_ne!(launched[0].placed[0].task.id, first);
+    assert!(!launched[0][0].binding.relaunch, "unbound: a Binding again");
+    assert_ne!(launched[0][0].task, first);
 }
 
 /// Until the master answers for a recovered task that never reported, it may
@@ -276,7 +250,7 @@ fn the_node_of_a_recovered_task_not_yet_answered_for_takes_no_other_pod() {
     let effects = core.step(Step::Schedule, at(0));
     let on: Vec<&str> = rounds(&effects)
         .iter()
-        .flat_map(|r| r.placed.iter().map(|p| p.offer.value.as_str()))
+        .flat_map(|r| r.iter().map(|p| p.offer.value.as_str()))
         .collect();
     assert!(
         !on.is_empty(),
@@ -289,12 +263,9 @@ fn the_node_of_a_recovered_task_not_yet_answered_for_takes_no_other_pod() {
     let effects = core.step(Step::Schedule, at(1));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    let first = &launched[0].placed[0];
+    let first = &launched[0][0];
     assert_eq!(
-        (
-            first.task.pod_key().name.as_str(),
-            first.offer.value.as_str()
-        ),
+        (first.key.name.as_str(), first.offer.value.as_str()),
         ("web", "offer-h1")
     );
 }
@@ -312,7 +283,7 @@ fn once_the_master_answers_the_node_takes_pods_again() {
     let effects = core.step(Step::Schedule, at(1));
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));
-    assert_eq!(launched[0].placed[0].offer.value, "offer-h1");
+    assert_eq!(launched[0][0].offer.value, "offer-h1");
 }
 
 #[test]

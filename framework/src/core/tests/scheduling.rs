@@ -18,11 +18,17 @@ fn a_pod_that_fits_is_placed_and_handed_to_a_launch_task() {
     let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(1));
     let effects = core.step(Step::Schedule, at(1));
     assert_eq!(describe(&effects), ["launch web on offer-h1"]);
-    let Effect::Launch(round) = &effects[0] else {
-        unreachable!()
-    };
-    assert_eq!(round.condition.type_, "PodScheduled");
-    assert_eq!(round.condition.status, "True");
+    let bind = &rounds(&effects)[0][0];
+    let condition = bind.binding.condition.as_ref().unwrap();
+    assert_eq!(condition.type_, "PodScheduled");
+    assert_eq!(condition.status, "True");
+    assert_eq!(bind.binding.node_name, "h1");
+    assert_eq!(
+        bind.binding.uid.as_deref(),
+        Some("uid-web"),
+        "only that pod"
+    );
+    assert!(!bind.binding.relaunch);
     // The offer is taken: nothing is placed on it twice.
     let _ = core.step(Step::Input(Input::PodUpsert(pod("db", "1"))), at(1));
     assert!(core.step(Step::Schedule, at(1)).is_empty());
@@ -241,10 +247,9 @@ fn an_admitted_pod_is_placed_as_the_hooks_changed_it() {
         describe(&effects),
         ["event AdmissionFailOpen web", "launch web on offer-h1"]
     );
-    let Effect::Launch(round) = &effects[1] else {
-        unreachable!()
-    };
-    assert_eq!(round.placed[0].changes, changes);
+    // The hook's labels are written with the binding, in one write.
+    let bind = &rounds(&effects)[0][0];
+    assert_eq!(bind.binding.labels, changes.labels);
 }
 
 #[test]
@@ -299,11 +304,18 @@ fn pods_on_an_agent_join_the_executor_it_runs_in_a_later_round_too() {
     let _ = first.step(offers(vec![offer("h1", 4.0)]), at(0));
     let _ = first.step(Step::Input(Input::PodUpsert(pod("a", "1"))), at(1));
     let effects = first.step(Step::Schedule, at(1));
-    let Effect::Launch(round) = &effects[0] else {
-        unreachable!("{:?}", describe(&effects))
-    };
-    let configured = round.placed[0].task.spec.as_ref().unwrap().executor.clone();
-    let mut running = (*configured.unwrap()).clone();
+    let id = rounds(&effects)[0][0].task.clone();
+    let effects = first.step(bound(&[id]), at(1));
+    let launch = &accepts(&effects)[0]
+        .call
+        .accept
+        .as_ref()
+        .unwrap()
+        .operations[0];
+    let configured = launch.launch.as_ref().unwrap().task_infos[0]
+        .executor
+        .clone();
+    let mut running = configured.unwrap();
     // Launched by an earlier mesopod: the same id, another name.
     running.name = Some("launched before the restart".into());
 
@@ -322,10 +334,17 @@ fn pods_on_an_agent_join_the_executor_it_runs_in_a_later_round_too() {
     let _ = core.step(Step::Input(Input::PodUpsert(pod("small", "0.5"))), at(2));
     let effects = core.step(Step::Schedule, at(2));
     assert_eq!(describe(&effects), ["launch small on offer-h1"]);
-    let Effect::Launch(round) = &effects[0] else {
-        unreachable!()
-    };
-    let joined = round.placed[0].task.spec.as_ref().unwrap().executor.clone();
-    assert_eq!(joined.as_deref(), Some(&running));
-    assert!(round.executors.is_empty(), "{:?}", round.executors.keys());
+    let bind = &rounds(&effects)[0][0];
+    assert!(bind.binding.meta.is_empty(), "{:?}", bind.binding.meta);
+    let effects = core.step(bound(std::slice::from_ref(&bind.task)), at(2));
+    let launch = &accepts(&effects)[0]
+        .call
+        .accept
+        .as_ref()
+        .unwrap()
+        .operations[0];
+    let joined = launch.launch.as_ref().unwrap().task_infos[0]
+        .executor
+        .clone();
+    assert_eq!(joined.as_ref(), Some(&running));
 }

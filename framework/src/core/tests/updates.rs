@@ -2,20 +2,16 @@
 //! reconciliation answers.
 
 use super::*;
-use crate::core::Launch;
 
 /// A core whose pod `web` runs task `id` on h1 (its ACCEPT answered).
 fn running() -> (Core, TaskId) {
     let mut core = cluster(&["h1"]);
     let (id, _) = launched(&mut core, pod("web", "1"), at(1));
     for report in [
-        Launch::Bound(vec![(id.clone(), Ok(()))]),
-        Launch::Done {
-            launched: vec![id.clone()],
-            dropped: Vec::new(),
-        },
+        bound(std::slice::from_ref(&id)),
+        accepted(std::slice::from_ref(&id)),
     ] {
-        let _ = core.step(Step::Input(Input::Launch(report)), at(1));
+        let _ = core.step(report, at(1));
     }
     (core, id)
 }
