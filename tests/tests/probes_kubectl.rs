@@ -24,6 +24,19 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// A port that stays closed while the returned socket lives: bound and
+/// never listening, so a connection to it is refused, no server started
+/// later can take it, and the kernel never picks it as a connection's own
+/// port (a connect from that very port to itself would succeed).
+fn closed_port() -> (rustix::fd::OwnedFd, u16) {
+    use rustix::net::{AddressFamily, SocketType, bind, getsockname, socket};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    bind(&fd, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let addr = getsockname(&fd).unwrap();
+    let port = std::net::SocketAddr::try_from(addr).unwrap().port();
+    (fd, port)
+}
+
 /// A one-agent cluster on `runtime` with a 1 s crash-loop back-off, so
 /// restarts come quickly.
 async fn probed_cluster(runtime: &str, store: &std::path::Path) -> App {
@@ -177,7 +190,7 @@ async fn readiness_and_liveness_probes_in_containers() {
 
     // Nothing listens on `dead`: the liveness probe fails twice, the
     // container is killed and restarted, again and again.
-    let dead = free_port();
+    let (_held, dead) = closed_port();
     let yaml = format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: dies\nspec:\n  terminationGracePeriodSeconds: 30\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"/bin/sh\", \"-c\", \"exec sleep 3600\"]\n    livenessProbe:\n      tcpSocket:\n        port: {dead}\n      periodSeconds: 1\n      failureThreshold: 2\n      terminationGracePeriodSeconds: 1\n"
     );
