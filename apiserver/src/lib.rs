@@ -16,9 +16,10 @@
 //!   in a data directory) is the default; [`store::MemoryStore`] serves tests.
 //! - **Deleting a pod** that no node holds removes it at once. A bound pod gets
 //!   `deletionTimestamp` and stays until the framework calls [`Api::finalize_pod`] (its
-//!   task is terminal) or its grace period runs out by the injected [`Clock`]
-//!   ([`Api::expire_deletions`], swept by [`serve`]); either removes it with a DELETED
-//!   event.
+//!   task is terminal) or, for a shim on its own, its grace period runs out by the
+//!   injected [`Clock`] ([`Api::expire_deletions`], swept by [`serve`]; an embedder
+//!   whose node agents finalize pods sweeps with [`Deletions::FinalizedByNodes`]);
+//!   either removes it with a DELETED event.
 //! - **Logs** come from a [`LogSource`] the embedder provides; the shim only resolves the
 //!   pod and container.
 //! - **Limits** ([`limits`]): kube-apiserver's in-flight budgets (429), their
@@ -157,5 +158,8 @@ pub use api::{
 pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
-pub use http::{SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep};
+pub use http::{
+    Deletions, SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep,
+    sweep_with,
+};
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

@@ -107,7 +107,19 @@ pub struct Options {
     /// The node credential whose public key goes to the scheduler after every
     /// SUBSCRIBED ([`crate::apiclient`]); `None`: no API access.
     pub credential: Option<std::sync::Arc<crate::apiclient::Credential>>,
+    /// How often the executor tells the scheduler it is alive
+    /// ([`NODE_STATUS_MESSAGE`]), as kubelet posts its node status.
+    pub node_status_update_frequency: Duration,
 }
+
+/// kubelet's `--node-status-update-frequency` default.
+pub const NODE_STATUS_UPDATE_FREQUENCY: Duration = Duration::from_secs(10);
+
+/// Executor → scheduler (executor MESSAGE), every
+/// [`Options::node_status_update_frequency`] while subscribed: this
+/// executor, and so its node, is alive. An executor that stops sending it
+/// (hung, stopped, cut off) makes its Node NotReady.
+pub const NODE_STATUS_MESSAGE: &[u8] = b"mesopod.io/node-status";
 
 impl Default for Options {
     fn default() -> Self {
@@ -117,6 +129,7 @@ impl Default for Options {
             containers: crate::oci::ContainerSettings::default(),
             objects: std::sync::Arc::new(crate::objects::NoObjects),
             credential: None,
+            node_status_update_frequency: NODE_STATUS_UPDATE_FREQUENCY,
         }
     }
 }
@@ -298,6 +311,8 @@ impl<A: Agent> Executor<A> {
     async fn session(&mut self, mut stream: EventStream) -> SessionEnd {
         let mut shutdown_by: Option<Instant> = None;
         let credential = self.options.credential.clone();
+        let mut node_status = tokio::time::interval(self.options.node_status_update_frequency);
+        node_status.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             if let Some(by) = shutdown_by
                 && self.runtime.is_empty()
@@ -337,6 +352,7 @@ impl<A: Agent> Executor<A> {
                         self.call_node_key().await;
                     }
                 }
+                _ = node_status.tick() => self.send_node_status().await,
                 () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
                     return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
@@ -432,6 +448,22 @@ impl<A: Agent> Executor<A> {
         };
         self.key_resend.sent(answers, Instant::now());
         self.call_node_key().await;
+    }
+
+    /// One [`NODE_STATUS_MESSAGE`]; one that is lost is made up by the next.
+    async fn send_node_status(&mut self) {
+        let call = Call {
+            executor_id: Some(self.env.executor_id.clone()),
+            framework_id: Some(self.env.framework_id.clone()),
+            r#type: Some(call::Type::Message as i32),
+            message: Some(call::Message {
+                data: NODE_STATUS_MESSAGE.to_vec(),
+            }),
+            ..Default::default()
+        };
+        if let Err(e) = self.agent.call(call).await {
+            tracing::debug!(error = %e, "node status not sent; the next one goes in time");
+        }
     }
 
     /// One executor MESSAGE with the node credential's public key; when to send it

@@ -81,6 +81,9 @@ mod process;
 mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
-pub use executor::{Executor, ExecutorError, Exit, Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE};
+pub use executor::{
+    Executor, ExecutorError, Exit, NODE_STATUS_MESSAGE, NODE_STATUS_UPDATE_FREQUENCY, Options,
+    POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
+};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

@@ -59,6 +59,9 @@ pub struct SchedulingConfig {
     /// The largest ACCEPT call mesopod sends, in bytes: below the master's
     /// limit on a call's body (localmesos refuses more than 4 MiB with 413).
     pub max_accept_bytes: usize,
+    /// How long an agent's executor may go unheard before its Node is
+    /// NotReady (kube-controller-manager's `--node-monitor-grace-period`).
+    pub node_monitor_grace_period: Duration,
 }
 
 /// Half of localmesos' 4 MiB limit on a call: room for a master with a
@@ -82,6 +85,7 @@ impl Default for SchedulingConfig {
             retain_finished_for: Duration::from_secs(3600),
             sweep_interval: Duration::from_millis(500),
             max_accept_bytes: DEFAULT_MAX_ACCEPT_BYTES,
+            node_monitor_grace_period: crate::core::NODE_MONITOR_GRACE_PERIOD,
         }
     }
 }

@@ -96,6 +96,53 @@ pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: Sy
     }
 }
 
+/// The taint kube-controller-manager puts on a node whose kubelet went
+/// quiet; mesopod places nothing there meanwhile.
+pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+
+/// Makes a Node Ready (as [`node_for`] writes it) or NotReady as the node
+/// lifecycle controller marks a node whose kubelet stopped posting status:
+/// `Ready=Unknown`, reason `NodeStatusUnknown`, and the unreachable taint.
+pub fn set_node_ready(node: &mut Node, ready: bool, now: SystemTime) {
+    let condition = if ready {
+        NodeCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: Some("AgentOffering".into()),
+            message: Some("the Mesos agent is registered and offering resources".into()),
+            last_heartbeat_time: Some(Time(timestamp(now))),
+            last_transition_time: Some(Time(timestamp(now))),
+        }
+    } else {
+        NodeCondition {
+            type_: "Ready".into(),
+            status: "Unknown".into(),
+            reason: Some("NodeStatusUnknown".into()),
+            message: Some("Kubelet stopped posting node status.".into()),
+            last_heartbeat_time: Some(Time(timestamp(now))),
+            last_transition_time: Some(Time(timestamp(now))),
+        }
+    };
+    let status = node.status.get_or_insert_with(Default::default);
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "Ready");
+    conditions.push(condition);
+    let spec = node.spec.get_or_insert_with(Default::default);
+    let taints = spec.taints.get_or_insert_with(Vec::new);
+    taints.retain(|t| t.key != UNREACHABLE_TAINT);
+    if !ready {
+        taints.push(Taint {
+            key: UNREACHABLE_TAINT.into(),
+            value: None,
+            effect: "NoSchedule".into(),
+            time_added: Some(Time(timestamp(now))),
+        });
+    }
+    if taints.is_empty() {
+        spec.taints = None;
+    }
+}
+
 fn format_cpu(cpus: f64) -> String {
     let milli = (cpus * 1000.0).round();
     if milli % 1000.0 == 0.0 {

@@ -302,6 +302,29 @@ pub fn timestamp(t: SystemTime) -> k8s_openapi::jiff::Timestamp {
         .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
 }
 
+/// The pod's status with its `Ready` condition False, as the node
+/// lifecycle controller's `MarkPodsNotReady` leaves a pod whose node went
+/// quiet: only that condition changes (its transition time too, if it was
+/// not False already).
+pub fn marked_not_ready(status: Option<&PodStatus>, now: SystemTime) -> PodStatus {
+    let mut status = status.cloned().unwrap_or_default();
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    match conditions.iter_mut().find(|c| c.type_ == "Ready") {
+        Some(c) if c.status == "False" => {}
+        Some(c) => {
+            c.status = "False".into();
+            c.last_transition_time = Some(Time(timestamp(now)));
+        }
+        None => conditions.push(PodCondition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            last_transition_time: Some(Time(timestamp(now))),
+            ..Default::default()
+        }),
+    }
+    status
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -191,12 +191,33 @@ pub async fn serve(listener: TcpListener, api: Api) -> std::io::Result<()> {
 /// [`serve_with_shutdown`] runs it; a caller serving [`router`] on its own
 /// listener spawns it.
 pub async fn sweep(api: Api) {
+    sweep_with(api, Deletions::ExpireAfterGrace).await;
+}
+
+/// Who ends a terminating pod's deletion besides [`Api::finalize_pod`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletions {
+    /// The shim on its own: [`Api::expire_deletions`] removes a pod once its
+    /// grace period has run out, since no node agent will say its containers
+    /// are gone.
+    ExpireAfterGrace,
+    /// A node agent does, as kubelet does in Kubernetes: only once the pod's
+    /// containers are known to be gone ([`Api::finalize_pod`]). A pod whose
+    /// node stopped reporting stays Terminating until then (or until a
+    /// `--grace-period=0 --force` delete).
+    FinalizedByNodes,
+}
+
+/// [`sweep`], with deletions ended as `deletions` says.
+pub async fn sweep_with(api: Api, deletions: Deletions) {
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     let mut round: u32 = 0;
     loop {
         tick.tick().await;
         let now = api.now();
-        if let Err(e) = api.expire_deletions(now).await {
+        if deletions == Deletions::ExpireAfterGrace
+            && let Err(e) = api.expire_deletions(now).await
+        {
             tracing::warn!(error = %e, "deletion sweep failed");
         }
         if let Err(e) = api.finalize_namespaces().await {

@@ -145,9 +145,12 @@ impl Kit {
             inputs: inputs_tx.clone(),
         });
         let core = term.run(core.run(inputs_rx), inputs_tx.clone()).boxed();
-        // The shim's own sweeps (expired deletions and events), as its
-        // `serve` would run them.
-        let sweeper = tokio::spawn(term.gate(apiserver::sweep(self.api.clone())));
+        // The shim's own sweeps (terminating namespaces, expired events). A
+        // terminating pod leaves only once the core knows its task ended
+        // (or its agent is lost), never because a grace period ran out
+        // while its containers may still run.
+        let deletions = apiserver::Deletions::FinalizedByNodes;
+        let sweeper = tokio::spawn(term.gate(apiserver::sweep_with(self.api.clone(), deletions)));
         Ok(Running {
             handles: Handles {
                 registry: reader,

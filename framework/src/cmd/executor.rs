@@ -35,6 +35,12 @@ pub struct Args {
     /// PEM itself.
     #[arg(long, env = "MESOPOD_API_CA_FILE")]
     pub api_ca_file: Option<std::path::PathBuf>,
+    /// How often the executor tells the scheduler it is alive, in Mesos
+    /// duration syntax (kubelet's flag; default `10secs`). The scheduler
+    /// marks the Node NotReady when it hears nothing for
+    /// `--node-monitor-grace-period`.
+    #[arg(long, env = "MESOPOD_NODE_STATUS_UPDATE_FREQUENCY")]
+    pub node_status_update_frequency: Option<String>,
     /// How containers run.
     #[command(flatten)]
     pub containers: crate::cmd::containers::ContainerFlags,
@@ -84,8 +90,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Some((server.clone(), ca))
         }
     };
+    let node_status_update_frequency = duration(
+        "node-status-update-frequency",
+        &args.node_status_update_frequency,
+        executor::NODE_STATUS_UPDATE_FREQUENCY,
+    )?;
+    anyhow::ensure!(
+        !node_status_update_frequency.is_zero(),
+        "--node-status-update-frequency must be more than 0"
+    );
     let options = Options {
         restart_backoff,
+        node_status_update_frequency,
         containers: args.containers.settings().map_err(anyhow::Error::msg)?,
         objects: Arc::new(ApiClient::new(credential.clone(), fixed)),
         credential: Some(credential),

@@ -73,6 +73,11 @@ pub struct Args {
     #[arg(long, default_value_t = crate::config::DEFAULT_MAX_ACCEPT_BYTES,
           value_parser = accept_bytes)]
     pub max_accept_bytes: usize,
+    /// How long an agent's executor may go unheard (it reports every
+    /// `--node-status-update-frequency`) before its Node is NotReady and
+    /// its pods not ready (kube-controller-manager's flag).
+    #[arg(long, default_value = "40s", value_parser = mesos::duration::parse_flag)]
+    pub node_monitor_grace_period: Duration,
     /// Default host port mapping: fixed or wildcard.
     #[arg(long, default_value = "fixed")]
     pub port_mapping: String,
@@ -242,6 +247,7 @@ impl Args {
                 start_deadline: self.start_deadline,
                 implicit_reconcile_interval: self.implicit_reconcile,
                 max_accept_bytes: self.max_accept_bytes,
+                node_monitor_grace_period: self.node_monitor_grace_period,
                 ..SchedulingConfig::default()
             },
             default_pod_roles: self.default_pod_roles.clone(),

@@ -12,7 +12,7 @@ use procurement::{NodeView, Owner, ProcureError, ResourceKind};
 
 use super::Lookup;
 use super::effect::Placed;
-use crate::objects::node_for;
+use crate::objects::{node_for, set_node_ready};
 
 /// What the core remembers of an agent.
 #[derive(Debug, Clone)]
@@ -21,8 +21,10 @@ struct AgentInfo {
     /// The most of each scalar the agent has offered: its capacity, as far
     /// as offers tell.
     capacity: BTreeMap<&'static str, f64>,
-    /// Whether its Node has been written.
-    written: bool,
+    /// Its Node as last written (`None`: not yet).
+    node: Option<Node>,
+    /// Whether its Node is Ready (its executor, if one is needed, reports).
+    ready: bool,
 }
 
 /// Every agent seen, and the executor info each runs.
@@ -91,9 +93,10 @@ impl Agents {
         let entry = self.agents.entry(agent_id).or_insert_with(|| AgentInfo {
             hostname: offer.hostname.clone(),
             capacity: BTreeMap::new(),
-            written: false,
+            node: None,
+            ready: true,
         });
-        let mut changed = !entry.written || entry.hostname != offer.hostname;
+        let mut changed = entry.node.is_none() || entry.hostname != offer.hostname;
         entry.hostname.clone_from(&offer.hostname);
         for name in ["cpus", "mem", "disk", "gpus"] {
             let seen = entry.capacity.entry(name).or_insert(0.0);
@@ -106,8 +109,25 @@ impl Agents {
             return None;
         }
         let view = NodeView::from_offer(offer).ok()?;
-        entry.written = true;
-        Some(node_for(&view, &entry.capacity, now))
+        let mut node = node_for(&view, &entry.capacity, now);
+        if !entry.ready {
+            set_node_ready(&mut node, false, now);
+        }
+        entry.node = Some(node.clone());
+        Some(node)
+    }
+
+    /// The agent's Node made Ready or NotReady (see `liveness`); `None`
+    /// when it has none yet or is so already.
+    pub(crate) fn set_ready(&mut self, agent: &str, ready: bool, now: SystemTime) -> Option<Node> {
+        let entry = self.agents.get_mut(agent)?;
+        if entry.ready == ready {
+            return None;
+        }
+        entry.ready = ready;
+        let node = entry.node.as_mut()?;
+        set_node_ready(node, ready, now);
+        Some(node.clone())
     }
 
     /// Notes the executor info each placed task launches with on its agent,

@@ -84,6 +84,9 @@ pub enum Write {
     Finalize(PodKey),
     /// Creates or updates an agent's Node.
     Node(Box<Node>),
+    /// Sets the pod's `Ready` condition False, keeping the rest of its
+    /// status: its node stopped reporting (see `liveness`), at that time.
+    PodNotReady(PodKey, SystemTime),
 }
 
 /// The pod status a Mesos update implies, to be written before the ACK.

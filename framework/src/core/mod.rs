@@ -62,6 +62,7 @@ mod heal;
 mod launch;
 mod launching;
 mod leadership;
+mod liveness;
 mod pending;
 mod pods;
 mod recover;
@@ -76,6 +77,7 @@ mod tests;
 
 pub use effect::{Accept, Bind, Effect, Placed, Reply, StatusWrite, Step, Write, Written};
 pub use launching::{AcceptOutcome, BoundPod, KillReason, Launch, MAX_LAUNCHING};
+pub use liveness::NODE_MONITOR_GRACE_PERIOD;
 pub use runner::{CoreParts, Runner};
 
 use std::sync::Arc;
@@ -97,6 +99,7 @@ use crate::reconcile::Reconciler;
 use admit::Attempt;
 use agents::Agents;
 use launching::Launching;
+use liveness::Liveness;
 use pending::Pending;
 use subscription::Subscription;
 
@@ -208,6 +211,7 @@ pub struct Core {
     pending: Pending,
     launching: Launching,
     agents: Agents,
+    liveness: Liveness,
     subscription: Subscription,
     offers: OfferStore,
     /// Where the next placement scan starts, so pods spread over offers.
@@ -229,6 +233,7 @@ impl Core {
             pending: Pending::default(),
             launching: Launching::default(),
             agents: Agents::default(),
+            liveness: Liveness::default(),
             subscription: Subscription::new(reconciler),
             cursor: Cursor::default(),
             admitting: None,

@@ -156,10 +156,13 @@ impl Core {
             );
         }
         let (agents, lookup) = (&mut self.agents, self.lookup.as_ref());
+        let liveness = &self.liveness;
+        // A NotReady agent (its executor quiet) takes no pod, as
+        // kube-scheduler keeps off a node with the unreachable taint.
         let mut live: Vec<_> = self
             .offers
             .iter_mut()
-            .filter(|o| !held.contains(o.agent_id()))
+            .filter(|o| !held.contains(o.agent_id()) && !liveness.is_not_ready(o.agent_id()))
             .collect();
         live.sort_unstable_by(|a, b| a.id().cmp(b.id()));
         live.into_iter()

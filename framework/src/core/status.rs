@@ -45,7 +45,10 @@ impl Core {
                 }
             }
             Some(event::Type::Message) => {
-                tracing::debug!("message from an executor ignored");
+                // Whatever an executor says, it is alive.
+                if let Some(message) = &event.message {
+                    self.on_executor_message(message, now);
+                }
             }
             _ => {}
         }

@@ -109,6 +109,7 @@ impl Core {
         self.decline(expired);
         self.start_deadlines(now);
         self.retry_kills(now);
+        self.check_liveness(now);
         for request in self.subscription.reconciler.poll(now) {
             self.observed.metrics.reconciliations.inc();
             let tasks = match request {

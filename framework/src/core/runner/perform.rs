@@ -164,6 +164,18 @@ async fn store(api: &Api, writes: Vec<Write>) {
                     tracing::warn!(pod = %key.name, error = %e, "could not finalize a deleted pod");
                 }
             }
+            Write::PodNotReady(key, now) => {
+                let result = api
+                    .update_pod_status_with(&key.namespace, &key.name, |head| {
+                        let ours = key.uid.is_empty()
+                            || head.metadata.uid.as_deref() == Some(key.uid.as_str());
+                        ours.then(|| crate::podstatus::marked_not_ready(head.status.as_ref(), now))
+                    })
+                    .await;
+                if let Err(e) = result {
+                    tracing::debug!(pod = %key.name, error = %e, "could not mark the pod not ready");
+                }
+            }
             Write::Node(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 if let Err(e) = api.upsert_node(*node).await {

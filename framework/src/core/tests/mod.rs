@@ -6,6 +6,7 @@
 
 mod launching;
 mod leadership;
+mod liveness;
 mod relaunch;
 mod scheduling;
 mod updates;
@@ -212,6 +213,7 @@ fn line(effect: &Effect) -> String {
                     ),
                     Write::Finalize(key) => format!("finalize {}", key.name),
                     Write::Node(n) => format!("node {}", n.metadata.name.as_deref().unwrap_or("")),
+                    Write::PodNotReady(key, _) => format!("not ready {}", key.name),
                 })
                 .collect();
             parts.join(", then ")
