@@ -29,6 +29,7 @@
 //! on a second node while its first launch may still land.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use apiserver::Binding;
@@ -60,22 +61,50 @@ const TASK_OVERHEAD: usize = 2048;
 /// The bytes placement expects each offer's ACCEPT to carry, so that a
 /// round puts no more on one offer than one ACCEPT can launch. Pods past
 /// the budget wait for the offer's leftovers to come back (`schedule`).
+///
+/// Measuring a pod costs a serialization, so an offer's first pod is
+/// measured only once a second one comes: most offers of a round carry one
+/// pod, and one pod always fits.
 #[derive(Debug, Default)]
 pub(super) struct Estimate {
-    per_offer: HashMap<String, usize>,
+    per_offer: HashMap<String, Carried>,
+}
+
+/// What one offer's ACCEPT carries so far.
+#[derive(Debug)]
+enum Carried {
+    /// One pod, not measured yet, with its task.
+    One(Arc<Pod>, Box<PodTask>),
+    /// The estimated bytes of its pods.
+    Bytes(usize),
 }
 
 impl Estimate {
     /// Whether `task`, placed on `offer`, still fits its ACCEPT; counts it
     /// if so. The first task of an offer always fits: one too large for any
     /// ACCEPT fails when its call is built, with the exact sizes.
-    pub(super) fn admit(&mut self, offer: &str, task: &PodTask, pod: &Pod, limit: usize) -> bool {
+    pub(super) fn admit(
+        &mut self,
+        offer: &str,
+        task: &PodTask,
+        pod: &Arc<Pod>,
+        limit: usize,
+    ) -> bool {
+        let Some(carried) = self.per_offer.get_mut(offer) else {
+            let first = Carried::One(Arc::clone(pod), Box::new(task.clone()));
+            self.per_offer.insert(offer.to_owned(), first);
+            return true;
+        };
+        let used = match carried {
+            Carried::One(first, first_task) => estimated_bytes(first_task, first),
+            Carried::Bytes(used) => *used,
+        };
         let bytes = estimated_bytes(task, pod);
-        let used = self.per_offer.entry(offer.to_owned()).or_insert(0);
-        if *used > 0 && *used + bytes > limit.saturating_sub(CALL_OVERHEAD) {
+        if used + bytes > limit.saturating_sub(CALL_OVERHEAD) {
+            *carried = Carried::Bytes(used);
             return false;
         }
-        *used += bytes;
+        *carried = Carried::Bytes(used + bytes);
         true
     }
 }

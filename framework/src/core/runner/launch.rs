@@ -1,6 +1,6 @@
 //! Performing a launch's effects off the loop: the bindings of an
 //! [`Effect::Bind`] and the calls of an [`Effect::Accept`], each batch on a
-//! task of its own, reported back as [`Input::Launch`]. What they mean is
+//! task of its own, reported back on the runner's launch channel. What they mean is
 //! the core's to decide (`core::launch`); this only writes, sends and
 //! reports.
 //!
@@ -17,15 +17,15 @@ use mesos::client::ClientError;
 use mesos::proto::TaskId;
 use tokio::sync::mpsc;
 
-use crate::core::{Accept, AcceptOutcome, Bind, BoundPod, Input, Launch};
+use crate::core::{Accept, AcceptOutcome, Bind, BoundPod, Launch};
 use crate::driver::{CallError, MesosHandle};
 
 /// Binds every pod concurrently and reports all outcomes at once. The
 /// values a failed binding carried are written on their own first: other
 /// pods on that agent may launch with them.
-pub(super) fn spawn_binds(api: Api, inputs: mpsc::UnboundedSender<Input>, binds: Vec<Bind>) {
+pub(super) fn spawn_binds(api: Api, reports: mpsc::UnboundedSender<Launch>, binds: Vec<Bind>) {
     let ids: Vec<TaskId> = binds.iter().map(|b| b.task.clone()).collect();
-    let reporter = inputs.clone();
+    let reporter = reports.clone();
     let work = tokio::spawn(async move {
         let results = join_all(binds.iter().map(|b| bind_one(&api, b))).await;
         let orphaned = binds
@@ -47,11 +47,11 @@ pub(super) fn spawn_binds(api: Api, inputs: mpsc::UnboundedSender<Input>, binds:
             .zip(results)
             .map(|(b, r)| (b.task, r.map_err(|e| e.to_string())))
             .collect();
-        let _ = reporter.send(Input::Launch(Launch::Bound(report)));
+        let _ = reporter.send(Launch::Bound(report));
     });
     // A bug that panicked the task must not hold its pods for ever: they
     // are reported unbound, and wait again as the store has them.
-    guard(work, inputs, move || {
+    guard(work, reports, move || {
         let failed = ids
             .into_iter()
             .map(|id| (id, Err("the binding task failed".to_owned())))
@@ -75,14 +75,14 @@ async fn bind_one(api: &Api, b: &Bind) -> Result<BoundPod, ApiError> {
 /// Sends every ACCEPT concurrently and reports all answers at once.
 pub(super) fn spawn_accepts(
     mesos: MesosHandle,
-    inputs: mpsc::UnboundedSender<Input>,
+    reports: mpsc::UnboundedSender<Launch>,
     accepts: Vec<Accept>,
 ) {
     let sent: Vec<_> = accepts
         .iter()
         .map(|a| (a.offer.clone(), a.tasks.clone()))
         .collect();
-    let reporter = inputs.clone();
+    let reporter = reports.clone();
     let work = tokio::spawn(async move {
         let results = join_all(accepts.into_iter().map(|a| {
             let mesos = mesos.clone();
@@ -92,10 +92,10 @@ pub(super) fn spawn_accepts(
             }
         }))
         .await;
-        let _ = reporter.send(Input::Launch(Launch::Accepted(results)));
+        let _ = reporter.send(Launch::Accepted(results));
     });
     // A panicked task may have sent any of its calls: the master is asked.
-    guard(work, inputs, move || {
+    guard(work, reports, move || {
         let unknown = sent
             .into_iter()
             .map(|(offer, tasks)| {
@@ -132,7 +132,7 @@ fn outcome(result: Result<(), CallError>) -> AcceptOutcome {
 /// Reports `fallback` if `work` panicked, so its pods are never stuck.
 fn guard(
     work: tokio::task::JoinHandle<()>,
-    inputs: mpsc::UnboundedSender<Input>,
+    reports: mpsc::UnboundedSender<Launch>,
     fallback: impl FnOnce() -> Launch + Send + 'static,
 ) {
     tokio::spawn(async move {
@@ -140,7 +140,7 @@ fn guard(
             && e.is_panic()
         {
             tracing::error!("a launch task failed; its pods are reported back");
-            let _ = inputs.send(Input::Launch(fallback()));
+            let _ = reports.send(fallback());
         }
     });
 }

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use registry::InMemoryRegistry;
 use tokio::sync::mpsc;
 
-use super::{Core, CoreConfig, CoreError, Input, Lookup, MAX_BATCH, Step};
+use super::{Core, CoreConfig, CoreError, Input, Launch, Lookup, MAX_BATCH, Step};
 use crate::admission::Admission;
 use crate::config::SchedulingConfig;
 use crate::driver::MesosHandle;
@@ -77,6 +77,10 @@ pub struct Runner {
     admission: Admission,
     observed: Arc<Observed>,
     inputs: mpsc::UnboundedSender<Input>,
+    /// What the launch tasks report: stepped as soon as it comes, even in
+    /// the middle of a turn (see `perform`).
+    launch_tx: mpsc::UnboundedSender<Launch>,
+    launches: mpsc::UnboundedReceiver<Launch>,
     sweep_interval: std::time::Duration,
 }
 
@@ -99,7 +103,10 @@ impl Runner {
             directory: parts.directory,
             observed: parts.observed.clone(),
         });
+        let (launch_tx, launches) = mpsc::unbounded_channel();
         Runner {
+            launch_tx,
+            launches,
             core,
             api: parts.api,
             mesos: parts.mesos,
@@ -148,6 +155,7 @@ impl Runner {
                         }
                     }
                 },
+                Some(report) = self.launches.recv() => batch.push(Input::Launch(report)),
                 _ = tick.tick() => {}
             }
             let t0 = std::time::Instant::now();

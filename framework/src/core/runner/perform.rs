@@ -10,7 +10,7 @@ use registry::{Flag, PodKey, PodTask};
 
 use super::Runner;
 use crate::core::launching::KillReason;
-use crate::core::{CoreError, Effect, Reply, StatusWrite, Step, Write, Written};
+use crate::core::{CoreError, Effect, Input, Reply, StatusWrite, Step, Write, Written};
 use crate::podstatus::pod_status_for;
 
 impl Runner {
@@ -19,9 +19,9 @@ impl Runner {
     /// core steps down (the lease is lost), nothing of that turn is done.
     pub(super) async fn perform(&mut self, mut effects: Vec<Effect>) -> Result<(), CoreError> {
         while !effects.is_empty() {
-            let results = self.perform_once(effects).await?;
+            let (results, more) = self.perform_once(effects).await?;
             let now = self.clock.now();
-            effects = Vec::new();
+            effects = more;
             for step in results {
                 effects.extend(self.core.step(step, now));
             }
@@ -30,8 +30,18 @@ impl Runner {
     }
 
     /// Performs one batch of effects, concurrently, and returns what came
-    /// of those the core wants to hear about.
-    async fn perform_once(&mut self, effects: Vec<Effect>) -> Result<Vec<Step>, CoreError> {
+    /// of those the core wants to hear about, with the effects of launch
+    /// reports stepped meanwhile.
+    ///
+    /// A launch report is stepped as soon as it comes, even while this
+    /// batch's writes are in flight, and the ACCEPTs it asks for leave at
+    /// once: a round's second half must not wait behind a turn's status
+    /// writes (awaiting them put half a second between a pod's binding and
+    /// its ACCEPT under load). The core still sees one step at a time.
+    async fn perform_once(
+        &mut self,
+        effects: Vec<Effect>,
+    ) -> Result<(Vec<Step>, Vec<Effect>), CoreError> {
         // Effects stepped earlier in the same turn came from a core that
         // believed it led; none of them may leave.
         if effects.iter().any(|e| matches!(e, Effect::StepDown)) {
@@ -52,9 +62,11 @@ impl Runner {
                 Effect::Acknowledge(c) => acks.push(c),
                 Effect::Admit(requests) => admit = Some(requests),
                 Effect::Bind(b) => binds.push(b),
-                Effect::Accept(accepts) => {
-                    super::launch::spawn_accepts(self.mesos.clone(), self.inputs.clone(), accepts)
-                }
+                Effect::Accept(accepts) => super::launch::spawn_accepts(
+                    self.mesos.clone(),
+                    self.launch_tx.clone(),
+                    accepts,
+                ),
                 Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
                 Effect::StepDown => return Err(CoreError::LostLease),
             }
@@ -73,71 +85,106 @@ impl Runner {
                 }
             })));
         }
-        let api = &self.api;
-        let stores = join_all(stores.into_iter().map(|writes| store(api, writes)));
-        let now = self.clock.now();
-        let statuses = join_all(statuses.into_values().map(|chain| async move {
-            let mut out = Vec::with_capacity(chain.len());
-            for w in chain {
-                let written = match write_status(api, &w.task, &w.status, w.kill.as_ref(), now).await
-                {
-                    Ok(written) => Some(written),
-                    // Not durable: no ACK, so Mesos sends it again.
-                    Err(e) => {
-                        tracing::warn!(task = %w.task.id, error = %e, "pod status not written; will retry");
-                        None
-                    }
-                };
-                out.push(Step::StatusWritten {
-                    task: w.task,
-                    written,
-                    ack: w.ack,
-                });
-            }
-            out
-        }));
-        let calls = join_all(calls.into_iter().map(|(c, reply)| self.call(c, reply)));
-        let admission = async {
-            let requests = admit?;
-            let outcomes = join_all(requests.into_iter().map(|r| self.admission.admit(r))).await;
-            Some(Step::Admitted(outcomes))
-        };
-        // A round is bound once the turn's events are stored: whoever sees
-        // a pod run can read why it was placed as it was (an admission
-        // warning, say).
-        let ((), statuses, calls, admitted) = futures::join!(
-            async {
-                stores.await;
-                for b in binds {
-                    super::launch::spawn_binds(self.api.clone(), self.inputs.clone(), b);
-                }
-            },
-            statuses,
-            calls,
-            admission
+        let (api, mesos, observed) = (self.api.clone(), self.mesos.clone(), self.observed.clone());
+        let (admission, launch_tx, now) = (
+            self.admission.clone(),
+            self.launch_tx.clone(),
+            self.clock.now(),
         );
-        let mut results: Vec<Step> = statuses.into_iter().flatten().collect();
-        results.extend(calls.into_iter().flatten());
-        results.extend(admitted);
-        Ok(results)
-    }
-
-    /// Sends one call; returns its outcome when the core wants it.
-    async fn call(&self, c: Call, reply: Reply) -> Option<Step> {
-        let kind = c.r#type.and_then(|t| call::Type::try_from(t).ok());
-        let declined = c.decline.as_ref().map_or(0, |d| d.offer_ids.len() as u64);
-        let ok = match self.mesos.call(c).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::debug!(call = ?kind, error = %e, "call to Mesos not sent");
-                false
-            }
+        let work = async move {
+            let api = &api;
+            let stores = join_all(stores.into_iter().map(|writes| store(api, writes)));
+            let statuses = join_all(statuses.into_values().map(|chain| async move {
+                let mut out = Vec::with_capacity(chain.len());
+                for w in chain {
+                    let written =
+                        match write_status(api, &w.task, &w.status, w.kill.as_ref(), now).await {
+                            Ok(written) => Some(written),
+                            // Not durable: no ACK, so Mesos sends it again.
+                            Err(e) => {
+                                tracing::warn!(task = %w.task.id, error = %e, "pod status not written; will retry");
+                                None
+                            }
+                        };
+                    out.push(Step::StatusWritten {
+                        task: w.task,
+                        written,
+                        ack: w.ack,
+                    });
+                }
+                out
+            }));
+            let calls =
+                join_all((calls.into_iter()).map(|(c, reply)| call(&mesos, &observed, c, reply)));
+            let admission = async {
+                let requests = admit?;
+                let outcomes = join_all(requests.into_iter().map(|r| admission.admit(r))).await;
+                Some(Step::Admitted(outcomes))
+            };
+            // A round is bound once the turn's events are stored: whoever
+            // sees a pod run can read why it was placed as it was (an
+            // admission warning, say).
+            let ((), statuses, calls, admitted) = futures::join!(
+                async {
+                    stores.await;
+                    for b in binds {
+                        super::launch::spawn_binds(api.clone(), launch_tx.clone(), b);
+                    }
+                },
+                statuses,
+                calls,
+                admission
+            );
+            let mut results: Vec<Step> = statuses.into_iter().flatten().collect();
+            results.extend(calls.into_iter().flatten());
+            results.extend(admitted);
+            results
         };
-        if ok && declined > 0 {
-            self.observed.metrics.offers_declined.add(declined);
+        tokio::pin!(work);
+        let mut later = Vec::new();
+        loop {
+            tokio::select! {
+                results = &mut work => return Ok((results, later)),
+                Some(report) = self.launches.recv() => {
+                    let now = self.clock.now();
+                    for effect in self.core.step(Step::Input(Input::Launch(report)), now) {
+                        match effect {
+                            Effect::Accept(accepts) => super::launch::spawn_accepts(
+                                self.mesos.clone(),
+                                self.launch_tx.clone(),
+                                accepts,
+                            ),
+                            Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
+                            Effect::StepDown => return Err(CoreError::LostLease),
+                            other => later.push(other),
+                        }
+                    }
+                }
+            }
         }
-        (reply != Reply::None).then_some(Step::Called { call: reply, ok })
     }
+}
+
+/// Sends one call; returns its outcome when the core wants it.
+async fn call(
+    mesos: &crate::driver::MesosHandle,
+    observed: &crate::observe::Observed,
+    c: Call,
+    reply: Reply,
+) -> Option<Step> {
+    let kind = c.r#type.and_then(|t| call::Type::try_from(t).ok());
+    let declined = c.decline.as_ref().map_or(0, |d| d.offer_ids.len() as u64);
+    let ok = match mesos.call(c).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!(call = ?kind, error = %e, "call to Mesos not sent");
+            false
+        }
+    };
+    if ok && declined > 0 {
+        observed.metrics.offers_declined.add(declined);
+    }
+    (reply != Reply::None).then_some(Step::Called { call: reply, ok })
 }
 
 /// Performs store writes in order; failures are logged, never fatal.
