@@ -196,3 +196,20 @@ async fn shutdown_kills_every_pod_reports_and_exits_within_the_grace_period() {
         started.elapsed()
     );
 }
+
+/// The executor says it is alive every `--node-status-update-frequency`,
+/// as kubelet posts its node status, whether or not it runs a pod.
+#[tokio::test]
+async fn the_executor_reports_its_node_status_every_period() {
+    let mut h = start_with(false, Duration::from_millis(100));
+    let (_sub, _conn) = h.subscribe().await;
+    for _ in 0..3 {
+        let call = tokio::time::timeout(Duration::from_secs(5), h.node_status.recv())
+            .await
+            .expect("a node status within the period")
+            .unwrap();
+        assert_eq!(call.kind(), Some(call::Type::Message));
+        assert_eq!(call.executor_id.unwrap().value, "ex");
+        assert_eq!(call.framework_id.unwrap().value, "fw");
+    }
+}

@@ -86,8 +86,9 @@ fn ports_json(ports: &[PortMapping]) -> String {
 /// - `Ok(None)`: the pod carries none of the binding annotations (it was
 ///   never bound by us). A `mesopod.io/roles` annotation alone does not
 ///   count: users set it.
-/// - `Ok(Some(task))`: the task, flagged Launched and Bound (and Deleted if
-///   the pod is being deleted), with its id, agent, hostname, offer,
+/// - `Ok(Some(task))`: the task, flagged Launched and Bound (never Deleted:
+///   the core kills a recovered task whose pod is being deleted, whether or
+///   not an earlier leader did), with its id, agent, hostname, offer,
 ///   executor id, port mappings and roles. Its state follows the pod's
 ///   phase: `Running` → Running, `Succeeded`/`Failed` → Finished, anything
 ///   else → Pending. Reconciliation with Mesos corrects it from there.
@@ -137,9 +138,9 @@ pub fn recover_from(pod: &Pod, now: SystemTime) -> Result<Option<PodTask>, Recov
     task.release_pod();
     task.set(Flag::Launched);
     task.set(Flag::Bound);
-    if pod.metadata.deletion_timestamp.is_some() {
-        task.set(Flag::Deleted);
-    }
+    // Not flagged Deleted even if the pod is being deleted: nothing says
+    // the KILL its deletion calls for was ever sent (a leader may have
+    // frozen first), so the core kills it as a deletion it just saw.
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     match phase {
         Some("Running") => {

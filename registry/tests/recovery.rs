@@ -232,10 +232,12 @@ fn phase_and_deletion_shape_the_recovered_task() {
     assert_eq!(done.finished_at(), Some(at(7)));
     assert_eq!(with_phase("Failed").state, State::Finished);
 
+    // Being deleted: not flagged, so the core sends the KILL whether or not
+    // the leader before it did.
     let mut deleting = bound.clone();
     deleting.metadata.deletion_timestamp = Some(Time(Default::default()));
     assert!(
-        recover_from(&deleting, at(0))
+        !recover_from(&deleting, at(0))
             .unwrap()
             .unwrap()
             .has(Flag::Deleted)

@@ -28,9 +28,18 @@ pub type Conn = UnboundedSender<Result<Event, AgentError>>;
 pub struct FakeAgent {
     subscribes: UnboundedSender<(Call, Conn)>,
     calls: UnboundedSender<Call>,
+    /// The executor's node-status messages, kept apart from its other calls.
+    node_status: UnboundedSender<Call>,
     /// Calls made while the agent was unreachable.
     lost: UnboundedSender<Call>,
     reachable: Arc<AtomicBool>,
+}
+
+/// Whether the call is the executor's periodic node status.
+fn is_node_status(call: &Call) -> bool {
+    call.message
+        .as_ref()
+        .is_some_and(|m| m.data == executor::NODE_STATUS_MESSAGE)
 }
 
 impl Agent for FakeAgent {
@@ -46,11 +55,18 @@ impl Agent for FakeAgent {
     }
 
     async fn call(&self, call: Call) -> Result<(), AgentError> {
+        let node_status = is_node_status(&call);
         if !self.reachable.load(Ordering::SeqCst) {
-            self.lost.send(call).unwrap();
+            if !node_status {
+                self.lost.send(call).unwrap();
+            }
             return Err(AgentError::Unreachable("connection refused".into()));
         }
-        self.calls.send(call).unwrap();
+        if node_status {
+            let _ = self.node_status.send(call);
+        } else {
+            self.calls.send(call).unwrap();
+        }
         Ok(())
     }
 }
@@ -58,6 +74,7 @@ impl Agent for FakeAgent {
 pub struct Harness {
     pub subscribes: UnboundedReceiver<(Call, Conn)>,
     pub calls: UnboundedReceiver<Call>,
+    pub node_status: UnboundedReceiver<Call>,
     pub lost: UnboundedReceiver<Call>,
     pub reachable: Arc<AtomicBool>,
     pub run: JoinHandle<Result<Exit, ExecutorError>>,
@@ -65,6 +82,11 @@ pub struct Harness {
 }
 
 pub fn start(checkpoint: bool) -> Harness {
+    start_with(checkpoint, executor::NODE_STATUS_UPDATE_FREQUENCY)
+}
+
+/// [`start`], reporting the node's status every `node_status`.
+pub fn start_with(checkpoint: bool, node_status: Duration) -> Harness {
     testkit::init_crypto();
     let sandbox = tempfile::tempdir().unwrap();
     let env = ExecutorEnv::from_vars([
@@ -83,11 +105,13 @@ pub fn start(checkpoint: bool) -> Harness {
     .unwrap();
     let (sub_tx, subscribes) = unbounded_channel();
     let (call_tx, calls) = unbounded_channel();
+    let (status_tx, node_status_rx) = unbounded_channel();
     let (lost_tx, lost) = unbounded_channel();
     let reachable = Arc::new(AtomicBool::new(true));
     let agent = FakeAgent {
         subscribes: sub_tx,
         calls: call_tx,
+        node_status: status_tx,
         lost: lost_tx,
         reachable: reachable.clone(),
     };
@@ -98,12 +122,14 @@ pub fn start(checkpoint: bool) -> Harness {
         },
         registration_timeout: Duration::from_secs(5),
         containers: Default::default(),
+        node_status_update_frequency: node_status,
         ..Options::default()
     };
     let run = tokio::spawn(Executor::new(env, agent, options).run());
     Harness {
         subscribes,
         calls,
+        node_status: node_status_rx,
         lost,
         reachable,
         run,

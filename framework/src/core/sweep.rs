@@ -40,6 +40,9 @@ impl Core {
         self.start_explicit_reconciliation(now);
         self.revive_or_suppress(true, now);
         self.ask_executors_to_register();
+        // KILLs asked for while no subscription was open (a recovered
+        // pod's deletion, say) could not be sent: they go now.
+        self.resend_kills(now, Duration::ZERO);
     }
 
     pub(super) fn on_disconnected(&mut self, reason: &str) {
@@ -161,11 +164,16 @@ impl Core {
     }
 
     fn retry_kills(&mut self, now: SystemTime) {
+        self.resend_kills(now, KILL_RETRY);
+    }
+
+    /// Sends again every KILL sent at least `after` ago and not answered.
+    fn resend_kills(&mut self, now: SystemTime, after: Duration) {
         let mut due: Vec<_> = self
             .launching
             .killing
             .iter()
-            .filter(|(_, sent)| now.duration_since(**sent).unwrap_or_default() >= KILL_RETRY)
+            .filter(|(_, sent)| now.duration_since(**sent).unwrap_or_default() >= after)
             .map(|(id, _)| id.clone())
             .collect();
         // In a fixed order, so the effects do not depend on hashing.

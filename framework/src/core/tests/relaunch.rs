@@ -326,3 +326,21 @@ fn a_scheduler_that_subscribes_asks_the_executors_of_its_tasks_to_register_with_
     // A scheduler without tasks asks nobody.
     assert!(asks(&super::core().step(subscribed(), at(0))).is_empty());
 }
+
+/// A pod deleted while no leader could act (they were all frozen) is
+/// recovered being deleted: its KILL may never have been sent, so the new
+/// leader sends it as soon as it is subscribed, not after a retry interval.
+#[test]
+fn a_recovered_pod_being_deleted_is_killed_once_subscribed() {
+    let mut pod = bound_web("Running");
+    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        crate::podstatus::timestamp(at(0)),
+    ));
+    pod.metadata.deletion_grace_period_seconds = Some(1);
+    let mut core = core_reading(Admission::none(), Box::new(Pods(vec![pod.clone()])));
+    // Not subscribed yet: the KILL asked for now cannot reach Mesos...
+    let _ = core.step(Step::Recovered(vec![Arc::new(pod)]), at(0));
+    // ...so it goes with the subscription.
+    let effects = describe(&core.step(subscribed(), at(1)));
+    assert!(effects.contains(&format!("KILL {OLD}")), "{effects:?}");
+}
