@@ -52,7 +52,7 @@ pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: Sy
             time_added: None,
         })
         .collect();
-    Node {
+    let mut node = Node {
         metadata: ObjectMeta {
             name: Some(view.hostname().to_owned()),
             labels: Some(labels),
@@ -70,14 +70,7 @@ pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: Sy
                 type_: "Hostname".into(),
                 address: view.hostname().to_owned(),
             }]),
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                reason: Some("AgentOffering".into()),
-                message: Some("the Mesos agent is registered and offering resources".into()),
-                last_heartbeat_time: Some(Time(timestamp(now))),
-                last_transition_time: Some(Time(timestamp(now))),
-            }]),
+            conditions: None,
             node_info: Some(NodeSystemInfo {
                 architecture: std::env::consts::ARCH.into(),
                 operating_system: std::env::consts::OS.into(),
@@ -93,7 +86,9 @@ pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: Sy
             }),
             ..Default::default()
         }),
-    }
+    };
+    set_node_ready(&mut node, true, now);
+    node
 }
 
 /// The taint kube-controller-manager puts on a node whose kubelet went
@@ -104,24 +99,26 @@ pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 /// lifecycle controller marks a node whose kubelet stopped posting status:
 /// `Ready=Unknown`, reason `NodeStatusUnknown`, and the unreachable taint.
 pub fn set_node_ready(node: &mut Node, ready: bool, now: SystemTime) {
-    let condition = if ready {
-        NodeCondition {
-            type_: "Ready".into(),
-            status: "True".into(),
-            reason: Some("AgentOffering".into()),
-            message: Some("the Mesos agent is registered and offering resources".into()),
-            last_heartbeat_time: Some(Time(timestamp(now))),
-            last_transition_time: Some(Time(timestamp(now))),
-        }
+    let (value, reason, message) = if ready {
+        (
+            "True",
+            "AgentOffering",
+            "the Mesos agent is registered and offering resources",
+        )
     } else {
-        NodeCondition {
-            type_: "Ready".into(),
-            status: "Unknown".into(),
-            reason: Some("NodeStatusUnknown".into()),
-            message: Some("Kubelet stopped posting node status.".into()),
-            last_heartbeat_time: Some(Time(timestamp(now))),
-            last_transition_time: Some(Time(timestamp(now))),
-        }
+        (
+            "Unknown",
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        )
+    };
+    let condition = NodeCondition {
+        type_: "Ready".into(),
+        status: value.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(Time(timestamp(now))),
+        last_transition_time: Some(Time(timestamp(now))),
     };
     let status = node.status.get_or_insert_with(Default::default);
     let conditions = status.conditions.get_or_insert_with(Vec::new);

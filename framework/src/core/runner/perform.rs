@@ -62,11 +62,7 @@ impl Runner {
                 Effect::Acknowledge(c) => acks.push(c),
                 Effect::Admit(requests) => admit = Some(requests),
                 Effect::Bind(b) => binds.push(b),
-                Effect::Accept(accepts) => super::launch::spawn_accepts(
-                    self.mesos.clone(),
-                    self.launch_tx.clone(),
-                    accepts,
-                ),
+                Effect::Accept(accepts) => self.send_accepts(accepts),
                 Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
                 Effect::StepDown => return Err(CoreError::LostLease),
             }
@@ -149,11 +145,7 @@ impl Runner {
                     let now = self.clock.now();
                     for effect in self.core.step(Step::Input(Input::Launch(report)), now) {
                         match effect {
-                            Effect::Accept(accepts) => super::launch::spawn_accepts(
-                                self.mesos.clone(),
-                                self.launch_tx.clone(),
-                                accepts,
-                            ),
+                            Effect::Accept(accepts) => self.send_accepts(accepts),
                             Effect::Stop(message) => return Err(CoreError::FailedOver(message)),
                             Effect::StepDown => return Err(CoreError::LostLease),
                             other => later.push(other),
@@ -162,6 +154,12 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Sends ACCEPTs off the loop; their answers come back on the launch
+    /// channel.
+    fn send_accepts(&self, accepts: Vec<crate::core::Accept>) {
+        super::launch::spawn_accepts(self.mesos.clone(), self.launch_tx.clone(), accepts);
     }
 }
 

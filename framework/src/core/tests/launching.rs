@@ -71,6 +71,18 @@ fn round(core: &mut Core, names: &[&str], now: SystemTime) -> Vec<Effect> {
     core.step(Step::Schedule, now)
 }
 
+/// A core whose pod `a` is bound to h1 and its ACCEPT sent (offers from
+/// `hosts`): the task's id.
+fn accepting_a(hosts: &[&str]) -> (Core, TaskId) {
+    let store = Store::default();
+    let mut core = limited(&store, 1 << 20, hosts);
+    let effects = round(&mut core, &["a"], at(1));
+    let id = ids(&effects)[0].clone();
+    store.bind("a", "h1");
+    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    (core, id)
+}
+
 fn ids(effects: &[Effect]) -> Vec<TaskId> {
     rounds(effects)
         .iter()
@@ -206,12 +218,7 @@ fn a_pod_too_large_for_any_accept_fails_with_the_sizes() {
 
 #[test]
 fn a_refused_accept_sends_its_pods_back_to_their_node_and_declines_the_offer() {
-    let store = Store::default();
-    let mut core = limited(&store, 1 << 20, &["h1", "h2"]);
-    let effects = round(&mut core, &["a"], at(1));
-    let id = ids(&effects)[0].clone();
-    store.bind("a", "h1");
-    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    let (mut core, id) = accepting_a(&["h1", "h2"]);
     let why = AcceptOutcome::Refused("413 Payload Too Large".into());
     assert_eq!(
         describe(&core.step(answered("offer-h1", std::slice::from_ref(&id), why), at(1))),
@@ -229,12 +236,7 @@ fn a_refused_accept_sends_its_pods_back_to_their_node_and_declines_the_offer() {
 
 #[test]
 fn an_accept_with_no_answer_launches_nothing_again_until_the_master_says() {
-    let store = Store::default();
-    let mut core = limited(&store, 1 << 20, &["h1", "h2"]);
-    let effects = round(&mut core, &["a"], at(1));
-    let id = ids(&effects)[0].clone();
-    store.bind("a", "h1");
-    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    let (mut core, id) = accepting_a(&["h1", "h2"]);
     let why = AcceptOutcome::Unknown("connection reset".into());
     assert_eq!(
         describe(&core.step(answered("offer-h1", std::slice::from_ref(&id), why), at(1))),
@@ -258,12 +260,7 @@ fn an_accept_with_no_answer_launches_nothing_again_until_the_master_says() {
 
 #[test]
 fn an_accept_that_landed_after_all_is_reconciled_as_running() {
-    let store = Store::default();
-    let mut core = limited(&store, 1 << 20, &["h1"]);
-    let effects = round(&mut core, &["a"], at(1));
-    let id = ids(&effects)[0].clone();
-    store.bind("a", "h1");
-    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    let (mut core, id) = accepting_a(&["h1"]);
     let why = AcceptOutcome::Unknown("connection reset".into());
     let _ = core.step(answered("offer-h1", std::slice::from_ref(&id), why), at(1));
     let running = update(status(&id, TaskState::TaskRunning, true));
@@ -277,12 +274,7 @@ fn an_accept_that_landed_after_all_is_reconciled_as_running() {
 
 #[test]
 fn a_task_the_master_drops_goes_back_to_its_node_even_before_its_accept_returns() {
-    let store = Store::default();
-    let mut core = limited(&store, 1 << 20, &["h1", "h2"]);
-    let effects = round(&mut core, &["a"], at(1));
-    let id = ids(&effects)[0].clone();
-    store.bind("a", "h1");
-    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
+    let (mut core, id) = accepting_a(&["h1", "h2"]);
     // The rescinded offer's drop overtakes the ACCEPT's 202.
     let mut drop = status(&id, TaskState::TaskDropped, false);
     drop.source = Some(Source::SourceMaster as i32);
@@ -303,14 +295,8 @@ fn a_task_the_master_drops_goes_back_to_its_node_even_before_its_accept_returns(
 
 #[test]
 fn a_pod_deleted_while_its_accept_was_refused_is_finalized_not_relaunched() {
-    let store = Store::default();
-    let mut core = limited(&store, 1 << 20, &["h1"]);
-    let a = pod("a", "1");
-    let effects = round(&mut core, &["a"], at(1));
-    let id = ids(&effects)[0].clone();
-    store.bind("a", "h1");
-    let _ = core.step(bound(std::slice::from_ref(&id)), at(1));
-    let mut deleting = (*a).clone();
+    let (mut core, id) = accepting_a(&["h1"]);
+    let mut deleting = (*pod("a", "1")).clone();
     deleting.metadata.deletion_timestamp = Some(
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::podstatus::timestamp(at(1))),
     );

@@ -305,16 +305,7 @@ fn pods_on_an_agent_join_the_executor_it_runs_in_a_later_round_too() {
     let _ = first.step(Step::Input(Input::PodUpsert(pod("a", "1"))), at(1));
     let effects = first.step(Step::Schedule, at(1));
     let id = rounds(&effects)[0][0].task.clone();
-    let effects = first.step(bound(&[id]), at(1));
-    let launch = &accepts(&effects)[0]
-        .call
-        .accept
-        .as_ref()
-        .unwrap()
-        .operations[0];
-    let configured = launch.launch.as_ref().unwrap().task_infos[0]
-        .executor
-        .clone();
+    let configured = executor_launched(&first.step(bound(&[id]), at(1)));
     let mut running = configured.unwrap();
     // Launched by an earlier mesopod: the same id, another name.
     running.name = Some("launched before the restart".into());
@@ -337,14 +328,12 @@ fn pods_on_an_agent_join_the_executor_it_runs_in_a_later_round_too() {
     let bind = &rounds(&effects)[0][0];
     assert!(bind.binding.meta.is_empty(), "{:?}", bind.binding.meta);
     let effects = core.step(bound(std::slice::from_ref(&bind.task)), at(2));
-    let launch = &accepts(&effects)[0]
-        .call
-        .accept
-        .as_ref()
-        .unwrap()
-        .operations[0];
-    let joined = launch.launch.as_ref().unwrap().task_infos[0]
-        .executor
-        .clone();
-    assert_eq!(joined.as_ref(), Some(&running));
+    assert_eq!(executor_launched(&effects).as_ref(), Some(&running));
+}
+
+/// The executor info the first task of a step's first ACCEPT names.
+fn executor_launched(effects: &[Effect]) -> Option<mesos::proto::ExecutorInfo> {
+    let accept = accepts(effects)[0].call.accept.as_ref()?;
+    let launch = accept.operations[0].launch.as_ref()?;
+    launch.task_infos[0].executor.clone()
 }
