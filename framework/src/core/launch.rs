@@ -282,6 +282,7 @@ impl Core {
                 continue;
             }
             let Some(task) = self.registry.get(&id) else {
+                self.launching.end(&id);
                 continue;
             };
             if CALL_OVERHEAD + size > limit {

@@ -16,10 +16,15 @@
 //! asked to report every pod again ([`executor::RESEND_STATUS_MESSAGE`]),
 //! which makes each pod's conditions true again.
 //!
-//! Only an agent where a pod of ours runs needs an executor; time is the
-//! core's, counted from when this core first expected one (a restarted
-//! mesopod, or a new leader, gives every executor a full grace period, as
-//! the node lifecycle controller does with its own observation times).
+//! Only an agent where a pod of ours runs needs an executor, and only an
+//! executor this core has heard at least once is judged: one that never
+//! reports (a simulated agent's, or an executor from before reports
+//! existed, still running after an upgrade) would otherwise make a healthy
+//! Node NotReady. Time is the core's: a restarted mesopod, or a new
+//! leader, gives every executor a full grace period from when it first
+//! hears it, as the node lifecycle controller uses its own observation
+//! times. So an executor already hung when this core started is judged
+//! only once it has been heard (a limit, for now).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::SystemTime;
@@ -45,7 +50,7 @@ const NODE_MONITOR_PERIOD: std::time::Duration = std::time::Duration::from_secs(
 pub(crate) struct Liveness {
     /// When the sweep last looked.
     checked: Option<SystemTime>,
-    /// When each agent's executor was last heard from, or first expected.
+    /// When each agent's executor was last heard from.
     heard: HashMap<String, SystemTime>,
     /// The agents whose Node is NotReady, with the executor to ask for a
     /// report once heard again.
@@ -92,9 +97,9 @@ impl Core {
                 running.entry(agent).or_default().push(task);
             }
         }
-        self.liveness
-            .heard
-            .retain(|agent, _| running.contains_key(agent));
+        // What was heard of an executor no pod needs any more is stale by
+        // the time one does again: it is judged from its next report.
+        (self.liveness.heard).retain(|agent, _| running.contains_key(agent));
         let idle: Vec<String> = (self.liveness.not_ready.iter())
             .filter(|a| !running.contains_key(*a))
             .cloned()
@@ -104,7 +109,9 @@ impl Core {
             self.write_readiness(&agent, true, now);
         }
         for (agent, tasks) in running {
-            let since = *self.liveness.heard.entry(agent.clone()).or_insert(now);
+            let Some(&since) = self.liveness.heard.get(&agent) else {
+                continue;
+            };
             let quiet = now.duration_since(since).unwrap_or_default();
             if quiet <= grace || self.liveness.not_ready.contains(&agent) {
                 continue;

@@ -80,11 +80,18 @@ fn the_node_is_judged_only_while_a_pod_of_ours_runs_there() {
 }
 
 #[test]
-fn a_restarted_core_gives_every_executor_a_full_grace_period() {
-    // A new core has never heard from the executor: it counts from its
-    // first look, not from the epoch.
+fn an_executor_never_heard_is_not_judged() {
+    // A simulated agent's tasks run with no executor, and an executor from
+    // before node status existed never sends one: their Nodes stay Ready.
+    let (mut core, _) = running_web();
+    assert!(ticks(&mut core, 2, 300).is_empty());
+}
+
+#[test]
+fn a_restarted_core_gives_every_executor_a_full_grace_period_from_when_it_hears_it() {
     let (mut core, _) = running_web();
     let late = 1_000;
+    let _ = core.step(node_status(), at(late));
     assert!(ticks(&mut core, late, late + 40).is_empty());
     assert_eq!(ticks(&mut core, late + 41, late + 50).len(), 2);
 }
