@@ -70,9 +70,9 @@ impl Core {
     }
 
     /// Places the admitted pods on every live offer, registers what was
-    /// placed and hands it to a launch task.
+    /// placed and starts its launch. The core reads no clock: the runner's
+    /// turn trace times the whole step (`sweep_schedule_us`).
     fn place(&mut self, attempts: Vec<Attempt>, now: SystemTime) {
-        let ta = std::time::Instant::now();
         let views = self.offer_views();
         if views.is_empty() {
             return;
@@ -80,7 +80,6 @@ impl Core {
         let round =
             self.placer
                 .place_round(attempts.iter().map(|a| &a.task), &views, &mut self.cursor);
-        let tb = std::time::Instant::now();
         let mut placed = Vec::new();
         let mut unschedulable = 0;
         let mut estimate = Estimate::default();
@@ -131,7 +130,6 @@ impl Core {
             target: "mesopod::turns",
             placed = placed.len(),
             unschedulable,
-            place_us = (tb - ta).as_micros() as u64,
             "scheduling round"
         );
         if !placed.is_empty() {
