@@ -11,10 +11,9 @@ mod faults;
 
 use std::time::Duration;
 
-use apiserver::{Api, EventKind};
+use apiserver::Api;
 use common::cluster::*;
 use faults::executor_pids;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use rustix::process::{Pid, Signal, kill_process};
 use testkit::{Kubectl, ok};
@@ -67,25 +66,13 @@ fn pod_ready(p: &Pod) -> Option<&str> {
 
 /// Awaits the Node for which `pred` holds, watching (no polling).
 async fn wait_node(api: &Api, name: &str, pred: impl Fn(&Node) -> bool) -> Node {
-    let fut = async {
-        let rv = api.resource_version();
-        if let Ok(n) = api.get_node(name)
-            && pred(&n)
-        {
-            return n;
-        }
-        let mut watch = api.watch_nodes(rv).unwrap();
-        while let Some(ev) = watch.next().await {
-            let ev = ev.expect("watch");
-            if ev.kind != EventKind::Deleted
-                && ev.object.metadata.name.as_deref() == Some(name)
-                && pred(&ev.object)
-            {
-                return ev.object;
-            }
-        }
-        panic!("the node watch ended");
-    };
+    let fut = wait_watched(
+        api,
+        name,
+        |api| api.get_node(name).ok(),
+        |api, rv| api.watch_nodes(rv).unwrap(),
+        pred,
+    );
     tokio::time::timeout(T, fut)
         .await
         .unwrap_or_else(|_| panic!("node {name} did not reach the condition within {T:?}"))

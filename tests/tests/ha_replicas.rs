@@ -58,6 +58,23 @@ async fn leads(app: &App) {
         .expect("the replica leads");
 }
 
+/// Replica `a` leading and `b` following on one store, with pod `first`
+/// created through `a` and Running as `b` serves it.
+async fn two_replicas_running_first() -> (LocalMesos, App, App, Pod) {
+    let mesos = cluster().await;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new().unwrap());
+    let a = replica(&mesos, &store, "a").await;
+    leads(&a).await;
+    let b = replica(&mesos, &store, "b").await;
+    // Every replica serves the API; only the leader schedules.
+    a.api()
+        .create_pod("default", sleeper("first"))
+        .await
+        .unwrap();
+    let first = wait_pod(b.api(), "default", "first", T, running).await;
+    (mesos, a, b, first)
+}
+
 fn sleeper(name: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": name, "namespace": "default"},
@@ -92,18 +109,7 @@ fn task_id(p: &Pod) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_follower_takes_over_when_the_leader_stops_and_nothing_is_launched_twice() {
-    let mesos = cluster().await;
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new().unwrap());
-    let a = replica(&mesos, &store, "a").await;
-    leads(&a).await;
-    let b = replica(&mesos, &store, "b").await;
-
-    // Every replica serves the API; only the leader schedules.
-    a.api()
-        .create_pod("default", sleeper("first"))
-        .await
-        .unwrap();
-    let first = wait_pod(b.api(), "default", "first", T, running).await;
+    let (mesos, a, b, first) = two_replicas_running_first().await;
     let a_page = debug_framework(&a).await;
     assert_eq!(a_page["role"], "leader", "{a_page}");
     testkit::wait_until(
@@ -251,16 +257,7 @@ async fn exec_echo(app: &App, arg: &str) -> (Option<i32>, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_a_failover_exec_reaches_running_pods_through_the_new_leader_within_seconds() {
-    let mesos = cluster().await;
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new().unwrap());
-    let a = replica(&mesos, &store, "a").await;
-    leads(&a).await;
-    let b = replica(&mesos, &store, "b").await;
-    a.api()
-        .create_pod("default", sleeper("first"))
-        .await
-        .unwrap();
-    wait_pod(a.api(), "default", "first", T, running).await;
+    let (mesos, a, b, _first) = two_replicas_running_first().await;
     testkit::wait_until(
         "exec through the leader",
         T,

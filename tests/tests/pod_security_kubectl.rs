@@ -48,6 +48,19 @@ spec:
 }
 
 /// The `Warning: ` lines kubectl printed.
+/// Creates namespace `ns` with the Pod Security `label` (`mode=level`).
+async fn labelled_namespace(kc: &testkit::Kubectl, ns: &str, label: &str) {
+    ok(&kc.run(&["create", "namespace", ns]).await);
+    let label = format!("pod-security.kubernetes.io/{label}");
+    ok(&kc.run(&["label", "ns", ns, &label]).await);
+}
+
+/// Creates `yaml` in namespace `ns`.
+async fn create_in(kc: &testkit::Kubectl, ns: &str, yaml: &str) -> std::process::Output {
+    kc.run_stdin(&["create", "-n", ns, "-f", "-"], Some(yaml))
+        .await
+}
+
 fn warnings(out: &std::process::Output) -> Vec<String> {
     stderr(out)
         .lines()
@@ -67,12 +80,7 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
         ok(&kc.run(&["create", "namespace", &team]).await);
 
         // Unlabelled: privileged, as in Kubernetes.
-        let out = kc
-            .run_stdin(
-                &["create", "-n", &team, "-f", "-"],
-                Some(&host_pod("early")),
-            )
-            .await;
+        let out = create_in(&kc, &team, &host_pod("early")).await;
         assert_eq!(ok(&out).trim(), "pod/early created", "{k}");
         assert!(warnings(&out).is_empty(), "{k}: {}", stderr(&out));
 
@@ -98,9 +106,7 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
         );
 
         // ... and refuses a new one in kube-apiserver's words.
-        let out = kc
-            .run_stdin(&["create", "-n", &team, "-f", "-"], Some(&host_pod("late")))
-            .await;
+        let out = create_in(&kc, &team, &host_pod("late")).await;
         assert!(!out.status.success(), "{k}");
         assert_eq!(
             stderr(&out).trim(),
@@ -112,12 +118,7 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
         let got = kc.run(&["get", "pod", "late", "-n", &team]).await;
         assert!(!got.status.success(), "{k}: the refused pod was stored");
         // A plain pod meets baseline.
-        let out = kc
-            .run_stdin(
-                &["create", "-n", &team, "-f", "-"],
-                Some(&plain_pod("fine")),
-            )
-            .await;
+        let out = create_in(&kc, &team, &plain_pod("fine")).await;
         assert_eq!(ok(&out).trim(), "pod/fine created", "{k}");
 
         // A level that does not exist is refused on the namespace.
@@ -147,12 +148,7 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
             ])
             .await;
         assert_eq!(ok(&out).trim(), format!("namespace/{team} labeled"), "{k}");
-        let out = kc
-            .run_stdin(
-                &["create", "-n", &team, "-f", "-"],
-                Some(&host_pod("later")),
-            )
-            .await;
+        let out = create_in(&kc, &team, &host_pod("later")).await;
         assert!(
             stderr(&out).contains("violates PodSecurity \"baseline:v1.30\": "),
             "{k}: {}",
@@ -161,21 +157,8 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
 
         // warn=restricted admits the pod and kubectl prints why it would not be.
         let watched = format!("watched-{i}");
-        ok(&kc.run(&["create", "namespace", &watched]).await);
-        ok(&kc
-            .run(&[
-                "label",
-                "ns",
-                &watched,
-                "pod-security.kubernetes.io/warn=restricted",
-            ])
-            .await);
-        let out = kc
-            .run_stdin(
-                &["create", "-n", &watched, "-f", "-"],
-                Some(&plain_pod("p")),
-            )
-            .await;
+        labelled_namespace(&kc, &watched, "warn=restricted").await;
+        let out = create_in(&kc, &watched, &plain_pod("p")).await;
         assert_eq!(ok(&out).trim(), "pod/p created", "{k}");
         assert_eq!(
             warnings(&out),
@@ -192,26 +175,11 @@ async fn namespaces_labelled_with_pod_security_levels_enforce_and_warn() {
         // enforce=restricted admits a pod that meets it: seccomp profiles
         // are honoured, so the level is reachable.
         let strict = format!("strict-{i}");
-        ok(&kc.run(&["create", "namespace", &strict]).await);
-        ok(&kc
-            .run(&[
-                "label",
-                "ns",
-                &strict,
-                "pod-security.kubernetes.io/enforce=restricted",
-            ])
-            .await);
-        let out = kc
-            .run_stdin(
-                &["create", "-n", &strict, "-f", "-"],
-                Some(&restricted_pod("r")),
-            )
-            .await;
+        labelled_namespace(&kc, &strict, "enforce=restricted").await;
+        let out = create_in(&kc, &strict, &restricted_pod("r")).await;
         assert_eq!(ok(&out).trim(), "pod/r created", "{k}: {}", stderr(&out));
         assert!(warnings(&out).is_empty(), "{k}: {:?}", warnings(&out));
-        let out = kc
-            .run_stdin(&["create", "-n", &strict, "-f", "-"], Some(&plain_pod("p")))
-            .await;
+        let out = create_in(&kc, &strict, &plain_pod("p")).await;
         assert!(
             stderr(&out).contains("violates PodSecurity \"restricted:latest\": "),
             "{k}: {}",

@@ -194,7 +194,8 @@ impl Core {
             match result {
                 Ok(bound) => {
                     flight.rv = bound.rv;
-                    let changes = flight.changes.clone();
+                    // Needed no more once the binding is written.
+                    let changes = std::mem::take(&mut flight.changes);
                     if let Some(info) = self.bound_task_info(&id, bound.json, &changes, now) {
                         entry.1.push(info);
                     }

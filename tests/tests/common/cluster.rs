@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::{Api, EventKind, SystemClock};
+use apiserver::{Api, EventKind, ObjectStream, SystemClock};
 use framework::admission::Admission;
 use framework::app::{App, AppConfig};
 use framework::config::{FrameworkConfig, SchedulingConfig};
 use framework::launch::ExecutorCommand;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use localmesos::{AgentConfig, Timing};
 use mesos::codec::Codec;
 use procurement::{PortStrategy, ResourceDefaults, Scoring};
@@ -111,6 +112,33 @@ pub async fn start(setup: Setup) -> App {
     App::start(app_config(setup)).await.expect("mesopod starts")
 }
 
+/// Awaits the object named `name` for which `pred` holds: read once, then
+/// watched (no sleeping). The version is taken before the read, so a change
+/// between the two is either seen by the read or replayed by the watch.
+pub async fn wait_watched<T: k8s_openapi::Metadata<Ty = ObjectMeta>>(
+    api: &Api,
+    name: &str,
+    read: impl Fn(&Api) -> Option<T>,
+    watch: impl FnOnce(&Api, u64) -> ObjectStream<T>,
+    pred: impl Fn(&T) -> bool,
+) -> T {
+    let rv = api.resource_version();
+    if let Some(o) = read(api).filter(|o| pred(o)) {
+        return o;
+    }
+    let mut watch = watch(api, rv);
+    while let Some(ev) = watch.next().await {
+        let ev = ev.expect("watch");
+        if ev.kind != EventKind::Deleted
+            && ev.object.metadata().name.as_deref() == Some(name)
+            && pred(&ev.object)
+        {
+            return ev.object;
+        }
+    }
+    panic!("watch ended")
+}
+
 /// Awaits a pod for which `pred` holds, watching the store (no sleeping).
 pub async fn wait_pod(
     api: &Api,
@@ -119,27 +147,13 @@ pub async fn wait_pod(
     within: Duration,
     pred: impl Fn(&Pod) -> bool,
 ) -> Pod {
-    let fut = async {
-        // The version first, then the read: a change between the two is
-        // then either seen by the read or replayed by the watch.
-        let rv = api.resource_version();
-        if let Ok(p) = api.get_pod(ns, name)
-            && pred(&p)
-        {
-            return p;
-        }
-        let mut watch = api.watch_pods(Some(ns), rv).unwrap();
-        while let Some(ev) = watch.next().await {
-            let ev = ev.expect("watch");
-            if ev.kind != EventKind::Deleted
-                && ev.object.metadata.name.as_deref() == Some(name)
-                && pred(&ev.object)
-            {
-                return ev.object;
-            }
-        }
-        panic!("watch ended")
-    };
+    let fut = wait_watched(
+        api,
+        name,
+        |api| api.get_pod(ns, name).ok(),
+        |api, rv| api.watch_pods(Some(ns), rv).unwrap(),
+        pred,
+    );
     match tokio::time::timeout(within, fut).await {
         Ok(p) => p,
         Err(_) => panic!(
