@@ -141,7 +141,7 @@ async fn exec_by(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_and_configmap_volumes_work_within_seconds_of_each_restart_of_the_embedded_cluster() {
-    use faults::{Mode, Proc, Reset};
+    use faults::{Mode, Proc};
     use std::time::Duration;
     use tokio::time::Instant;
     if !Mode::Containers.possible(
@@ -149,11 +149,8 @@ async fn exec_and_configmap_volumes_work_within_seconds_of_each_restart_of_the_e
     ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let data_s = data.to_str().unwrap().to_owned();
-    let _reset = Reset(data.clone());
-    let log = dir.path().join("mesopod.log");
+    let scratch = faults::Scratch::new();
+    let (data, data_s, log) = (&scratch.data, scratch.data_s.clone(), scratch.log.clone());
     faults::image::load(&data.join("images"));
     let start = || {
         Proc::spawn(

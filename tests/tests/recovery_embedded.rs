@@ -15,7 +15,7 @@ mod faults;
 use std::time::Duration;
 
 use faults::{
-    Faults, MESOPOD, Mode, Proc, Reset, all_running, any_left, apply, count_faults, executor_pids,
+    Faults, MESOPOD, Mode, Proc, all_running, any_left, apply, count_faults, executor_pids,
     kubectl_ok, marker, pods_yaml, procs,
 };
 use testkit::wait_until_blocking;
@@ -58,11 +58,8 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
     if !C.possible("sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let data_s = data.to_str().unwrap().to_owned();
-    let _reset = Reset(data.clone());
-    let log = dir.path().join("mesopod.log");
+    let scratch = faults::Scratch::new();
+    let (data, data_s, log) = (&scratch.data, scratch.data_s.clone(), scratch.log.clone());
     load_image(&data_s);
 
     let first = start(&data_s, &log);
@@ -173,10 +170,8 @@ fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout(
     if !C.possible("executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let _reset = Reset(data.clone());
-    let log = dir.path().join("mesopod.log");
+    let scratch = faults::Scratch::new();
+    let (data, log) = (&scratch.data, scratch.log.clone());
     load_image(data.to_str().unwrap());
     let mesopod = Proc::spawn(
         &[
@@ -199,7 +194,7 @@ fn executors_left_without_their_agent_stop_their_pods_past_the_recovery_timeout(
         count_faults(C, &api, "orphan", BASE, &before, &[&log]),
         Faults::default()
     );
-    let executors = executor_pids(&data);
+    let executors = executor_pids(data);
     assert!(!executors.is_empty());
     mesopod.sigkill();
     // Within the timeout the pods still run...
@@ -230,11 +225,8 @@ fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
     if !C.possible("an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let data_s = data.to_str().unwrap().to_owned();
-    let _reset = Reset(data.clone());
-    let log = dir.path().join("mesopod.log");
+    let scratch = faults::Scratch::new();
+    let (data, data_s, log) = (&scratch.data, scratch.data_s.clone(), scratch.log.clone());
     load_image(&data_s);
     let args = [
         "--listen",
@@ -249,7 +241,7 @@ fn an_executor_that_does_not_come_back_is_destroyed_and_its_pods_are_gone() {
     let mesopod = Proc::spawn(&args, "Kubernetes API", &log);
     apply(&mesopod.url(), &pods_yaml("gone", BASE, N));
     let before = all_running(&mesopod.url(), "gone", N, Duration::from_secs(60));
-    let executors = executor_pids(&data);
+    let executors = executor_pids(data);
     assert_eq!(executors.len(), 1);
     mesopod.sigkill();
     assert!(

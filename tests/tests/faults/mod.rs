@@ -326,6 +326,34 @@ pub fn panics(logs: &[&Path]) -> usize {
 /// it, when dropped: no test leaves pods behind, pass or fail.
 pub struct Reset(pub PathBuf);
 
+/// A test's scratch directory: an embedded cluster's data dir, reset when
+/// dropped (so no executor or pod outlives the test), and mesopod's log.
+pub struct Scratch {
+    _reset: Reset,
+    /// The data dir (`--data-dir`).
+    pub data: PathBuf,
+    /// The data dir as a flag value.
+    pub data_s: String,
+    /// Where mesopod's log goes.
+    pub log: PathBuf,
+    // Dropped last: the reset needs the data dir.
+    _dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        Self {
+            _reset: Reset(data.clone()),
+            data_s: data.to_str().unwrap().to_owned(),
+            log: dir.path().join("mesopod.log"),
+            data,
+            _dir: dir,
+        }
+    }
+}
+
 impl Drop for Reset {
     fn drop(&mut self) {
         let _ = Command::new(MESOPOD)
