@@ -37,6 +37,12 @@ use crate::runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};
 /// sandbox: the shim joins `<container>/<restartCount>.log` to it for `/files/read`.
 pub const POD_DIR_LABEL: &str = "mesopod.io/pod-dir";
 
+/// `TaskInfo.labels` key the scheduler sets on a pod it launches again
+/// after its executor died: the new executor adopts the pod's containers
+/// ([`crate::shim`]) or, with nothing to adopt, fails the task
+/// (REASON_EXECUTOR_TERMINATED); it never starts them afresh.
+pub const ADOPT_LABEL: &str = "mesopod.io/adopt";
+
 /// The MESSAGE data that asks the executor to report every pod's current
 /// status again (fresh uuids): the scheduler sends it when an agent comes
 /// back from a partition, since the master's own TASK_RUNNING then carries
@@ -179,7 +185,10 @@ impl<A: Agent> Executor<A> {
             host_ip,
             node_name: String::new(),
             backoff: options.restart_backoff,
-            containers: options.containers.clone(),
+            containers: crate::oci::ContainerSettings {
+                adoption_timeout: env.recovery_timeout,
+                ..options.containers.clone()
+            },
             objects: options.objects.clone(),
         });
         Executor {
@@ -504,9 +513,18 @@ impl<A: Agent> Executor<A> {
             self.kill_policies
                 .insert(task_id.clone(), grace.to_duration());
         }
+        let adopt = task
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.labels.iter().any(|l| l.key == ADOPT_LABEL));
         match PodPlan::from_task_data(task.data.as_deref()) {
             Ok(plan) => {
-                if let Err(e) = self.runtime.launch(task_id, plan) {
+                let launched = if adopt {
+                    self.runtime.adopt(task_id, plan)
+                } else {
+                    self.runtime.launch(task_id, plan)
+                };
+                if let Err(e) = launched {
                     tracing::warn!(error = %e, "duplicate LAUNCH ignored");
                 }
             }
@@ -539,9 +557,11 @@ impl<A: Agent> Executor<A> {
             PodState::Failed => TaskState::TaskFailed,
             PodState::Killed => TaskState::TaskKilled,
             PodState::Error => TaskState::TaskError,
+            PodState::NotAdopted => TaskState::TaskFailed,
         };
         let reason = match update.state {
             PodState::Error => Some(Reason::ReasonTaskInvalid),
+            PodState::NotAdopted => Some(Reason::ReasonExecutorTerminated),
             _ if update.deadline_exceeded => Some(Reason::ReasonMaxCompletionTimeReached),
             _ => None,
         };

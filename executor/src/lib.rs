@@ -73,6 +73,7 @@ pub mod pod;
 pub mod probe;
 pub mod reliable;
 pub mod runtime;
+pub mod shim;
 pub mod status;
 pub mod streaming;
 pub mod volumes;
@@ -82,8 +83,8 @@ mod supervisor;
 
 pub use env::{EnvError, ExecutorEnv};
 pub use executor::{
-    Executor, ExecutorError, Exit, NODE_STATUS_MESSAGE, NODE_STATUS_UPDATE_FREQUENCY, Options,
-    POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
+    ADOPT_LABEL, Executor, ExecutorError, Exit, NODE_STATUS_MESSAGE, NODE_STATUS_UPDATE_FREQUENCY,
+    Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
 };
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

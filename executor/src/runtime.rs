@@ -4,7 +4,7 @@
 //! orders, and emits [`PodUpdate`]s on one channel. The executor loop turns
 //! those into Mesos status updates.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 use crate::backoff::Backoff;
 use crate::events::ContainerEvent;
 use crate::oci::ContainerSettings;
-use crate::oci::runner::Oci;
+use crate::oci::runner::{Adoptable, Oci};
 use crate::pod::{PodError, PodPlan};
 use crate::supervisor::Supervisor;
+use crate::supervisor::checkpoint;
 
 /// Where and how pods run.
 #[derive(Debug, Clone)]
@@ -56,6 +57,9 @@ pub enum PodState {
     Killed,
     /// The pod could not be run at all (TASK_ERROR).
     Error,
+    /// Its executor died and its containers cannot be adopted: nothing
+    /// recorded them (TASK_FAILED, REASON_EXECUTOR_TERMINATED).
+    NotAdopted,
 }
 
 impl PodState {
@@ -63,7 +67,11 @@ impl PodState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            PodState::Finished | PodState::Failed | PodState::Killed | PodState::Error
+            PodState::Finished
+                | PodState::Failed
+                | PodState::Killed
+                | PodState::Error
+                | PodState::NotAdopted
         )
     }
 }
@@ -104,8 +112,40 @@ pub(crate) struct KillOrder {
 }
 
 struct Pod {
+    uid: String,
     kill: mpsc::UnboundedSender<KillOrder>,
     join: JoinHandle<()>,
+}
+
+/// Once the adoption timeout is over: what the pods of dead executors left
+/// that no launch adopted goes (their shims have killed the containers by
+/// then).
+struct AdoptionSweep {
+    oci: Arc<Oci>,
+    agent_dir: std::path::PathBuf,
+    own: std::path::PathBuf,
+    supervised: Arc<std::sync::Mutex<HashSet<String>>>,
+}
+
+impl AdoptionSweep {
+    fn run(self) {
+        let live = |uid: &str| self.supervised.lock().is_ok_and(|s| s.contains(uid));
+        for cp in checkpoint::all(&self.agent_dir, &self.own) {
+            if !live(cp.uid()) {
+                self.oci.abandon(&cp);
+            }
+        }
+        let adopted = |p: &std::path::Path| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.rsplit_once('_'))
+                .is_some_and(|(_, uid)| live(uid))
+        };
+        let left = crate::volumes::leftovers::clean(&self.agent_dir, &self.own, &adopted);
+        if !left.unmounted.is_empty() || !left.removed.is_empty() {
+            tracing::warn!(unmounted = ?left.unmounted, removed = ?left.removed, "unmounted and removed what unadopted pods left");
+        }
+    }
 }
 
 /// The set of pods this executor runs.
@@ -117,6 +157,8 @@ pub struct Runtime {
     broken: Option<String>,
     updates: mpsc::UnboundedSender<PodUpdate>,
     pods: HashMap<TaskId, Pod>,
+    /// The uids of the pods supervised now (the adoption sweep keeps theirs).
+    supervised: Arc<std::sync::Mutex<HashSet<String>>>,
 }
 
 impl Runtime {
@@ -130,9 +172,15 @@ impl Runtime {
                 (None, Some(e))
             }
         };
+        let supervised = Arc::new(std::sync::Mutex::new(HashSet::new()));
         if let Some(oci) = &oci {
             oci.gc.trigger();
-            let orphans = oci.clean_orphans();
+            let agent_dir = crate::oci::agent_dir(&config.sandbox);
+            // The pods dead executors ran here wait for their scheduler to
+            // launch them again, for this executor to adopt.
+            let adoptable = checkpoint::all(&agent_dir, &config.sandbox);
+            let keep = Adoptable::of(&adoptable);
+            let orphans = oci.clean_orphans(&keep);
             if !orphans.is_empty() {
                 tracing::warn!(
                     count = orphans.len(),
@@ -140,10 +188,30 @@ impl Runtime {
                     "killed the containers an earlier executor left running"
                 );
             }
-            let agent_dir = crate::oci::agent_dir(&config.sandbox);
-            let left = crate::volumes::leftovers::clean(&agent_dir, &config.sandbox);
+            let keep_dir = |p: &std::path::Path| keep.keeps_pod_dir(p);
+            let left = crate::volumes::leftovers::clean(&agent_dir, &config.sandbox, &keep_dir);
             if !left.unmounted.is_empty() || !left.removed.is_empty() {
                 tracing::warn!(unmounted = ?left.unmounted, removed = ?left.removed, "unmounted and removed what an earlier executor's pods left");
+            }
+            if !adoptable.is_empty() {
+                tracing::info!(
+                    pods = adoptable.len(),
+                    timeout = ?config.containers.adoption_timeout,
+                    "pods of an earlier executor wait to be adopted"
+                );
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    let sweep = AdoptionSweep {
+                        oci: Arc::clone(oci),
+                        agent_dir,
+                        own: config.sandbox.clone(),
+                        supervised: Arc::clone(&supervised),
+                    };
+                    let after = config.containers.adoption_timeout;
+                    rt.spawn(async move {
+                        tokio::time::sleep(after).await;
+                        let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
+                    });
+                }
             }
         } else if broken.is_none() {
             tracing::warn!(
@@ -156,6 +224,7 @@ impl Runtime {
             broken,
             updates: tx,
             pods: HashMap::new(),
+            supervised,
         };
         (rt, rx)
     }
@@ -170,8 +239,27 @@ impl Runtime {
         }
     }
 
-    /// Starts a pod. Its first update is [`PodState::Starting`].
+    /// Starts a pod. Its first update is [`PodState::Starting`], or, for a
+    /// pod a dead executor ran here (its checkpoint is found), the pod as it
+    /// is once its containers are adopted ([`crate::supervisor`]).
     pub fn launch(&mut self, task_id: TaskId, plan: PodPlan) -> Result<(), RuntimeError> {
+        self.launch_with(task_id, plan, false)
+    }
+
+    /// Takes over a pod whose executor died on this agent: its containers
+    /// are adopted; with no record of them to adopt, the pod ends
+    /// [`PodState::NotAdopted`] and nothing of it is started again (a
+    /// `restartPolicy: Never` pod must not run twice).
+    pub fn adopt(&mut self, task_id: TaskId, plan: PodPlan) -> Result<(), RuntimeError> {
+        self.launch_with(task_id, plan, true)
+    }
+
+    fn launch_with(
+        &mut self,
+        task_id: TaskId,
+        plan: PodPlan,
+        must_adopt: bool,
+    ) -> Result<(), RuntimeError> {
         self.reap();
         if self.pods.contains_key(&task_id) {
             return Err(RuntimeError::Duplicate(task_id.value));
@@ -205,6 +293,30 @@ impl Runtime {
             self.reject(task_id, why);
             return Ok(());
         }
+        let uid = plan.key.uid.clone();
+        let checkpoint = self.oci.as_ref().and_then(|_| {
+            let key = &plan.key;
+            let name = crate::layout::pod_dir(&key.namespace, &key.name, &key.uid);
+            let name = name.file_name()?.to_string_lossy().into_owned();
+            let agent_dir = crate::oci::agent_dir(&self.config.sandbox);
+            crate::supervisor::checkpoint::find(&agent_dir, &self.config.sandbox, &name)
+        });
+        if must_adopt && checkpoint.is_none() {
+            let why = match &self.oci {
+                Some(oci) if oci.adopts() => {
+                    "no checkpoint of its containers was found on the agent"
+                }
+                Some(_) => "a rootless executor's containers die with it",
+                None => {
+                    "its containers ran as host processes (--container-runtime=process), which die with their executor"
+                }
+            };
+            self.not_adopted(
+                task_id,
+                format!("Executor terminated; its containers cannot be adopted: {why}"),
+            );
+            return Ok(());
+        }
         let (kill_tx, kill_rx) = mpsc::unbounded_channel();
         let sup = Supervisor::new(
             task_id.clone(),
@@ -213,11 +325,16 @@ impl Runtime {
             self.oci.clone(),
             self.updates.clone(),
             kill_rx,
+            checkpoint,
         );
         let join = tokio::spawn(sup.run());
+        if let Ok(mut s) = self.supervised.lock() {
+            s.insert(uid.clone());
+        }
         self.pods.insert(
             task_id,
             Pod {
+                uid,
                 kill: kill_tx,
                 join,
             },
@@ -230,6 +347,20 @@ impl Runtime {
         let _ = self.updates.send(PodUpdate {
             task_id,
             state: PodState::Error,
+            message: Some(message),
+            deadline_exceeded: false,
+            status: None,
+            pod_dir: None,
+            events: Vec::new(),
+        });
+    }
+
+    /// Reports a pod whose containers died with their executor.
+    fn not_adopted(&self, task_id: TaskId, message: String) {
+        tracing::warn!(task = %task_id, %message, "cannot adopt a pod");
+        let _ = self.updates.send(PodUpdate {
+            task_id,
+            state: PodState::NotAdopted,
             message: Some(message),
             deadline_exceeded: false,
             status: None,
@@ -290,7 +421,14 @@ impl Runtime {
     }
 
     fn reap(&mut self) {
-        self.pods.retain(|_, pod| !pod.join.is_finished());
+        let supervised = &self.supervised;
+        self.pods.retain(|_, pod| {
+            let over = pod.join.is_finished();
+            if over && let Ok(mut s) = supervised.lock() {
+                s.remove(&pod.uid);
+            }
+            !over
+        });
     }
 }
 

@@ -22,7 +22,7 @@ pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 pub const EVICTED: &str = "Evicted";
 
 /// Where a container is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Life {
     /// Not started yet, or waiting to restart.
     Waiting {
@@ -36,7 +36,7 @@ pub(crate) enum Life {
 }
 
 /// How a container run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Exit {
     pub(crate) exit_code: i32,
     pub(crate) reason: String,
@@ -54,7 +54,7 @@ impl Exit {
 }
 
 /// One container's history.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ContainerRecord {
     pub(crate) name: String,
     pub(crate) image: String,

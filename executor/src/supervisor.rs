@@ -13,6 +13,8 @@
 //! The supervisor is the only writer of its pod's container records; every
 //! update it sends carries a full status rendered from them.
 
+mod adopt;
+pub(crate) mod checkpoint;
 mod containers;
 mod finish;
 mod launch;
@@ -47,7 +49,7 @@ use crate::status::{Conditions, ContainerRecord};
 const NOT_ISOLATED: &str = "NotIsolated";
 
 /// A container slot: an init container or a regular one, by index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Which {
     Init(usize),
     Main(usize),
@@ -135,6 +137,9 @@ pub(crate) struct Supervisor {
     probe_rx: mpsc::Receiver<crate::probe::worker::Report<Which>>,
     /// A flush of queued probe events is pending.
     flush_armed: bool,
+    /// The dead executor's record of this pod, until its containers are
+    /// adopted (`adopt`).
+    adopting: Option<checkpoint::Checkpoint>,
 }
 
 impl Supervisor {
@@ -145,11 +150,18 @@ impl Supervisor {
         oci: Option<Arc<Oci>>,
         updates: mpsc::UnboundedSender<PodUpdate>,
         kills: mpsc::UnboundedReceiver<KillOrder>,
+        adopt: Option<checkpoint::Checkpoint>,
     ) -> Self {
         let key = &plan.key;
-        let pod_dir = config
-            .sandbox
-            .join(layout::pod_dir(&key.namespace, &key.name, &key.uid));
+        // An adopted pod stays where its containers' logs and volumes are.
+        let pod_dir = adopt.as_ref().map_or_else(
+            || {
+                config
+                    .sandbox
+                    .join(layout::pod_dir(&key.namespace, &key.name, &key.uid))
+            },
+            |cp| cp.pod_dir().to_path_buf(),
+        );
         let node_name = plan
             .pod
             .spec
@@ -181,13 +193,14 @@ impl Supervisor {
         };
         let (evict_tx, evictions) = mpsc::unbounded_channel();
         let (probe_tx, probe_rx) = mpsc::channel(probes::REPORTS);
-        Supervisor {
+        let sup = Supervisor {
             probes: HashMap::new(),
             probe_runs: 0,
             probe_grace: HashMap::new(),
             probe_tx,
             probe_rx,
             flush_armed: false,
+            adopting: None,
             inputs,
             evictions,
             evict_tx,
@@ -221,6 +234,10 @@ impl Supervisor {
             runs: 0,
             oci_backoff,
             sandbox: Arc::default(),
+        };
+        match adopt {
+            Some(cp) => sup.restore(cp),
+            None => sup,
         }
     }
 

@@ -126,6 +126,19 @@ pub fn task_info(task: &PodTask, pod: Vec<u8>) -> Result<TaskInfo, LaunchError> 
     })
 }
 
+/// Marks a launch as the adoption of a pod whose executor died: the new
+/// executor takes over its containers, or fails the task if it cannot
+/// ([`executor::ADOPT_LABEL`]).
+pub fn ask_to_adopt(info: &mut TaskInfo) {
+    info.labels
+        .get_or_insert_with(Labels::default)
+        .labels
+        .push(Label {
+            key: executor::ADOPT_LABEL.into(),
+            value: Some("true".into()),
+        });
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -22,12 +22,14 @@ mod pump;
 pub(crate) mod rotate;
 
 use std::io::{self, PipeReader, PipeWriter};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::pod::PodKey;
+use crate::shim::wire::Held;
 use attach_io::{Attachments, ContainerIo, TAP_CHUNKS};
 
 /// kubelet's default `--container-log-max-size`: 10Mi.
@@ -86,6 +88,9 @@ pub(crate) struct Output {
     pub(crate) console: Option<console::Console>,
     /// Ends once everything written to the pipes is in the log.
     pub(crate) done: tokio::task::JoinHandle<()>,
+    /// Copies of this executor's ends of the pipes, for a shim to hold
+    /// ([`crate::shim`]).
+    pub(crate) held: Vec<(Held, OwnedFd)>,
 }
 
 /// One run of a container: where its log goes and what attach may reach.
@@ -139,23 +144,81 @@ impl RunLog {
 /// pipe too. The run is registered in [`Attachments::global`]. Must be
 /// called inside a tokio runtime.
 pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
-    let path = &run.path;
-    if let Some(dir) = path.parent() {
+    if let Some(dir) = run.path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let file = rotate::RotatingFile::open(path, settings)?;
     let (out_r, stdout) = io::pipe()?;
     let (err_r, stderr) = io::pipe()?;
     let (stdin, stdin_w) = match run.stdin && !run.tty {
         true => {
             let (r, w) = io::pipe()?;
-            let w = tokio::net::unix::pipe::Sender::from_owned_fd(w.into())?;
-            (Some(r), Some(w))
+            (Some(r), Some(OwnedFd::from(w)))
         }
         false => (None, None),
     };
-    let out_r = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r.into())?;
-    let err_r = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r.into())?;
+    let (out_r, err_r) = (OwnedFd::from(out_r), OwnedFd::from(err_r));
+    let mut held = vec![
+        (Held::Stdout, out_r.try_clone()?),
+        (Held::Stderr, err_r.try_clone()?),
+    ];
+    if let Some(w) = &stdin_w {
+        held.push((Held::Stdin, w.try_clone()?));
+    }
+    let (console, done) = pump_from(run, settings, out_r, err_r, stdin_w)?;
+    Ok(Output {
+        stdout,
+        stderr,
+        stdin,
+        console,
+        done,
+        held,
+    })
+}
+
+/// Pumps on, into the same log, the pipes of a container a dead executor
+/// started: its shim kept the read ends (and stdin's write end), so what
+/// the container wrote meanwhile is still in them. A terminal's master
+/// is not among them: a `tty: true` container cannot be resumed.
+pub(crate) fn resume(
+    run: &RunLog,
+    settings: LogSettings,
+    held: Vec<(Held, OwnedFd)>,
+) -> io::Result<tokio::task::JoinHandle<()>> {
+    let (mut out, mut err, mut stdin) = (None, None, None);
+    for (kind, fd) in held {
+        match kind {
+            Held::Stdout => out = Some(fd),
+            Held::Stderr => err = Some(fd),
+            Held::Stdin => stdin = Some(fd),
+        }
+    }
+    let (Some(out), Some(err)) = (out, err) else {
+        return Err(io::Error::other("the shim holds no stdout and stderr"));
+    };
+    if run.tty {
+        return Err(io::Error::other(
+            "a container with a terminal cannot be resumed",
+        ));
+    }
+    pump_from(run, settings, out, err, stdin).map(|(_, done)| done)
+}
+
+/// Starts the pump over the executor's ends of a run's pipes, and makes
+/// them what attach reaches.
+fn pump_from(
+    run: &RunLog,
+    settings: LogSettings,
+    out_r: OwnedFd,
+    err_r: OwnedFd,
+    stdin_w: Option<OwnedFd>,
+) -> io::Result<(Option<console::Console>, tokio::task::JoinHandle<()>)> {
+    let path = &run.path;
+    let file = rotate::RotatingFile::open(path, settings)?;
+    let stdin_w = stdin_w
+        .map(tokio::net::unix::pipe::Sender::from_owned_fd)
+        .transpose()?;
+    let out_r = tokio::net::unix::pipe::Receiver::from_owned_fd(out_r)?;
+    let err_r = tokio::net::unix::pipe::Receiver::from_owned_fd(err_r)?;
     let (tap, template) = tokio::sync::broadcast::channel(TAP_CHUNKS);
     let io = Arc::new(ContainerIo::new(template, stdin_w, run.stdin_once));
     Attachments::global().insert(&run.namespace, &run.pod, &run.container, io.clone());
@@ -177,13 +240,7 @@ pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
         terminal,
     };
     let done = tokio::spawn(pump::run(sources, file, tap, path.to_path_buf()));
-    Ok(Output {
-        stdout,
-        stderr,
-        stdin,
-        console,
-        done,
-    })
+    Ok((console, done))
 }
 
 /// The last line of a run's log that mention `needle`, as text: how a

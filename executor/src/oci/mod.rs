@@ -116,6 +116,10 @@ pub struct ContainerSettings {
     pub logs: crate::logs::LogSettings,
     /// `--seccomp-default` and `--root-dir` (Localhost seccomp profiles).
     pub seccomp: seccomp::SeccompSettings,
+    /// How long a container whose executor died waits for a new one to
+    /// adopt it before its shim kills it (the executor's
+    /// `MESOS_RECOVERY_TIMEOUT`, Mesos' `--recovery_timeout`: 15 min).
+    pub adoption_timeout: Duration,
 }
 
 impl Default for ContainerSettings {
@@ -134,6 +138,7 @@ impl Default for ContainerSettings {
             volumes: crate::volumes::VolumeSettings::default(),
             logs: crate::logs::LogSettings::default(),
             seccomp: seccomp::SeccompSettings::default(),
+            adoption_timeout: crate::env::DEFAULT_RECOVERY_TIMEOUT,
         }
     }
 }

@@ -1,13 +1,13 @@
 //! Drives a runc-compatible CLI for the supervisor: pull, root filesystem,
-//! bundle, `run --detach` (create and start in one exec), exit (through a pidfd: the container's init
-//! is the executor's child, the executor being a subreaper), `delete`.
+//! bundle, `run --detach` (create and start in one exec) through the
+//! container's shim, its exit (the shim's message), `delete`; and the
+//! adoption of a container a dead executor started.
 
-use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 
-use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use rustix::process::Signal;
 use tokio::process::Command;
 
 use super::bundle::{self, BundleContext};
@@ -15,9 +15,14 @@ use super::gc::ImageGc;
 use super::image::{Image, Images, PullFailure, StoreImages};
 use super::rootfs::{RunDirs, assemble, release};
 use super::sandbox::{self, PodSandbox};
-use super::{ContainerSettings, RuntimeKind, cgroup};
+use super::{ContainerSettings, RuntimeKind};
 use crate::logs::LogSettings;
+
+mod orphans;
 use crate::pod::ContainerPlan;
+use crate::shim::wire::ExitStatus;
+use crate::shim::{Adopted, ContainerEnds, Ended, Shim, Spawn};
+pub(crate) use orphans::Adoptable;
 
 /// How long a failed start waits for the runtime's error to reach the log.
 const PUMP_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
@@ -44,8 +49,18 @@ pub(crate) enum StartError {
 pub(crate) struct Running {
     pub(crate) id: String,
     pub(crate) pid: u32,
-    pub(crate) pidfd: OwnedFd,
+    /// Its anchor, which holds its pidfd and reports its exit.
+    pub(crate) shim: Shim,
     pub(crate) rootfs: PathBuf,
+    pub(crate) cgroups_path: String,
+    pub(crate) image_id: String,
+}
+
+/// A container a dead executor started, as its checkpoint names it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct AdoptRequest {
+    pub(crate) id: String,
+    pub(crate) bundle: PathBuf,
     pub(crate) cgroups_path: String,
     pub(crate) image_id: String,
 }
@@ -91,6 +106,11 @@ pub(crate) struct Oci {
     cni: Option<crate::network::Cni>,
     logs: LogSettings,
     seccomp: super::seccomp::SeccompSettings,
+    /// The executor's Mesos container id (its sandbox's name), whose
+    /// cgroups the shims leave.
+    leave: String,
+    /// How long a shim waits for a new executor once its own is gone.
+    adoption_timeout: std::time::Duration,
 }
 
 impl Oci {
@@ -124,9 +144,9 @@ impl Oci {
             .image_store
             .clone()
             .unwrap_or_else(|| work.join("images"));
-        // Containers' init processes become this process' children once
-        // `create` exits, so their exits are seen and none is inherited by
-        // init unnoticed.
+        // Containers' init processes are their shims' children; what the
+        // runtime's other commands leave behind (a sandbox's holder) is
+        // this process' to reap, never init's unnoticed.
         rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
             .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
         let mut store_config = images::StoreConfig::new(store);
@@ -154,6 +174,16 @@ impl Oci {
             cni,
             logs: settings.logs,
             seccomp: settings.seccomp.clone(),
+            leave: sandbox
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            // A rootless executor's namespaces die with it: its containers
+            // cannot be adopted, and go with it.
+            adoption_timeout: match super::rootless::active() {
+                true => std::time::Duration::ZERO,
+                false => settings.adoption_timeout,
+            },
         }))
     }
 
@@ -236,52 +266,9 @@ impl Oci {
         sandbox::remove(&sb.dir);
     }
 
-    /// Kills and deletes every container an earlier executor left under
-    /// this root, and removes its pods' sandboxes; returns the containers'
-    /// ids. Run before anything is launched.
-    pub(crate) fn clean_orphans(&self) -> Vec<String> {
-        let ids = sandbox::subdirs(&self.root);
-        for id in &ids {
-            let bundle = self.bundle_of(id);
-            let out = self.cli_sync().args(["delete", "--force", id]).output();
-            if let Err(e) = out {
-                tracing::warn!(container = %id, error = %e, "cannot delete a leftover container");
-            }
-            // The dead executor mounted its containers' root filesystems
-            // in the agent's mount namespace: unmounted here, or they stay
-            // until reboot (and every later mount namespace copies them).
-            if let Some(bundle) = bundle {
-                release(&bundle);
-            }
-        }
-        // Networks first: DEL needs the namespaces the sandboxes hold.
-        for (pod, done) in self.cni.iter().flat_map(|c| c.release_orphans(|_| false)) {
-            match done {
-                Ok(()) => tracing::warn!(%pod, "released the network an earlier executor left"),
-                Err(e) => tracing::warn!(%pod, error = %e, "cannot release a leftover network"),
-            }
-        }
-        let sandboxes = sandbox::remove_leftovers(&self.sandboxes);
-        if !sandboxes.is_empty() {
-            tracing::warn!(
-                ?sandboxes,
-                "removed the pod sandboxes an earlier executor left"
-            );
-        }
-        ids
-    }
-
-    /// The bundle of container `id`, from the runtime's `state` (OCI's
-    /// state JSON, which runc and the embedded runtime both print).
-    fn bundle_of(&self, id: &str) -> Option<PathBuf> {
-        let out = self.cli_sync().args(["state", id]).output().ok()?;
-        let state: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        let bundle = PathBuf::from(state.get("bundle")?.as_str()?);
-        // Only a bundle this executor's layout names (`.bundle-<id>`).
-        bundle
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy() == format!(".bundle-{id}"))
-            .then_some(bundle)
+    /// Whether a new executor can adopt this one's containers.
+    pub(crate) fn adopts(&self) -> bool {
+        !self.adoption_timeout.is_zero()
     }
 
     /// Builds the bundle and runs it (`run --detach`).
@@ -394,40 +381,57 @@ impl Oci {
         };
         let pid_file = bundle_dir.join("pid");
         let log = bundle_dir.join("runtime.log");
-        // `run --detach` (create and start in one exec): the container's
-        // process is exec'd before the pidfd below is opened, but it is
-        // this process' child by then (a subreaper), so even a quick exit
-        // leaves a zombie the pidfd still names.
-        let ran = self
-            .cli()
-            .arg("--log")
-            .arg(&log)
-            .arg("run")
-            .arg("--detach")
-            .args(console.iter().flat_map(|c| {
-                [
-                    std::ffi::OsString::from("--console-socket"),
-                    c.path().into(),
-                ]
-            }))
-            .arg("--bundle")
-            .arg(&bundle_dir)
-            .arg("--pid-file")
-            .arg(&pid_file)
-            .arg(&req.id)
-            .stdin(output.stdin.map_or_else(Stdio::null, Stdio::from))
-            .stdout(output.stdout)
-            .stderr(output.stderr)
-            .status()
-            .await;
+        // `run --detach` (create and start in one exec), run by the
+        // container's shim: the container's init is the shim's child, and
+        // outlives this executor (`crate::shim`).
+        let mut argv: Vec<std::ffi::OsString> = vec![self.program.clone().into()];
+        argv.extend(self.prefix.iter().map(Into::into));
+        argv.extend([
+            "--root".into(),
+            self.root.clone().into(),
+            "--log".into(),
+            log.clone().into(),
+            "run".into(),
+            "--detach".into(),
+        ]);
+        if let Some(c) = &console {
+            argv.extend(["--console-socket".into(), c.path().into()]);
+        }
+        argv.extend([
+            "--bundle".into(),
+            bundle_dir.clone().into(),
+            "--pid-file".into(),
+            pid_file.clone().into(),
+            req.id.clone().into(),
+        ]);
+        let spawn = Spawn {
+            exe: self.exe.clone(),
+            bundle: bundle_dir.clone(),
+            id: req.id.clone(),
+            pid_file,
+            cgroups_path: cgroups_path.clone(),
+            leave: self.leave.clone(),
+            adoption_timeout: self.adoption_timeout,
+            argv,
+            env: super::rootless_ns::pid()
+                .map(|pid| (super::rootless_ns::JOIN_ENV.to_owned(), pid.to_string()))
+                .into_iter()
+                .collect(),
+        };
+        let ends = ContainerEnds {
+            stdout: output.stdout.into(),
+            stderr: output.stderr.into(),
+            stdin: output.stdin.map(Into::into),
+        };
+        let ran = spawn.run(ends, output.held).await;
         drop(gate);
         let failed = |what: String| {
             release(&bundle_dir);
             StartError::Runtime(what)
         };
-        match ran {
-            Ok(s) if s.success() => {}
-            Ok(s) => {
+        let shim = match ran {
+            Ok(Ok(shim)) => shim,
+            Ok(Err(status)) => {
                 let _ = self
                     .cli()
                     .args(["delete", "--force"])
@@ -437,16 +441,22 @@ impl Oci {
                 // The runtime's own error went to the container's stderr:
                 // once the container is deleted the pipe drains.
                 let _ = tokio::time::timeout(PUMP_DRAIN, output.done).await;
-                let why = runtime_error(&log, &req.log.path, s.to_string());
+                let why = runtime_error(&log, &req.log.path, status);
                 return Err(failed(why));
             }
             Err(e) => {
+                let _ = self
+                    .cli()
+                    .args(["delete", "--force"])
+                    .arg(&req.id)
+                    .output()
+                    .await;
                 return Err(failed(format!(
                     "cannot run the container runtime {}: {e}",
                     self.program.display()
                 )));
             }
-        }
+        };
         if let (Some(socket), Some(c)) = (&console, output.console)
             && let Err(e) = super::console_socket::hand_over(socket, c).await
         {
@@ -465,49 +475,85 @@ impl Oci {
         if let Err(e) = std::fs::remove_file(bundle_dir.join("config.json")) {
             tracing::warn!(container = %req.id, error = %e, "cannot remove the bundle's config.json");
         }
-        let pid = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|p| p.trim().parse::<u32>().ok())
-            .ok_or_else(|| failed("the runtime wrote no pid file".into()))?;
-        let pidfd = Pid::from_raw(i32::try_from(pid).unwrap_or(0))
-            .ok_or_else(|| failed("bad pid".into()))
-            .and_then(|p| {
-                rustix::process::pidfd_open(p, PidfdFlags::empty())
-                    .map_err(|e| failed(format!("pidfd_open: {e}")))
-            })?;
         Ok(Running {
             id: req.id.clone(),
-            pid,
-            pidfd,
+            pid: shim.pid,
+            shim,
             rootfs,
             cgroups_path,
             image_id: req.image.image_id.clone(),
         })
     }
 
+    /// Takes over a container a dead executor started (`crate::shim`):
+    /// its shim's pidfd, and its pipes pumped on into `log`. The exit, if
+    /// it came while nobody watched, comes back with it.
+    pub(crate) async fn adopt(
+        &self,
+        live: &AdoptRequest,
+        log: &crate::logs::RunLog,
+    ) -> Result<(Running, Option<ExitStatus>), String> {
+        let bundle = live.bundle.clone();
+        let adopted = tokio::task::spawn_blocking(move || Shim::adopt(&bundle))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("its shim cannot be reached: {e}"))?;
+        let Adopted { shim, exit, held } = adopted;
+        if let Err(e) = crate::logs::resume(log, self.logs, held) {
+            shim.release();
+            return Err(format!("its output cannot be taken over: {e}"));
+        }
+        let rootfs = live.bundle.join("rootfs");
+        Ok((
+            Running {
+                id: live.id.clone(),
+                pid: shim.pid,
+                shim,
+                rootfs,
+                cgroups_path: live.cgroups_path.clone(),
+                image_id: live.image_id.clone(),
+            },
+            exit,
+        ))
+    }
+
     /// Waits for the container to exit; returns its exit code and whether
-    /// the kernel OOM-killed it. The container is deleted afterwards.
+    /// the kernel OOM-killed it (its shim reads both). The container is
+    /// deleted afterwards.
     pub(crate) async fn wait(self: Arc<Self>, running: Arc<Running>) -> (i32, bool) {
-        // A thread of its own blocks in waitid: tokio's AsyncFd wants
-        // unsafe to register a pidfd, and the blocking pool is for file work.
+        // A thread of its own blocks on the shim's socket: the exit is one
+        // message, whenever it comes.
         let (tx, rx) = tokio::sync::oneshot::channel();
         let waiting = Arc::clone(&running);
         let spawned = std::thread::Builder::new()
             .name("container-wait".into())
             .spawn(move || {
-                let _ = tx.send(wait_pidfd(&waiting.pidfd));
+                let _ = tx.send(waiting.shim.wait());
             });
-        let code = match spawned {
-            Ok(_) => rx.await.unwrap_or(128),
+        let ended = match spawned {
+            Ok(_) => rx.await.unwrap_or(Ended::Lost),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot start a thread to wait for a container");
-                128
+                Ended::Lost
             }
         };
-        let oom = code == 137
-            && cgroup::memory_dir(&running.cgroups_path).is_some_and(|d| cgroup::oom_killed(&d));
+        let (code, oom) = match ended {
+            Ended::Exited(s) => (s.code, s.oom),
+            Ended::Lost => {
+                tracing::warn!(container = %running.id, "the container's shim is gone; taking the container as killed");
+                // Whatever is left of it goes now.
+                signal(&running, Signal::KILL);
+                (137, false)
+            }
+        };
         self.remove(&running).await;
         (code, oom)
+    }
+
+    /// Deletes a container whose exit came with its adoption.
+    pub(crate) async fn remove_exited(&self, running: &Running) {
+        running.shim.release();
+        self.remove(running).await;
     }
 
     async fn remove(&self, running: &Running) {
@@ -534,29 +580,9 @@ impl Oci {
 
 /// Sends `signal` to a container's init.
 pub(crate) fn signal(running: &Running, sig: Signal) {
-    match rustix::process::pidfd_send_signal(&running.pidfd, sig) {
+    match rustix::process::pidfd_send_signal(&running.shim.pidfd, sig) {
         Ok(()) | Err(rustix::io::Errno::SRCH) => {}
         Err(e) => tracing::warn!(container = %running.id, error = %e, "cannot signal container"),
-    }
-}
-
-fn wait_pidfd(fd: &OwnedFd) -> i32 {
-    let status = loop {
-        match rustix::process::waitid(WaitId::PidFd(fd.as_fd()), WaitIdOptions::EXITED) {
-            Err(rustix::io::Errno::INTR) => continue,
-            other => break other,
-        }
-    };
-    match status {
-        Ok(Some(s)) => s
-            .exit_status()
-            .or_else(|| s.terminating_signal().map(|n| 128 + n))
-            .unwrap_or(128),
-        Ok(None) => 128,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot wait for a container");
-            128
-        }
     }
 }
 

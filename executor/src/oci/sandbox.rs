@@ -15,9 +15,9 @@
 //! network namespace and `localhost` already works between them.
 //!
 //! The directory is a small tmpfs of its own where the executor may mount
-//! one (see `make_dir`). A sandbox goes with its pod ([`remove`]); an executor that starts
-//! removes every sandbox a dead predecessor left ([`remove_leftovers`]),
-//! as it kills their containers.
+//! one (see `make_dir`). A sandbox goes with its pod ([`remove`]); an
+//! executor that starts removes every sandbox a dead predecessor left, but
+//! those of the pods it may adopt, as it kills their containers.
 
 use std::path::{Path, PathBuf};
 
@@ -282,16 +282,6 @@ pub fn remove(dir: &Path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a pod sandbox"),
     }
-}
-
-/// Removes every sandbox under `sandboxes` (a dead executor's); returns
-/// their names.
-pub(crate) fn remove_leftovers(sandboxes: &Path) -> Vec<String> {
-    let names = subdirs(sandboxes);
-    for name in &names {
-        remove(&sandboxes.join(name));
-    }
-    names
 }
 
 /// The names of the directories in `dir` (none if it cannot be read).

@@ -52,12 +52,7 @@ impl Supervisor {
         self.runs += 1;
         let key = &self.plan.key;
         let id = format!("{}-{}-{}", key.uid, plan.name, self.runs);
-        let dir = self.config.sandbox.join(crate::layout::container_dir(
-            &key.namespace,
-            &key.name,
-            &key.uid,
-            &plan.name,
-        ));
+        let dir = self.pod_dir.join(&plan.name);
         let path = self.field_path(which);
         let log = crate::logs::RunLog::new(
             &dir,

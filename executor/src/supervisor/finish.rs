@@ -78,7 +78,7 @@ impl Supervisor {
             PodState::Starting => Phase::Pending,
             PodState::Running => Phase::Running,
             PodState::Finished => Phase::Succeeded,
-            PodState::Failed | PodState::Error => Phase::Failed,
+            PodState::Failed | PodState::Error | PodState::NotAdopted => Phase::Failed,
             PodState::Killed => {
                 if self
                     .main

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::{Event, Supervisor, Which};
-use crate::layout;
 use crate::process;
 use crate::status::{Exit, Life, START_ERROR};
 
@@ -17,12 +16,7 @@ impl Supervisor {
         }
         let plan = self.plan_of(which).clone();
         let key = &self.plan.key;
-        let dir = self.config.sandbox.join(layout::container_dir(
-            &key.namespace,
-            &key.name,
-            &key.uid,
-            &plan.name,
-        ));
+        let dir = self.pod_dir.join(&plan.name);
         let (plan, env) = match self.inputs.prepare_local(&plan) {
             Ok(prepared) => prepared,
             Err(message) => {

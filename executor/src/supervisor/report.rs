@@ -51,6 +51,7 @@ impl Supervisor {
             pod_dir: Some(self.pod_dir.clone()),
             events: crate::events::coalesce(std::mem::take(&mut self.out_events)),
         };
+        self.write_checkpoint(state.is_terminal());
         // A closed channel means the executor is going away; the kill path
         // still stops every container.
         let _ = self.updates.send(update);

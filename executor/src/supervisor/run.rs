@@ -26,7 +26,10 @@ impl Supervisor {
                 String::new(),
             ));
         }
-        self.report(PodState::Starting, None);
+        // An adopted pod is already where it was: no Pending in between.
+        if !self.is_adopting() {
+            self.report(PodState::Starting, None);
+        }
         if let Err(e) = std::fs::create_dir_all(&self.pod_dir) {
             let msg = format!(
                 "cannot create the pod directory {}: {e}",
@@ -35,12 +38,20 @@ impl Supervisor {
             self.report(PodState::Failed, Some(msg));
             return;
         }
-        let deadline = self.plan.active_deadline.map(|d| Instant::now() + d);
+        // From the pod's start: an adopted pod's deadline does not restart.
+        let ran = std::time::SystemTime::now()
+            .duration_since(self.start_time)
+            .unwrap_or_default();
+        let deadline = (self.plan.active_deadline).map(|d| Instant::now() + d.saturating_sub(ran));
         let watch = (!self.inputs.volumes.is_empty()).then(|| {
             let volumes = Arc::clone(&self.inputs.volumes);
             tokio::spawn(volumes.watch(Arc::clone(&self.inputs.info), self.evict_tx.clone()))
         });
-        self.advance();
+        if self.is_adopting() {
+            self.adopt_containers().await;
+        } else {
+            self.advance();
+        }
         while !self.is_over() {
             let sigkill_at = self.killing.filter(|k| !k.sigkilled).map(|k| k.sigkill_at);
             let deadline_armed = deadline.is_some() && self.killing.is_none();

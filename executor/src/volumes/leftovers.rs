@@ -10,7 +10,9 @@
 //! writable layers). The container logs beside them stay, as after a
 //! pod's own end: the API still shows those pods, and Mesos' sandbox gc
 //! removes the rest. Like the containers' cleanup it runs before anything
-//! is launched, and assumes one live mesopod executor per agent.
+//! is launched, and assumes one live mesopod executor per agent. The pods a
+//! new executor may adopt keep theirs: it runs again, for those not
+//! adopted, once the adoption timeout is over.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -70,15 +72,17 @@ fn removable(pod: &Path) -> Vec<PathBuf> {
 
 /// Unmounts every mount a dead executor left in its pods' directories
 /// below `agent_dir` and removes their volumes and bundles; `own` is this
-/// executor's sandbox, never touched. A directory with something still
+/// executor's sandbox, never touched, nor are the pod directories `keep`
+/// holds (pods this executor adopts or may adopt). A directory with something still
 /// mounted below is left.
-pub fn clean(agent_dir: &Path, own: &Path) -> Leftovers {
+pub fn clean(agent_dir: &Path, own: &Path, keep: &dyn Fn(&Path) -> bool) -> Leftovers {
     let mut out = Leftovers::default();
     let mut pods = BTreeSet::new();
     let mut mounts: Vec<PathBuf> = mount_points()
         .into_iter()
         .filter(|m| {
             pod_dir_of(m, agent_dir, own)
+                .filter(|p| !keep(p))
                 .map(|p| pods.insert(p))
                 .is_some()
         })
@@ -145,6 +149,6 @@ mod tests {
     fn nothing_mounted_means_nothing_done() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let own = dir.path().join("frameworks/f/executors/e/runs/new");
-        assert_eq!(clean(dir.path(), &own), Leftovers::default());
+        assert_eq!(clean(dir.path(), &own, &|_| false), Leftovers::default());
     }
 }

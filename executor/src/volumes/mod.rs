@@ -443,6 +443,32 @@ impl PodVolumes {
         }
     }
 
+    /// A dead executor set these volumes up, and its containers, adopted
+    /// now, have them mounted: what is mounted below the pod's volume
+    /// directories is this pod's to unmount at teardown, and nothing is
+    /// mounted again.
+    pub async fn adopt_mounts(&self) {
+        let mut state = self.state.lock().await;
+        let under = [
+            self.pod_dir.join("volumes"),
+            self.pod_dir.join("volume-subpaths"),
+        ];
+        let mut found: Vec<PathBuf> = empty_dir::mount_points()
+            .into_iter()
+            .filter(|m| under.iter().any(|u| m.starts_with(u)))
+            .collect();
+        // Shallow first: teardown undoes them in reverse.
+        found.sort_by_key(|m| m.components().count());
+        for m in found {
+            if m.starts_with(&under[1]) {
+                state.bound.insert(m.clone());
+            }
+            if !state.mounted.contains(&m) {
+                state.mounted.push(m);
+            }
+        }
+    }
+
     /// Unmounts and removes everything the pod's volumes put on the agent.
     /// Host paths are never removed; nothing is removed while something is
     /// still mounted below it.

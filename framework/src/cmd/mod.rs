@@ -27,6 +27,10 @@ pub fn main() -> anyhow::Result<()> {
     if raw.get(1).map(String::as_str) == Some("runtime") {
         std::process::exit(::executor::oci::embedded::main(&raw[2..]));
     }
+    // A container's shim is as small: no threads, no logging set up.
+    if raw.get(1).map(String::as_str) == Some("shim") {
+        std::process::exit(::executor::shim::serve::main(&raw[2..]));
+    }
     // Once, before any HTTPS client or server is built: reqwest has no
     // crypto provider of its own (the workspace allows only ring).
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -249,8 +249,15 @@ impl Core {
             return None;
         };
         task.set(Flag::Bound);
+        let adopt = self.pending.take_adopting(&task.pod_key());
         let info = for_executor(json, changes)
-            .and_then(|json| crate::launch::task_info(&task, json).map_err(|e| e.to_string()));
+            .and_then(|json| crate::launch::task_info(&task, json).map_err(|e| e.to_string()))
+            .map(|mut info| {
+                if adopt {
+                    crate::launch::ask_to_adopt(&mut info);
+                }
+                info
+            });
         task.release_pod();
         if let Err(e) = self.registry.update(task.clone()) {
             tracing::warn!(error = %e, "task vanished before launch");

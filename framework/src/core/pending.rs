@@ -21,6 +21,10 @@ pub(crate) struct Pending {
     /// The queued pods that are bound already: launched again on their
     /// node, with no second Binding.
     bound: HashSet<PodKey>,
+    /// Bound pods whose executor died: their next launch asks the new
+    /// executor to adopt their containers (`executor::ADOPT_LABEL`). Kept
+    /// past placement, until the launch's `TaskInfo` is made.
+    adopting: HashSet<PodKey>,
 }
 
 impl Pending {
@@ -40,6 +44,18 @@ impl Pending {
         let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
         self.bound.insert(key.clone());
         self.push(key, pod, priority, now);
+    }
+
+    /// Queues a bound pod whose executor died, for its next executor to
+    /// adopt its containers.
+    pub(crate) fn push_adopting(&mut self, key: PodKey, pod: Arc<Pod>, now: SystemTime) {
+        self.adopting.insert(key.clone());
+        self.push_bound(key, pod, now);
+    }
+
+    /// Whether the launch of this pod is an adoption (asked once).
+    pub(crate) fn take_adopting(&mut self, key: &PodKey) -> bool {
+        self.adopting.remove(key)
     }
 
     /// The pods of a scheduling round: none when none is due; otherwise

@@ -29,6 +29,15 @@
 //! agent went away) never ran either, and goes back the same way, after a
 //! backoff; so does one whose ACCEPT the master refused (`launch`).
 //!
+//! A task whose executor died (the agent's TASK_FAILED or TASK_LOST,
+//! REASON_EXECUTOR_TERMINATED) while its pod runs on goes back to its node
+//! too, at once and marked for adoption: its containers outlived the
+//! executor (each has a shim of its own), and the agent's next executor
+//! takes them over, as a restarted kubelet does its pods'. Its pod keeps
+//! its status meanwhile. With nothing to adopt, the new executor fails the
+//! task itself (REASON_EXECUTOR_TERMINATED, from the executor), which is
+//! applied as any update: the pod ends `ExecutorTerminated`.
+//!
 //! Any other answer (the agent's or executor's, TASK_UNREACHABLE,
 //! TASK_UNKNOWN for an agent the master does not know, TASK_LOST) is an
 //! ordinary update.
@@ -51,6 +60,15 @@ fn unknown_to_the_agent(status: &TaskStatus) -> bool {
     status.state == TaskState::TaskGone as i32
         && status.source == Some(Source::SourceMaster as i32)
         && status.reason == Some(Reason::ReasonReconciliation as i32)
+}
+
+/// Whether the update is the agent's (or master's) word that the task's
+/// executor ended, not the executor's own.
+fn executor_died(status: &TaskStatus) -> bool {
+    let state = TaskState::try_from(status.state).unwrap_or(TaskState::TaskUnknown);
+    matches!(state, TaskState::TaskFailed | TaskState::TaskLost)
+        && status.reason == Some(Reason::ReasonExecutorTerminated as i32)
+        && status.source != Some(Source::SourceExecutor as i32)
 }
 
 /// Whether nothing of the task ever ran: bound, not deleted, Pending, and
@@ -120,6 +138,9 @@ impl Core {
     /// when nothing of it ever ran (see the module docs); true then, and
     /// the update is not applied.
     pub(super) fn relaunch(&mut self, status: &TaskStatus, now: SystemTime) -> bool {
+        if executor_died(status) {
+            return self.relaunch_for_adoption(status, now);
+        }
         // A drop is final whenever it comes, even before the ACCEPT's own
         // answer (the master sends it on the event stream, which can
         // overtake the call's response).
@@ -167,6 +188,49 @@ impl Core {
                 .queue_mut()
                 .backoff(&key, now, format!("the task was dropped: {why}"));
         }
+        self.observed.metrics.pods_queued.inc();
+        true
+    }
+
+    /// Queues, for adoption on its node, the pod of a task whose executor
+    /// died (see the module docs); true then, and the update is not
+    /// applied. A pod being deleted, or a task that had ended, takes the
+    /// update as usual.
+    fn relaunch_for_adoption(&mut self, status: &TaskStatus, now: SystemTime) -> bool {
+        let Some(id) = &status.task_id else {
+            return false;
+        };
+        let Some(task) = self.registry.get(id) else {
+            return false;
+        };
+        if task.state.is_terminal() || task.has(Flag::Deleted) || self.launching.contains(id) {
+            return false;
+        }
+        let key = task.pod_key();
+        let Some(pod) = self.lookup.pod(&key) else {
+            return false;
+        };
+        if !waits_on_its_node(&pod, &task) {
+            return false;
+        }
+        tracing::info!(
+            task = %id,
+            pod = %key,
+            node = task.spec.as_ref().map(|s| s.hostname.as_str()).unwrap_or_default(),
+            "the task's executor died; launching its pod again on its node, for the next executor to adopt its containers"
+        );
+        // The executor's own FAILURE event comes after its tasks' updates:
+        // until then, offers held from the agent still list it, and the pod
+        // placed on one would count on an executor that is gone.
+        if let Some(spec) = &task.spec
+            && let Some(executor) = spec.executor.as_ref().and_then(|e| e.executor_id.clone())
+        {
+            self.drop_offers_listing(&spec.agent_id.value, &executor);
+        }
+        self.registry.unregister(id);
+        self.launching.forget_kill(id);
+        self.subscription.reconciler.forget(&id.value);
+        self.pending.push_adopting(key, Arc::new(pod), now);
         self.observed.metrics.pods_queued.inc();
         true
     }

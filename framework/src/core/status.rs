@@ -59,7 +59,7 @@ impl Core {
     /// would count the executor's resources, which such an offer lacks,
     /// and refuse the task as invalid. They go back at once, unfiltered;
     /// the master offers the agent again as it is now.
-    fn drop_offers_listing(&mut self, agent: &str, executor: &ExecutorId) {
+    pub(super) fn drop_offers_listing(&mut self, agent: &str, executor: &ExecutorId) {
         let stale: Vec<String> = self
             .offers
             .iter()

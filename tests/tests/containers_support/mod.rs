@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use framework::app::App;
+use framework::app::{App, AppConfig};
 use images::testing::{Layer, Spec, TestImage, docker_save, image};
 use images::{ImageStore, StoreConfig};
 
@@ -118,6 +118,11 @@ pub async fn load_image(store: &Path, name: &str) {
 /// A one-agent cluster whose executor runs containers with `runtime`
 /// (`embedded` or a CLI path) from `store`.
 pub async fn cluster(runtime: &str, store: &Path) -> App {
+    cluster_with(runtime, store, |_| {}).await
+}
+
+/// [`cluster`], with `tune` applied to its configuration first.
+pub async fn cluster_with(runtime: &str, store: &Path, tune: impl FnOnce(&mut AppConfig)) -> App {
     let mut cfg = app_config(Setup {
         agents: vec![agent(
             "cpus:8;mem:8192;disk:20480;ports:[31000-31010]",
@@ -130,6 +135,7 @@ pub async fn cluster(runtime: &str, store: &Path) -> App {
         format!("--container-runtime={runtime}"),
         format!("--image-store={}", store.display()),
     ];
+    tune(&mut cfg);
     App::start(cfg).await.expect("mesopod starts")
 }
 

@@ -1,0 +1,421 @@
+//! A new executor adopts the containers of one that died, as a restarted
+//! kubelet does: an executor SIGKILLed restarts no container and loses no
+//! line of output; what cannot be adopted (its shim is gone) is accounted
+//! for with kubelet's `ContainerStatusUnknown` and restarted by policy;
+//! nothing runs twice, and nothing is left once the pods go.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod containers_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::cluster::*;
+use containers_support::*;
+use k8s_openapi::api::core::v1::Pod;
+use testkit::{Kubectl, ok, wait_until};
+
+const T: Duration = Duration::from_secs(120);
+const PODS: usize = 20;
+const ADOPTION_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn sleeper(name: &str, marker: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"sleep\", \"3600\"]\n    env:\n    - name: MARKER\n      value: {marker:?}\n    resources:\n      requests:\n        cpu: 10m\n        memory: 8Mi\n"
+    )
+}
+
+/// Counts on stdout, 20 lines a second, for ever.
+fn talker(marker: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: talker\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {IMAGE}\n    command: [\"sh\", \"-c\", \"i=0; while true; do echo line $i; i=$((i+1)); sleep 0.05; done\"]\n    env:\n    - name: MARKER\n      value: {marker:?}\n"
+    )
+}
+
+/// What must not change when a container is adopted.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    container_id: String,
+    started_at: String,
+    restarts: i32,
+}
+
+fn run_of(p: &Pod) -> Run {
+    let c = &p
+        .status
+        .as_ref()
+        .unwrap()
+        .container_statuses
+        .as_ref()
+        .unwrap()[0];
+    Run {
+        container_id: c.container_id.clone().unwrap_or_default(),
+        started_at: c
+            .state
+            .as_ref()
+            .and_then(|s| s.running.as_ref())
+            .and_then(|r| r.started_at.as_ref())
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+        restarts: c.restart_count,
+    }
+}
+
+fn task_of(p: &Pod) -> String {
+    p.metadata.annotations.as_ref().unwrap()["mesopod.io/task-id"].clone()
+}
+
+fn ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn names() -> Vec<String> {
+    (0..PODS)
+        .map(|i| format!("s{i}"))
+        .chain(["talker".to_owned()])
+        .collect()
+}
+
+async fn snapshot(app: &framework::app::App) -> BTreeMap<String, Pod> {
+    let mut out = BTreeMap::new();
+    for name in names() {
+        out.insert(name.clone(), app.api().get_pod("default", &name).unwrap());
+    }
+    out
+}
+
+/// SIGKILLs the agent's one executor; returns the next one's pid.
+async fn kill_executor(work: &std::path::Path) -> u32 {
+    let executors = executors_under(work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    let old = executors[0];
+    let pid = rustix::process::Pid::from_raw(i32::try_from(old).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let next = wait_until(
+        "a new executor on the agent",
+        T,
+        async || executors_under(work),
+        |e| e.len() == 1 && e[0] != old,
+    )
+    .await;
+    next[0]
+}
+
+/// Waits until every pod runs, ready, under a task other than `before`'s.
+async fn wait_adopted(app: &framework::app::App, before: &BTreeMap<String, Pod>) {
+    let all = async {
+        for (name, old) in before {
+            let old_task = task_of(old);
+            wait_pod(app.api(), "default", name, T, |p| {
+                task_of(p) != old_task && phase(p) == "Running" && ready(p)
+            })
+            .await;
+        }
+    };
+    if tokio::time::timeout(T, all).await.is_err() {
+        let work = app.local().unwrap().work_dir().to_path_buf();
+        for line in std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "for f in $(find {} -name stderr -path '*runs*'); do echo == $f; cat $f; done",
+                work.display()
+            ))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+            .lines()
+        {
+            eprintln!("{line}");
+        }
+        for name in before.keys() {
+            eprintln!(
+                "{name}: {:?}",
+                app.api()
+                    .get_pod("default", name)
+                    .map(|p| (p.metadata.annotations, p.status))
+            );
+        }
+        panic!("not adopted in time");
+    }
+}
+
+/// The `line N` numbers in a log, in order.
+fn counted(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("line ")?.trim().parse().ok())
+        .collect()
+}
+
+/// The shims of the containers of the pod with `uid`.
+fn shims_of(uid: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_shim = args.get(1) == Some(&&b"shim"[..]);
+        let names_pod = args
+            .windows(2)
+            .any(|w| w[0] == b"--id" && w[1].starts_with(uid.as_bytes()));
+        if is_shim && names_pod {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn sorted(mut v: Vec<u32>) -> Vec<u32> {
+    v.sort_unstable();
+    v
+}
+
+async fn scenario(runtime: &str) {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_test_writer()
+        .try_init();
+    let (_keep, store) = store();
+    load_image(&store, IMAGE).await;
+    let app = cluster_with(runtime, &store, |cfg| {
+        // The agent's --recovery_timeout, which executors pass on to their
+        // containers' shims: how long an orphaned container waits.
+        cfg.embedded.timing.recovery_timeout = ADOPTION_TIMEOUT;
+    })
+    .await;
+    let k = Kubectl::new(&app.api_url());
+    let tag = if runtime == "embedded" {
+        "embedded"
+    } else {
+        "runc"
+    };
+    let marker = format!("adopt-{tag}-{}", std::process::id());
+    let env = format!("MARKER={marker}");
+    let mut yaml: Vec<String> = (0..PODS)
+        .map(|i| sleeper(&format!("s{i}"), &marker))
+        .collect();
+    yaml.push(talker(&marker));
+    ok(&k
+        .run_stdin(&["apply", "-f", "-"], Some(&yaml.join("---\n")))
+        .await);
+    for name in names() {
+        wait_pod(app.api(), "default", &name, T, |p| {
+            phase(p) == "Running" && ready(p)
+        })
+        .await;
+    }
+    let first = wait_until(
+        "a process for every pod",
+        T,
+        async || processes_with_env(&env),
+        |p| p.len() > PODS,
+    )
+    .await;
+    // sh and, at moments, its sleep: at least one per pod.
+    let sleepers: Vec<u32> = sorted(first);
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    let before = snapshot(&app).await;
+    for (name, pod) in &before {
+        let run = run_of(pod);
+        assert!(
+            run.container_id.starts_with("mesopod://") && !run.started_at.is_empty(),
+            "{name}: {run:?}"
+        );
+    }
+    let said = counted(&ok(&k.run(&["logs", "talker"]).await));
+    assert!(!said.is_empty(), "the talker talks");
+
+    // 1. The executor dies; its containers run on, and the next one adopts them.
+    kill_executor(&work).await;
+    wait_adopted(&app, &before).await;
+    let after = snapshot(&app).await;
+    for name in names() {
+        assert_eq!(
+            run_of(&after[&name]),
+            run_of(&before[&name]),
+            "{name}: no restart"
+        );
+    }
+    let still: Vec<u32> = sorted(processes_with_env(&env));
+    for pid in sleepers.iter().filter(|p| !is_talkers_sleep(**p)) {
+        assert!(still.contains(pid), "process {pid} survived: {still:?}");
+    }
+    // Every line, before, during and after the executor's death, in order.
+    let log = wait_until(
+        "the talker's log goes on",
+        T,
+        async || counted(&ok(&k.run(&["logs", "talker"]).await)),
+        |lines| lines.len() > said.len() + 40,
+    )
+    .await;
+    let expected: Vec<u64> = (0..log.len() as u64).collect();
+    assert_eq!(log, expected, "no line lost or repeated");
+
+    // 2. An adopted container's exit is seen, and restarted by policy.
+    let s1 = first_process_of(&app, "s1", &env);
+    kill(s1);
+    let restarted = wait_pod(app.api(), "default", "s1", T, |p| {
+        run_of(p).restarts == 1 && phase(p) == "Running" && ready(p)
+    })
+    .await;
+    let last = restarted.status.unwrap().container_statuses.unwrap()[0]
+        .last_state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(last.exit_code, 137, "{last:?}");
+
+    // 3. A container whose shim died with the executor cannot be adopted:
+    // kubelet's ContainerStatusUnknown, then a restart by policy.
+    let before = snapshot(&app).await;
+    let s2_uid = before["s2"].metadata.uid.clone().unwrap();
+    let s2_shims = shims_of(&s2_uid);
+    assert_eq!(s2_shims.len(), 1, "one shim for s2's container");
+    let executors = executors_under(&work);
+    kill(executors[0]);
+    kill(s2_shims[0]);
+    wait_until(
+        "a new executor on the agent",
+        T,
+        async || executors_under(&work),
+        |e| e.len() == 1 && e[0] != executors[0],
+    )
+    .await;
+    wait_adopted(&app, &before).await;
+    let s2 = wait_pod(app.api(), "default", "s2", T, |p| run_of(p).restarts == 1).await;
+    let c = &s2.status.unwrap().container_statuses.unwrap()[0];
+    let last = c.last_state.clone().unwrap().terminated.unwrap();
+    assert_eq!(
+        last.reason.as_deref(),
+        Some("ContainerStatusUnknown"),
+        "{last:?}"
+    );
+    assert_eq!(last.exit_code, 137);
+    assert!(
+        last.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("could not be adopted"),
+        "{last:?}"
+    );
+    let after = snapshot(&app).await;
+    for name in names().into_iter().filter(|n| n != "s2") {
+        assert_eq!(
+            run_of(&after[&name]),
+            run_of(&before[&name]),
+            "{name}: no restart"
+        );
+    }
+
+    // 4. A pod deleted while no executor runs is not adopted: its shim
+    // kills its container once the adoption timeout is over, and the next
+    // executor removes its sandbox.
+    let s3 = first_process_of(&app, "s3", &env);
+    let sandboxes = sandboxes_left(&work);
+    let executors = executors_under(&work);
+    kill(executors[0]);
+    ok(&k
+        .run(&["delete", "pod", "s3", "--force", "--grace-period=0"])
+        .await);
+    wait_until("s3's container gone", T, async || alive(s3), |a| !a).await;
+    wait_until(
+        "s3's sandbox removed",
+        T,
+        async || sandboxes_left(&work).len(),
+        |n| *n == sandboxes.len() - 1,
+    )
+    .await;
+
+    // 5. A deleted adopted pod's container goes; nothing is left at the end.
+    ok(&k
+        .run(&["delete", "pod", "s0", "--wait=true", "--timeout=60s"])
+        .await);
+    app.shutdown().await;
+    wait_until(
+        "no pod process after shutdown",
+        T,
+        async || processes_with_env(&env),
+        |p| p.is_empty(),
+    )
+    .await;
+    wait_until(
+        "no shim after shutdown",
+        T,
+        async || shims_of(""),
+        |s| s.iter().all(|pid| !under(*pid, &work)),
+    )
+    .await;
+}
+
+/// The talker's `sleep 0.05` comes and goes: not a process to follow.
+fn is_talkers_sleep(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| c.starts_with(b"sleep\x000.05"))
+        .unwrap_or(true)
+}
+
+/// The pid of `pod`'s `sleep 3600`.
+fn first_process_of(app: &framework::app::App, pod: &str, env: &str) -> u32 {
+    let uid = app
+        .api()
+        .get_pod("default", pod)
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    processes_with_env(env)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(&uid))
+        })
+        .unwrap_or_else(|| panic!("no process of {pod} (uid {uid})"))
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+fn kill(pid: u32) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+}
+
+/// Whether the process runs with its sandbox under `work`.
+fn under(pid: u32, work: &std::path::Path) -> bool {
+    let want = format!("MESOS_SANDBOX={}", work.display());
+    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+        env.split(|b| *b == 0)
+            .any(|kv| kv.starts_with(want.as_bytes()))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_executor_adopts_a_dead_ones_containers_on_the_embedded_runtime() {
+    testkit::init_crypto();
+    if prerequisites(false) {
+        scenario("embedded").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_executor_adopts_a_dead_ones_containers_on_runc() {
+    testkit::init_crypto();
+    if prerequisites(true) {
+        scenario(RUNC).await;
+    }
+}
