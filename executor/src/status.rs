@@ -207,7 +207,7 @@ impl Phase {
 
 /// The pod's four conditions and when each last changed, so
 /// `lastTransitionTime` means a transition, not the latest update.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Conditions {
     /// (status, since) of PodScheduled, Initialized, ContainersReady, Ready.
     last: Option<[(bool, SystemTime); 4]>,

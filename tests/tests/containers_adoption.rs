@@ -109,15 +109,27 @@ async fn kill_executor(work: &std::path::Path) -> u32 {
     next[0]
 }
 
-/// Waits until every pod runs, ready, under a task other than `before`'s.
-async fn wait_adopted(app: &framework::app::App, before: &BTreeMap<String, Pod>) {
+/// Waits until every pod runs under a task other than `before`'s, ready
+/// but for `restarting`, and with its conditions' transition times as they
+/// were (nothing changed for them).
+async fn wait_all_adopted(
+    app: &framework::app::App,
+    before: &BTreeMap<String, Pod>,
+    restarting: &[&str],
+) {
     let all = async {
         for (name, old) in before {
             let old_task = task_of(old);
-            wait_pod(app.api(), "default", name, T, |p| {
-                task_of(p) != old_task && phase(p) == "Running" && ready(p)
-            })
-            .await;
+            let p = wait_adopted(app, name, &old_task, T).await;
+            if !restarting.contains(&name.as_str()) {
+                assert!(ready(&p), "{name} ready once adopted: {:?}", p.status);
+                let conditions = |p: &Pod| p.status.as_ref().and_then(|s| s.conditions.clone());
+                assert_eq!(
+                    conditions(&p),
+                    conditions(old),
+                    "{name}: conditions unchanged"
+                );
+            }
         }
     };
     if tokio::time::timeout(T, all).await.is_err() {
@@ -238,7 +250,7 @@ async fn scenario(runtime: &str) {
 
     // 1. The executor dies; its containers run on, and the next one adopts them.
     kill_executor(&work).await;
-    wait_adopted(&app, &before).await;
+    wait_all_adopted(&app, &before, &[]).await;
     let after = snapshot(&app).await;
     for name in names() {
         assert_eq!(
@@ -293,7 +305,7 @@ async fn scenario(runtime: &str) {
         |e| e.len() == 1 && e[0] != executors[0],
     )
     .await;
-    wait_adopted(&app, &before).await;
+    wait_all_adopted(&app, &before, &["s2"]).await;
     let s2 = wait_pod(app.api(), "default", "s2", T, |p| run_of(p).restarts == 1).await;
     let c = &s2.status.unwrap().container_statuses.unwrap()[0];
     let last = c.last_state.clone().unwrap().terminated.unwrap();
@@ -319,26 +331,47 @@ async fn scenario(runtime: &str) {
         );
     }
 
-    // 4. A pod deleted while no executor runs is not adopted: its shim
-    // kills its container once the adoption timeout is over, and the next
-    // executor removes its sandbox.
+    // 4. A pod deleted while its executor is dead is adopted to be stopped:
+    // it leaves the API only once its container is gone.
     let s3 = first_process_of(&app, "s3", &env);
-    let sandboxes = sandboxes_left(&work);
     let executors = executors_under(&work);
     kill(executors[0]);
-    ok(&k
-        .run(&["delete", "pod", "s3", "--force", "--grace-period=0"])
-        .await);
-    wait_until("s3's container gone", T, async || alive(s3), |a| !a).await;
-    wait_until(
-        "s3's sandbox removed",
+    ok(&k.run(&["delete", "pod", "s3", "--wait=false"]).await);
+    wait_gone(app.api(), "default", "s3", T).await;
+    assert!(!alive(s3), "s3 left the API while its container ran");
+
+    // 5. A pod force-deleted (gone from the API at once) while its executor
+    // is dead: its container goes anyway, adopted and stopped, or killed by
+    // its shim once the adoption timeout is over; its sandbox goes too.
+    let s4 = first_process_of(&app, "s4", &env);
+    let sandboxes = sandboxes_left(&work);
+    let executors = wait_until(
+        "an executor",
         T,
+        async || executors_under(&work),
+        |e| e.len() == 1,
+    )
+    .await;
+    kill(executors[0]);
+    ok(&k
+        .run(&["delete", "pod", "s4", "--force", "--grace-period=0"])
+        .await);
+    wait_until(
+        "s4's container gone",
+        T + ADOPTION_TIMEOUT,
+        async || alive(s4),
+        |a| !a,
+    )
+    .await;
+    wait_until(
+        "s4's sandbox removed",
+        T + ADOPTION_TIMEOUT,
         async || sandboxes_left(&work).len(),
         |n| *n == sandboxes.len() - 1,
     )
     .await;
 
-    // 5. A deleted adopted pod's container goes; nothing is left at the end.
+    // 6. A deleted adopted pod's container goes; nothing is left at the end.
     ok(&k
         .run(&["delete", "pod", "s0", "--wait=true", "--timeout=60s"])
         .await);

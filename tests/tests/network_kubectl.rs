@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::time::Duration;
 
-use cni_support::{TestNet, cni_ready};
+use cni_support::{ADOPTION_TIMEOUT, TestNet, cni_ready};
 use common::cluster::*;
 use containers_support::*;
 use framework::app::App;
@@ -151,7 +151,7 @@ async fn pods_on_a_cni_agent_get_their_own_ips_reach_each_other_and_host_ports()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
+async fn an_adopted_pod_keeps_its_network_and_an_unadopted_ones_is_released() {
     if !prerequisites(false) || !cni_ready("network_kubectl") {
         return;
     }
@@ -168,25 +168,27 @@ async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
         .await);
     let first_ip = running_ip(&app, "first").await;
     assert_eq!(net.leases(), 1);
-
     let work = app.local().unwrap().work_dir().to_path_buf();
-    let executors = executors_under(&work);
-    assert_eq!(
-        executors.len(),
-        1,
-        "one executor on the agent: {executors:?}"
-    );
-    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    wait_pod(app.api(), "default", "first", T, |p| phase(p) == "Failed").await;
-    assert_eq!(
-        net.leases(),
-        1,
-        "a SIGKILLed executor releases nothing itself"
-    );
+    let task = |app: &App| {
+        let p = app.api().get_pod("default", "first").unwrap();
+        p.metadata.annotations.unwrap()["mesopod.io/task-id"].clone()
+    };
 
-    // The next executor on the agent releases the dead one's network before it
-    // starts its own pod.
+    // The executor dies; the next one adopts the pod, network and all.
+    let before = task(&app);
+    kill_the_executor(&work);
+    let adopted = wait_adopted(&app, "first", &before, T).await;
+    let ip = adopted.status.unwrap().pod_ip.unwrap();
+    assert_eq!(ip, first_ip.to_string(), "the adopted pod keeps its IP");
+    assert_eq!(net.leased(), [first_ip.to_string()]);
+
+    // It dies again, and the pod is deleted meanwhile: nobody adopts it, and
+    // its network goes once the adoption timeout is over, while the next
+    // executor runs a new pod.
+    kill_the_executor(&work);
+    ok(&k
+        .run(&["delete", "pod", "first", "--force", "--grace-period=0"])
+        .await);
     ok(&k
         .run_stdin(
             &["apply", "-f", "-"],
@@ -199,19 +201,14 @@ async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
         "{second_ip}"
     );
     wait_until(
-        "the dead executor's lease released",
-        T,
+        "the unadopted pod's lease released",
+        T + ADOPTION_TIMEOUT,
         async || net.leased(),
         |l| *l == [second_ip.to_string()],
     )
     .await;
-    assert!(!net.leased().contains(&first_ip.to_string()));
-    ok(&k
-        .run(&["delete", "pod", "first", "second", "--wait=false"])
-        .await);
-    for name in ["first", "second"] {
-        wait_gone(app.api(), "default", name, T).await;
-    }
+    ok(&k.run(&["delete", "pod", "second", "--wait=false"]).await);
+    wait_gone(app.api(), "default", "second", T).await;
     wait_until(
         "every lease released",
         T,
@@ -220,4 +217,16 @@ async fn the_next_executor_releases_the_network_of_pods_a_killed_one_left() {
     )
     .await;
     app.shutdown().await;
+}
+
+/// SIGKILLs the agent's one executor.
+fn kill_the_executor(work: &std::path::Path) {
+    let executors = executors_under(work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
 }

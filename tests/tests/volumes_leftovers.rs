@@ -1,8 +1,10 @@
 //! Issue #17: the tmpfs volumes of a SIGKILLed executor's pods (a `medium:
-//! Memory` emptyDir, a secret volume) do not stay mounted for good. The
-//! next executor on the agent unmounts them and removes their volume
-//! directories before it launches anything: `/proc/self/mountinfo` then
-//! has no mount under the dead executor's sandbox.
+//! Memory` emptyDir, a secret volume) do not stay mounted for good. A pod
+//! the next executor adopts keeps them (its containers still use them); a
+//! pod nobody adopts (deleted while no executor ran) has them unmounted and
+//! its volume directories removed once the adoption timeout is over:
+//! `/proc/self/mountinfo` then has no mount under the dead executor's
+//! sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -16,6 +18,14 @@ use containers_support::*;
 use testkit::{Kubectl, ok, wait_until};
 
 const T: Duration = Duration::from_secs(120);
+/// The agent's `--recovery_timeout`: how long a dead executor's pods wait
+/// to be adopted.
+const ADOPTION_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn kill(pid: u32) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+}
 
 /// The mount points below `dir`.
 fn mounts_under(dir: &Path) -> Vec<PathBuf> {
@@ -46,7 +56,10 @@ async fn the_next_executor_unmounts_what_a_sigkilled_one_left() {
     }
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
-    let app = cluster("embedded", &store).await;
+    let app = cluster_with("embedded", &store, |cfg| {
+        cfg.embedded.timing.recovery_timeout = ADOPTION_TIMEOUT;
+    })
+    .await;
     let k = Kubectl::new(&app.api_url());
     let first = format!("leftovers-first-{}", std::process::id());
     ok(&k
@@ -68,30 +81,55 @@ async fn the_next_executor_unmounts_what_a_sigkilled_one_left() {
     let old_sandbox = pod_dir.parent().unwrap().parent().unwrap().to_path_buf();
     assert!(old_sandbox.join("pods").is_dir(), "{old_sandbox:?}");
 
-    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    wait_pod(app.api(), "default", "first", T, |p| phase(p) == "Failed").await;
+    // The executor dies: the next one adopts the pod, whose volumes stay.
+    let task = |p: &k8s_openapi::api::core::v1::Pod| {
+        p.metadata.annotations.as_ref().unwrap()["mesopod.io/task-id"].clone()
+    };
+    let before = task(&app.api().get_pod("default", "first").unwrap());
+    kill(executors[0]);
+    wait_adopted(&app, "first", &before, T).await;
+    let mut kept = mounts_under(&old_sandbox);
+    kept.retain(|m| m.parent().is_some_and(|p| p.ends_with("volumes")));
+    kept.sort();
+    let mut was = volumes.clone();
+    was.sort();
+    assert_eq!(kept, was, "the adopted pod's volumes stay mounted");
+
+    // It dies again, and the pod is deleted meanwhile: nobody adopts it.
+    let executors = executors_under(&work);
+    assert_eq!(executors.len(), 1, "one executor: {executors:?}");
+    kill(executors[0]);
+    ok(&k
+        .run(&["delete", "pod", "first", "--force", "--grace-period=0"])
+        .await);
     let left = mounts_under(&old_sandbox);
     assert!(
         !left.is_empty(),
         "a SIGKILLed executor cannot unmount its pods' volumes"
     );
 
-    // A new pod brings a new executor, which cleans up before it launches.
+    // A new pod brings a new executor, which cleans up what nobody
+    // adopted once the adoption timeout is over.
     let second = format!("leftovers-second-{}", std::process::id());
     ok(&k
         .run_stdin(&["apply", "-f", "-"], Some(&pod("second", &second)))
         .await);
     wait_pod(app.api(), "default", "second", T, |p| phase(p) == "Running").await;
-    assert_eq!(
-        mounts_under(&old_sandbox),
-        Vec::<PathBuf>::new(),
-        "no mount left under the dead executor's sandbox"
-    );
-    assert!(
-        !pod_dir.join("volumes").exists(),
-        "the dead executor's pod volumes are removed"
-    );
+    wait_until(
+        "no mount left under the dead executor's sandbox",
+        T + ADOPTION_TIMEOUT,
+        async || mounts_under(&old_sandbox),
+        Vec::is_empty,
+    )
+    .await;
+    // Unmounted first, removed next.
+    wait_until(
+        "the dead executor's pod volumes removed",
+        T,
+        async || pod_dir.join("volumes").exists(),
+        |exists| !exists,
+    )
+    .await;
     assert!(
         pod_dir.join("main").is_dir(),
         "its container logs stay, as after a pod's own teardown"
@@ -104,14 +142,7 @@ async fn the_next_executor_unmounts_what_a_sigkilled_one_left() {
     assert_eq!(now.len(), 2, "{now:?}");
 
     ok(&k
-        .run(&[
-            "delete",
-            "pod",
-            "first",
-            "second",
-            "--wait=true",
-            "--timeout=60s",
-        ])
+        .run(&["delete", "pod", "second", "--wait=true", "--timeout=60s"])
         .await);
     wait_until(
         "the second pod's volumes unmounted with it",

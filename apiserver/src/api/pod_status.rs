@@ -217,9 +217,12 @@ impl Api {
         for _ in 0..RETRIES {
             let old = self.get_raw(PODS, namespace, name)?;
             let old_rv = object_rv(&old).unwrap_or(0);
-            if old
-                .pointer("/metadata/deletionTimestamp")
-                .is_some_and(|t| !t.is_null())
+            // A relaunch only names a pod's new task: a pod being deleted
+            // may need one, for its containers to be stopped.
+            if !binding.relaunch
+                && old
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null())
             {
                 return Err(conflict(
                     name,

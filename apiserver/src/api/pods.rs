@@ -48,7 +48,8 @@ pub struct Binding {
     pub uid: Option<String>,
     /// The pod must be bound to `node_name` already: only the annotations and labels
     /// are written (a pod launched again on its node), with no condition and no
-    /// event. 409 if it is not bound there.
+    /// event. 409 if it is not bound there. A pod being deleted may be
+    /// relaunched (a new executor adopts its containers to stop them).
     pub relaunch: bool,
 }
 

@@ -12,42 +12,54 @@ use super::wire::{self, ExitStatus, Held, Message};
 /// A shim to start: where, for which container, and the runtime command
 /// it runs (`run --detach …`).
 #[derive(Debug, Clone)]
-pub(crate) struct Spawn {
+pub struct Spawn {
     /// This binary (`mesopod shim` is one of its commands).
-    pub(crate) exe: PathBuf,
-    pub(crate) bundle: PathBuf,
-    pub(crate) id: String,
-    pub(crate) pid_file: PathBuf,
-    pub(crate) cgroups_path: String,
+    pub exe: PathBuf,
+    /// The container's bundle: the shim's working directory, where it
+    /// listens ([`super::SOCKET`]).
+    pub bundle: PathBuf,
+    /// The container's id (names the shim's anchor cgroup).
+    pub id: String,
+    /// Where the runtime writes the container's pid.
+    pub pid_file: PathBuf,
+    /// The container's cgroup, relative (its OOM kills are read there).
+    pub cgroups_path: String,
     /// The executor's Mesos container id, whose cgroups the shim leaves.
-    pub(crate) leave: String,
-    pub(crate) adoption_timeout: Duration,
-    pub(crate) argv: Vec<OsString>,
-    pub(crate) env: Vec<(String, String)>,
+    pub leave: String,
+    /// How long the shim waits for a new owner; 0: none, the container
+    /// goes with its executor.
+    pub adoption_timeout: Duration,
+    /// The runtime command (`run --detach …`).
+    pub argv: Vec<OsString>,
+    /// Environment for it.
+    pub env: Vec<(String, String)>,
 }
 
 /// The container's ends of its stdio pipes, for the runtime.
 #[derive(Debug)]
-pub(crate) struct ContainerEnds {
-    pub(crate) stdout: OwnedFd,
-    pub(crate) stderr: OwnedFd,
-    pub(crate) stdin: Option<OwnedFd>,
+pub struct ContainerEnds {
+    /// The write end of its stdout pipe.
+    pub stdout: OwnedFd,
+    /// The write end of its stderr pipe.
+    pub stderr: OwnedFd,
+    /// The read end of its stdin pipe, if it has one.
+    pub stdin: Option<OwnedFd>,
 }
 
 /// A running shim this executor owns.
 #[derive(Debug)]
-pub(crate) struct Shim {
+pub struct Shim {
     conn: OwnedFd,
     /// The container's init.
-    pub(crate) pid: u32,
+    pub pid: u32,
     /// Its pidfd (the shim's copy, so it names the process even once the
     /// shim has reaped it).
-    pub(crate) pidfd: OwnedFd,
+    pub pidfd: OwnedFd,
 }
 
 /// How a container's shim ended its watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ended {
+pub enum Ended {
     /// The container exited.
     Exited(ExitStatus),
     /// The shim is gone without a word: the container died with it
@@ -57,18 +69,19 @@ pub(crate) enum Ended {
 
 /// A dead executor's container, taken over.
 #[derive(Debug)]
-pub(crate) struct Adopted {
-    pub(crate) shim: Shim,
+pub struct Adopted {
+    /// The shim, owned now.
+    pub shim: Shim,
     /// It exited while nobody watched.
-    pub(crate) exit: Option<ExitStatus>,
+    pub exit: Option<ExitStatus>,
     /// The executor's ends of its pipes, which the shim kept.
-    pub(crate) held: Vec<(Held, OwnedFd)>,
+    pub held: Vec<(Held, OwnedFd)>,
 }
 
 impl Spawn {
     /// Starts the shim and has it run the container. `Ok(Err(status))`:
     /// the runtime failed; `Err`: the shim could not be started.
-    pub(crate) async fn run(
+    pub async fn run(
         self,
         ends: ContainerEnds,
         held: Vec<(Held, OwnedFd)>,
@@ -87,7 +100,7 @@ impl Spawn {
             .arg("--leave-cgroup")
             .arg(&self.leave)
             .arg("--adoption-timeout")
-            .arg(self.adoption_timeout.as_secs().max(1).to_string())
+            .arg(self.adoption_timeout.as_secs().to_string())
             .arg("--")
             .args(&self.argv)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -150,7 +163,7 @@ fn launch(
 impl Shim {
     /// Takes over the shim of the container whose bundle is `bundle`.
     /// Blocking (a connect and one message).
-    pub(crate) fn adopt(bundle: &Path) -> std::io::Result<Adopted> {
+    pub fn adopt(bundle: &Path) -> std::io::Result<Adopted> {
         // Through the directory's descriptor: an agent's work dir can be
         // deeper than a socket path may be long (108 bytes).
         let dir = rustix::fs::open(
@@ -193,7 +206,7 @@ impl Shim {
 
     /// Waits for the container's exit, then lets the shim go. Blocking:
     /// run on a thread of its own.
-    pub(crate) fn wait(&self) -> Ended {
+    pub fn wait(&self) -> Ended {
         loop {
             match wire::recv(self.conn.as_fd()) {
                 Ok(Some((Message::Exited(status), _))) => {
@@ -208,7 +221,7 @@ impl Shim {
 
     /// Lets the shim go without waiting (its container exited while it
     /// had no owner, and the exit came with [`Shim::adopt`]).
-    pub(crate) fn release(&self) {
+    pub fn release(&self) {
         let _ = wire::send(self.conn.as_fd(), &Message::Release, &[]);
     }
 }

@@ -24,17 +24,17 @@
 mod anchor;
 mod client;
 pub mod serve;
-pub(crate) mod wire;
+pub mod wire;
 
-pub(crate) use client::{Adopted, ContainerEnds, Ended, Shim, Spawn};
+pub use client::{Adopted, ContainerEnds, Ended, Shim, Spawn};
 
 /// The shim's socket, in the container's bundle.
-pub(crate) const SOCKET: &str = "shim.sock";
+pub const SOCKET: &str = "shim.sock";
 
 /// The shim's pid and start time, in the bundle: how an executor tells a
 /// live shim (whose container it may adopt) from a dead one's leftovers
 /// without connecting (a connection takes the shim over).
-pub(crate) const PID_FILE: &str = "shim.pid";
+pub const PID_FILE: &str = "shim.pid";
 
 /// `"<pid> <start time>"` of a process, the start time in clock ticks
 /// since boot (`/proc/<pid>/stat`'s 22nd field): a pid is reused, a pid

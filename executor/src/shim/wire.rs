@@ -22,7 +22,7 @@ const MAX_MESSAGE: usize = 4096;
 /// What a descriptor the shim holds for its owner is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) enum Held {
+pub enum Held {
     /// The read end of the container's stdout pipe.
     Stdout,
     /// The read end of the container's stderr pipe.
@@ -33,11 +33,11 @@ pub(crate) enum Held {
 
 /// How the container's init ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ExitStatus {
+pub struct ExitStatus {
     /// The exit code, 128 + the signal for a killed process.
-    pub(crate) code: i32,
+    pub code: i32,
     /// The kernel's OOM killer killed a process of the container's cgroup.
-    pub(crate) oom: bool,
+    pub oom: bool,
 }
 
 /// One message.

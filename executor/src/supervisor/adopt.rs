@@ -55,6 +55,7 @@ impl Supervisor {
         self.started_once = cp.started_once.clone();
         self.runs = cp.runs;
         self.running_reported = cp.running_reported;
+        self.conditions = cp.conditions.clone();
         if let Some(sb) = &cp.sandbox {
             let _ = self.sandbox.set(sb.sandbox());
         }

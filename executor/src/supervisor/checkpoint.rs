@@ -21,7 +21,7 @@ use super::{Supervisor, Which};
 use crate::layout::PODS_DIR;
 use crate::oci::runner::AdoptRequest;
 use crate::oci::sandbox::PodSandbox;
-use crate::status::ContainerRecord;
+use crate::status::{Conditions, ContainerRecord};
 
 /// The file, in the pod's directory.
 pub(crate) const FILE: &str = "checkpoint.json";
@@ -40,6 +40,8 @@ pub(crate) struct Checkpoint {
     pub(super) started_once: Vec<bool>,
     pub(super) runs: u32,
     pub(super) running_reported: bool,
+    /// When each pod condition last changed.
+    pub(super) conditions: Conditions,
     pub(super) sandbox: Option<SandboxRecord>,
     /// The containers running when it was written.
     pub(super) live: Vec<(Which, AdoptRequest)>,
@@ -124,6 +126,7 @@ impl Supervisor {
             started_once: self.started_once.clone(),
             runs: self.runs,
             running_reported: self.running_reported,
+            conditions: self.conditions.clone(),
             sandbox: self.sandbox.get().map(SandboxRecord::of),
             live,
         }

@@ -250,6 +250,9 @@ impl Core {
         };
         task.set(Flag::Bound);
         let adopt = self.pending.take_adopting(&task.pod_key());
+        if adopt {
+            self.launching.unheard.insert(id.clone(), None);
+        }
         let info = for_executor(json, changes)
             .and_then(|json| crate::launch::task_info(&task, json).map_err(|e| e.to_string()))
             .map(|mut info| {

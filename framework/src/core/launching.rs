@@ -107,6 +107,11 @@ pub(crate) struct Launching {
     pub(crate) killing: HashMap<TaskId, SystemTime>,
     /// Why each killed task was killed.
     pub(crate) reasons: HashMap<TaskId, KillReason>,
+    /// Adoption launches whose executor has not spoken yet, with the KILL
+    /// held for each: an agent kills a task its registering executor has
+    /// not received yet, and the containers that executor was to adopt
+    /// would be left to their shims. Sent once the executor reports.
+    pub(crate) unheard: HashMap<TaskId, Option<(Duration, KillReason)>>,
 }
 
 /// A launch that ended: what it was, and the KILL held back for it.
@@ -142,6 +147,7 @@ impl Launching {
     pub(crate) fn forget_kill(&mut self, id: &TaskId) {
         self.killing.remove(id);
         self.reasons.remove(id);
+        self.unheard.remove(id);
     }
 }
 
@@ -162,9 +168,13 @@ impl Core {
                 .held
                 .insert(task.id.clone(), (grace, why.clone()));
         }
-        self.launching.reasons.insert(task.id.clone(), why);
+        self.launching.reasons.insert(task.id.clone(), why.clone());
         self.launching.killing.insert(task.id.clone(), now);
         if held {
+            return;
+        }
+        if let Some(slot) = self.launching.unheard.get_mut(&task.id) {
+            *slot = Some((grace, why));
             return;
         }
         let call = Call {

@@ -53,6 +53,11 @@ impl Pending {
         self.push_bound(key, pod, now);
     }
 
+    /// Whether the pod waits to be launched for adoption.
+    pub(crate) fn is_adopting(&self, key: &PodKey) -> bool {
+        self.adopting.contains(key)
+    }
+
     /// Whether the launch of this pod is an adoption (asked once).
     pub(crate) fn take_adopting(&mut self, key: &PodKey) -> bool {
         self.adopting.remove(key)

@@ -43,6 +43,11 @@ impl Core {
             return;
         }
         let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        if terminating && self.pending.is_adopting(&key) {
+            // Its containers outlived their executor: the pod goes once the
+            // next executor has adopted and stopped them (`relaunch`).
+            return;
+        }
         if terminating {
             self.pending.forget(&key);
             if bound {

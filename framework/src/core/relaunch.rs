@@ -30,11 +30,13 @@
 //! backoff; so does one whose ACCEPT the master refused (`launch`).
 //!
 //! A task whose executor died (the agent's TASK_FAILED or TASK_LOST,
-//! REASON_EXECUTOR_TERMINATED) while its pod runs on goes back to its node
-//! too, at once and marked for adoption: its containers outlived the
+//! REASON_EXECUTOR_TERMINATED) while its pod runs on, or is being deleted,
+//! goes back to its node too, at once and marked for adoption: its containers outlived the
 //! executor (each has a shim of its own), and the agent's next executor
 //! takes them over, as a restarted kubelet does its pods'. Its pod keeps
-//! its status meanwhile. With nothing to adopt, the new executor fails the
+//! its status meanwhile. A terminating pod's KILL waits until the new
+//! executor has the task (`Launching::unheard`): it then stops the
+//! containers it adopted, and the pod goes once they are gone. With nothing to adopt, the new executor fails the
 //! task itself (REASON_EXECUTOR_TERMINATED, from the executor), which is
 //! applied as any update: the pod ends `ExecutorTerminated`.
 //!
@@ -80,13 +82,16 @@ fn never_ran(task: &PodTask) -> bool {
         && !task.has(Flag::Deleted)
 }
 
+/// Whether `pod` is bound to `task`'s node.
+fn on_its_node(pod: &Pod, task: &PodTask) -> bool {
+    let host = task.spec.as_ref().map(|s| s.hostname.as_str());
+    host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host
+}
+
 /// Whether `pod` is bound to `task`'s node, not finished and not being
 /// deleted: what a pod must be to be launched again there.
 fn waits_on_its_node(pod: &Pod, task: &PodTask) -> bool {
-    let host = task.spec.as_ref().map(|s| s.hostname.as_str());
-    let on_its_node =
-        host.is_some() && pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == host;
-    on_its_node && !is_finished(pod) && pod.metadata.deletion_timestamp.is_none()
+    on_its_node(pod, task) && !is_finished(pod) && pod.metadata.deletion_timestamp.is_none()
 }
 
 impl Core {
@@ -203,14 +208,16 @@ impl Core {
         let Some(task) = self.registry.get(id) else {
             return false;
         };
-        if task.state.is_terminal() || task.has(Flag::Deleted) || self.launching.contains(id) {
+        if task.state.is_terminal() || self.launching.contains(id) {
             return false;
         }
         let key = task.pod_key();
         let Some(pod) = self.lookup.pod(&key) else {
             return false;
         };
-        if !waits_on_its_node(&pod, &task) {
+        // A terminating pod too: its containers may run on, and only an
+        // executor can stop them (it adopts them, then takes the KILL).
+        if !on_its_node(&pod, &task) || is_finished(&pod) {
             return false;
         }
         tracing::info!(

@@ -127,6 +127,14 @@ impl Core {
         self.record(&status, &outcome, now);
         match outcome {
             StatusOutcome::Applied(t) => {
+                let from_executor = status.source == Some(Source::SourceExecutor as i32);
+                if (from_executor || t.task.state.is_terminal())
+                    && let Some(held) = self.launching.unheard.remove(&t.task.id)
+                    && let Some((grace, why)) = held.filter(|_| !t.task.state.is_terminal())
+                {
+                    // The adopting executor has the task: its KILL goes now.
+                    self.kill(&t.task, grace, why, now);
+                }
                 let events = crate::container_events::events(&status, &t.task, now);
                 if !events.is_empty() {
                     let writes = events.into_iter().map(|e| Write::Event(Box::new(e)));

@@ -101,9 +101,16 @@ impl TestNet {
             format!("--cni-conf-dir={}", self.conf_dir.display()),
             "--cni-bin-dir=/usr/lib/cni".into(),
         ];
+        // How long a dead executor's containers wait to be adopted (the
+        // agent's --recovery_timeout): short, so that what nobody adopts
+        // goes within a test.
+        cfg.embedded.timing.recovery_timeout = ADOPTION_TIMEOUT;
         App::start(cfg).await.expect("mesopod starts")
     }
 }
+
+/// The agent's `--recovery_timeout` in these clusters.
+pub(crate) const ADOPTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 impl Drop for TestNet {
     fn drop(&mut self) {

@@ -183,6 +183,55 @@ pub async fn wait_gone(api: &Api, ns: &str, name: &str, within: Duration) {
         .expect("pod removed in time");
 }
 
+/// Whether the task the pod's annotation names has run, as its executor
+/// said (TASK_RUNNING from the executor): after a relaunch, that the new
+/// task reached an executor, not only that the pod was bound again.
+pub fn task_running(app: &framework::app::App, p: &Pod) -> bool {
+    let Some(id) = p
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("mesopod.io/task-id"))
+    else {
+        return false;
+    };
+    app.registry()
+        .get(&mesos::proto::TaskId::new(id))
+        .and_then(|t| t.last_status)
+        .is_some_and(|s| {
+            s.state == mesos::proto::TaskState::TaskRunning
+                && s.source == Some(mesos::proto::task_status::Source::SourceExecutor)
+        })
+}
+
+/// Awaits the pod `name` relaunched after its executor died: running
+/// under a task other than `old_task` that its new executor reported
+/// RUNNING ([`task_running`]). Polled: the registry has no watch.
+pub async fn wait_adopted(
+    app: &framework::app::App,
+    name: &str,
+    old_task: &str,
+    within: Duration,
+) -> Pod {
+    let adopted = |p: &Pod| {
+        let task = p
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("mesopod.io/task-id"))
+            .map(String::as_str);
+        phase(p) == "Running" && task.is_some_and(|t| t != old_task) && task_running(app, p)
+    };
+    let seen = testkit::wait_until(
+        &format!("pod {name} adopted"),
+        within,
+        async || app.api().get_pod("default", name).ok(),
+        |p| p.as_ref().is_some_and(adopted),
+    )
+    .await;
+    seen.expect("the pod")
+}
+
 pub fn phase(p: &Pod) -> &str {
     p.status
         .as_ref()

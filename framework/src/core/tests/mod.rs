@@ -4,6 +4,7 @@
 //! line, so each scenario asserts exactly what the core would do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod adoption;
 mod launching;
 mod leadership;
 mod liveness;

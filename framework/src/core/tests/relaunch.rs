@@ -6,7 +6,7 @@ use super::*;
 use crate::core::Launch;
 
 /// A store holding fixed pods.
-struct Pods(Vec<Pod>);
+pub(super) struct Pods(pub(super) Vec<Pod>);
 
 impl Lookup for Pods {
     fn meta(&self, _key: &str) -> Option<Vec<u8>> {
@@ -17,11 +17,11 @@ impl Lookup for Pods {
     }
 }
 
-const OLD: &str = "default.web.0000000000";
+pub(super) const OLD: &str = "default.web.0000000000";
 
 /// Pod `web` as a leader that died before its ACCEPT left it: bound to
 /// `h1`, naming task [`OLD`], in `phase`.
-fn bound_web(phase: &str) -> Pod {
+pub(super) fn bound_web(phase: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web", "namespace": "default", "uid": "uid-web",
             "creationTimestamp": "2023-11-14T22:13:20Z",
@@ -41,7 +41,7 @@ fn bound_web(phase: &str) -> Pod {
 }
 
 /// A core recovered from `pod`, subscribed, with offers from `hosts`.
-fn recovered(pod: Pod, hosts: &[&str]) -> Core {
+pub(super) fn recovered(pod: Pod, hosts: &[&str]) -> Core {
     let mut core = core_reading(Admission::none(), Box::new(Pods(vec![pod.clone()])));
     let _ = core.step(Step::Recovered(vec![Arc::new(pod)]), at(0));
     let _ = core.step(subscribed(), at(0));
