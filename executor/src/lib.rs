@@ -41,9 +41,16 @@
 //! - Every update carries the pod's complete status, never a diff.
 //! - No process outlives the executor's orderly exit (SHUTDOWN, SIGTERM, a
 //!   lost agent): every path out of the loop stops every container group
-//!   first. An executor killed with SIGKILL cannot do this; its agent's
-//!   cgroup cleans up (Mesos' containerizer, and localmesos' agents when
-//!   root with cgroup v2).
+//!   first. An executor that dies otherwise (SIGKILL, a crash) leaves its
+//!   containers to their shims ([`shim`]), outside its cgroup: the next
+//!   executor on the agent adopts them from the pods' checkpoints, and a
+//!   shim nobody adopts within the recovery timeout kills its container.
+//!   Process mode's processes have no shim: the agent's cgroup of the
+//!   executor takes them with it (Mesos' containerizer, and localmesos'
+//!   agents as root), and their pods cannot be adopted.
+//! - A pod launched with [`ADOPT_LABEL`] (its executor died) is adopted or
+//!   failed (TASK_FAILED, REASON_EXECUTOR_TERMINATED), never started
+//!   afresh.
 //! - With checkpointing (`MESOS_CHECKPOINT=1`) a lost agent is waited for:
 //!   SUBSCRIBE is retried every random interval up to
 //!   `MESOS_SUBSCRIPTION_BACKOFF_MAX`; past `MESOS_RECOVERY_TIMEOUT` every
@@ -51,8 +58,8 @@
 //!   the scheduler makes it report every pod's status again.
 //! - Containers run in real containers ([`oci`]): the image's root
 //!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
-//!   the executor's own, through a runc-compatible runtime (the embedded
-//!   `mesopod runtime` by default). Process mode (`--container-runtime
+//!   their shims' anchors beside the executor's, through a runc-compatible
+//!   runtime (the embedded `mesopod runtime` by default). Process mode (`--container-runtime
 //!   process`) runs host processes and says so on every pod.
 //!
 //! This crate knows nothing of the framework's registry, the API shim or

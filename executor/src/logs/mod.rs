@@ -161,7 +161,10 @@ pub(crate) fn start(run: &RunLog, settings: LogSettings) -> io::Result<Output> {
         (Held::Stdout, out_r.try_clone()?),
         (Held::Stderr, err_r.try_clone()?),
     ];
-    if let Some(w) = &stdin_w {
+    // With `stdinOnce` the executor closes stdin after the first attach,
+    // and the container must see that EOF: a copy in the shim would keep
+    // the pipe open. Such a stdin ends with its executor instead.
+    if let Some(w) = stdin_w.as_ref().filter(|_| !run.stdin_once) {
         held.push((Held::Stdin, w.try_clone()?));
     }
     let (console, done) = pump_from(run, settings, out_r, err_r, stdin_w)?;

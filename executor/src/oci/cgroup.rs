@@ -1,7 +1,8 @@
-//! cgroups as the executor and the embedded runtime see them: which version
-//! the host runs, the caller's own cgroup in each hierarchy (containers nest
-//! under it, so whoever kills the executor's cgroup kills its pods), limits,
-//! and whether the kernel OOM-killed a container.
+//! cgroups as the executor, the shims and the embedded runtime see them:
+//! which version the host runs, the caller's own cgroup in each hierarchy
+//! (containers nest under it: under their shim's anchor, outside the
+//! executor's Mesos cgroup, see `crate::shim`), limits, and whether the
+//! kernel OOM-killed a container.
 
 use std::path::{Path, PathBuf};
 

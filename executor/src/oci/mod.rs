@@ -10,11 +10,13 @@
 //!   agent's work dir. The default CLI is this binary's own
 //!   `mesopod runtime` ([`embedded`]); `--container-runtime PATH` names any
 //!   other (runc).
-//! - Container cgroups nest under the executor's own ([`cgroup`]), so a
-//!   kill of the executor's cgroup kills its pods; the executor is a child
-//!   subreaper, so containers are its children, and an executor that
-//!   starts finds its predecessor's containers under the same root and
-//!   kills them before it runs anything.
+//! - Each container's `run --detach` is run by its shim
+//!   ([`crate::shim`]), which leaves the executor's Mesos cgroup first:
+//!   container cgroups nest under the shim's anchor ([`cgroup`]), and a
+//!   container is its shim's child, so it outlives its executor and a new
+//!   executor adopts it. An executor that starts kills whatever dead
+//!   executors left under the same root, but the containers of the pods it
+//!   may adopt (those named in their checkpoints), before it runs anything.
 //! - `--container-runtime process` keeps the old process mode (no
 //!   isolation) for development.
 

@@ -432,12 +432,7 @@ impl Oci {
         let shim = match ran {
             Ok(Ok(shim)) => shim,
             Ok(Err(status)) => {
-                let _ = self
-                    .cli()
-                    .args(["delete", "--force"])
-                    .arg(&req.id)
-                    .output()
-                    .await;
+                self.force_delete(&req.id).await;
                 // The runtime's own error went to the container's stderr:
                 // once the container is deleted the pipe drains.
                 let _ = tokio::time::timeout(PUMP_DRAIN, output.done).await;
@@ -445,12 +440,7 @@ impl Oci {
                 return Err(failed(why));
             }
             Err(e) => {
-                let _ = self
-                    .cli()
-                    .args(["delete", "--force"])
-                    .arg(&req.id)
-                    .output()
-                    .await;
+                self.force_delete(&req.id).await;
                 return Err(failed(format!(
                     "cannot run the container runtime {}: {e}",
                     self.program.display()
@@ -460,12 +450,7 @@ impl Oci {
         if let (Some(socket), Some(c)) = (&console, output.console)
             && let Err(e) = super::console_socket::hand_over(socket, c).await
         {
-            let _ = self
-                .cli()
-                .args(["delete", "--force"])
-                .arg(&req.id)
-                .output()
-                .await;
+            self.force_delete(&req.id).await;
             return Err(failed(format!("cannot get the container's terminal: {e}")));
         }
         // The runtime keeps the spec it ran, root-only, in its state.json
@@ -556,18 +541,24 @@ impl Oci {
         self.remove(running).await;
     }
 
-    async fn remove(&self, running: &Running) {
+    /// `delete --force`: the container is killed if it runs, and the
+    /// runtime forgets it.
+    async fn force_delete(&self, id: &str) {
         let out = self
             .cli()
             .args(["delete", "--force"])
-            .arg(&running.id)
+            .arg(id)
             .output()
             .await;
         if let Ok(o) = &out
             && !o.status.success()
         {
-            tracing::warn!(container = %running.id, stderr = %String::from_utf8_lossy(&o.stderr), "runtime delete failed");
+            tracing::warn!(container = %id, stderr = %String::from_utf8_lossy(&o.stderr), "runtime delete failed");
         }
+    }
+
+    async fn remove(&self, running: &Running) {
+        self.force_delete(&running.id).await;
         let rootfs = running.rootfs.clone();
         let _ = tokio::task::spawn_blocking(move || {
             if let Some(bundle) = rootfs.parent() {

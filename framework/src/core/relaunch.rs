@@ -29,8 +29,10 @@
 //! agent went away) never ran either, and goes back the same way, after a
 //! backoff; so does one whose ACCEPT the master refused (`launch`).
 //!
-//! A task whose executor died (the agent's TASK_FAILED or TASK_LOST,
-//! REASON_EXECUTOR_TERMINATED) while its pod runs on, or is being deleted,
+//! A task whose executor died (the agent's TASK_FAILED, TASK_LOST or
+//! TASK_GONE with REASON_EXECUTOR_TERMINATED, or with
+//! REASON_EXECUTOR_REREGISTRATION_TIMEOUT for an executor that did not
+//! come back to its recovered agent) while its pod runs on, or is being deleted,
 //! goes back to its node too, at once and marked for adoption: its containers outlived the
 //! executor (each has a shim of its own), and the agent's next executor
 //! takes them over, as a restarted kubelet does its pods'. Its pod keeps
@@ -68,9 +70,14 @@ fn unknown_to_the_agent(status: &TaskStatus) -> bool {
 /// executor ended, not the executor's own.
 fn executor_died(status: &TaskStatus) -> bool {
     let state = TaskState::try_from(status.state).unwrap_or(TaskState::TaskUnknown);
-    matches!(state, TaskState::TaskFailed | TaskState::TaskLost)
-        && status.reason == Some(Reason::ReasonExecutorTerminated as i32)
-        && status.source != Some(Source::SourceExecutor as i32)
+    let reason = status.reason.and_then(|r| Reason::try_from(r).ok());
+    matches!(
+        state,
+        TaskState::TaskFailed | TaskState::TaskLost | TaskState::TaskGone
+    ) && matches!(
+        reason,
+        Some(Reason::ReasonExecutorTerminated | Reason::ReasonExecutorReregistrationTimeout)
+    ) && status.source != Some(Source::SourceExecutor as i32)
 }
 
 /// Whether nothing of the task ever ran: bound, not deleted, Pending, and
@@ -208,7 +215,8 @@ impl Core {
         let Some(task) = self.registry.get(id) else {
             return false;
         };
-        if task.state.is_terminal() || self.launching.contains(id) {
+        // A task that never ran has nothing to adopt: its update ends it.
+        if task.state.is_terminal() || never_ran(&task) || self.launching.contains(id) {
             return false;
         }
         let key = task.pod_key();

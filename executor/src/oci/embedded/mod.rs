@@ -15,8 +15,9 @@
 //! container's user and capabilities, says it is ready, and waits on
 //! `exec.fifo` until `start` opens it; then it execs the container's
 //! process. The process that runs `create` should be a child subreaper (the
-//! executor is): `init` is then its child, and `init` arms
-//! `PR_SET_PDEATHSIG`, so a container dies with the executor that started it.
+//! container's shim is, `crate::shim`): `init` is then its child, and
+//! `init` arms `PR_SET_PDEATHSIG`, so a container dies with its shim, and
+//! never lives on unwatched.
 //!
 //! As root, `init` makes its mount namespace from a small template
 //! ([`mntns`]), not from a copy of the host's whole mount table.
