@@ -49,8 +49,8 @@ fn stat(pid: u32) -> Option<Vec<u64>> {
 }
 
 /// CPU time (ms) of the executor `root` and everything under it: its own,
-/// its reaped children's (the runtime's processes) and its live
-/// descendants' (the containers, whose time includes their `init`).
+/// and its live descendants' (the containers' shims and the containers),
+/// each with its reaped children's (the runtime's processes).
 fn tree_cpu_ms(root: u32) -> f64 {
     // After the state field: ppid is [0], utime [10], stime [11],
     // cutime [12], cstime [13] (proc(5), counting from ppid).
@@ -77,7 +77,9 @@ fn tree_cpu_ms(root: u32) -> f64 {
     let ticks: u64 = cpu
         .iter()
         .filter(|(pid, _)| under(**pid))
-        .map(|(pid, (own, reaped))| own + if *pid == root { *reaped } else { 0 })
+        // A live process' reaped children (a shim's runtime, the root's)
+        // are counted in it, and nowhere else.
+        .map(|(_, (own, reaped))| own + reaped)
         .sum();
     ticks as f64 * 10.0 // USER_HZ is 100 on Linux
 }

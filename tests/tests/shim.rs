@@ -39,7 +39,7 @@ fn spawn(bundle: &Path, script: &str, timeout: Duration) -> Spawn {
         id: "c1".into(),
         pid_file,
         cgroups_path: "mesopod/c1".into(),
-        leave: String::new(),
+        anchor_bases: Vec::new(),
         adoption_timeout: timeout,
         argv: vec!["sh".into(), "-c".into(), runtime.into()],
         env: Vec::new(),

@@ -106,9 +106,9 @@ pub(crate) struct Oci {
     cni: Option<crate::network::Cni>,
     logs: LogSettings,
     seccomp: super::seccomp::SeccompSettings,
-    /// The executor's Mesos container id (its sandbox's name), whose
-    /// cgroups the shims leave.
-    leave: String,
+    /// Where the shims' anchor cgroups go: out of the executor's Mesos
+    /// container (`crate::shim`).
+    anchor_bases: Vec<PathBuf>,
     /// How long a shim waits for a new executor once its own is gone.
     adoption_timeout: std::time::Duration,
 }
@@ -174,10 +174,12 @@ impl Oci {
             cni,
             logs: settings.logs,
             seccomp: settings.seccomp.clone(),
-            leave: sandbox
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            anchor_bases: Spawn::anchor_bases(
+                &sandbox
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
             // A rootless executor's namespaces die with it: its containers
             // cannot be adopted, and go with it.
             adoption_timeout: match super::rootless::active() {
@@ -410,7 +412,7 @@ impl Oci {
             id: req.id.clone(),
             pid_file,
             cgroups_path: cgroups_path.clone(),
-            leave: self.leave.clone(),
+            anchor_bases: self.anchor_bases.clone(),
             adoption_timeout: self.adoption_timeout,
             argv,
             env: super::rootless_ns::pid()

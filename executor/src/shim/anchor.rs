@@ -8,7 +8,9 @@
 //! executor's cgroup is its Mesos container's (the path ends in the
 //! container id, the name of the executor's sandbox directory), the shim
 //! moves itself, before it runs anything, to
-//! `<the parent of that container's parent>/mesopod-anchors/<container run id>`:
+//! `<the parent of that container's parent>/mesopod-anchors/<container run id>`
+//! (the executor works out the bases once, [`bases`], and names them on
+//! the shim's command line):
 //! beside the agent's `mesos` cgroup rather than in it, since an agent
 //! destroys whatever it finds in its own root that it does not know. The
 //! runtime and the container it starts inherit that cgroup, and the
@@ -74,24 +76,40 @@ fn mount_point(mountinfo: &str, controllers: &str) -> Option<PathBuf> {
     })
 }
 
-/// Moves this process out of the executor's Mesos container `container`
-/// into its anchor `anchor`; returns the anchor's directories. Nothing to
-/// do (and nothing returned) where the executor runs in no such cgroup.
-pub(crate) fn leave(container: &str, anchor: &str) -> Result<Vec<PathBuf>, String> {
-    if container.is_empty() || anchor.contains('/') {
-        return Ok(Vec::new());
+/// Where the anchors of an executor in the Mesos container `container` go,
+/// one directory per hierarchy where its cgroup is that container's;
+/// none where the executor runs in no such cgroup. Read once per executor
+/// (the mount table can be long, and a container start must not read it).
+pub(crate) fn bases(container: &str) -> Vec<PathBuf> {
+    if container.is_empty() {
+        return Vec::new();
     }
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut dirs = Vec::new();
+    let mut out = Vec::new();
+    let mut mountinfo = None;
     for m in memberships(&own) {
-        let Some(path) = anchor_path(&m.path, container, anchor) else {
+        let Some(path) = anchor_path(&m.path, container, "") else {
             continue;
         };
-        let Some(mount) = mount_point(&mountinfo, &m.controllers) else {
-            continue;
-        };
-        let dir = mount.join(path.trim_start_matches('/'));
+        let mountinfo = mountinfo.get_or_insert_with(|| {
+            std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()
+        });
+        if let Some(mount) = mount_point(mountinfo, &m.controllers) {
+            out.push(mount.join(path.trim_start_matches('/').trim_end_matches('/')));
+        }
+    }
+    out
+}
+
+/// Moves this process into its anchor `anchor` below each of `bases`;
+/// returns the anchors' directories.
+pub(crate) fn enter(bases: &[PathBuf], anchor: &str) -> Result<Vec<PathBuf>, String> {
+    if anchor.contains('/') || anchor.is_empty() {
+        return Err(format!("{anchor:?} cannot name a cgroup"));
+    }
+    let mut dirs = Vec::new();
+    for base in bases {
+        let dir = base.join(anchor);
         std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()))
             .map_err(|e| format!("cannot move into the cgroup {}: {e}", dir.display()))?;

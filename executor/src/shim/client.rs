@@ -24,8 +24,8 @@ pub struct Spawn {
     pub pid_file: PathBuf,
     /// The container's cgroup, relative (its OOM kills are read there).
     pub cgroups_path: String,
-    /// The executor's Mesos container id, whose cgroups the shim leaves.
-    pub leave: String,
+    /// Where the shim's anchor cgroups go ([`Spawn::anchor_bases`]).
+    pub anchor_bases: Vec<PathBuf>,
     /// How long the shim waits for a new owner; 0: none, the container
     /// goes with its executor.
     pub adoption_timeout: Duration,
@@ -79,6 +79,13 @@ pub struct Adopted {
 }
 
 impl Spawn {
+    /// The bases of the anchors an executor in the Mesos container
+    /// `container` (its sandbox's name) gives its shims: out of that
+    /// container's cgroups (see `anchor`). Read once per executor.
+    pub fn anchor_bases(container: &str) -> Vec<PathBuf> {
+        super::anchor::bases(container)
+    }
+
     /// Starts the shim and has it run the container. `Ok(Err(status))`:
     /// the runtime failed; `Err`: the shim could not be started.
     pub async fn run(
@@ -97,8 +104,11 @@ impl Spawn {
             .arg(&self.pid_file)
             .arg("--cgroups-path")
             .arg(&self.cgroups_path)
-            .arg("--leave-cgroup")
-            .arg(&self.leave)
+            .args(
+                self.anchor_bases
+                    .iter()
+                    .flat_map(|b| [std::ffi::OsStr::new("--anchor-base"), b.as_os_str()]),
+            )
             .arg("--adoption-timeout")
             .arg(self.adoption_timeout.as_secs().to_string())
             .arg("--")

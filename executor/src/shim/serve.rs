@@ -49,7 +49,7 @@ struct Args {
     id: String,
     pid_file: PathBuf,
     cgroups_path: String,
-    leave: String,
+    anchor_bases: Vec<PathBuf>,
     adoption_timeout: Duration,
     argv: Vec<String>,
 }
@@ -71,7 +71,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--id" => out.id = value,
             "--pid-file" => out.pid_file = value.into(),
             "--cgroups-path" => out.cgroups_path = value,
-            "--leave-cgroup" => out.leave = value,
+            "--anchor-base" => out.anchor_bases.push(value.into()),
             "--adoption-timeout" => {
                 let secs: u64 = value.parse().map_err(|_| {
                     format!("--adoption-timeout {value:?} is not a number of seconds")
@@ -82,7 +82,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         }
     }
     if out.argv.is_empty() || out.id.is_empty() || out.bundle.as_os_str().is_empty() {
-        return Err("usage: mesopod shim --bundle DIR --id ID --pid-file FILE [--cgroups-path P] [--leave-cgroup C] [--adoption-timeout SECS] -- RUNTIME ARGS…".into());
+        return Err("usage: mesopod shim --bundle DIR --id ID --pid-file FILE [--cgroups-path P] [--anchor-base DIR]… [--adoption-timeout SECS] -- RUNTIME ARGS…".into());
     }
     Ok(out)
 }
@@ -132,7 +132,7 @@ fn run(args: &Args) -> Result<(), String> {
     let _ = rustix::process::setsid();
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
         .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
-    let anchors = super::anchor::leave(&args.leave, &args.id)?;
+    let anchors = super::anchor::enter(&args.anchor_bases, &args.id)?;
     std::env::set_current_dir(&args.bundle)
         .map_err(|e| format!("cannot enter {}: {e}", args.bundle.display()))?;
     let listener = listen()?;
