@@ -306,7 +306,10 @@ async fn scenario(runtime: &str) {
     )
     .await;
     wait_all_adopted(&app, &before, &["s2"]).await;
-    let s2 = wait_pod(app.api(), "default", "s2", T, |p| run_of(p).restarts == 1).await;
+    let s2 = wait_pod(app.api(), "default", "s2", T, |p| {
+        run_of(p).restarts == 1 && ready(p)
+    })
+    .await;
     let c = &s2.status.unwrap().container_statuses.unwrap()[0];
     let last = c.last_state.clone().unwrap().terminated.unwrap();
     assert_eq!(
@@ -322,6 +325,16 @@ async fn scenario(runtime: &str) {
             .contains("could not be adopted"),
         "{last:?}"
     );
+    // Restarted once: what was left of the old one (runc's init has no
+    // parent-death signal) was deleted, not left to run beside it.
+    let s2_processes = wait_until(
+        "s2's new process",
+        T,
+        async || processes_of(&app, "s2", &env),
+        |p| !p.is_empty(),
+    )
+    .await;
+    assert_eq!(s2_processes.len(), 1, "one copy of s2: {s2_processes:?}");
     let after = snapshot(&app).await;
     for name in names().into_iter().filter(|n| n != "s2") {
         assert_eq!(
@@ -399,8 +412,8 @@ fn is_talkers_sleep(pid: u32) -> bool {
         .unwrap_or(true)
 }
 
-/// The pid of `pod`'s `sleep 3600`.
-fn first_process_of(app: &framework::app::App, pod: &str, env: &str) -> u32 {
+/// The pids of `pod`'s processes (in its containers' cgroups).
+fn processes_of(app: &framework::app::App, pod: &str, env: &str) -> Vec<u32> {
     let uid = app
         .api()
         .get_pod("default", pod)
@@ -410,10 +423,18 @@ fn first_process_of(app: &framework::app::App, pod: &str, env: &str) -> u32 {
         .unwrap();
     processes_with_env(env)
         .into_iter()
-        .find(|pid| {
+        .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(&uid))
         })
-        .unwrap_or_else(|| panic!("no process of {pod} (uid {uid})"))
+        .collect()
+}
+
+/// The pid of `pod`'s `sleep 3600`.
+fn first_process_of(app: &framework::app::App, pod: &str, env: &str) -> u32 {
+    processes_of(app, pod, env)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no process of {pod}"))
 }
 
 fn alive(pid: u32) -> bool {

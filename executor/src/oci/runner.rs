@@ -537,6 +537,15 @@ impl Oci {
         (code, oom)
     }
 
+    /// Deletes a container that could not be adopted (its shim is gone):
+    /// whatever is left of it goes (runc's init has no parent-death
+    /// signal, and would run on unwatched), and its root filesystem.
+    pub(crate) async fn remove_unadopted(&self, live: &AdoptRequest) {
+        self.force_delete(&live.id).await;
+        let bundle = live.bundle.clone();
+        let _ = tokio::task::spawn_blocking(move || release(&bundle)).await;
+    }
+
     /// Deletes a container whose exit came with its adoption.
     pub(crate) async fn remove_exited(&self, running: &Running) {
         running.shim.release();

@@ -121,7 +121,10 @@ impl Supervisor {
                         }
                     }
                 }
-                Err(why) => self.lost(which, why),
+                Err(why) => {
+                    oci.remove_unadopted(&req).await;
+                    self.lost(which, why);
+                }
             }
         }
         for which in waited {
