@@ -147,8 +147,14 @@ impl Supervisor {
         let written = serde_json::to_vec(&self.checkpoint())
             .map_err(std::io::Error::other)
             .and_then(|json| write_atomically(&path, &json));
-        if let Err(e) = written {
-            tracing::warn!(task = %self.task_id, error = %e, "cannot write the pod's checkpoint");
+        match written {
+            // The pod's first report comes before its directory exists:
+            // nothing runs yet, nothing to adopt.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(task = %self.task_id, error = %e, "cannot write the pod's checkpoint")
+            }
+            Ok(()) => {}
         }
     }
 }
