@@ -104,7 +104,15 @@ async fn wait(shim: Shim) -> Ended {
 #[tokio::test]
 async fn the_exit_code_and_the_output_reach_the_owner() {
     let dir = tempfile::tempdir().unwrap();
-    let (shim, ours) = start(dir.path(), "echo out; exit 3", T).await;
+    // It ends once the shim watches it: a `sh` that saw its job end first
+    // would reap it (a runtime's init never is its runtime's to reap).
+    let go = dir.path().join("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.01; done; echo out; exit 3",
+        go.display()
+    );
+    let (shim, ours) = start(dir.path(), &script, T).await;
+    std::fs::write(&go, "").unwrap();
     let ended = wait(shim).await;
     assert!(
         matches!(ended, Ended::Exited(s) if s.code == 3 && !s.oom),
