@@ -104,7 +104,27 @@ impl Etcd {
         self.dir.path()
     }
 
+    /// Starts etcd on its ports. A free port found can be taken by another
+    /// process before etcd binds it (a test that runs thousands of agents
+    /// beside it does): an etcd that exits at start gets new ports, on a
+    /// first start, and is tried again.
     async fn spawn(&mut self) {
+        for _ in 0..3 {
+            if self.try_spawn().await {
+                return;
+            }
+            if self.url.is_empty() {
+                self.ports = (free_port(), free_port());
+            }
+        }
+        panic!(
+            "etcd did not start; its log: {}",
+            std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+        );
+    }
+
+    /// One try: true once etcd accepts connections, false if it exited.
+    async fn try_spawn(&mut self) -> bool {
         let (client, peer) = self.ports;
         let tls = self.tls.as_ref();
         let log = std::fs::OpenOptions::new()
@@ -142,14 +162,25 @@ impl Etcd {
         .expect("etcd starts")
         .grace(Duration::from_secs(5));
         let addr = format!("127.0.0.1:{client}");
-        wait_until(
+        let mut guard = guard;
+        let up = wait_until(
             "etcd accepts connections",
             Duration::from_secs(30),
-            async || TcpStream::connect(&addr).is_ok(),
-            |up| *up,
+            async || {
+                if TcpStream::connect(&addr).is_ok() {
+                    Some(true)
+                } else {
+                    guard.try_wait().ok().flatten().map(|_| false)
+                }
+            },
+            Option::is_some,
         )
         .await;
+        if up != Some(true) {
+            return false;
+        }
         self.url = url;
         self.guard = Some(guard);
+        true
     }
 }
