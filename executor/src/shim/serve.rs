@@ -141,7 +141,8 @@ fn run(args: &Args) -> Result<(), String> {
         .stdin(input.map_or_else(Stdio::null, Stdio::from))
         .stdout(out.map_or_else(Stdio::null, Stdio::from))
         .stderr(err.map_or_else(Stdio::null, Stdio::from))
-        .status();
+        .spawn()
+        .and_then(|child| run_watched(child, &launcher, &args.pid_file));
     let failed = |status: String| {
         let _ = wire::send(launcher.as_fd(), &Message::RunFailed { status }, &[]);
         let _ = std::fs::remove_file(SOCKET);
@@ -196,6 +197,44 @@ fn run(args: &Args) -> Result<(), String> {
     let _ = std::fs::remove_file(PID_FILE);
     super::anchor::remove(&anchors);
     Ok(())
+}
+
+/// Waits for the runtime's `run` while its launcher lives. A launcher that
+/// goes meanwhile (the executor died) gets no container: the runtime, and
+/// the container if it was made, are killed, as nothing could adopt them
+/// yet, and a runtime stuck on a full pipe would wait for ever.
+fn run_watched(
+    mut child: std::process::Child,
+    launcher: &OwnedFd,
+    pid_file: &std::path::Path,
+) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        let mut fds = [PollFd::new(launcher, PollFlags::IN)];
+        let tick = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 20_000_000,
+        };
+        let _ = rustix::event::poll(&mut fds, Some(&tick));
+        let gone =
+            !fds[0].revents().is_empty() && !matches!(wire::recv(launcher.as_fd()), Ok(Some(_)));
+        if gone {
+            let _ = child.kill();
+            let _ = child.wait();
+            let container = std::fs::read_to_string(pid_file)
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok())
+                .and_then(Pid::from_raw);
+            if let Some(pid) = container {
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+            }
+            return Err(std::io::Error::other(
+                "the executor went while the container was being made",
+            ));
+        }
+    }
 }
 
 /// Binds `shim.sock` in the current directory (the bundle): relative, so
