@@ -90,15 +90,7 @@ async fn snapshot(app: &framework::app::App) -> BTreeMap<String, Pod> {
 
 /// SIGKILLs the agent's one executor; returns the next one's pid.
 async fn kill_executor(work: &std::path::Path) -> u32 {
-    let executors = executors_under(work);
-    assert_eq!(
-        executors.len(),
-        1,
-        "one executor on the agent: {executors:?}"
-    );
-    let old = executors[0];
-    let pid = rustix::process::Pid::from_raw(i32::try_from(old).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let old = kill_the_executor(work);
     let next = wait_until(
         "a new executor on the agent",
         T,
@@ -276,7 +268,7 @@ async fn scenario(runtime: &str) {
 
     // 2. An adopted container's exit is seen, and restarted by policy.
     let s1 = first_process_of(&app, "s1", &env);
-    kill(s1);
+    sigkill(s1);
     let restarted = wait_pod(app.api(), "default", "s1", T, |p| {
         run_of(p).restarts == 1 && phase(p) == "Running" && ready(p)
     })
@@ -296,8 +288,8 @@ async fn scenario(runtime: &str) {
     let s2_shims = shims_of(&s2_uid);
     assert_eq!(s2_shims.len(), 1, "one shim for s2's container");
     let executors = executors_under(&work);
-    kill(executors[0]);
-    kill(s2_shims[0]);
+    sigkill(executors[0]);
+    sigkill(s2_shims[0]);
     wait_until(
         "a new executor on the agent",
         T,
@@ -348,7 +340,7 @@ async fn scenario(runtime: &str) {
     // it leaves the API only once its container is gone.
     let s3 = first_process_of(&app, "s3", &env);
     let executors = executors_under(&work);
-    kill(executors[0]);
+    sigkill(executors[0]);
     ok(&k.run(&["delete", "pod", "s3", "--wait=false"]).await);
     wait_gone(app.api(), "default", "s3", T).await;
     assert!(!alive(s3), "s3 left the API while its container ran");
@@ -365,7 +357,7 @@ async fn scenario(runtime: &str) {
         |e| e.len() == 1,
     )
     .await;
-    kill(executors[0]);
+    sigkill(executors[0]);
     ok(&k
         .run(&["delete", "pod", "s4", "--force", "--grace-period=0"])
         .await);
@@ -435,18 +427,6 @@ fn first_process_of(app: &framework::app::App, pod: &str, env: &str) -> u32 {
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("no process of {pod}"))
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
-}
-
-fn kill(pid: u32) {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
 }
 
 /// Whether the process runs with its sandbox under `work`.

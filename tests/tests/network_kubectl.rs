@@ -218,15 +218,3 @@ async fn an_adopted_pod_keeps_its_network_and_an_unadopted_ones_is_released() {
     .await;
     app.shutdown().await;
 }
-
-/// SIGKILLs the agent's one executor.
-fn kill_the_executor(work: &std::path::Path) {
-    let executors = executors_under(work);
-    assert_eq!(
-        executors.len(),
-        1,
-        "one executor on the agent: {executors:?}"
-    );
-    let pid = rustix::process::Pid::from_raw(i32::try_from(executors[0]).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-}

@@ -15,12 +15,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod containers_support;
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
+use containers_support::alive;
 use executor::shim::wire::Held;
 use executor::shim::{ContainerEnds, Ended, Shim, Spawn};
 use testkit::wait_until;
@@ -72,13 +74,6 @@ async fn start(bundle: &Path, script: &str, timeout: Duration) -> (Shim, OwnedFd
         .expect("the shim starts")
         .expect("the runtime runs");
     (shim, ours)
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
 }
 
 fn read_all(fd: OwnedFd) -> String {

@@ -22,11 +22,6 @@ const T: Duration = Duration::from_secs(120);
 /// to be adopted.
 const ADOPTION_TIMEOUT: Duration = Duration::from_secs(15);
 
-fn kill(pid: u32) {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-}
-
 /// The mount points below `dir`.
 fn mounts_under(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_to_string("/proc/self/mountinfo")
@@ -86,7 +81,7 @@ async fn the_next_executor_unmounts_what_a_sigkilled_one_left() {
         p.metadata.annotations.as_ref().unwrap()["mesopod.io/task-id"].clone()
     };
     let before = task(&app.api().get_pod("default", "first").unwrap());
-    kill(executors[0]);
+    sigkill(executors[0]);
     wait_adopted(&app, "first", &before, T).await;
     let mut kept = mounts_under(&old_sandbox);
     kept.retain(|m| m.parent().is_some_and(|p| p.ends_with("volumes")));
@@ -98,7 +93,7 @@ async fn the_next_executor_unmounts_what_a_sigkilled_one_left() {
     // It dies again, and the pod is deleted meanwhile: nobody adopts it.
     let executors = executors_under(&work);
     assert_eq!(executors.len(), 1, "one executor: {executors:?}");
-    kill(executors[0]);
+    sigkill(executors[0]);
     ok(&k
         .run(&["delete", "pod", "first", "--force", "--grace-period=0"])
         .await);

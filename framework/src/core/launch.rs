@@ -249,7 +249,7 @@ impl Core {
             return None;
         };
         task.set(Flag::Bound);
-        let adopt = self.pending.take_adopting(&task.pod_key());
+        let adopt = self.pending.take_adopting(&task);
         if adopt {
             self.launching.unheard.insert(id.clone(), None);
         }

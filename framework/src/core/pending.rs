@@ -58,9 +58,10 @@ impl Pending {
         self.adopting.contains(key)
     }
 
-    /// Whether the launch of this pod is an adoption (asked once).
-    pub(crate) fn take_adopting(&mut self, key: &PodKey) -> bool {
-        self.adopting.remove(key)
+    /// Whether the launch of this task's pod is an adoption (asked once).
+    /// Free when nothing is adopted: no key is built on the launch path.
+    pub(crate) fn take_adopting(&mut self, task: &registry::PodTask) -> bool {
+        !self.adopting.is_empty() && self.adopting.remove(&task.pod_key())
     }
 
     /// The pods of a scheduling round: none when none is due; otherwise

@@ -201,3 +201,29 @@ pub fn executors_under(work: &Path) -> Vec<u32> {
         })
         .collect()
 }
+
+/// SIGKILLs `pid` (gone already is fine).
+pub fn sigkill(pid: u32) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+}
+
+/// Whether `pid` runs (a zombie does not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// SIGKILLs the one executor whose sandbox is under `work`; its pid.
+pub fn kill_the_executor(work: &Path) -> u32 {
+    let executors = executors_under(work);
+    assert_eq!(
+        executors.len(),
+        1,
+        "one executor on the agent: {executors:?}"
+    );
+    sigkill(executors[0]);
+    executors[0]
+}
