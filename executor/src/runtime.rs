@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PodStatus;
 use mesos::proto::TaskId;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::backoff::Backoff;
@@ -159,6 +159,9 @@ pub struct Runtime {
     pods: HashMap<TaskId, Pod>,
     /// The uids of the pods supervised now (the adoption sweep keeps theirs).
     supervised: Arc<std::sync::Mutex<HashSet<String>>>,
+    /// The sweep waiting out the adoption timeout, if pods wait to be
+    /// adopted: its trigger, to sweep at once, and its task.
+    adoption: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
 }
 
 impl Runtime {
@@ -173,6 +176,7 @@ impl Runtime {
             }
         };
         let supervised = Arc::new(std::sync::Mutex::new(HashSet::new()));
+        let mut adoption = None;
         if let Some(oci) = &oci {
             oci.gc.trigger();
             let agent_dir = crate::oci::agent_dir(&config.sandbox);
@@ -207,10 +211,15 @@ impl Runtime {
                         supervised: Arc::clone(&supervised),
                     };
                     let after = config.containers.adoption_timeout;
-                    rt.spawn(async move {
-                        tokio::time::sleep(after).await;
+                    let (now, at_once) = oneshot::channel::<()>();
+                    let task = rt.spawn(async move {
+                        tokio::select! {
+                            () = tokio::time::sleep(after) => {}
+                            _ = at_once => {}
+                        }
                         let _ = tokio::task::spawn_blocking(move || sweep.run()).await;
                     });
+                    adoption = Some((now, task));
                 }
             }
         } else if broken.is_none() {
@@ -225,6 +234,7 @@ impl Runtime {
             updates: tx,
             pods: HashMap::new(),
             supervised,
+            adoption,
         };
         (rt, rx)
     }
@@ -413,10 +423,18 @@ impl Runtime {
         self.len() == 0
     }
 
-    /// Waits until every supervisor has ended (after [`Runtime::kill_all`]).
+    /// Waits until every supervisor has ended (after [`Runtime::kill_all`]),
+    /// then gives up on the pods still waiting to be adopted: an executor
+    /// that stops in order is told to stop its pods, and those are its
+    /// pods too, so their containers go now rather than after the adoption
+    /// timeout.
     pub async fn wait_all(&mut self) {
         for (_, pod) in self.pods.drain() {
             let _ = pod.join.await;
+        }
+        if let Some((now, task)) = self.adoption.take() {
+            let _ = now.send(());
+            let _ = task.await;
         }
     }
 

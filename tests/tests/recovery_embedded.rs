@@ -59,7 +59,7 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
         return;
     }
     let scratch = faults::Scratch::new();
-    let (data, data_s, log) = (&scratch.data, scratch.data_s.clone(), scratch.log.clone());
+    let (data_s, log) = (scratch.data_s.clone(), scratch.log.clone());
     load_image(&data_s);
 
     let first = start(&data_s, &log);
@@ -150,15 +150,19 @@ fn sigterm_and_sigkill_of_mesopod_keep_every_pod_running_once() {
     );
     assert_eq!(faults::panics(&[&log]), 0);
     current.sigterm();
+    reset(&data_s, BASE, PODS);
+}
 
-    // `--reset` stops every pod and wipes the data dir.
+/// `mesopod --reset` stops every pod (kept by the SIGTERM before) and
+/// wipes the data dir.
+fn reset(data: &str, base: u32, pods: usize) {
     let out = std::process::Command::new(MESOPOD)
-        .args(["--reset", "--data-dir", &data_s])
+        .args(["--reset", "--data-dir", data])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(!data.exists());
-    assert_eq!(any_left(BASE, PODS), 0, "reset stopped every pod");
+    assert!(!std::path::Path::new(data).exists());
+    assert_eq!(any_left(base, pods), 0, "reset stopped every pod");
 }
 
 /// SIGKILL of mesopod, never restarted: past `--recovery-timeout` each
@@ -271,6 +275,23 @@ fn an_executor_that_does_not_come_back_has_its_pods_adopted() {
                 && executor_pids(data).len() == 1
         },
     );
+    // The pods' status is the old task's until the new executor reports:
+    // adopted once it said RUNNING for every new task.
+    let new: Vec<String> = after.iter().map(|p| p.3.clone()).collect();
+    wait_until_blocking(
+        "the new executor reporting every new task RUNNING",
+        Duration::from_secs(60),
+        || faults::get_json(&format!("{api}/debug/registry/tasks?state=running")),
+        |running| {
+            let ids: Vec<&str> = running
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["id"].as_str())
+                .collect();
+            new.iter().all(|t| ids.contains(&t.as_str()))
+        },
+    );
     assert_eq!(after.len(), N);
     let now: Vec<Vec<u32>> = (0..N)
         .map(|i| procs::sleepers(&faults::marker(BASE, i)))
@@ -278,4 +299,5 @@ fn an_executor_that_does_not_come_back_has_its_pods_adopted() {
     assert_eq!(now, processes, "the same process for every pod, none twice");
     assert_eq!(faults::panics(&[&log]), 0);
     mesopod.sigterm();
+    reset(&data_s, BASE, N);
 }

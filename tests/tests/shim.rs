@@ -9,9 +9,14 @@
 //! - nobody adopts it within the timeout: the container is killed and the
 //!   shim exits, its socket gone;
 //! - a timeout of 0 (a rootless executor's): the container goes with its
-//!   owner.
+//!   owner;
+//! - an orphan nobody could find any more (its bundle deleted, as a
+//!   development cluster's temporary work dir is on its stop) is killed at
+//!   once, not after the timeout; so is one whose sandbox was unmounted
+//!   lazily (as root: it mounts a tmpfs).
 //!
-//! Needs nothing but `sh` and `sleep`: no root, no runtime.
+//! Needs nothing but `sh` and `sleep`, and no runtime; root for the one
+//! that mounts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -22,7 +27,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
 
-use containers_support::alive;
+use containers_support::{alive, prerequisites};
 use executor::shim::wire::Held;
 use executor::shim::{ContainerEnds, Ended, Shim, Spawn};
 use testkit::wait_until;
@@ -192,4 +197,74 @@ async fn with_no_adoption_the_container_goes_with_its_owner() {
     let pid = shim.pid;
     drop(shim);
     wait_until("the container killed", T, async || alive(pid), |a| !a).await;
+}
+
+#[tokio::test]
+async fn an_orphan_nobody_could_find_goes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let (shim, _ours) = start(&bundle, "exec sleep 300", Duration::from_secs(900)).await;
+    let pid = shim.pid;
+    drop(shim);
+    assert!(alive(pid), "an orphan waits for its adopter");
+    std::fs::remove_dir_all(&bundle).unwrap();
+    wait_until(
+        "the unfindable orphan killed",
+        T,
+        async || alive(pid),
+        |a| !a,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_owned_container_outlives_its_deleted_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (shim, _ours) = start(dir.path(), "exec sleep 300", Duration::from_secs(900)).await;
+    std::fs::remove_file(dir.path().join(executor::shim::SOCKET)).unwrap();
+    // The owner still reads its exit: only an orphan is given up on.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(shim.pid.try_into().unwrap()).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let ended = wait(shim).await;
+    assert!(
+        matches!(ended, Ended::Exited(s) if s.code == 128 + 15),
+        "{ended:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_orphan_whose_sandbox_was_unmounted_goes_at_once() {
+    if !prerequisites(false) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = dir.path().join("sandbox");
+    std::fs::create_dir(&sandbox).unwrap();
+    rustix::mount::mount(
+        "tmpfs",
+        &sandbox,
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    )
+    .unwrap();
+    let bundle = sandbox.join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let (shim, _ours) = start(&bundle, "exec sleep 300", Duration::from_secs(900)).await;
+    let pid = shim.pid;
+    drop(shim);
+    // The shim's working directory keeps the detached tmpfs, and the
+    // bundle in it, alive: nothing is ever deleted there.
+    rustix::mount::unmount(&sandbox, rustix::mount::UnmountFlags::DETACH).unwrap();
+    wait_until(
+        "the unfindable orphan killed",
+        T,
+        async || alive(pid),
+        |a| !a,
+    )
+    .await;
 }

@@ -17,12 +17,15 @@
 //!
 //! - A shim has at most one owner; a new connection replaces the old one.
 //! - A shim without an owner for longer than the adoption timeout kills
-//!   its container and exits: nothing runs unsupervised for longer.
+//!   its container and exits: nothing runs unsupervised for longer. One
+//!   nobody could find any more (its socket or bundle deleted) does not
+//!   wait for an adopter at all.
 //! - A shim only exits once an owner saw its container's exit (or nobody
 //!   came in time), so no exit code is lost to an executor's crash.
 
 mod anchor;
 mod client;
+mod findable;
 pub mod serve;
 pub mod wire;
 

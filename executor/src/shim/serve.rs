@@ -18,7 +18,9 @@
 //!   [`Message::Hello`] with the container's pidfd and the held pipe ends;
 //! - the adoption timeout passes with no owner: the container is killed
 //!   (SIGKILL), reaped, and the shim exits. No container is left without
-//!   an executor for longer than that. A timeout of 0 means no adoption:
+//!   an executor for longer than that, and an orphan that no adopter
+//!   could find any more (its bundle or socket gone, [`super::findable`])
+//!   goes at once. A timeout of 0 means no adoption:
 //!   the container goes with its executor (a rootless executor's, whose
 //!   user namespace dies with it).
 //!
@@ -28,7 +30,7 @@
 //! itself die, its container dies with it, and the next owner finds no
 //! shim, which is a container it cannot adopt.
 
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -36,6 +38,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 
+use super::findable::{self, Findable};
 use super::wire::{self, ExitStatus, Held, Message};
 use super::{PID_FILE, SOCKET};
 
@@ -133,6 +136,11 @@ fn run(args: &Args) -> Result<(), String> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
         .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
     let anchors = super::anchor::enter(&args.anchor_bases, &args.id)?;
+    // Without it (the bundle's path unresolvable) only the timeout ends an
+    // orphan's wait.
+    let findable = std::fs::canonicalize(&args.bundle)
+        .and_then(|b| Findable::new(&b))
+        .ok();
     std::env::set_current_dir(&args.bundle)
         .map_err(|e| format!("cannot enter {}: {e}", args.bundle.display()))?;
     let listener = listen()?;
@@ -187,6 +195,7 @@ fn run(args: &Args) -> Result<(), String> {
         held_fds,
         cgroups_path: args.cgroups_path.clone(),
         timeout: args.adoption_timeout,
+        findable,
     };
     let started = Message::Started { pid: shim.pid };
     let owner = wire::send(launcher.as_fd(), &started, &[shim.pidfd.as_fd()])
@@ -237,6 +246,12 @@ fn run_watched(
     }
 }
 
+/// Polls `fd` for input too; returns its index.
+fn add<'a>(fds: &mut Vec<PollFd<'a>>, fd: BorrowedFd<'a>) -> usize {
+    fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    fds.len() - 1
+}
+
 /// Binds `shim.sock` in the current directory (the bundle): relative, so
 /// a deep agent work dir never meets the 108-byte limit of a socket path.
 fn listen() -> Result<OwnedFd, String> {
@@ -263,16 +278,34 @@ struct Shim {
     held_fds: Vec<OwnedFd>,
     cgroups_path: String,
     timeout: Duration,
+    findable: Option<Findable>,
 }
 
 impl Shim {
     fn serve(&self, mut owner: Option<OwnedFd>, listener: &OwnedFd) {
         let mut exit: Option<ExitStatus> = None;
+        // Once no adopter could find the shim (`lost`), an owner that goes
+        // is not waited for.
+        let mut lost = false;
+        let adopter_by =
+            |lost: bool| Some(Instant::now() + if lost { Duration::ZERO } else { self.timeout });
         // Set while nobody owns the shim: when to give up on an adopter
         // (and, once the container was killed, on its exit).
-        let mut deadline = owner.is_none().then(|| Instant::now() + self.timeout);
+        let mut deadline = if owner.is_none() {
+            adopter_by(lost)
+        } else {
+            None
+        };
         let mut killed = false;
         loop {
+            if owner.is_none()
+                && !lost
+                && !killed
+                && self.findable.as_ref().is_some_and(|f| !f.still())
+            {
+                lost = true;
+                deadline = adopter_by(lost);
+            }
             let wait = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if wait == Some(Duration::ZERO) {
                 if exit.is_some() || killed {
@@ -285,56 +318,54 @@ impl Shim {
                 deadline = Some(Instant::now() + KILL_GRACE);
                 continue;
             }
+            // An orphan looks again whether it could be found.
+            let wait = match wait {
+                Some(w) if owner.is_none() && !lost => Some(w.min(findable::EVERY)),
+                w => w,
+            };
             let timeout = wait.map(|w| rustix::time::Timespec {
                 tv_sec: i64::try_from(w.as_secs()).unwrap_or(i64::MAX),
                 tv_nsec: i64::from(w.subsec_nanos()),
             });
             let mut fds = vec![PollFd::new(listener, PollFlags::IN)];
-            if exit.is_none() {
-                fds.push(PollFd::new(&self.pidfd, PollFlags::IN));
-            }
-            if let Some(o) = &owner {
-                fds.push(PollFd::new(o, PollFlags::IN));
-            }
+            let container_at = exit.is_none().then(|| add(&mut fds, self.pidfd.as_fd()));
+            let owner_at = owner.as_ref().map(|o| add(&mut fds, o.as_fd()));
             match rustix::event::poll(&mut fds, timeout.as_ref()) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return,
             }
             let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
             drop(fds);
-            let mut i = 1;
-            if exit.is_none() {
-                if ready[i] {
-                    let code = self.reap();
-                    let status = ExitStatus {
-                        code,
-                        oom: code == 137 && self.oom_killed(),
-                    };
-                    exit = Some(status);
-                    if killed && owner.is_none() {
-                        return;
-                    }
-                    if let Some(o) = &owner
-                        && wire::send(o.as_fd(), &Message::Exited(status), &[]).is_err()
-                    {
-                        owner = None;
-                        deadline = Some(Instant::now() + self.timeout);
-                    }
+            let ready = |at: Option<usize>| at.is_some_and(|i| ready[i]);
+            if ready(container_at) {
+                let code = self.reap();
+                let status = ExitStatus {
+                    code,
+                    oom: code == 137 && self.oom_killed(),
+                };
+                exit = Some(status);
+                if killed && owner.is_none() {
+                    return;
                 }
-                i += 1;
+                if let Some(o) = &owner
+                    && wire::send(o.as_fd(), &Message::Exited(status), &[]).is_err()
+                {
+                    owner = None;
+                    deadline = adopter_by(lost);
+                }
             }
-            if owner.is_some() && ready[i] {
+            if owner.is_some() && ready(owner_at) {
                 let said = owner.as_ref().map(|o| wire::recv(o.as_fd()));
                 match said {
                     Some(Ok(Some((Message::Release, _)))) if exit.is_some() => return,
                     Some(Ok(Some(_))) => {}
                     _ => {
                         owner = None;
-                        deadline = Some(Instant::now() + self.timeout);
+                        deadline = adopter_by(lost);
                     }
                 }
             }
-            if ready[0]
+            if ready(Some(0))
                 && !killed
                 && let Some(new) = self.accept(listener, exit)
             {
