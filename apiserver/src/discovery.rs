@@ -56,9 +56,52 @@ fn coordination_group() -> serde_json::Value {
     json!({"name": COORDINATION, "versions": [v], "preferredVersion": v})
 }
 
+/// The workload kinds' group.
+const APPS: &str = "apps";
+
+fn apps_group() -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{APPS}/v1"), "version": "v1"});
+    json!({"name": APPS, "versions": [v], "preferredVersion": v})
+}
+
+/// `GET /apis/apps`.
+pub(crate) async fn apps() -> Response {
+    let mut g = apps_group();
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
+}
+
+/// `GET /apis/apps/v1`: each workload kind with its `status` and `scale` subresources;
+/// `scale` names its group and version (`autoscaling/v1`), which client-go reads.
+pub(crate) async fn apps_v1() -> Response {
+    let all = [
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    let sub = ["get", "patch", "update"];
+    let mut resources = Vec::new();
+    for (plural, singular, kind, short) in [
+        ("deployments", "deployment", "Deployment", "deploy"),
+        ("replicasets", "replicaset", "ReplicaSet", "rs"),
+    ] {
+        resources.push(json!({"name": plural, "singularName": singular, "namespaced": true, "kind": kind, "verbs": all, "shortNames": [short], "categories": ["all"]}));
+        resources.push(json!({"name": format!("{plural}/scale"), "singularName": "", "namespaced": true, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": sub}));
+        resources.push(json!({"name": format!("{plural}/status"), "singularName": "", "namespaced": true, "kind": kind, "verbs": sub}));
+    }
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{APPS}/v1"),
+            "resources": resources,
+        }),
+    )
+}
+
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
-    let mut groups = vec![coordination_group()];
+    let mut groups = vec![apps_group(), coordination_group()];
     groups.extend(crate::auth::api_groups());
     json(
         StatusCode::OK,

@@ -203,15 +203,24 @@ impl ApiError {
             Self::NotFound { resource, name }
             | Self::AlreadyExists { resource, name }
             | Self::Conflict { resource, name, .. } => json!({"name": name, "kind": resource}),
-            Self::Invalid { kind, name, causes } => json!({
-                "name": name,
-                "kind": kind,
-                "causes": causes.iter().map(|c| json!({
-                    "reason": c.kind.reason(),
-                    "message": c.message,
-                    "field": c.field,
-                })).collect::<Vec<_>>(),
-            }),
+            Self::Invalid { kind, name, causes } => {
+                // A kind of a named group is qualified in the message
+                // (`Deployment.apps "x" is invalid`) and split in the details.
+                let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
+                let mut d = json!({
+                    "name": name,
+                    "kind": kind,
+                    "causes": causes.iter().map(|c| json!({
+                        "reason": c.kind.reason(),
+                        "message": c.message,
+                        "field": c.field,
+                    })).collect::<Vec<_>>(),
+                });
+                if !group.is_empty() {
+                    d["group"] = group.into();
+                }
+                d
+            }
             Self::NamespaceTerminating {
                 resource,
                 name,

@@ -29,12 +29,16 @@ pub enum Resource {
     RoleBindings,
     /// `clusterrolebindings` of `rbac.authorization.k8s.io/v1`, cluster-scoped.
     ClusterRoleBindings,
+    /// `replicasets` of `apps/v1`, namespaced, with `status` and `scale`.
+    ReplicaSets,
+    /// `deployments` of `apps/v1`, namespaced, with `status` and `scale`.
+    Deployments,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 7] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 9] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -42,6 +46,8 @@ impl Resource {
         Self::Leases,
         Self::Roles,
         Self::RoleBindings,
+        Self::Deployments,
+        Self::ReplicaSets,
     ];
 
     /// The plural name used in URLs and `Status.details.kind`.
@@ -59,6 +65,8 @@ impl Resource {
             Self::ClusterRoles => "clusterroles",
             Self::RoleBindings => "rolebindings",
             Self::ClusterRoleBindings => "clusterrolebindings",
+            Self::ReplicaSets => "replicasets",
+            Self::Deployments => "deployments",
         }
     }
 
@@ -77,6 +85,8 @@ impl Resource {
             Self::ClusterRoles => "ClusterRole",
             Self::RoleBindings => "RoleBinding",
             Self::ClusterRoleBindings => "ClusterRoleBinding",
+            Self::ReplicaSets => "ReplicaSet",
+            Self::Deployments => "Deployment",
         }
     }
 
@@ -95,6 +105,8 @@ impl Resource {
             Self::ClusterRoles => "ClusterRoleList",
             Self::RoleBindings => "RoleBindingList",
             Self::ClusterRoleBindings => "ClusterRoleBindingList",
+            Self::ReplicaSets => "ReplicaSetList",
+            Self::Deployments => "DeploymentList",
         }
     }
 
@@ -105,6 +117,7 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io"
             }
+            Self::ReplicaSets | Self::Deployments => "apps",
             _ => "",
         }
     }
@@ -116,6 +129,7 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io/v1"
             }
+            Self::ReplicaSets | Self::Deployments => "apps/v1",
             _ => "v1",
         }
     }
@@ -230,13 +244,19 @@ impl Resource {
                 "type" | "metadata.namespace" | "metadata.name" => ok(),
                 _ => unsupported(),
             },
+            // pkg/apis/apps/v1 conversion: ReplicaSets also select by status.replicas.
+            Self::ReplicaSets => match label {
+                "metadata.name" | "metadata.namespace" | "status.replicas" => ok(),
+                _ => unsupported(),
+            },
             Self::ConfigMaps
             | Self::ServiceAccounts
             | Self::Leases
             | Self::Roles
             | Self::ClusterRoles
             | Self::RoleBindings
-            | Self::ClusterRoleBindings => match label {
+            | Self::ClusterRoleBindings
+            | Self::Deployments => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

@@ -88,6 +88,74 @@ impl LabelSelector {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// An object's selector (`matchLabels` and `matchExpressions`), requirements sorted
+    /// by key as apimachinery's `LabelSelectorAsSelector` sorts them. Errors name what
+    /// validation refuses (an unknown operator, values with `Exists`).
+    pub fn from_api(
+        sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    ) -> Result<Self, String> {
+        let mut reqs: Vec<(String, Op)> = sel
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), Op::In(vec![v.clone()])))
+            .collect();
+        for e in sel.match_expressions.iter().flatten() {
+            let values = e.values.clone().unwrap_or_default();
+            let op = match e.operator.as_str() {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(format!(
+                        "for '{}', '{}' operator, values set can't be empty",
+                        e.operator, e.key
+                    ));
+                }
+                "In" => Op::In(values),
+                "NotIn" => Op::NotIn(values),
+                "Exists" | "DoesNotExist" if !values.is_empty() => {
+                    return Err(format!(
+                        "values set must be empty for exists and does not exist, got {values:?}"
+                    ));
+                }
+                "Exists" => Op::Exists,
+                "DoesNotExist" => Op::NotExists,
+                other => return Err(format!("{other:?} is not a valid label selector operator")),
+            };
+            reqs.push((e.key.clone(), op));
+        }
+        reqs.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Self(reqs))
+    }
+}
+
+/// The selector as a string, as apimachinery prints it (`app=web,tier in (a,b),!x`):
+/// the Scale subresource's `status.selector`.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let terms: Vec<String> = self
+            .0
+            .iter()
+            .map(|(k, op)| match op {
+                Op::Eq(v) => format!("{k}={v}"),
+                Op::In(vs) if vs.len() == 1 => format!("{k}={}", vs[0]),
+                Op::NotEq(v) => format!("{k}!={v}"),
+                Op::In(vs) => format!("{k} in ({})", sorted(vs)),
+                Op::NotIn(vs) => format!("{k} notin ({})", sorted(vs)),
+                Op::Exists => k.clone(),
+                Op::NotExists => format!("!{k}"),
+                Op::Gt(n) => format!("{k}>{n}"),
+                Op::Lt(n) => format!("{k}<{n}"),
+            })
+            .collect();
+        f.write_str(&terms.join(","))
+    }
+}
+
+fn sorted(values: &[String]) -> String {
+    let mut v = values.to_vec();
+    v.sort();
+    v.dedup();
+    v.join(",")
 }
 
 fn parse_requirement(term: &str) -> Result<(String, Op), ApiError> {

@@ -82,6 +82,7 @@ impl Api {
         bind_scope::<K>(meta, ns)?;
         stamp_new(meta, self.now());
         obj.normalize();
+        obj.prepare_create();
         kinds::validate(&obj, None)?;
         obj.admit(ns, writer)?;
         let name = obj.metadata().name.clone().unwrap_or_default();
@@ -118,9 +119,23 @@ impl Api {
         &self,
         ns: &str,
         name: &str,
+        obj: K,
+        opts: WriteOptions,
+        writer: Option<&Writer>,
+    ) -> Result<K, ApiError> {
+        self.replace_object_via(ns, name, obj, opts, writer, Endpoint::Main)
+            .await
+    }
+
+    /// [`Api::replace_object`] through `endpoint` (the main one, or `/status`).
+    pub(crate) async fn replace_object_via<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
         mut obj: K,
         opts: WriteOptions,
         writer: Option<&Writer>,
+        endpoint: Endpoint<K>,
     ) -> Result<K, ApiError> {
         check_name(obj.metadata_mut(), name)?;
         bind_scope::<K>(obj.metadata_mut(), ns)?;
@@ -132,7 +147,7 @@ impl Api {
             }
             let at = At { ns, name, old_rv };
             match self
-                .update_object(at, &old, obj.clone(), opts, writer)
+                .update_object(at, &old, obj.clone(), opts, writer, endpoint)
                 .await
             {
                 Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
@@ -153,11 +168,28 @@ impl Api {
         opts: WriteOptions,
         writer: Option<&Writer>,
     ) -> Result<(K, Vec<String>), ApiError> {
+        self.patch_object_via(ns, name, ty, patch, opts, writer, Endpoint::Main)
+            .await
+    }
+
+    /// [`Api::patch_object`] through `endpoint`. Only the main endpoint creates on apply.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn patch_object_via<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+        opts: WriteOptions,
+        writer: Option<&Writer>,
+        endpoint: Endpoint<K>,
+    ) -> Result<(K, Vec<String>), ApiError> {
+        let main = matches!(endpoint, Endpoint::Main);
         let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
             let live = match self.get_raw(K::RESOURCE, ns, name) {
                 Ok(v) => v,
-                Err(ApiError::NotFound { .. }) if ty == PatchType::Apply => {
+                Err(ApiError::NotFound { .. }) if ty == PatchType::Apply && main => {
                     let (mut obj, warnings) = decode_kind::<K>(patch, opts)?;
                     check_name(obj.metadata_mut(), name)?;
                     let created = self.create_object(ns, obj, opts, writer).await?;
@@ -179,7 +211,10 @@ impl Api {
                 name,
                 old_rv: live_rv,
             };
-            match self.update_object(at, &old, new, opts, writer).await {
+            match self
+                .update_object(at, &old, new, opts, writer, endpoint)
+                .await
+            {
                 Err(ApiError::Conflict { .. }) if explicit.is_none() => continue,
                 other => return other.map(|o| (o, warnings)),
             }
@@ -189,13 +224,14 @@ impl Api {
 
     /// Writes `new` over `old` (stored at `at.old_rv`), keeping what clients may not
     /// change.
-    async fn update_object<K: Kind>(
+    pub(super) async fn update_object<K: Kind>(
         &self,
         at: At<'_>,
         old: &K,
         mut new: K,
         opts: WriteOptions,
         writer: Option<&Writer>,
+        endpoint: Endpoint<K>,
     ) -> Result<K, ApiError> {
         let At { ns, name, old_rv } = at;
         let (o, n) = (old.metadata(), new.metadata_mut());
@@ -207,6 +243,7 @@ impl Api {
         n.managed_fields.clone_from(&o.managed_fields);
         n.generate_name.clone_from(&o.generate_name);
         new.normalize();
+        endpoint.prepare(&mut new, old);
         kinds::validate(&new, Some(old))?;
         new.admit(ns, writer)?;
         if new == *old || opts.dry_run {
@@ -261,14 +298,39 @@ impl Api {
 /// Where an update writes: the object's namespace and name, and the resourceVersion
 /// it was read at.
 #[derive(Clone, Copy)]
-struct At<'a> {
-    ns: &'a str,
-    name: &'a str,
-    old_rv: u64,
+pub(super) struct At<'a> {
+    pub(super) ns: &'a str,
+    pub(super) name: &'a str,
+    pub(super) old_rv: u64,
 }
 
+/// Where an update comes in, which decides what it keeps of the stored object.
+pub(crate) enum Endpoint<K> {
+    /// The object itself: [`Kind::prepare_update`].
+    Main,
+    /// A subresource that keeps what its function keeps (`/status`: all but the status).
+    Sub(fn(&mut K, &K)),
+}
+
+impl<K: Kind> Endpoint<K> {
+    fn prepare(&self, new: &mut K, old: &K) {
+        match self {
+            Endpoint::Main => new.prepare_update(old),
+            Endpoint::Sub(keep) => keep(new, old),
+        }
+    }
+}
+
+impl<K> Clone for Endpoint<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Endpoint<K> {}
+
 /// The 409 of a write over a changed object, naming the resource as Kubernetes does.
-fn stale<K: Kind>(name: &str) -> ApiError {
+pub(super) fn stale<K: Kind>(name: &str) -> ApiError {
     ApiError::stale(&K::RESOURCE.qualified(), name)
 }
 

@@ -18,6 +18,7 @@ mod pod_status;
 mod pods;
 pub mod sa_token;
 mod watch;
+mod workloads;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};
 pub use pod_status::{PodHead, StatusWrite};
+pub(crate) use pods::default_pod_spec;
 pub use pods::{Binding, Finalized};
 pub use watch::{EventKind, ObjectEvent, ObjectStream, RawStream};
 

@@ -66,9 +66,14 @@ pub enum Finalized {
 
 /// Fills in what Kubernetes defaults on pods, so stored pods look as kubectl expects.
 fn default_pod(pod: &mut Pod) {
-    let Some(spec) = pod.spec.as_mut() else {
-        return;
-    };
+    if let Some(spec) = pod.spec.as_mut() {
+        default_pod_spec(spec);
+    }
+}
+
+/// [`default_pod`] of a spec alone (a workload's pod template is defaulted as its pods
+/// will be, so that a controller comparing templates compares like with like).
+pub(crate) fn default_pod_spec(spec: &mut k8s_openapi::api::core::v1::PodSpec) {
     spec.restart_policy.get_or_insert_with(|| "Always".into());
     spec.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
     spec.scheduler_name

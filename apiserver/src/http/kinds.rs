@@ -20,6 +20,7 @@ use crate::api::{Api, WriteOptions, decode_kind, decode_kind_body};
 use crate::auth::rbac::Writer;
 use crate::error::ApiError;
 use crate::kinds::Kind;
+use crate::kinds::apps::Workload;
 
 /// Adds the routes of kind `K` to `router`.
 pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
@@ -130,4 +131,70 @@ async fn delete<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
         .delete_object(K::RESOURCE, &w.ns, &w.name, dry_run)
         .await?;
     Ok(json(StatusCode::OK, &status))
+}
+
+/// Adds the `status` and `scale` subresources of workload kind `K` (its main routes come
+/// from [`routes`]).
+pub(crate) fn workload_routes<K: Workload>(router: Router<Api>) -> Router<Api> {
+    let r = K::RESOURCE;
+    let one = format!(
+        "{}/namespaces/{{ns}}/{}/{{name}}",
+        r.base_path(),
+        r.plural()
+    );
+    router
+        .route(
+            &format!("{one}/status"),
+            get_in_namespace(r)
+                .put(replace_status::<K>)
+                .patch(patch_status::<K>),
+        )
+        .route(
+            &format!("{one}/scale"),
+            axum::routing::get(get_scale::<K>)
+                .put(replace_scale::<K>)
+                .patch(patch_scale::<K>),
+        )
+}
+
+async fn replace_status<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (obj, warnings, opts) = decode::<K>(&w.params, &w.headers, body).await?;
+    let obj = w
+        .api
+        .replace_status(&w.ns, &w.name, obj, opts, w.writer.as_ref())
+        .await?;
+    Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
+}
+
+async fn patch_status<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (ty, patch, opts) = patch_request(&w.params, &w.headers, body).await?;
+    let (obj, warnings) = w
+        .api
+        .patch_status::<K>(&w.ns, &w.name, ty, &patch, opts, w.writer.as_ref())
+        .await?;
+    Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
+}
+
+async fn get_scale<K: Workload>(w: Write) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::OK, &w.api.get_scale::<K>(&w.ns, &w.name)?))
+}
+
+async fn replace_scale<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let opts = w.params.write_options()?;
+    let bytes = read_body(&w.headers, body).await?;
+    let value = crate::decode::parse_object(&bytes, object_content_type(&w.headers)?)?;
+    let scale = w
+        .api
+        .replace_scale::<K>(&w.ns, &w.name, &value, opts, w.writer.as_ref())
+        .await?;
+    Ok(json(StatusCode::OK, &scale))
+}
+
+async fn patch_scale<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+    let (ty, patch, opts) = patch_request(&w.params, &w.headers, body).await?;
+    let scale = w
+        .api
+        .patch_scale::<K>(&w.ns, &w.name, ty, &patch, opts, w.writer.as_ref())
+        .await?;
+    Ok(json(StatusCode::OK, &scale))
 }

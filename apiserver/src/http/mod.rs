@@ -71,6 +71,7 @@ fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
 /// routes onto this router (e.g. debug pages) and serve them on the same listener.
 pub fn router(api: Api) -> Router {
     use Resource::{Events, Namespaces, Nodes, Pods};
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let router = Router::new()
@@ -78,6 +79,8 @@ pub fn router(api: Api) -> Router {
         .route("/api", get(discovery::api_versions))
         .route("/apis", get(discovery::api_groups))
         .route("/api/v1", get(discovery::core_v1))
+        .route("/apis/apps", get(discovery::apps))
+        .route("/apis/apps/v1", get(discovery::apps_v1))
         .route("/apis/coordination.k8s.io", get(discovery::coordination))
         .route(
             "/apis/coordination.k8s.io/v1",
@@ -137,7 +140,11 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<Role>(router);
     let router = kinds::routes::<ClusterRole>(router);
     let router = kinds::routes::<RoleBinding>(router);
-    kinds::routes::<ClusterRoleBinding>(router)
+    let router = kinds::routes::<ClusterRoleBinding>(router);
+    let router = kinds::routes::<ReplicaSet>(router);
+    let router = kinds::workload_routes::<ReplicaSet>(router);
+    let router = kinds::routes::<Deployment>(router);
+    kinds::workload_routes::<Deployment>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

@@ -4,6 +4,7 @@
 //! one trait, so that create, get, list, watch, replace, patch and delete are written
 //! once (`api/kinds.rs`, `http/kinds.rs`) for all of them, namespaced or cluster-scoped.
 
+pub(crate) mod apps;
 mod configmap;
 mod lease;
 mod rbac;
@@ -57,6 +58,14 @@ pub(crate) trait Kind:
     /// The checks of an update beyond [`Kind::validate`] (immutability).
     fn validate_update(_old: &Self, _new: &Self, _causes: &mut Causes) {}
 
+    /// What the server sets on create whatever the client sent (the workload kinds:
+    /// `metadata.generation` 1 and no status).
+    fn prepare_create(&mut self) {}
+
+    /// What an update through the main endpoint keeps of `old` (the workload kinds:
+    /// the status) and `metadata.generation`, which counts spec changes.
+    fn prepare_update(&mut self, _old: &Self) {}
+
     /// The checks of who writes, after validation, on every create and update in `ns`
     /// (RBAC: no escalation). `writer` is `None` without authentication and RBAC.
     fn admit(&self, _ns: &str, _writer: Option<&Writer>) -> Result<(), crate::ApiError> {
@@ -78,7 +87,11 @@ pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::A
     }
     obj.validate(&mut causes);
     let name = obj.metadata().name.clone().unwrap_or_default();
-    causes.into_result(K::KIND, &name)
+    let kind = match K::RESOURCE.group() {
+        "" => K::KIND.to_owned(),
+        group => format!("{}.{group}", K::KIND),
+    };
+    causes.into_result(&kind, &name)
 }
 
 /// The Table columns of a plain kind (`None` for the others).
@@ -92,6 +105,8 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         | Resource::ClusterRoles
         | Resource::RoleBindings
         | Resource::ClusterRoleBindings => Some(rbac::columns(resource)),
+        Resource::ReplicaSets => Some(apps::replicaset_columns()),
+        Resource::Deployments => Some(apps::deployment_columns()),
         _ => None,
     }
 }
@@ -101,6 +116,11 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
 pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
     if rbac::is_role(resource) {
         return Some(rbac::role_cells(obj));
+    }
+    match resource {
+        Resource::ReplicaSets => return apps::replicaset_cells(obj, now),
+        Resource::Deployments => return apps::deployment_cells(obj, now),
+        _ => {}
     }
     let age = crate::clock::age(crate::table::created(obj), now);
     let name = obj

@@ -57,6 +57,8 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<ClusterRole>(false, "clusterroles", generator),
         served::<RoleBinding>(true, "rolebindings", generator),
         served::<ClusterRoleBinding>(false, "clusterrolebindings", generator),
+        served::<k8s_openapi::api::apps::v1::Deployment>(true, "deployments", generator),
+        served::<k8s_openapi::api::apps::v1::ReplicaSet>(true, "replicasets", generator),
     ]
 }
 

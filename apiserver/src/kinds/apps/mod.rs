@@ -1,0 +1,247 @@
+//! The workload kinds of `apps/v1` (ReplicaSet, Deployment): what they share beyond a
+//! plain kind. Their status is written only through `/status` (the main endpoint keeps
+//! the stored one, `/status` keeps the stored spec); `metadata.generation` starts at 1
+//! and counts spec changes, so `status.observedGeneration` can tell a controller's
+//! view is current; `/scale` reads and writes `spec.replicas` as an `autoscaling/v1`
+//! Scale; and the pod template is defaulted and validated as its pods will be, with
+//! kube-apiserver's field paths (`spec.template.spec.containers[0].image`).
+
+mod deployment;
+mod replicaset;
+pub(crate) mod scale;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde_json::Value;
+
+pub(crate) use deployment::{cells as deployment_cells, columns as deployment_columns};
+pub(crate) use replicaset::{cells as replicaset_cells, columns as replicaset_columns};
+
+use super::Kind;
+use crate::CauseKind;
+use crate::error::ApiError;
+use crate::validation::Causes;
+
+/// A kind with a status subresource and a scale subresource.
+pub(crate) trait Workload: Kind {
+    /// Through `/status`: everything but the status stays as stored.
+    fn prepare_status_update(&mut self, old: &Self);
+
+    /// `spec.replicas` (defaulted on write, so present on every stored object).
+    fn replicas(&self) -> i32;
+
+    /// Sets `spec.replicas` (a write through `/scale`).
+    fn set_replicas(&mut self, replicas: i32);
+
+    /// `status.replicas`.
+    fn status_replicas(&self) -> i32;
+
+    /// `spec.selector`.
+    fn selector(&self) -> Option<&LabelSelector>;
+}
+
+/// `metadata.generation` on an update through the main endpoint: the stored one, plus
+/// one when `changed`.
+fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
+    let old_generation = old.generation.unwrap_or(1);
+    new.generation = Some(if changed {
+        old_generation + 1
+    } else {
+        old_generation
+    });
+}
+
+/// What `/status` keeps of the stored metadata besides what every update keeps: the
+/// labels and annotations (kube-apiserver's status strategies).
+fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta) {
+    new.labels.clone_from(&old.labels);
+    new.annotations.clone_from(&old.annotations);
+    new.generation = old.generation;
+}
+
+/// Defaults a pod template as its pods are defaulted.
+fn default_template(template: &mut PodTemplateSpec) {
+    if let Some(spec) = template.spec.as_mut() {
+        crate::api::default_pod_spec(spec);
+    }
+}
+
+/// `field: Invalid value: N: must be greater than or equal to 0`.
+fn non_negative(causes: &mut Causes, field: &str, value: Option<i32>) {
+    if let Some(v) = value
+        && v < 0
+    {
+        causes.invalid_number(field, v.into(), "must be greater than or equal to 0");
+    }
+}
+
+/// The selector and the template of a workload `kind`: a selector that is not empty and
+/// parses, a template whose labels it selects, whose restart policy is `Always` and
+/// whose pod is valid (its causes at `spec.template.…`).
+fn check_selector_and_template(
+    causes: &mut Causes,
+    kind: &str,
+    selector: &LabelSelector,
+    template: Option<&PodTemplateSpec>,
+) {
+    let empty = selector
+        .match_labels
+        .as_ref()
+        .is_none_or(BTreeMap::is_empty)
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(Vec::is_empty);
+    let parsed = match crate::selectors::LabelSelector::from_api(selector) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            causes.push(
+                CauseKind::Invalid,
+                "spec.selector",
+                format!("Invalid value: {}: {e}", go_selector(selector)),
+            );
+            None
+        }
+    };
+    if empty {
+        if kind == "Deployment" {
+            causes.push(
+                CauseKind::Invalid,
+                "spec.selector",
+                format!(
+                    "Invalid value: {}: empty selector is invalid for deployment",
+                    go_selector(selector)
+                ),
+            );
+        } else {
+            causes.required("spec.selector");
+        }
+    }
+    let Some(template) = template else {
+        causes.required("spec.template");
+        return;
+    };
+    let labels = template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let as_json: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    if !empty && parsed.is_some_and(|p| !p.matches(Some(&as_json))) {
+        causes.push(
+            CauseKind::Invalid,
+            "spec.template.metadata.labels",
+            format!(
+                "Invalid value: {}: `selector` does not match template `labels`",
+                go_map(&labels)
+            ),
+        );
+    }
+    let Some(spec) = &template.spec else {
+        causes.required("spec.template.spec");
+        return;
+    };
+    let policy = spec.restart_policy.as_deref().unwrap_or("Always");
+    if policy != "Always" {
+        causes.unsupported("spec.template.spec.restartPolicy", policy, &["Always"]);
+    }
+    if spec.active_deadline_seconds.is_some() {
+        causes.forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            &format!("activeDeadlineSeconds in {kind} is not Supported"),
+        );
+    }
+    check_template_pod(causes, template);
+}
+
+/// The template validated as a pod (named, so that only the template's own problems
+/// show), every cause moved under `spec.template`.
+fn check_template_pod(causes: &mut Causes, template: &PodTemplateSpec) {
+    let mut metadata = template.metadata.clone().unwrap_or_default();
+    metadata.name = Some("template".into());
+    metadata.generate_name = None;
+    let pod = Pod {
+        metadata,
+        spec: template.spec.clone(),
+        status: None,
+    };
+    if let Err(ApiError::Invalid { causes: found, .. }) = crate::validation::validate_pod(&pod) {
+        for mut c in found {
+            c.field = format!("spec.template.{}", c.field);
+            causes.0.push(c);
+        }
+    }
+}
+
+/// An immutable `spec.selector` changed: `field is immutable`, as kube-apiserver says it.
+fn check_selector_unchanged(causes: &mut Causes, old: &LabelSelector, new: &LabelSelector) {
+    if old != new {
+        causes.push(
+            CauseKind::Invalid,
+            "spec.selector",
+            format!("Invalid value: {}: field is immutable", go_selector(new)),
+        );
+    }
+}
+
+/// A label map as Go prints it in validation messages (`map[string]string{"app":"web"}`).
+fn go_map(labels: &BTreeMap<String, String>) -> String {
+    let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect();
+    format!("map[string]string{{{}}}", pairs.join(", "))
+}
+
+/// A selector as Go prints it in validation messages (`v1.LabelSelector{…}`), shortened
+/// to what a reader needs: its labels and expressions.
+fn go_selector(selector: &LabelSelector) -> String {
+    let labels = selector.match_labels.clone().unwrap_or_default();
+    let expressions: Vec<String> = selector
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|e| {
+            format!(
+                "{{Key:{:?}, Operator:{:?}, Values:{:?}}}",
+                e.key,
+                e.operator,
+                e.values.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    format!(
+        "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[{}]}}",
+        go_map(&labels),
+        expressions.join(" ")
+    )
+}
+
+/// The CONTAINERS and IMAGES cells of a workload's wide Table row: comma-separated, as
+/// kubectl prints them.
+fn containers_and_images(template: Option<&PodTemplateSpec>) -> (String, String) {
+    let containers = template
+        .and_then(|t| t.spec.as_ref())
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    let images: Vec<&str> = containers
+        .iter()
+        .map(|c| c.image.as_deref().unwrap_or(""))
+        .collect();
+    (names.join(","), images.join(","))
+}
+
+/// The selector as a string (`app=web`), `<none>` when it selects nothing parseable.
+pub(crate) fn selector_string(selector: &LabelSelector) -> String {
+    crate::selectors::LabelSelector::from_api(selector)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "<none>".into())
+}
+
+/// A Table column definition; priority 1 shows only with `-o wide`.
+fn col(name: &str, ty: &str, priority: u8, description: &str) -> Value {
+    serde_json::json!({"name": name, "type": ty, "format": "", "description": description, "priority": priority})
+}
