@@ -161,3 +161,106 @@ fn scale_rv(scale: &Scale) -> Result<Option<u64>, ApiError> {
             .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv:?}"))),
     }
 }
+
+/// The typed, in-process face of one workload kind, for the controllers: list, watch,
+/// create, replace (under the object's resourceVersion when it carries one), write the
+/// status, delete. Writes go through this handle's fence, as every write of the handle.
+macro_rules! typed_workload_api {
+    ($ty:ty, $what:literal, $list:ident, $get:ident, $watch:ident, $create:ident, $replace:ident, $status:ident, $delete:ident) => {
+        impl Api {
+            #[doc = concat!("The ", $what, " in `namespace` (or all) that `label_selector` selects.")]
+            ///
+            /// # Errors
+            /// A selector that does not parse.
+            pub fn $list(
+                &self,
+                namespace: Option<&str>,
+                label_selector: &str,
+            ) -> Result<super::ObjectList<$ty>, ApiError> {
+                self.list_typed(<$ty as crate::kinds::Kind>::RESOURCE, namespace, label_selector, "")
+            }
+
+            #[doc = concat!("One of the ", $what, ".")]
+            ///
+            /// # Errors
+            /// 404 if there is none of that name.
+            pub fn $get(&self, namespace: &str, name: &str) -> Result<$ty, ApiError> {
+                self.get_typed::<$ty>(<$ty as crate::kinds::Kind>::RESOURCE, namespace, name)
+                    .map(|(obj, _)| obj)
+            }
+
+            #[doc = concat!("Changes to the ", $what, " after `from`, as [`Api::watch_pods`] (relist on `Expired`).")]
+            ///
+            /// # Errors
+            /// `Expired` when `from` is older than the store's history.
+            pub fn $watch(
+                &self,
+                namespace: Option<&str>,
+                from: u64,
+            ) -> Result<super::watch::ObjectStream<$ty>, ApiError> {
+                self.watch_typed(<$ty as crate::kinds::Kind>::RESOURCE, namespace, from)
+            }
+
+            #[doc = concat!("Creates one of the ", $what, " (`generateName` honoured).")]
+            ///
+            /// # Errors
+            /// 409 if the name is taken, 404/403 for a missing or terminating namespace,
+            /// 422 if invalid, a fence refusal.
+            pub async fn $create(&self, namespace: &str, obj: $ty) -> Result<$ty, ApiError> {
+                self.create_object(namespace, obj, WriteOptions::default(), None)
+                    .await
+            }
+
+            #[doc = concat!("Replaces one of the ", $what, " through the main endpoint (its status stays).")]
+            ///
+            /// # Errors
+            /// 409 if it changed since the resourceVersion it carries, 404, 422.
+            pub async fn $replace(&self, namespace: &str, name: &str, obj: $ty) -> Result<$ty, ApiError> {
+                self.replace_object(namespace, name, obj, WriteOptions::default(), None)
+                    .await
+            }
+
+            #[doc = concat!("Writes the status of one of the ", $what, " (nothing else changes).")]
+            ///
+            /// # Errors
+            /// 409 if it changed since the resourceVersion it carries, 404, 422.
+            pub async fn $status(&self, namespace: &str, name: &str, obj: $ty) -> Result<$ty, ApiError> {
+                self.replace_status(namespace, name, obj, WriteOptions::default(), None)
+                    .await
+            }
+
+            #[doc = concat!("Deletes one of the ", $what, " at once.")]
+            ///
+            /// # Errors
+            /// 404 if there is none of that name.
+            pub async fn $delete(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+                self.delete_object(<$ty as crate::kinds::Kind>::RESOURCE, namespace, name, false)
+                    .await
+                    .map(|_| ())
+            }
+        }
+    };
+}
+
+typed_workload_api!(
+    k8s_openapi::api::apps::v1::ReplicaSet,
+    "ReplicaSets",
+    list_replicasets,
+    get_replicaset,
+    watch_replicasets,
+    create_replicaset,
+    replace_replicaset,
+    replace_replicaset_status,
+    delete_replicaset
+);
+typed_workload_api!(
+    k8s_openapi::api::apps::v1::Deployment,
+    "Deployments",
+    list_deployments,
+    get_deployment,
+    watch_deployments,
+    create_deployment,
+    replace_deployment,
+    replace_deployment_status,
+    delete_deployment
+);
