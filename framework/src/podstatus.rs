@@ -75,6 +75,27 @@ pub fn pod_status_for(
             status.phase = Some("Running".into());
             status.reason = None;
             status.message = None;
+            // An executor that reports no pod status (Mesos' own, a simulated
+            // agent's) vouches only for a running task: the pod is Ready as one
+            // without readiness probes is once its containers run. A pod whose
+            // executor ever reported has its Ready condition from that executor,
+            // which a later data-less update (a reconciliation) must not undo.
+            let ever_reported = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready");
+            if !from_executor && !ever_reported {
+                for kind in ["Ready", "ContainersReady"] {
+                    set_condition(&mut status, kind, "True", "", now);
+                }
+                // kubelet gives a True readiness no reason.
+                for c in status.conditions.iter_mut().flatten() {
+                    if c.status == "True" && c.reason.as_deref() == Some("") {
+                        c.reason = None;
+                    }
+                }
+            }
         }
         TaskState::TaskKilling => {}
         TaskState::TaskFinished => {
@@ -384,6 +405,38 @@ mod tests {
             .collect();
         assert_eq!(types, ["PodScheduled", "Ready"]);
         assert_eq!(s.container_statuses.unwrap()[0].name, "main");
+    }
+
+    #[test]
+    fn a_task_running_without_a_report_is_ready_unless_an_executor_said_otherwise() {
+        let cond = |s: &PodStatus, t: &str| {
+            s.conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == t)
+                .map(|c| (c.status.clone(), c.reason.clone()))
+        };
+        let s = pod_status_for(
+            &update(TaskState::TaskRunning),
+            Some(&scheduled()),
+            SystemTime::UNIX_EPOCH,
+        );
+        assert_eq!(cond(&s, "Ready"), Some(("True".into(), None)));
+        assert_eq!(cond(&s, "ContainersReady"), Some(("True".into(), None)));
+
+        // An executor's probe said not ready; a reconciliation's RUNNING keeps that.
+        let mut probing = running_pod();
+        for c in probing.conditions.iter_mut().flatten() {
+            if c.type_ != "PodScheduled" {
+                c.status = "False".into();
+            }
+        }
+        let s = pod_status_for(
+            &update(TaskState::TaskRunning),
+            Some(&probing),
+            SystemTime::UNIX_EPOCH,
+        );
+        assert_eq!(cond(&s, "Ready").map(|c| c.0), Some("False".into()));
     }
 
     fn running_pod() -> PodStatus {
