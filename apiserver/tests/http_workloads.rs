@@ -107,7 +107,7 @@ async fn a_deployment_is_defaulted_and_its_generation_counts_spec_changes_only()
         d["status"].is_null() || d["status"]["replicas"].is_null(),
         "{d}"
     );
-    let status_patch = json!({"status": {"replicas": 2, "observedGeneration": 3}, "spec": {"replicas": 9}, "metadata": {"labels": {"x": "y"}}});
+    let status_patch = json!({"status": {"replicas": 2, "observedGeneration": 3}, "spec": {"replicas": 9}, "metadata": {"labels": {"x": "y"}, "annotations": {"a": "b", "deployment.kubernetes.io/revision": "1"}}});
     let (code, d) = http
         .send(
             "PATCH",
@@ -124,6 +124,10 @@ async fn a_deployment_is_defaulted_and_its_generation_counts_spec_changes_only()
         "the spec is not written through /status"
     );
     assert_eq!(d["metadata"]["labels"], json!({"team": "a"}));
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "1",
+        "annotations do change through /status, without a new generation"
+    );
     assert_eq!(d["metadata"]["generation"], 3);
     let (code, d) = http.get(&format!("{path}/status")).await;
     assert_eq!((code, d["status"]["replicas"].clone()), (200, json!(2)));

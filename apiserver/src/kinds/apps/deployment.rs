@@ -179,7 +179,7 @@ fn check_int_or_percent(
 impl Workload for Deployment {
     fn prepare_status_update(&mut self, old: &Self) {
         self.spec.clone_from(&old.spec);
-        super::keep_metadata(&mut self.metadata, &old.metadata);
+        super::keep_metadata(&mut self.metadata, &old.metadata, true);
     }
 
     fn replicas(&self) -> i32 {

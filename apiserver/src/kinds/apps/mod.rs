@@ -54,10 +54,13 @@ fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
 }
 
 /// What `/status` keeps of the stored metadata besides what every update keeps: the
-/// labels and annotations (kube-apiserver's status strategies).
-fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta) {
-    new.labels.clone_from(&old.labels);
-    new.annotations.clone_from(&old.annotations);
+/// generation, and for a Deployment the labels (kube-apiserver's status strategies;
+/// annotations do change through `/status`, which is how the deployment controller
+/// writes its revision annotation without bumping the generation).
+fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
+    if labels {
+        new.labels.clone_from(&old.labels);
+    }
     new.generation = old.generation;
 }
 

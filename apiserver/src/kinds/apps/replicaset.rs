@@ -55,7 +55,7 @@ impl Kind for ReplicaSet {
 impl Workload for ReplicaSet {
     fn prepare_status_update(&mut self, old: &Self) {
         self.spec.clone_from(&old.spec);
-        super::keep_metadata(&mut self.metadata, &old.metadata);
+        super::keep_metadata(&mut self.metadata, &old.metadata, false);
     }
 
     fn replicas(&self) -> i32 {
