@@ -26,7 +26,32 @@ const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralCo
 /// `kind`, copied from the `patchStrategy`/`patchMergeKey` tags of Kubernetes' types.
 fn list_strategy(kind: &str, path: &[String]) -> ListStrategy {
     let p: Vec<&str> = path.iter().map(String::as_str).collect();
-    match (kind, p.as_slice()) {
+    // A workload's pod template merges as a pod does (`kubectl set image` patches
+    // one container of a Deployment's template by name).
+    if let Some(pod) = pod_template_path(kind, &p) {
+        return strategy_of("Pod", pod);
+    }
+    strategy_of(kind, &p)
+}
+
+/// The path inside the pod template of a workload `kind`, if `path` is in it.
+fn pod_template_path<'a>(kind: &str, path: &'a [&'a str]) -> Option<&'a [&'a str]> {
+    let prefix: &[&str] = match kind {
+        "Deployment"
+        | "ReplicaSet"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicationController"
+        | "Job" => &["spec", "template"],
+        "PodTemplate" => &["template"],
+        "CronJob" => &["spec", "jobTemplate", "spec", "template"],
+        _ => return None,
+    };
+    path.strip_prefix(prefix)
+}
+
+fn strategy_of(kind: &str, p: &[&str]) -> ListStrategy {
+    match (kind, p) {
         (_, ["metadata", "finalizers"]) => ListStrategy::Primitive,
         (_, ["metadata", "ownerReferences"]) => ListStrategy::MergeKey("uid"),
         ("Pod", ["spec", c]) if CONTAINER_LISTS.contains(c) => ListStrategy::MergeKey("name"),
@@ -253,6 +278,21 @@ fn reorder(list: &mut [Value], order: &[Value], key: Option<&str>) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_workloads_pod_template_merges_its_containers_by_name() {
+        let live = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "main", "image": "a:1", "ports": [{"containerPort": 80}]},
+            {"name": "side", "image": "s:1"}]}}}});
+        // What `kubectl set image deployment/web main=a:2` sends.
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "a:2"}]}}}});
+        let out = strategic_merge(&live, &patch, "Deployment").unwrap();
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "main", "image": "a:2", "ports": [{"containerPort": 80}]}, {"name": "side", "image": "s:1"}])
+        );
+        assert_eq!(out["spec"]["replicas"], 2);
+    }
     use serde_json::json;
 
     fn live() -> Value {
