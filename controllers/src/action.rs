@@ -1,0 +1,307 @@
+//! What a reconcile asks the runner to do: data, not side effects.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::{Pod, ReplicationControllerStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use serde_json::{Value, json};
+
+/// One API call (or event) for the runner, about the reconciled owner or
+/// what it owns.
+///
+/// # Ordering
+/// Actions are listed in the order kube-controller-manager issues them:
+/// adoptions and releases, then creates/updates/deletes of children, then
+/// the owner's annotation and status. The runner performs them in order
+/// and **stops at the first failure** (dropping the rest, events included,
+/// since an event reports a write that succeeded), then requeues with
+/// backoff; the next reconcile starts again from what the API then holds.
+/// Creates of pods are the exception KCM makes: they may go in slow-start
+/// batches, and a `NotFound` answer to an adopt, release or delete is not
+/// a failure.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// POST the pod (it carries `generateName`, so the server names it).
+    /// The runner emits `SuccessfulCreate` / `FailedCreate` once the API
+    /// answers (see [`crate::replicaset::events`]).
+    CreatePod {
+        /// The pod, built from the owner's template.
+        pod: Pod,
+    },
+    /// DELETE the pod (the uid is for a precondition).
+    DeletePod {
+        /// Pod name.
+        name: String,
+        /// Pod uid.
+        uid: String,
+    },
+    /// Strategic merge patch of the orphan pod that makes the owner its
+    /// controller ([`Action::patch`] gives the body).
+    AdoptPod {
+        /// Pod name.
+        name: String,
+        /// Pod uid.
+        uid: String,
+        /// The controller reference to add.
+        owner_ref: OwnerReference,
+    },
+    /// Strategic merge patch removing the owner's reference from a pod it
+    /// controls but no longer selects ([`Action::patch`] gives the body).
+    ReleasePod {
+        /// Pod name.
+        name: String,
+        /// Pod uid.
+        uid: String,
+        /// The owner whose reference goes.
+        owner_uid: String,
+    },
+    /// POST the ReplicaSet (fixed name: an `AlreadyExists` answer goes to
+    /// [`crate::deployment::on_create_conflict`]; any other error to
+    /// [`crate::deployment::on_create_error`]).
+    CreateReplicaSet {
+        /// The new ReplicaSet.
+        rs: ReplicaSet,
+    },
+    /// PUT the ReplicaSet: the full desired object (replicas and
+    /// annotations), with the resourceVersion it was read at.
+    UpdateReplicaSet {
+        /// The ReplicaSet as it should be.
+        rs: ReplicaSet,
+    },
+    /// DELETE the ReplicaSet (default propagation, Background for apps/v1).
+    DeleteReplicaSet {
+        /// ReplicaSet name.
+        name: String,
+        /// ReplicaSet uid, for a precondition.
+        uid: String,
+    },
+    /// Set an annotation on the reconciled owner (the Deployment's
+    /// `deployment.kubernetes.io/revision`). KCM writes it in the same
+    /// `PUT …/status` as the status: the status strategy keeps the body's
+    /// annotations and bumps no generation, while the main endpoint would
+    /// bump it (Deployment annotations count as spec) and so stall
+    /// `kubectl rollout status`.
+    SetOwnerAnnotation {
+        /// Annotation key.
+        key: String,
+        /// Annotation value.
+        value: String,
+    },
+    /// `PUT …/status` with this status. Listed only when it differs from the
+    /// owner's current status.
+    WriteStatus(Status),
+    /// Record an event whose involved object is the reconciled owner.
+    Event(Event),
+}
+
+impl Action {
+    /// The strategic-merge-patch body for [`Action::AdoptPod`] and
+    /// [`Action::ReleasePod`], as KCM sends it (the pod's uid makes the
+    /// patch fail if the name now belongs to another pod); `None` for the
+    /// other actions.
+    pub fn patch(&self) -> Option<Value> {
+        match self {
+            Action::AdoptPod { uid, owner_ref, .. } => Some(adopt_patch(owner_ref, uid)),
+            Action::ReleasePod { uid, owner_uid, .. } => Some(release_patch(owner_uid, uid)),
+            _ => None,
+        }
+    }
+}
+
+/// `{"metadata":{"ownerReferences":[<ref>],"uid":CHILD}}`: adopt an orphan
+/// (pods, and ReplicaSets adopted by a Deployment).
+pub fn adopt_patch(owner_ref: &OwnerReference, child_uid: &str) -> Value {
+    json!({
+        "metadata": {
+            "ownerReferences": [{
+                "apiVersion": owner_ref.api_version,
+                "kind": owner_ref.kind,
+                "name": owner_ref.name,
+                "uid": owner_ref.uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+            "uid": child_uid,
+        }
+    })
+}
+
+/// `{"metadata":{"ownerReferences":[{"$patch":"delete","uid":OWNER}],"uid":CHILD}}`:
+/// release a child the owner no longer selects.
+pub fn release_patch(owner_uid: &str, child_uid: &str) -> Value {
+    json!({
+        "metadata": {
+            "ownerReferences": [{"$patch": "delete", "uid": owner_uid}],
+            "uid": child_uid,
+        }
+    })
+}
+
+/// The new status of the reconciled owner, of the owner's own kind (one
+/// writer per status: a controller writes only its own kind's status).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    /// A ReplicaSet's status.
+    ReplicaSet(ReplicaSetStatus),
+    /// A ReplicationController's status.
+    ReplicationController(ReplicationControllerStatus),
+    /// A Deployment's status.
+    Deployment(DeploymentStatus),
+}
+
+/// `Normal` or `Warning`, the core/v1 Event `type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Routine.
+    Normal,
+    /// Something went wrong.
+    Warning,
+}
+
+impl EventType {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// An event about the reconciled owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// CamelCase reason, e.g. `ScalingReplicaSet`.
+    pub reason: String,
+    /// Human-readable message, exactly as KCM words it.
+    pub message: String,
+}
+
+impl Event {
+    /// A `Normal` event.
+    pub fn normal(reason: &str, message: String) -> Self {
+        Event {
+            type_: EventType::Normal,
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+
+    /// A `Warning` event.
+    pub fn warning(reason: &str, message: String) -> Self {
+        Event {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+}
+
+/// What one reconcile returns: the actions in order, and when to look
+/// again if no watch event comes first.
+#[must_use = "a reconcile's actions do nothing until the runner performs them"]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reconciled {
+    /// The calls to make, in order (see [`Action`]).
+    pub actions: Vec<Action>,
+    /// Requeue after this long: the earliest time something changes without
+    /// a watch event (a pod passing minReadySeconds, a progress deadline).
+    /// `None`: wait for a change.
+    pub requeue_after: Option<Duration>,
+}
+
+impl Reconciled {
+    /// How many pods this sync creates (the runner sets its creation
+    /// expectations to this before the first POST, and may cap it, as KCM
+    /// caps a sync at 500).
+    pub fn pod_creations(&self) -> usize {
+        self.actions
+            .iter()
+            .filter(|a| matches!(a, Action::CreatePod { .. }))
+            .count()
+    }
+
+    /// The names of the pods this sync deletes, in deletion-rank order (the
+    /// runner records them as expected deletions, keyed `ns/name`).
+    pub fn pod_deletions(&self) -> impl Iterator<Item = &str> {
+        self.actions.iter().filter_map(|a| match a {
+            Action::DeletePod { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The status write, if any.
+    pub fn status(&self) -> Option<&Status> {
+        self.actions.iter().find_map(|a| match a {
+            Action::WriteStatus(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.actions.iter().filter_map(|a| match a {
+            Action::Event(e) => Some(e),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner_ref() -> OwnerReference {
+        OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web-abc".into(),
+            uid: "rs-uid".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+
+    #[test]
+    fn adopt_patch_is_kcms_strategic_merge_body() {
+        let a = Action::AdoptPod {
+            name: "p".into(),
+            uid: "pod-uid".into(),
+            owner_ref: owner_ref(),
+        };
+        assert_eq!(
+            a.patch(),
+            Some(
+                json!({"metadata":{"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet",
+                "name":"web-abc","uid":"rs-uid","controller":true,"blockOwnerDeletion":true}],
+                "uid":"pod-uid"}})
+            )
+        );
+    }
+
+    #[test]
+    fn release_patch_deletes_the_owner_reference_by_uid() {
+        let a = Action::ReleasePod {
+            name: "p".into(),
+            uid: "pod-uid".into(),
+            owner_uid: "rs-uid".into(),
+        };
+        assert_eq!(
+            a.patch(),
+            Some(
+                json!({"metadata":{"ownerReferences":[{"$patch":"delete","uid":"rs-uid"}],"uid":"pod-uid"}})
+            )
+        );
+        assert_eq!(
+            Action::DeletePod {
+                name: "p".into(),
+                uid: "u".into()
+            }
+            .patch(),
+            None
+        );
+    }
+}

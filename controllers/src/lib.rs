@@ -1,0 +1,56 @@
+//! The workload controllers' decisions, as pure functions: each controller
+//! is `reconcile(object, what it owns, now) -> actions`, the shape
+//! kube-rs' runtime gives a reconciler, with the behaviour of
+//! kube-controller-manager (KCM) to the field, because `kubectl describe`
+//! and `kubectl rollout status` read what they write.
+//!
+//! # Contract
+//! - **Pure.** No I/O, no clock, no randomness, no async: time comes in as
+//!   `now` (a [`Timestamp`](k8s_openapi::jiff::Timestamp), what
+//!   `metav1.Time` wraps). The same inputs give the same actions, so a
+//!   runner can replay a sync and tests drive reconciles step by step.
+//! - **Level-triggered and idempotent.** A reconcile looks only at the
+//!   object and what it owns now, never at what it did before: running it
+//!   twice on the same state asks for the same calls, and after the calls
+//!   succeed it asks for none. (What it cannot see, a watch that lags, is
+//!   what [`Expectations`] are for.)
+//! - **Actions are data** ([`Action`], in [`Reconciled`]): the runner
+//!   performs them in order and stops at the first failure; events report
+//!   only writes listed before them. A status is listed only when it
+//!   differs from the stored one, so a steady state costs no writes.
+//! - **One writer per status.** A controller's only status write is its own
+//!   kind's ([`Status`]).
+//! - **No panics on any input.** A stored object validation never saw (a
+//!   percentage `"abc%"`, an unknown selector operator) gives a
+//!   [`ReconcileError`] or, where KCM reports it on the object, a
+//!   condition; arithmetic saturates instead of overflowing.
+//!
+//! # What it must not know
+//! The API server, watches, the work queue, retries, rate limits and
+//! leader election: the runner owns those, and calls [`Expectations`]
+//! itself. Nothing here knows of Mesos.
+//!
+//! # Controllers
+//! - [`replicaset`]: ReplicaSets and ReplicationControllers.
+//! - [`deployment`]: Deployments (RollingUpdate, Recreate, proportional
+//!   scaling, pause, progress deadline, revision history).
+
+mod action;
+mod error;
+mod expectations;
+mod intstr;
+mod owner;
+mod pod_state;
+pub mod replicaset;
+mod selector;
+mod template;
+mod time;
+
+pub use action::{Action, Event, EventType, Reconciled, Status, adopt_patch, release_patch};
+pub use error::ReconcileError;
+pub use expectations::{EXPECTATIONS_TIMEOUT, Expectations};
+pub use intstr::{IntOrPercentError, scaled_value};
+pub use owner::{Claim, claim, controller_of, controller_ref, is_controlled_by};
+pub use pod_state::{becomes_available_at, is_active, is_available, is_ready, ready_since};
+pub use selector::{Selector, SelectorError};
+pub use template::{TemplateError, generate_name_prefix, pod_from_template};
