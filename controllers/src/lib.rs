@@ -42,6 +42,7 @@ mod intstr;
 mod owner;
 mod pod_state;
 pub mod replicaset;
+pub mod runner;
 mod selector;
 mod template;
 mod time;

@@ -151,6 +151,8 @@ impl Kit {
         // while its containers may still run.
         let deletions = apiserver::Deletions::FinalizedByNodes;
         let sweeper = tokio::spawn(term.gate(apiserver::sweep_with(self.api.clone(), deletions)));
+        // The workload controllers, on the leader only and through its fenced handle.
+        let controllers = tokio::spawn(term.gate(controllers::runner::run(self.api.clone())));
         Ok(Running {
             handles: Handles {
                 registry: reader,
@@ -158,7 +160,7 @@ impl Kit {
                 inputs: inputs_tx,
             },
             core,
-            tasks: vec![driver_task, forward, sweeper],
+            tasks: vec![driver_task, forward, sweeper, controllers],
         })
     }
 }

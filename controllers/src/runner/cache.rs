@@ -1,0 +1,198 @@
+//! What the controllers read: every Pod, ReplicaSet and Deployment, kept current by a
+//! list and then a watch per kind (a watch that expires is a relist), as client-go's
+//! informers keep theirs. Reconciles read from here, never from the store, so a burst
+//! of events costs one reconcile per key, not one read per event.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use apiserver::{Api, ApiError, EventKind, ObjectList};
+use futures::StreamExt as _;
+use k8s_openapi::Metadata;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::queue::Key;
+
+/// A kind the cache keeps: how it is listed and watched.
+pub(crate) trait Watched: Metadata<Ty = ObjectMeta> + Clone + Send + Sync + 'static {
+    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError>;
+    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError>;
+}
+
+impl Watched for Pod {
+    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+        api.list_pods(None, "", "")
+    }
+    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_pods(None, from)
+    }
+}
+
+impl Watched for ReplicaSet {
+    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+        api.list_replicasets(None, "")
+    }
+    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_replicasets(None, from)
+    }
+}
+
+impl Watched for Deployment {
+    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+        api.list_deployments(None, "")
+    }
+    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_deployments(None, from)
+    }
+}
+
+/// The objects of one kind, by namespace then name.
+pub(crate) struct Objects<K> {
+    by_ns: RwLock<HashMap<String, BTreeMap<String, Arc<K>>>>,
+}
+
+impl<K> Default for Objects<K> {
+    fn default() -> Self {
+        Self {
+            by_ns: RwLock::default(),
+        }
+    }
+}
+
+/// A change the cache applied: the object before and after (`None` when absent).
+pub(crate) struct Change<K> {
+    pub(crate) old: Option<Arc<K>>,
+    pub(crate) new: Option<Arc<K>>,
+}
+
+impl<K: Watched> Objects<K> {
+    /// One object.
+    pub(crate) fn get(&self, key: &Key) -> Option<Arc<K>> {
+        self.read().get(&key.0).and_then(|m| m.get(&key.1)).cloned()
+    }
+
+    /// The objects of namespace `ns`, in name order.
+    pub(crate) fn in_namespace(&self, ns: &str) -> Vec<Arc<K>> {
+        self.read()
+            .get(ns)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn put(&self, obj: K) -> Change<K> {
+        let (ns, name) = key_of(obj.metadata());
+        let new = Arc::new(obj);
+        let old = self
+            .write()
+            .entry(ns)
+            .or_default()
+            .insert(name, Arc::clone(&new));
+        Change {
+            old,
+            new: Some(new),
+        }
+    }
+
+    fn remove(&self, obj: &K) -> Change<K> {
+        let (ns, name) = key_of(obj.metadata());
+        let mut all = self.write();
+        let old = all.get_mut(&ns).and_then(|m| m.remove(&name));
+        if all.get(&ns).is_some_and(BTreeMap::is_empty) {
+            all.remove(&ns);
+        }
+        Change { old, new: None }
+    }
+
+    /// Replaces everything with a fresh list; returns what changed, deletions included.
+    fn replace(&self, items: Vec<K>) -> Vec<Change<K>> {
+        let mut fresh: HashMap<String, BTreeMap<String, Arc<K>>> = HashMap::new();
+        for obj in items {
+            let (ns, name) = key_of(obj.metadata());
+            fresh.entry(ns).or_default().insert(name, Arc::new(obj));
+        }
+        let mut all = self.write();
+        let mut changes = Vec::new();
+        for (ns, objs) in all.iter() {
+            for (name, old) in objs {
+                if !fresh.get(ns).is_some_and(|m| m.contains_key(name)) {
+                    changes.push(Change {
+                        old: Some(Arc::clone(old)),
+                        new: None,
+                    });
+                }
+            }
+        }
+        for (ns, objs) in &fresh {
+            for (name, new) in objs {
+                let old = all.get(ns).and_then(|m| m.get(name)).cloned();
+                let same = old.as_ref().is_some_and(|o| {
+                    o.metadata().resource_version == new.metadata().resource_version
+                });
+                if !same {
+                    changes.push(Change {
+                        old,
+                        new: Some(Arc::clone(new)),
+                    });
+                }
+            }
+        }
+        *all = fresh;
+        changes
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, BTreeMap<String, Arc<K>>>> {
+        self.by_ns
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, BTreeMap<String, Arc<K>>>> {
+        self.by_ns
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// An object's key.
+pub(crate) fn key_of(meta: &ObjectMeta) -> Key {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Keeps `objects` current for as long as it runs, calling `changed` for each change
+/// once the cache holds it (a relist reports what it found different).
+pub(crate) async fn reflect<K: Watched>(
+    api: Api,
+    objects: Arc<Objects<K>>,
+    changed: impl Fn(&Change<K>) + Send + Sync,
+) {
+    loop {
+        let list = match K::list(&api) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list for the controllers; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        for c in objects.replace(list.items) {
+            changed(&c);
+        }
+        let mut events = match K::watch(&api, list.resource_version) {
+            Ok(w) => w,
+            Err(_) => continue,
+        };
+        while let Some(Ok(ev)) = events.next().await {
+            let c = match ev.kind {
+                EventKind::Deleted => objects.remove(&ev.object),
+                _ => objects.put(ev.object),
+            };
+            changed(&c);
+        }
+        // The watch expired or failed: relist.
+    }
+}

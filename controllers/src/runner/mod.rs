@@ -1,0 +1,302 @@
+//! The runner: the I/O around the pure reconciles, as kube-rs' runtime and client-go's
+//! informers and work queues provide it.
+//!
+//! - **Caches** of Pods, ReplicaSets and Deployments, kept by list and watch through
+//!   the in-process [`Api`] ([`cache`]). Reconciles read only these.
+//! - **A work queue per controller**, keyed by object and level-triggered: each change
+//!   queues the keys it concerns (a pod's controller, or the ReplicaSets that select an
+//!   orphan; a ReplicaSet's Deployment), a burst of changes costs one reconcile per
+//!   key, and a key is never reconciled by two workers at once ([`queue`]).
+//! - **Retries with backoff** for a sync that fails, and requeues when a reconcile says
+//!   something will change with time alone (minReadySeconds, a progress deadline).
+//! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
+//!   deletes and lowered by the watch, so a cache that lags never makes the controller
+//!   create a pod twice.
+//! - **The garbage collector** ([`gc`]): an object whose owners are all gone is
+//!   deleted (background propagation), confirmed by a live read.
+//!
+//! # Invariants
+//! - Every write goes through the [`Api`] handle given to [`run`]: the leader's
+//!   fenced handle, so a replica that lost its lease writes nothing. The runner runs
+//!   only while its replica leads; a new term starts from a fresh list, never from
+//!   memory.
+//! - One writer per status: a controller writes only its own kind's status.
+
+mod cache;
+mod events;
+mod gc;
+mod queue;
+mod replicasets;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use apiserver::patch::PatchType;
+use apiserver::{Api, ApiError};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::{Action, Expectations, Selector, controller_of};
+use cache::{Change, Objects, key_of};
+use queue::Queue;
+
+/// Workers per controller: reconciles of different objects overlap, those of one
+/// object never do.
+const WORKERS: usize = 4;
+
+/// The caches every controller reads.
+#[derive(Default)]
+pub(crate) struct Caches {
+    pub(crate) pods: Arc<Objects<Pod>>,
+    pub(crate) replicasets: Arc<Objects<ReplicaSet>>,
+    pub(crate) deployments: Arc<Objects<Deployment>>,
+}
+
+impl Caches {
+    /// A namespace's pods, as the reconciles take them.
+    pub(crate) fn pods_of_namespace(&self, ns: &str) -> Vec<Pod> {
+        self.pods
+            .in_namespace(ns)
+            .iter()
+            .map(|p| (**p).clone())
+            .collect()
+    }
+}
+
+/// What the controllers share.
+pub(crate) struct Cx {
+    pub(crate) api: Api,
+    pub(crate) caches: Caches,
+    expectations: Mutex<Expectations>,
+    replicasets: Queue,
+    gc: Queue,
+}
+
+impl Cx {
+    pub(crate) fn expectations(&self) -> MutexGuard<'_, Expectations> {
+        self.expectations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Runs the controllers until the future is dropped (the term ends).
+pub async fn run(api: Api) {
+    let cx = Arc::new(Cx {
+        api,
+        caches: Caches::default(),
+        expectations: Mutex::new(Expectations::new()),
+        replicasets: Queue::default(),
+        gc: Queue::default(),
+    });
+    let pods = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.pods), {
+        let cx = Arc::clone(&cx);
+        move |c: &Change<Pod>| pod_changed(&cx, c)
+    });
+    let replicasets = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.replicasets), {
+        let cx = Arc::clone(&cx);
+        move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
+    });
+    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), {
+        let cx = Arc::clone(&cx);
+        move |c: &Change<Deployment>| deployment_changed(&cx, c)
+    });
+    let rs_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
+    let gc_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
+    tokio::join!(pods, replicasets, deployments, rs_workers, gc_workers);
+}
+
+/// Which controller a worker serves.
+#[derive(Debug, Clone, Copy)]
+enum Controller {
+    ReplicaSets,
+    GarbageCollector,
+}
+
+/// One worker: takes keys from its controller's queue and syncs them, for ever.
+async fn work(cx: &Cx, which: Controller) {
+    let queue = match which {
+        Controller::ReplicaSets => &cx.replicasets,
+        Controller::GarbageCollector => &cx.gc,
+    };
+    loop {
+        let key = queue.next().await;
+        let synced = match which {
+            Controller::ReplicaSets => replicasets::sync(cx, &key).await,
+            Controller::GarbageCollector => gc::sync(cx, &key).await,
+        };
+        match synced {
+            Ok(after) => {
+                queue.succeeded(&key);
+                if let Some(after) = after {
+                    queue.add_after(key.clone(), after);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(controller = ?which, namespace = %key.0, name = %key.1, error = %e, "sync failed; retrying");
+                queue.retry(key.clone());
+            }
+        }
+        queue.done(&key);
+    }
+}
+
+/// A pod changed: its ReplicaSet (or, an orphan, the ReplicaSets that select it) is
+/// queued, its expectations lowered, and a pod whose owners went to the collector.
+fn pod_changed(cx: &Cx, c: &Change<Pod>) {
+    for pod in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
+        let meta = &pod.metadata;
+        let (ns, name) = key_of(meta);
+        match controller_of(meta) {
+            Some(r) if r.kind == "ReplicaSet" => {
+                cx.replicasets.add((ns.clone(), r.name.clone()));
+            }
+            Some(_) => {}
+            None => {
+                for rs in cx.caches.replicasets.in_namespace(&ns) {
+                    if selects(rs.spec.as_ref().map(|s| &s.selector), pod) {
+                        cx.replicasets.add(key_of(&rs.metadata));
+                    }
+                }
+            }
+        }
+        if meta
+            .owner_references
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+        {
+            cx.gc.add(gc::key("Pod", &ns, &name));
+        }
+    }
+    // Expectations: a pod of a ReplicaSet seen created, or seen going.
+    let owner = |p: &Pod| {
+        controller_of(&p.metadata)
+            .filter(|r| r.kind == "ReplicaSet")
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    r.name
+                )
+            })
+    };
+    match (&c.old, &c.new) {
+        (None, Some(new)) => {
+            if let Some(o) = owner(new) {
+                cx.expectations().creation_observed(&o);
+            }
+        }
+        (Some(old), new) => {
+            let gone = new.is_none()
+                || (old.metadata.deletion_timestamp.is_none()
+                    && new
+                        .as_ref()
+                        .is_some_and(|n| n.metadata.deletion_timestamp.is_some()));
+            if gone && let Some(o) = owner(old) {
+                let (ns, name) = key_of(&old.metadata);
+                cx.expectations()
+                    .deletion_observed(&o, &format!("{ns}/{name}"));
+            }
+        }
+        (None, None) => {}
+    }
+}
+
+/// A ReplicaSet changed: it is queued; a deleted one's pods go to the collector.
+fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
+    if let Some(rs) = c.new.as_deref().or(c.old.as_deref()) {
+        let (ns, name) = key_of(&rs.metadata);
+        cx.replicasets.add((ns.clone(), name.clone()));
+        if rs
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+        {
+            cx.gc.add(gc::key("ReplicaSet", &ns, &name));
+        }
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.pods,
+            "Pod",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// A Deployment changed: a deleted one's ReplicaSets go to the collector.
+fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.replicasets,
+            "ReplicaSet",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// Queues for the collector every object of `objects` in `ns` that names `uid` as
+/// an owner.
+fn dependents_to_gc<K: cache::Watched>(
+    cx: &Cx,
+    objects: &Objects<K>,
+    kind: &str,
+    ns: Option<&str>,
+    uid: Option<&str>,
+) {
+    let (Some(ns), Some(uid)) = (ns, uid) else {
+        return;
+    };
+    for o in objects.in_namespace(ns) {
+        let meta = o.metadata();
+        if meta.owner_references.iter().flatten().any(|r| r.uid == uid) {
+            let (ns, name) = key_of(meta);
+            cx.gc.add(gc::key(kind, &ns, &name));
+        }
+    }
+}
+
+/// Whether `selector` (an owner's) selects `pod`.
+fn selects(
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    pod: &Pod,
+) -> bool {
+    selector
+        .and_then(|s| Selector::new(s).ok())
+        .is_some_and(|s| s.matches(pod.metadata.labels.as_ref()))
+}
+
+/// Adopts or releases a pod (a strategic merge patch that names the pod's uid, so it
+/// fails if the name now belongs to another pod); a pod already gone is no failure.
+pub(crate) async fn patch_pod(cx: &Cx, ns: &str, action: &Action) -> Result<(), ApiError> {
+    let (Some(patch), Action::AdoptPod { name, .. } | Action::ReleasePod { name, .. }) =
+        (action.patch(), action)
+    else {
+        return Ok(());
+    };
+    match cx
+        .api
+        .patch_pod(ns, name, PatchType::Strategic, &patch)
+        .await
+    {
+        Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The API clock's now, as the reconciles take it.
+pub(crate) fn timestamp(now: std::time::SystemTime) -> Timestamp {
+    let since = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
+    let nanos = i32::try_from(since.subsec_nanos()).unwrap_or(0);
+    Timestamp::new(secs, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
+}
