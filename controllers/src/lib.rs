@@ -36,6 +36,7 @@
 //!   scaling, pause, progress deadline, revision history).
 
 mod action;
+pub mod deployment;
 mod error;
 mod expectations;
 mod intstr;
