@@ -23,6 +23,7 @@
 //! - One writer per status: a controller writes only its own kind's status.
 
 mod cache;
+mod deployments;
 mod events;
 mod gc;
 mod queue;
@@ -69,6 +70,7 @@ pub(crate) struct Cx {
     pub(crate) caches: Caches,
     expectations: Mutex<Expectations>,
     replicasets: Queue,
+    deployments: Queue,
     gc: Queue,
 }
 
@@ -87,6 +89,7 @@ pub async fn run(api: Api) {
         caches: Caches::default(),
         expectations: Mutex::new(Expectations::new()),
         replicasets: Queue::default(),
+        deployments: Queue::default(),
         gc: Queue::default(),
     });
     let pods = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.pods), {
@@ -103,15 +106,25 @@ pub async fn run(api: Api) {
     });
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
+    let deployment_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Deployments)));
     let gc_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
-    tokio::join!(pods, replicasets, deployments, rs_workers, gc_workers);
+    tokio::join!(
+        pods,
+        replicasets,
+        deployments,
+        rs_workers,
+        deployment_workers,
+        gc_workers
+    );
 }
 
 /// Which controller a worker serves.
 #[derive(Debug, Clone, Copy)]
 enum Controller {
     ReplicaSets,
+    Deployments,
     GarbageCollector,
 }
 
@@ -119,12 +132,14 @@ enum Controller {
 async fn work(cx: &Cx, which: Controller) {
     let queue = match which {
         Controller::ReplicaSets => &cx.replicasets,
+        Controller::Deployments => &cx.deployments,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
         let key = queue.next().await;
         let synced = match which {
             Controller::ReplicaSets => replicasets::sync(cx, &key).await,
+            Controller::Deployments => deployments::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
         match synced {
@@ -170,6 +185,20 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             cx.gc.add(gc::key("Pod", &ns, &name));
         }
     }
+    // A pod going: its ReplicaSet's Deployment (a Recreate rollout waits for it).
+    let going = c.new.is_none()
+        || c.new.as_ref().is_some_and(|n| n.metadata.deletion_timestamp.is_some());
+    if going
+        && let Some(pod) = c.old.as_deref().or(c.new.as_deref())
+        && let Some(r) = controller_of(&pod.metadata).filter(|r| r.kind == "ReplicaSet")
+    {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        if let Some(rs) = cx.caches.replicasets.get(&(ns.clone(), r.name.clone()))
+            && let Some(d) = controller_of(&rs.metadata).filter(|d| d.kind == "Deployment")
+        {
+            cx.deployments.add((ns, d.name.clone()));
+        }
+    }
     // Expectations: a pod of a ReplicaSet seen created, or seen going.
     let owner = |p: &Pod| {
         controller_of(&p.metadata)
@@ -204,8 +233,28 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
     }
 }
 
-/// A ReplicaSet changed: it is queued; a deleted one's pods go to the collector.
+/// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
+/// Deployments that select it); a deleted one's pods go to the collector.
 fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
+    for rs in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
+        let ns = rs.metadata.namespace.clone().unwrap_or_default();
+        match controller_of(&rs.metadata) {
+            Some(r) if r.kind == "Deployment" => cx.deployments.add((ns, r.name.clone())),
+            Some(_) => {}
+            None => {
+                for d in cx.caches.deployments.in_namespace(&ns) {
+                    let selected = d
+                        .spec
+                        .as_ref()
+                        .and_then(|s| Selector::new(&s.selector).ok())
+                        .is_some_and(|s| s.matches(rs.metadata.labels.as_ref()));
+                    if selected {
+                        cx.deployments.add(key_of(&d.metadata));
+                    }
+                }
+            }
+        }
+    }
     if let Some(rs) = c.new.as_deref().or(c.old.as_deref()) {
         let (ns, name) = key_of(&rs.metadata);
         cx.replicasets.add((ns.clone(), name.clone()));
@@ -229,8 +278,12 @@ fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
     }
 }
 
-/// A Deployment changed: a deleted one's ReplicaSets go to the collector.
+/// A Deployment changed: it is queued; a deleted one's ReplicaSets go to the
+/// collector.
 fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
+    if let Some(d) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.deployments.add(key_of(&d.metadata));
+    }
     if let (Some(old), None) = (&c.old, &c.new) {
         dependents_to_gc(
             cx,
