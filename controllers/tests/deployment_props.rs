@@ -232,6 +232,45 @@ proptest! {
     }
 
     #[test]
+    fn extreme_counts_and_annotations_never_panic(
+        replicas in any::<i32>(),
+        rses in proptest::collection::vec(
+            (any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>(), ".{0,4}", ".{0,4}", 0u8..3),
+            0..4,
+        ),
+        collision in proptest::option::of(any::<i32>()),
+        recreate in any::<bool>(),
+    ) {
+        let mut d = deployment(replicas, "img-new");
+        if recreate {
+            set_recreate(&mut d);
+        }
+        d.status = Some(k8s_openapi::api::apps::v1::DeploymentStatus {
+            collision_count: collision,
+            replicas: Some(replicas),
+            ..Default::default()
+        });
+        let built: Vec<ReplicaSet> = rses
+            .iter()
+            .enumerate()
+            .map(|(i, (spec, st, avail, generation, desired, max, image))| {
+                let shape = deployment(1, &format!("img-{image}"));
+                let mut rs = rs_for(&shape, i64::try_from(i).unwrap_or(0), *spec, *avail, 10);
+                rs.metadata.name = Some(format!("rs-{i}"));
+                rs.metadata.generation = Some(i64::from(*generation));
+                if let Some(s) = rs.status.as_mut() {
+                    s.replicas = *st;
+                }
+                let ann = rs.metadata.annotations.get_or_insert_with(Default::default);
+                ann.insert(DESIRED_REPLICAS_ANNOTATION.into(), desired.clone());
+                ann.insert(MAX_REPLICAS_ANNOTATION.into(), max.clone());
+                rs
+            })
+            .collect();
+        let _ = reconcile(&d, &built, &[], at(0));
+    }
+
+    #[test]
     fn any_fencepost_string_gives_a_result_or_an_error_never_a_panic(
         surge in ".{0,6}", unavailable in ".{0,6}", replicas in -5..100i32,
     ) {

@@ -8,8 +8,8 @@
 //! 3. pausing or resuming sets Progressing Unknown;
 //! 4. paused, or `spec.replicas` changed (a ReplicaSet's
 //!    `desired-replicas` differs): scale only, proportionally across active
-//!    ReplicaSets ([`scale`]);
-//! 5. otherwise roll out: [`rolling`] or [`recreate`].
+//!    ReplicaSets (`scale.rs`);
+//! 5. otherwise roll out: `rolling.rs` or `recreate.rs`.
 //!
 //! # Inputs
 //! The ReplicaSets the Deployment owns (already claimed by the runner with

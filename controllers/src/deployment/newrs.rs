@@ -166,7 +166,9 @@ pub(crate) fn new_replicas(plan: &Plan<'_>, new: &ReplicaSet) -> i32 {
             if current >= max_total {
                 return current_new;
             }
-            let up = (max_total - current).min(plan.p.replicas.saturating_sub(current_new));
+            let up = max_total
+                .saturating_sub(current)
+                .min(plan.p.replicas.saturating_sub(current_new));
             current_new.saturating_add(up)
         }
     }

@@ -128,8 +128,9 @@ pub(crate) fn rollout_status(
 /// available pods than the stored status says.
 fn made_progress(old: &DeploymentStatus, new: &DeploymentStatus) -> bool {
     let (o, n) = (counts(old), counts(new));
+    let old_pods = |c: &super::status::Counts| i64::from(c.replicas) - i64::from(c.updated);
     n.updated > o.updated
-        || (n.replicas - n.updated) < (o.replicas - o.updated)
+        || old_pods(&n) < old_pods(&o)
         || n.ready > o.ready
         || n.available > o.available
 }

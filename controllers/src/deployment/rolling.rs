@@ -85,7 +85,7 @@ fn reconcile_old(plan: &mut Plan<'_>, new: usize) -> bool {
         return false;
     };
     let scaled = scale_down_old(plan, &olds, new);
-    cleaned + scaled > 0
+    cleaned > 0 || scaled > 0
 }
 
 /// `cleanupUnhealthyReplicas`: take up to `max` unavailable pods off the

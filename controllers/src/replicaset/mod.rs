@@ -11,8 +11,9 @@
 //!    changed; a ready pod not yet available requeues the owner for when it
 //!    will be.
 //!
-//! The runner caps creates and deletes per sync (KCM: 500), batches creates
-//! (slow start 1, 2, 4…), sets expectations before the calls, emits the
+//! A sync creates or deletes at most [`BURST_REPLICAS`] pods, as KCM's
+//! does. The runner batches creates (slow start 1, 2, 4…), sets
+//! expectations before the calls, emits the
 //! per-pod events with [`events`] once the API answered (only then is the
 //! pod's name known), and on a failed create/delete writes the status
 //! from [`status_after_failure`].
@@ -36,6 +37,12 @@ use crate::template::{TemplateError, pod_from_template};
 use crate::time::requeue_at;
 
 pub use status::{FailureReason, ManageFailure, REPLICA_FAILURE};
+
+/// Most pods one sync creates or deletes (KCM's `BurstReplicas`): the
+/// expectations of a sync stay small enough to be met in one watch lag,
+/// and a ReplicaSet of a million replicas does not become a million
+/// actions at once. The next sync does the next batch.
+pub const BURST_REPLICAS: usize = 500;
 
 /// What the runner knows beyond the owner and its pods.
 #[derive(Clone, Copy, Debug)]
@@ -152,7 +159,8 @@ fn manage<'p>(
                 .and_then(|t| pod_from_template(t, v.meta, v.owner_ref.clone()))
             {
                 Ok(pod) => {
-                    actions.extend((have..want).map(|_| Action::CreatePod { pod: pod.clone() }))
+                    let count = (want - have).min(BURST_REPLICAS);
+                    actions.extend((0..count).map(|_| Action::CreatePod { pod: pod.clone() }))
                 }
                 Err(e) => {
                     failure = Some(ManageFailure {
@@ -162,7 +170,8 @@ fn manage<'p>(
                 }
             }
         } else if have > want {
-            for p in rank::pods_to_delete(&claim.claimed, ctx.related_pods, have - want, now) {
+            let count = (have - want).min(BURST_REPLICAS);
+            for p in rank::pods_to_delete(&claim.claimed, ctx.related_pods, count, now) {
                 actions.push(Action::DeletePod {
                     name: p.metadata.name.clone().unwrap_or_default(),
                     uid: p.metadata.uid.clone().unwrap_or_default(),

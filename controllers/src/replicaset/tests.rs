@@ -127,6 +127,12 @@ fn creates_the_missing_pods_from_the_template() {
 }
 
 #[test]
+fn one_sync_creates_at_most_burst_replicas() {
+    let r = run(&rs(i32::MAX), &[]);
+    assert_eq!(r.pod_creations(), BURST_REPLICAS);
+}
+
+#[test]
 fn replicas_default_to_one() {
     let mut one = rs(0);
     if let Some(s) = one.spec.as_mut() {
