@@ -105,7 +105,9 @@ async fn claim_replicasets(
             d.metadata.name.as_deref().unwrap_or_default(),
         )?;
         if live.metadata.uid != d.metadata.uid || live.metadata.deletion_timestamp.is_some() {
-            return Err(ApiError::Internal("the deployment changed; claiming again".into()));
+            return Err(ApiError::Internal(
+                "the deployment changed; claiming again".into(),
+            ));
         }
     }
     for rs in &claimed.adopt {
@@ -168,7 +170,9 @@ async fn create(
             _ => {}
         }
     }
-    Err(ApiError::Internal(format!("the new replica set {name:?} was not created")))
+    Err(ApiError::Internal(format!(
+        "the new replica set {name:?} was not created"
+    )))
 }
 
 /// `PUT …/status` of the Deployment as cached, with `status` (or its current one) and

@@ -187,7 +187,9 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
     }
     // A pod going: its ReplicaSet's Deployment (a Recreate rollout waits for it).
     let going = c.new.is_none()
-        || c.new.as_ref().is_some_and(|n| n.metadata.deletion_timestamp.is_some());
+        || c.new
+            .as_ref()
+            .is_some_and(|n| n.metadata.deletion_timestamp.is_some());
     if going
         && let Some(pod) = c.old.as_deref().or(c.new.as_deref())
         && let Some(r) = controller_of(&pod.metadata).filter(|r| r.kind == "ReplicaSet")
