@@ -208,20 +208,15 @@ fn recreate_scales_old_to_zero_waits_for_old_pods_then_creates_new_at_full_size(
     drained.status = Some(Default::default());
     let mut terminating = pod_of(&old, "old-1", Some(600));
     terminating.metadata.deletion_timestamp = Some(Time(at(-5)));
-    let r = reconcile(
-        &d,
-        std::slice::from_ref(&drained),
-        &[terminating.clone()],
-        at(0),
-    )
-    .expect("reconcile");
+    let r =
+        reconcile(&d, std::slice::from_ref(&drained), &[&terminating], at(0)).expect("reconcile");
     assert!(written_rses(&r).is_empty(), "{:?}", r.actions);
 
     // A finished old pod does not hold the rollout back.
     if let Some(s) = terminating.status.as_mut() {
         s.phase = Some("Succeeded".into());
     }
-    let r = reconcile(&d, &[drained], &[terminating], at(0)).expect("reconcile");
+    let r = reconcile(&d, &[drained], &[&terminating], at(0)).expect("reconcile");
     let Some(Action::CreateReplicaSet { rs }) = r.actions.first() else {
         panic!("creates: {:?}", r.actions);
     };

@@ -283,8 +283,9 @@ proptest! {
         replicas in 0..30i32,
     ) {
         let pods: Vec<Pod> = shapes.iter().enumerate().map(|(i, s)| build(i, s)).collect();
-        let ctx = ReplicaContext { related_pods: &pods, expectations_satisfied: true };
-        let r = reconcile(&rs(replicas), &pods, &ctx, now()).expect("reconcile");
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let ctx = ReplicaContext { related_pods: &refs, expectations_satisfied: true };
+        let r = reconcile(&rs(replicas), &refs, &ctx, now()).expect("reconcile");
 
         let claimed: Vec<&Pod> = pods
             .iter()

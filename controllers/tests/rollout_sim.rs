@@ -56,18 +56,22 @@ impl World {
     /// call was made.
     fn round(&mut self) -> bool {
         let before = self.calls;
-        let r = reconcile(&self.d, &self.rses, &self.pods, self.now).expect("deployment sync");
+        let pods: Vec<Pod> = self.pods.clone();
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let r = reconcile(&self.d, &self.rses, &refs, self.now).expect("deployment sync");
         for a in r.actions {
             self.apply_deployment_action(a);
         }
         for _ in 0..2 {
             for i in 0..self.rses.len() {
                 let rs = self.rses[i].clone();
+                let pods: Vec<Pod> = self.pods.clone();
+                let refs: Vec<&Pod> = pods.iter().collect();
                 let ctx = ReplicaContext {
-                    related_pods: &self.pods,
+                    related_pods: &refs,
                     expectations_satisfied: true,
                 };
-                let r = replicaset::reconcile(&rs, &self.pods, &ctx, self.now).expect("rs sync");
+                let r = replicaset::reconcile(&rs, &refs, &ctx, self.now).expect("rs sync");
                 for a in r.actions {
                     self.apply_rs_action(i, a);
                 }

@@ -366,6 +366,11 @@ async fn every_example_manifest_is_accepted_and_hello_runs() {
     for name in ["hello", "web", "on-rack-r1", "init-demo"] {
         assert!(text.contains(&format!("pod/{name} created")), "{text}");
     }
+    assert!(text.contains("deployment.apps/worker created"), "{text}");
+    let rollout = Kubectl::new(&server)
+        .run(&["rollout", "status", "deploy/worker", "--timeout=60s"])
+        .await;
+    assert!(ok(&rollout).contains("successfully rolled out"));
     wait_pod(app.api(), "default", "hello", T, |p| {
         phase(p) == "Succeeded"
     })

@@ -71,7 +71,7 @@ use plan::Plan;
 pub fn reconcile(
     d: &Deployment,
     replica_sets: &[ReplicaSet],
-    pods: &[Pod],
+    pods: &[&Pod],
     now: Timestamp,
 ) -> Result<Reconciled, ReconcileError> {
     let selector = match d.spec.as_ref() {

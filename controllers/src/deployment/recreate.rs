@@ -16,7 +16,7 @@ use crate::owner::controller_of;
 use crate::selector::Selector;
 
 /// One Recreate sync. `pods`: the pods the Deployment's selector matches.
-pub(crate) fn rollout(mut plan: Plan<'_>, selector: &Selector, pods: &[Pod]) -> Reconciled {
+pub(crate) fn rollout(mut plan: Plan<'_>, selector: &Selector, pods: &[&Pod]) -> Reconciled {
     // Not created yet: the new ReplicaSet must not start before the old
     // pods are gone.
     let new = newrs::get(&mut plan, false);
@@ -58,7 +58,7 @@ fn old_pods_running(
     rses: &[ReplicaSet],
     new: Option<usize>,
     selector: &Selector,
-    pods: &[Pod],
+    pods: &[&Pod],
 ) -> bool {
     let olds = plan.olds(new);
     if olds.iter().any(|i| status_counts(&rses[*i]).0 > 0) {

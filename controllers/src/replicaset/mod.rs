@@ -50,7 +50,7 @@ pub struct ReplicaContext<'a> {
     /// Pods of every ReplicaSet with the same controller as this one (its
     /// own included), for the "more pods of the family on this node"
     /// scale-down criterion; empty for an owner without a controller.
-    pub related_pods: &'a [Pod],
+    pub related_pods: &'a [&'a Pod],
     /// The owner's expectations are satisfied: replica management may run.
     /// When false only the status is recomputed.
     pub expectations_satisfied: bool,
@@ -127,11 +127,15 @@ struct Managed<'p> {
 
 fn manage<'p>(
     v: &View<'_>,
-    pods: &'p [Pod],
+    pods: &[&'p Pod],
     ctx: &ReplicaContext<'_>,
     now: Timestamp,
 ) -> Managed<'p> {
-    let claim = claim(v.meta, &v.selector, pods.iter().filter(|p| is_active(p)));
+    let claim = claim(
+        v.meta,
+        &v.selector,
+        pods.iter().copied().filter(|p| is_active(p)),
+    );
     let mut actions = Vec::new();
     for p in &claim.adopt {
         actions.push(Action::AdoptPod {
@@ -206,7 +210,7 @@ fn manage<'p>(
 /// then does nothing for this ReplicaSet).
 pub fn reconcile(
     rs: &ReplicaSet,
-    pods: &[Pod],
+    pods: &[&Pod],
     ctx: &ReplicaContext<'_>,
     now: Timestamp,
 ) -> Result<Reconciled, ReconcileError> {
@@ -229,7 +233,7 @@ pub fn reconcile(
 /// As [`reconcile`].
 pub fn status_after_failure(
     rs: &ReplicaSet,
-    pods: &[Pod],
+    pods: &[&Pod],
     failure: &ManageFailure,
     now: Timestamp,
 ) -> Result<Option<Action>, ReconcileError> {
@@ -261,7 +265,7 @@ fn rs_status_write(
 /// plain-map selector (defaulted to the template's labels) and status type.
 pub fn reconcile_replication_controller(
     rc: &ReplicationController,
-    pods: &[Pod],
+    pods: &[&Pod],
     ctx: &ReplicaContext<'_>,
     now: Timestamp,
 ) -> Reconciled {
@@ -279,7 +283,7 @@ pub fn reconcile_replication_controller(
 /// [`status_after_failure`] for a ReplicationController.
 pub fn rc_status_after_failure(
     rc: &ReplicationController,
-    pods: &[Pod],
+    pods: &[&Pod],
     failure: &ManageFailure,
     now: Timestamp,
 ) -> Option<Action> {

@@ -47,7 +47,7 @@ pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-del
 /// KCM then ranks every pod 0 on that criterion too.
 pub fn pods_to_delete<'a>(
     pods: &[&'a Pod],
-    related: &[Pod],
+    related: &[&Pod],
     count: usize,
     now: Timestamp,
 ) -> Vec<&'a Pod> {
@@ -237,7 +237,8 @@ mod tests {
 
     fn first(pods: &[Pod], related: &[Pod]) -> String {
         let refs: Vec<&Pod> = pods.iter().collect();
-        pods_to_delete(&refs, related, 1, ts(NOW))
+        let related: Vec<&Pod> = related.iter().collect();
+        pods_to_delete(&refs, &related, 1, ts(NOW))
             .first()
             .and_then(|p| p.metadata.uid.clone())
             .unwrap_or_default()

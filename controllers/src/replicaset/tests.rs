@@ -87,7 +87,8 @@ fn pod(name: &str, ready_at: &str) -> Pod {
 }
 
 fn run(rs: &ReplicaSet, pods: &[Pod]) -> Reconciled {
-    reconcile(rs, pods, &ReplicaContext::default(), ts(NOW)).expect("reconcile")
+    let pods: Vec<&Pod> = pods.iter().collect();
+    reconcile(rs, &pods, &ReplicaContext::default(), ts(NOW)).expect("reconcile")
 }
 
 fn rs_status(r: &Reconciled) -> Option<ReplicaSetStatus> {
@@ -325,7 +326,7 @@ fn replication_controllers_use_the_same_rules_and_their_own_status() {
     };
     let mut orphan = pod("a", "2024-01-01T11:00:00Z");
     orphan.metadata.owner_references = None;
-    let r = reconcile_replication_controller(&rc, &[orphan], &ReplicaContext::default(), ts(NOW));
+    let r = reconcile_replication_controller(&rc, &[&orphan], &ReplicaContext::default(), ts(NOW));
     let Some(Action::AdoptPod { owner_ref, .. }) = r.actions.first() else {
         panic!("adopts first");
     };

@@ -37,13 +37,17 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
     };
     let rses = cx.caches.replicasets.in_namespace(&key.0);
     let owned = claim_replicasets(cx, &d, &selector, &rses).await?;
-    let pods: Vec<Pod> = cx
-        .caches
-        .pods
-        .in_namespace(&key.0)
+    // Only a Recreate rollout reads pods (it waits for the old ones to go).
+    let recreate = spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate");
+    let all = if recreate {
+        cx.caches.pods.in_namespace(&key.0)
+    } else {
+        Vec::new()
+    };
+    let pods: Vec<&Pod> = all
         .iter()
+        .map(AsRef::as_ref)
         .filter(|p| selector.matches(p.metadata.labels.as_ref()))
-        .map(|p| (**p).clone())
         .collect();
     let planned = match deployment::reconcile(&d, &owned, &pods, now) {
         Ok(p) => p,

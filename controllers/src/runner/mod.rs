@@ -53,17 +53,6 @@ pub(crate) struct Caches {
     pub(crate) deployments: Arc<Objects<Deployment>>,
 }
 
-impl Caches {
-    /// A namespace's pods, as the reconciles take them.
-    pub(crate) fn pods_of_namespace(&self, ns: &str) -> Vec<Pod> {
-        self.pods
-            .in_namespace(ns)
-            .iter()
-            .map(|p| (**p).clone())
-            .collect()
-    }
-}
-
 /// What the controllers share.
 pub(crate) struct Cx {
     pub(crate) api: Api,

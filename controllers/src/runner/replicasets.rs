@@ -33,8 +33,16 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         cx.expectations().forget(&owner);
         return Ok(None);
     };
-    let pods = cx.caches.pods_of_namespace(&key.0);
-    let related = related_pods(cx, &rs, &pods);
+    // Its own pods and the orphans it may adopt, by reference: a sync of a
+    // 10,000-replica set copies no pod.
+    let all = cx.caches.pods.in_namespace(&key.0);
+    let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+    let pods: Vec<&Pod> = all
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| controller_of(&p.metadata).is_none_or(|r| r.uid == uid))
+        .collect();
+    let related = related_pods(cx, &rs, &all);
     let satisfied = cx.expectations().satisfied(&owner, now);
     let ctx = ReplicaContext {
         related_pods: &related,
@@ -234,7 +242,7 @@ async fn delete_pods(
 
 /// The pods of every ReplicaSet that shares this one's controller (a Deployment's
 /// ReplicaSets), for the "more of the family on its node" rank of a scale-down.
-fn related_pods(cx: &Cx, rs: &ReplicaSet, pods: &[Pod]) -> Vec<Pod> {
+fn related_pods<'a>(cx: &Cx, rs: &ReplicaSet, pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
     let Some(controller) = controller_of(&rs.metadata) else {
         return Vec::new();
     };
@@ -248,8 +256,8 @@ fn related_pods(cx: &Cx, rs: &ReplicaSet, pods: &[Pod]) -> Vec<Pod> {
         .filter_map(|r| r.metadata.uid.clone())
         .collect();
     pods.iter()
+        .map(AsRef::as_ref)
         .filter(|p| controller_of(&p.metadata).is_some_and(|c| family.contains(&c.uid)))
-        .cloned()
         .collect()
 }
 

@@ -102,7 +102,17 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             warmup: 0,
             constrained: true,
         },
-        other => anyhow::bail!("unknown scenario {other:?}: basic, large, constrained or store"),
+        // basic's agents and warm-up, its 10,000 pods as one Deployment's replicas.
+        "deployment" => Scenario {
+            name: "deployment",
+            agents: 5000,
+            pods: 10_000,
+            warmup: 1000,
+            constrained: false,
+        },
+        other => anyhow::bail!(
+            "unknown scenario {other:?}: basic, large, constrained, deployment or store"
+        ),
     })
 }
 
@@ -152,6 +162,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let etcd = fresh_etcd_prefix(&args);
     let store = if etcd.is_some() { "etcd" } else { "redb" };
+    if sc.name == "deployment" {
+        return runtime.block_on(run_deployment(sc, args, etcd, store));
+    }
     let report = runtime.block_on(run_scenario(
         sc,
         args.data_dir.clone(),
@@ -440,6 +453,47 @@ async fn run_scenario(
     app.shutdown().await;
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(report)
+}
+
+/// `--scenario deployment` (see `bench_deployment.rs`).
+async fn run_deployment(
+    sc: Scenario,
+    args: Args,
+    etcd: Option<apiserver::store::EtcdConfig>,
+    store: &str,
+) -> anyhow::Result<()> {
+    let tmp = tempdir_for_bench()?;
+    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
+    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
+        .await
+        .context("mesopod could not start")?;
+    let api = app.api().clone();
+    if sc.warmup > 0 {
+        let (_, running, ..) = wave(&api, 1_000_000, sc.warmup, false, args.timeout).await?;
+        anyhow::ensure!(
+            running.len() == sc.warmup,
+            "warm-up placed only {} of {} pods",
+            running.len(),
+            sc.warmup
+        );
+    }
+    let m = super::bench_deployment::run(&api, sc.pods, args.timeout).await;
+    app.shutdown().await;
+    let _ = std::fs::remove_dir_all(&tmp);
+    let m = m?;
+    println!(
+        "bench scenario=deployment agents={} pods={} pods_per_s={:.0} create_s={:.2} update_s={:.2} update_ratio={:.2} rss_mib={:.0} cpu_s={:.1} update_cpu_s={:.1} store={store}",
+        sc.agents,
+        sc.pods,
+        sc.pods as f64 / m.create_s.max(1e-9),
+        m.create_s,
+        m.update_s,
+        m.update_s / m.create_s.max(1e-9),
+        peak_rss_mib(),
+        m.cpu_s,
+        m.update_cpu_s,
+    );
+    Ok(())
 }
 
 fn tempdir_for_bench() -> anyhow::Result<std::path::PathBuf> {

@@ -1,6 +1,7 @@
 //! One module per `mesopod` subcommand: its flags and its entry point.
 
 pub mod bench;
+mod bench_deployment;
 mod bench_store;
 pub mod containers;
 pub mod etcd;

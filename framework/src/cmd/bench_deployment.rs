@@ -1,0 +1,146 @@
+//! `mesopod bench --scenario deployment`: one Deployment of `--pods` replicas (10,000
+//! by default) on the basic scenario's simulated agents, measured from its create to
+//! all replicas available, then its rolling update (a new image, the default 25%
+//! surge and unavailability) to all new replicas available. Pods are made by the
+//! controllers, in process, and placed by the scheduler as any pod is.
+//!
+//! It prints:
+//!
+//! `bench scenario=deployment agents=A pods=P pods_per_s=X create_s=X update_s=X update_ratio=X rss_mib=X cpu_s=X update_cpu_s=X store=redb|etcd`
+//!
+//! where `pods_per_s` is replicas over `create_s`, `update_ratio` is `update_s` over
+//! `create_s`, and the CPU times are the whole process' over each phase (set them
+//! beside `--scenario basic`'s `cpu_s` for the same pod count: the difference is what
+//! the controllers cost).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use apiserver::Api;
+use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+/// What one run measured.
+#[derive(Debug)]
+pub(super) struct Measured {
+    pub(super) create_s: f64,
+    pub(super) update_s: f64,
+    pub(super) cpu_s: f64,
+    pub(super) update_cpu_s: f64,
+}
+
+/// Creates the Deployment, waits until all `replicas` are available, updates its image
+/// and waits until all new replicas are available.
+pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow::Result<Measured> {
+    let replicas = i32::try_from(replicas).context("too many replicas")?;
+    let cpu_before = super::bench::cpu_seconds();
+    let start = Instant::now();
+    api.create_deployment("default", deployment(replicas, "registry.k8s.io/pause:3.9"))
+        .await
+        .context("creating the deployment")?;
+    let from = api.resource_version();
+    let created = settled(api, replicas, from, timeout).await?;
+    let create_s = created.saturating_duration_since(start).as_secs_f64();
+    let cpu_s = super::bench::cpu_seconds() - cpu_before;
+
+    let cpu_before = super::bench::cpu_seconds();
+    let start = Instant::now();
+    let mut d = api.get_deployment("default", "bench")?;
+    if let Some(spec) = d.spec.as_mut() {
+        spec.template.spec.as_mut().map(|s| {
+            s.containers[0].image = Some("registry.k8s.io/pause:3.10".into());
+        });
+    }
+    api.replace_deployment("default", "bench", d)
+        .await
+        .context("updating the deployment's image")?;
+    let from = api.resource_version();
+    let updated = settled(api, replicas, from, timeout).await?;
+    Ok(Measured {
+        create_s,
+        update_s: updated.saturating_duration_since(start).as_secs_f64(),
+        cpu_s,
+        update_cpu_s: super::bench::cpu_seconds() - cpu_before,
+    })
+}
+
+/// Waits until the Deployment's status says its current generation rolled out:
+/// observed, every replica updated and available, no old one left.
+async fn settled(
+    api: &Api,
+    replicas: i32,
+    from: u64,
+    timeout: Duration,
+) -> anyhow::Result<Instant> {
+    let done = |d: &Deployment| {
+        let s = d.status.clone().unwrap_or_default();
+        s.observed_generation >= d.metadata.generation
+            && s.updated_replicas == Some(replicas)
+            && s.available_replicas == Some(replicas)
+            && s.replicas == Some(replicas)
+    };
+    if done(&api.get_deployment("default", "bench")?) {
+        return Ok(Instant::now());
+    }
+    let mut watch = api.watch_deployments(Some("default"), from)?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, watch.next()).await {
+            Err(_) => anyhow::bail!("the deployment did not roll out within {timeout:?}"),
+            Ok(None) => anyhow::bail!("the deployment watch ended"),
+            Ok(Some(ev)) => {
+                if done(&ev?.object) {
+                    return Ok(Instant::now());
+                }
+            }
+        }
+    }
+}
+
+fn deployment(replicas: i32, image: &str) -> Deployment {
+    let labels: std::collections::BTreeMap<String, String> =
+        [("app".to_owned(), "bench".to_owned())]
+            .into_iter()
+            .collect();
+    let requests = [
+        ("cpu".to_owned(), Quantity("100m".into())),
+        ("memory".to_owned(), Quantity("128Mi".into())),
+    ];
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some("bench".into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "main".into(),
+                        image: Some(image.into()),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(requests.into_iter().collect()),
+                            ..ResourceRequirements::default()
+                        }),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
