@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 mod errors;
+mod http;
 mod kinds;
 
 use std::collections::HashMap;
