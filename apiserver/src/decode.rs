@@ -46,8 +46,12 @@ pub fn is_yaml(content_type: &str) -> bool {
     ct.ends_with("yaml")
 }
 
-/// Parses a body as JSON, or YAML when the Content-Type says so, into one JSON object.
+/// Parses a body as JSON, or YAML or Kubernetes protobuf when the Content-Type says so,
+/// into one JSON value.
 pub fn parse_body(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    if crate::protobuf::is_protobuf(content_type) {
+        return crate::protobuf::decode(bytes);
+    }
     let value: Value = if is_yaml(content_type) {
         serde_yaml_ng::from_slice(bytes)
             .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
@@ -120,9 +124,9 @@ where
     decode_checked(value, Vec::new(), validation).map_err(cannot_handle::<T>)
 }
 
-/// Parses a JSON or YAML body and decodes it as kind `T`; with field validation on, keys
-/// given twice in a JSON body are reported (`duplicate field "metadata.name"`) as
-/// kube-apiserver does, rather than the last one silently winning.
+/// Parses a JSON, YAML or protobuf body and decodes it as kind `T`; with field validation
+/// on, keys given twice in a JSON body are reported (`duplicate field "metadata.name"`)
+/// as kube-apiserver does, rather than the last one silently winning.
 pub fn decode_resource_body<T>(
     bytes: &[u8],
     content_type: &str,
@@ -131,6 +135,11 @@ pub fn decode_resource_body<T>(
 where
     T: k8s_openapi::Resource + DeserializeOwned + Serialize,
 {
+    if crate::protobuf::is_protobuf(content_type) {
+        // The endpoint's kind, so that an envelope naming none is taken as one.
+        let value = crate::protobuf::decode_object(bytes, T::API_VERSION, T::KIND)?;
+        return decode_checked(&value, Vec::new(), validation).map_err(cannot_handle::<T>);
+    }
     let value = parse_object(bytes, content_type)?;
     let duplicates = if validation == FieldValidation::Ignore || is_yaml(content_type) {
         Vec::new()

@@ -102,8 +102,11 @@
 //!   from the configuration stays.
 //! - Lists ignore `limit`/`continue` and answer everything at once.
 //! - `metadata.finalizers` are stored but do not hold deletion.
-//! - Protobuf request bodies are understood only for what `kubectl create namespace|
-//!   serviceaccount|configmap|secret` sends; everything else is JSON or YAML.
+//! - Protobuf request bodies (kubectl's typed clients) are read for every kind of the
+//!   core, apps, batch, coordination, RBAC, autoscaling, policy, networking, discovery,
+//!   authentication and authorization `v1` schemas, by reflection over Kubernetes' wire
+//!   schemas (`proto/`); fields a newer client adds are skipped, as kube-apiserver skips
+//!   them. Responses are always JSON.
 //! - The OpenAPI schemas carry no `x-kubernetes-patch-merge-key`s (k8s-openapi's do not),
 //!   so kubectl's client-side apply uses its compiled-in patch metadata.
 //! - A list or watch at a resourceVersion ahead of the store is answered 504 at once

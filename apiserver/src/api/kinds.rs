@@ -357,7 +357,7 @@ pub(crate) fn decode_kind<K: Kind>(
     decode_resource::<K>(value, opts.field_validation).map_err(redact::<K>)
 }
 
-/// [`decode_kind`] of a JSON or YAML body (duplicate keys checked too).
+/// [`decode_kind`] of a JSON, YAML or protobuf body (duplicate keys checked too).
 pub(crate) fn decode_kind_body<K: Kind>(
     bytes: &[u8],
     content_type: &str,

@@ -34,7 +34,7 @@ use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
 pub use fence::{Fence, Renewal};
-pub(crate) use kinds::{decode_kind, decode_kind_body};
+pub(crate) use kinds::decode_kind_body;
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};

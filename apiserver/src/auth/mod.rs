@@ -25,7 +25,6 @@ mod discovery;
 mod in_process;
 pub mod node_authz;
 pub mod node_keys;
-mod proto;
 pub mod rbac;
 pub mod request_info;
 mod reviews;
@@ -243,19 +242,21 @@ pub(crate) fn api_groups() -> Vec<serde_json::Value> {
     discovery::groups()
 }
 
-/// A request body as JSON: protobuf (what kubectl's typed clients send) for `kinds`,
-/// else JSON or YAML.
+/// A request body as JSON: protobuf (what kubectl's typed clients send), which must
+/// hold a `kind` of `api_version`, or JSON or YAML.
 pub(crate) async fn read_object(
     headers: &axum::http::HeaderMap,
     body: axum::body::Body,
-    kinds: &[&str],
+    api_version: &str,
+    kind: &str,
 ) -> Result<serde_json::Value, crate::ApiError> {
-    use crate::http::extract::{content_type, object_content_type, read_body};
-    if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
-        return proto::decode(&read_body(headers, body).await?, kinds);
-    }
+    use crate::http::extract::{object_content_type, read_body};
     let ct = object_content_type(headers)?.to_string();
-    crate::decode::parse_object(&read_body(headers, body).await?, &ct)
+    let bytes = read_body(headers, body).await?;
+    if crate::protobuf::is_protobuf(&ct) {
+        return crate::protobuf::decode_object(&bytes, api_version, kind);
+    }
+    crate::decode::parse_object(&bytes, &ct)
 }
 
 #[cfg(test)]

@@ -26,7 +26,11 @@ use crate::validation::Causes;
 type Checked = Option<Extension<(UserInfo, Arc<Rbac>)>>;
 
 async fn body(headers: &HeaderMap, body: Body, kind: &str) -> Result<Value, ApiError> {
-    super::read_object(headers, body, &[kind]).await
+    let api_version = match kind {
+        "TokenRequest" => "authentication.k8s.io/v1",
+        _ => "authorization.k8s.io/v1",
+    };
+    super::read_object(headers, body, api_version, kind).await
 }
 
 fn who(user: &Option<Extension<RequestUser>>) -> UserInfo {

@@ -128,15 +128,21 @@ pub(crate) fn content_type(headers: &HeaderMap) -> &str {
         .unwrap_or("")
 }
 
-/// Accepts JSON and YAML bodies for create and replace; 415 otherwise.
+/// Accepts JSON, YAML and Kubernetes protobuf bodies for create and replace; 415
+/// otherwise.
 pub(crate) fn object_content_type(headers: &HeaderMap) -> Result<&str, ApiError> {
     let ct = content_type(headers);
     let base = ct.split(';').next().unwrap_or("").trim();
     match base {
-        "" | "application/json" | "application/yaml" | "application/x-yaml" | "text/yaml"
-        | "*/*" => Ok(ct),
+        ""
+        | "application/json"
+        | "application/yaml"
+        | "application/x-yaml"
+        | "text/yaml"
+        | "*/*"
+        | crate::protobuf::PROTOBUF => Ok(ct),
         other => Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other:?})"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {other:?})"
         ))),
     }
 }

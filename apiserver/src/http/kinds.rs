@@ -12,11 +12,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Router, routing::MethodRouter};
 
-use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
+use super::extract::{ApiPath, Params, object_content_type, read_body};
 use super::pods::{delete_options, patch_request};
 use super::respond::{json, json_with_warnings};
 use super::{get_cluster_scoped, get_in_namespace, list_all, list_in_namespace};
-use crate::api::{Api, WriteOptions, decode_kind, decode_kind_body};
+use crate::api::{Api, WriteOptions, decode_kind_body};
 use crate::auth::rbac::Writer;
 use crate::error::ApiError;
 use crate::kinds::Kind;
@@ -88,11 +88,7 @@ async fn decode<K: Kind>(
 ) -> Result<(K, Vec<String>, WriteOptions), ApiError> {
     let opts = params.write_options()?;
     let bytes = read_body(headers, body).await?;
-    let (obj, warnings) = if content_type(headers).starts_with(crate::protobuf::PROTOBUF) {
-        decode_kind::<K>(&K::decode_protobuf(&bytes)?, opts)?
-    } else {
-        decode_kind_body::<K>(&bytes, object_content_type(headers)?, opts)?
-    };
+    let (obj, warnings) = decode_kind_body::<K>(&bytes, object_content_type(headers)?, opts)?;
     Ok((obj, warnings, opts))
 }
 

@@ -6,10 +6,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use k8s_openapi::api::core::v1::{Event, Namespace};
 
-use super::extract::{ApiPath, Params, content_type, object_content_type, read_body};
+use super::extract::{ApiPath, Params, object_content_type, read_body};
 use super::respond::{json, json_with_warnings};
 use crate::api::Api;
-use crate::decode::{decode_resource, decode_resource_body};
+use crate::decode::decode_resource_body;
 use crate::error::ApiError;
 
 /// `POST /api/v1/namespaces/NS/events`.
@@ -44,14 +44,9 @@ pub(crate) async fn create_namespace(
     body: Body,
 ) -> Result<Response, ApiError> {
     let opts = params.write_options()?;
-    let (ns, warnings) = if content_type(&headers).starts_with(crate::protobuf::PROTOBUF) {
-        let value = crate::protobuf::decode_object(&read_body(&headers, body).await?, "Namespace")?;
-        decode_resource::<Namespace>(&value, opts.field_validation)?
-    } else {
-        let ct = object_content_type(&headers)?.to_string();
-        let bytes = read_body(&headers, body).await?;
-        decode_resource_body::<Namespace>(&bytes, &ct, opts.field_validation)?
-    };
+    let ct = object_content_type(&headers)?.to_string();
+    let bytes = read_body(&headers, body).await?;
+    let (ns, warnings) = decode_resource_body::<Namespace>(&bytes, &ct, opts.field_validation)?;
     let ns = api.create_namespace_with(ns, opts).await?;
     Ok(json_with_warnings(StatusCode::CREATED, &ns, &warnings))
 }

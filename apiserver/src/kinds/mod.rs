@@ -71,11 +71,6 @@ pub(crate) trait Kind:
     fn admit(&self, _ns: &str, _writer: Option<&Writer>) -> Result<(), crate::ApiError> {
         Ok(())
     }
-
-    /// A protobuf body of this kind, as JSON.
-    fn decode_protobuf(bytes: &[u8]) -> Result<Value, crate::ApiError> {
-        crate::protobuf::decode_object(bytes, Self::KIND)
-    }
 }
 
 /// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own.

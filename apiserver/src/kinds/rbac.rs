@@ -127,10 +127,6 @@ macro_rules! rbac_kind {
                 let rules = self.rules.as_deref().unwrap_or(&[]);
                 rbac::confirm_no_escalation(writer, $kind, ns, name, Grant::Rules(rules))
             }
-
-            fn decode_protobuf(bytes: &[u8]) -> Result<Value, ApiError> {
-                rbac::decode_protobuf(bytes, <Self as k8s_openapi::Resource>::KIND)
-            }
         }
     };
     (binding $t:ty, $kind:expr, $resource:expr, $namespaced:expr) => {
@@ -155,10 +151,6 @@ macro_rules! rbac_kind {
                 let name = self.metadata.name.as_deref().unwrap_or("");
                 let grant = Grant::Binding(&self.role_ref);
                 rbac::confirm_no_escalation(writer, $kind, ns, name, grant)
-            }
-
-            fn decode_protobuf(bytes: &[u8]) -> Result<Value, ApiError> {
-                rbac::decode_protobuf(bytes, <Self as k8s_openapi::Resource>::KIND)
             }
         }
     };

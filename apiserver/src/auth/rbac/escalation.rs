@@ -84,12 +84,3 @@ pub(crate) fn confirm_no_escalation(
         &msg,
     )))
 }
-
-/// Decodes a protobuf body of RBAC kind `kind` (kubectl's typed clients send one for
-/// `kubectl create role` and `create rolebinding`) as JSON.
-///
-/// # Errors
-/// 400 on a malformed body or another kind.
-pub(crate) fn decode_protobuf(bytes: &[u8], kind: &str) -> Result<serde_json::Value, ApiError> {
-    crate::auth::proto::decode(bytes, &[kind])
-}

@@ -20,7 +20,7 @@ use k8s_openapi::api::rbac::v1::{
 };
 use serde::de::DeserializeOwned;
 
-pub(crate) use escalation::{Grant, Writer, confirm_no_escalation, decode_protobuf};
+pub(crate) use escalation::{Grant, Writer, confirm_no_escalation};
 use kinds::Kind;
 
 use super::request_info::Attributes;
