@@ -12,6 +12,7 @@ use k8s_openapi::Metadata;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
 
 use super::queue::Key;
 
@@ -23,11 +24,106 @@ pub(crate) trait Watched: Metadata<Ty = ObjectMeta> + Clone + Send + Sync + 'sta
 
 impl Watched for Pod {
     fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
-        api.list_pods(None, "", "")
+        let list = api.list_pods(None, "", "")?;
+        Ok(ObjectList {
+            items: list.items.into_iter().map(slim).collect(),
+            resource_version: list.resource_version,
+        })
     }
     fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
-        api.watch_pods(None, from)
+        // Pods change most and are the largest: each event decodes only what a
+        // reconcile reads (metadata, the node, the phase, conditions and restarts),
+        // not the containers' specs.
+        let raw = api.watch_pods_raw(None, from)?;
+        Ok(raw
+            .map(|item| {
+                let (kind, value) = item?;
+                let view = PodView::deserialize(value.as_ref()).map_err(|e| {
+                    ApiError::Internal(format!("a stored pod does not decode: {e}"))
+                })?;
+                let resource_version = view
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                Ok(apiserver::ObjectEvent {
+                    kind,
+                    object: view.into_pod(),
+                    resource_version,
+                })
+            })
+            .boxed())
     }
+}
+
+/// What the controllers read of a pod.
+#[derive(Deserialize)]
+struct PodView {
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<NodeOnly>,
+    #[serde(default)]
+    status: Option<StatusView>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeOnly {
+    node_name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusView {
+    phase: Option<String>,
+    conditions: Option<Vec<k8s_openapi::api::core::v1::PodCondition>>,
+    container_statuses: Option<Vec<RestartsOnly>>,
+    init_container_statuses: Option<Vec<RestartsOnly>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RestartsOnly {
+    name: String,
+    restart_count: i32,
+}
+
+impl PodView {
+    fn into_pod(self) -> Pod {
+        let statuses = |list: Option<Vec<RestartsOnly>>| {
+            list.map(|l| {
+                l.into_iter()
+                    .map(|c| k8s_openapi::api::core::v1::ContainerStatus {
+                        name: c.name,
+                        restart_count: c.restart_count,
+                        ..Default::default()
+                    })
+                    .collect()
+            })
+        };
+        Pod {
+            metadata: self.metadata,
+            spec: self.spec.map(|s| k8s_openapi::api::core::v1::PodSpec {
+                node_name: s.node_name,
+                ..Default::default()
+            }),
+            status: self.status.map(|s| k8s_openapi::api::core::v1::PodStatus {
+                phase: s.phase,
+                conditions: s.conditions,
+                container_statuses: statuses(s.container_statuses),
+                init_container_statuses: statuses(s.init_container_statuses),
+                ..Default::default()
+            }),
+        }
+    }
+}
+
+/// A listed pod cut to what [`PodView`] keeps, so that cached pods look alike
+/// whether they came from the list or a watch.
+fn slim(pod: Pod) -> Pod {
+    let value = serde_json::to_value(&pod).unwrap_or_default();
+    PodView::deserialize(&value).map_or(pod, PodView::into_pod)
 }
 
 impl Watched for ReplicaSet {

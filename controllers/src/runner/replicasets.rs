@@ -42,7 +42,14 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         .map(AsRef::as_ref)
         .filter(|p| controller_of(&p.metadata).is_none_or(|r| r.uid == uid))
         .collect();
-    let related = related_pods(cx, &rs, &all);
+    // Only a scale-down ranks by the family's pods per node.
+    let replicas =
+        usize::try_from(rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)).unwrap_or(0);
+    let related = if pods.len() > replicas {
+        related_pods(cx, &rs, &all)
+    } else {
+        Vec::new()
+    };
     let satisfied = cx.expectations().satisfied(&owner, now);
     let ctx = ReplicaContext {
         related_pods: &related,
