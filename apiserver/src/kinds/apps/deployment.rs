@@ -219,44 +219,32 @@ pub(crate) fn columns() -> Vec<Value> {
             "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
         ),
         age,
-        col(
-            "Containers",
-            "string",
-            1,
-            "Names of each container in the template.",
-        ),
-        col(
-            "Images",
-            "string",
-            1,
-            "Images referenced by each container in the template.",
-        ),
-        col(
-            "Selector",
-            "string",
-            1,
-            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
-        ),
     ]
+    .into_iter()
+    .chain(super::wide_columns(
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+    ))
+    .collect()
 }
 
 pub(crate) fn cells(obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
     let d: Deployment = serde_json::from_value(obj.clone()).ok()?;
     let status = d.status.clone().unwrap_or_default();
     let spec = d.spec.clone().unwrap_or_default();
-    let (containers, images) = super::containers_and_images(Some(&spec.template));
-    Some(vec![
-        json!(d.metadata.name),
-        json!(format!(
-            "{}/{}",
-            status.ready_replicas.unwrap_or(0),
-            spec.replicas.unwrap_or(1)
-        )),
-        json!(status.updated_replicas.unwrap_or(0)),
-        json!(status.available_replicas.unwrap_or(0)),
-        json!(crate::clock::age(crate::table::created(obj), now)),
-        json!(containers),
-        json!(images),
-        json!(super::selector_string(&spec.selector)),
-    ])
+    Some(
+        vec![
+            json!(d.metadata.name),
+            json!(format!(
+                "{}/{}",
+                status.ready_replicas.unwrap_or(0),
+                spec.replicas.unwrap_or(1)
+            )),
+            json!(status.updated_replicas.unwrap_or(0)),
+            json!(status.available_replicas.unwrap_or(0)),
+            json!(crate::clock::age(crate::table::created(obj), now)),
+        ]
+        .into_iter()
+        .chain(super::wide_cells(Some(&spec.template), &spec.selector))
+        .collect(),
+    )
 }

@@ -222,9 +222,29 @@ fn go_selector(selector: &LabelSelector) -> String {
     )
 }
 
-/// The CONTAINERS and IMAGES cells of a workload's wide Table row: comma-separated, as
-/// kubectl prints them.
-fn containers_and_images(template: Option<&PodTemplateSpec>) -> (String, String) {
+/// The CONTAINERS, IMAGES and SELECTOR columns every workload's Table adds with `-o
+/// wide`, the selector described as the kind describes it.
+fn wide_columns(selector: &str) -> [Value; 3] {
+    [
+        col(
+            "Containers",
+            "string",
+            1,
+            "Names of each container in the template.",
+        ),
+        col(
+            "Images",
+            "string",
+            1,
+            "Images referenced by each container in the template.",
+        ),
+        col("Selector", "string", 1, selector),
+    ]
+}
+
+/// The cells of [`wide_columns`]: names and images comma-separated, as kubectl prints
+/// them, and the selector as a string.
+fn wide_cells(template: Option<&PodTemplateSpec>, selector: &LabelSelector) -> [Value; 3] {
     let containers = template
         .and_then(|t| t.spec.as_ref())
         .map(|s| s.containers.as_slice())
@@ -234,7 +254,11 @@ fn containers_and_images(template: Option<&PodTemplateSpec>) -> (String, String)
         .iter()
         .map(|c| c.image.as_deref().unwrap_or(""))
         .collect();
-    (names.join(","), images.join(","))
+    [
+        Value::String(names.join(",")),
+        Value::String(images.join(",")),
+        Value::String(selector_string(selector)),
+    ]
 }
 
 /// The selector as a string (`app=web`), `<none>` when it selects nothing parseable.

@@ -100,40 +100,28 @@ pub(crate) fn columns() -> Vec<Value> {
             "The number of ready replicas for this replica set.",
         ),
         age,
-        col(
-            "Containers",
-            "string",
-            1,
-            "Names of each container in the template.",
-        ),
-        col(
-            "Images",
-            "string",
-            1,
-            "Images referenced by each container in the template.",
-        ),
-        col(
-            "Selector",
-            "string",
-            1,
-            "Selector is a label query over pods that should match the replica count.",
-        ),
     ]
+    .into_iter()
+    .chain(super::wide_columns(
+        "Selector is a label query over pods that should match the replica count.",
+    ))
+    .collect()
 }
 
 pub(crate) fn cells(obj: &Value, now: SystemTime) -> Option<Vec<Value>> {
     let rs: ReplicaSet = serde_json::from_value(obj.clone()).ok()?;
     let status = rs.status.clone().unwrap_or_default();
     let spec = rs.spec.clone().unwrap_or_default();
-    let (containers, images) = super::containers_and_images(spec.template.as_ref());
-    Some(vec![
-        json!(rs.metadata.name),
-        json!(spec.replicas.unwrap_or(1)),
-        json!(status.replicas),
-        json!(status.ready_replicas.unwrap_or(0)),
-        json!(crate::clock::age(crate::table::created(obj), now)),
-        json!(containers),
-        json!(images),
-        json!(super::selector_string(&spec.selector)),
-    ])
+    Some(
+        vec![
+            json!(rs.metadata.name),
+            json!(spec.replicas.unwrap_or(1)),
+            json!(status.replicas),
+            json!(status.ready_replicas.unwrap_or(0)),
+            json!(crate::clock::age(crate::table::created(obj), now)),
+        ]
+        .into_iter()
+        .chain(super::wide_cells(spec.template.as_ref(), &spec.selector))
+        .collect(),
+    )
 }
