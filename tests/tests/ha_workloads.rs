@@ -1,6 +1,6 @@
 //! Two `mesopod` replicas on one real etcd and a standalone localmesos of simulated
 //! agents: the leader SIGKILLed in the middle of a 100-replica Deployment's rolling
-//! update. The new leader's controllers finish the rollout from what is stored (not
+//! update (`minReadySeconds: 2` makes each step of it last long enough to be in one). The new leader's controllers finish the rollout from what is stored (not
 //! from the dead leader's memory): every replica runs the new template, no more pods
 //! than the surge allows were ever made for it, and each pod was launched once. Needs
 //! etcd (`.ci/install-etcd.sh`): skipped without it, failed under `CI=true`.
@@ -18,7 +18,7 @@ const REPLICAS: usize = 100;
 
 fn deployment(image: &str) -> String {
     format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: roll\nspec:\n  replicas: {REPLICAS}\n  selector:\n    matchLabels: {{app: roll}}\n  template:\n    metadata:\n      labels: {{app: roll}}\n    spec:\n      containers:\n      - name: main\n        image: {image}\n        command: [\"sleep\", \"600\"]\n        resources:\n          requests: {{cpu: 10m, memory: 16Mi}}\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: roll\nspec:\n  replicas: {REPLICAS}\n  minReadySeconds: 2\n  selector:\n    matchLabels: {{app: roll}}\n  template:\n    metadata:\n      labels: {{app: roll}}\n    spec:\n      containers:\n      - name: main\n        image: {image}\n        command: [\"sleep\", \"600\"]\n        resources:\n          requests: {{cpu: 10m, memory: 16Mi}}\n"
     )
 }
 
@@ -76,25 +76,28 @@ async fn sigkill_of_the_leader_mid_rollout_finishes_it_with_each_pod_launched_on
     ok(&k
         .run(&["set", "image", "deploy/roll", "main=busybox:1.37"])
         .await);
+    // Under way: the new generation observed, some new replicas made.
     wait_until(
         "the rollout under way",
         T,
-        async || {
-            deployment_status(&via).await["status"]["updatedReplicas"]
-                .as_u64()
-                .unwrap_or(0)
+        async || deployment_status(&via).await,
+        |d| {
+            d["status"]["observedGeneration"] == d["metadata"]["generation"]
+                && d["metadata"]["generation"] == 2
+                && d["status"]["updatedReplicas"].as_u64().unwrap_or(0) >= 10
         },
-        |n| *n >= 10,
     )
     .await;
     cluster.replicas[leader].proc.kill().unwrap();
     cluster.replicas[leader].proc.wait().unwrap();
-    let updated = deployment_status(&via).await["status"]["updatedReplicas"]
-        .as_u64()
-        .unwrap_or(0);
+    // Mid-rollout: old pods left, or new ones not all available yet.
+    let status = deployment_status(&via).await["status"].clone();
+    let count = |f: &str| status[f].as_u64().unwrap_or(0) as usize;
     assert!(
-        (updated as usize) < REPLICAS,
-        "the SIGKILL came after the rollout ({updated} updated)"
+        !(count("updatedReplicas") == REPLICAS
+            && count("replicas") == REPLICAS
+            && count("availableReplicas") == REPLICAS),
+        "the SIGKILL came after the rollout: {status}"
     );
     assert_eq!(cluster.settled(&[follower]).await, follower);
 

@@ -347,6 +347,8 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "pods",
                 "secrets",
                 "serviceaccounts",
+                "deployments",
+                "replicasets",
                 "selfsubjectreviews",
                 "selfsubjectaccessreviews",
                 "selfsubjectrulesreviews",
@@ -367,6 +369,8 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
             "{v}: {out}"
         );
         assert_eq!(row(&out, "serviceaccounts").1[1], "sa", "{v}: {out}");
+        assert_eq!(row(&out, "deployments").1[1], "deploy", "{v}: {out}");
+        assert_eq!(row(&out, "replicasets").1[1], "rs", "{v}: {out}");
         let out = kubectl(k, &server.url).run(&["get", "widgets"]).await;
         assert!(
             stderr(&out).contains("the server doesn't have a resource type \"widgets\""),

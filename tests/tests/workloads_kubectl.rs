@@ -319,3 +319,38 @@ async fn a_replicaset_adopts_orphans_replaces_deleted_pods_and_its_pods_go_with_
     .await;
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_deployment_sends_protobuf_and_rolls_out() {
+    let app = cluster().await;
+    let api = app.api();
+    for (program, name) in [
+        (common::KUBECTL_133, "made"),
+        (common::KUBECTL_131, "made-old"),
+    ] {
+        let k = Kubectl::new(&app.api_url()).program(program);
+        let out = k
+            .run(&[
+                "create",
+                "deployment",
+                name,
+                "--image=busybox:1.36",
+                "--replicas=2",
+                "--",
+                "sleep",
+                "3600",
+            ])
+            .await;
+        assert_eq!(ok(&out).trim(), format!("deployment.apps/{name} created"));
+        rolled_out(&k, &format!("deploy/{name}")).await;
+        let d = api.get_deployment("default", name).unwrap();
+        let container = &d.spec.unwrap().template.spec.unwrap().containers[0];
+        assert_eq!(container.image.as_deref(), Some("busybox:1.36"));
+        assert_eq!(
+            container.command.as_deref(),
+            Some(&["sleep".to_owned(), "3600".to_owned()][..])
+        );
+        assert_eq!(images(api, name).len(), 2);
+    }
+    app.shutdown().await;
+}

@@ -49,10 +49,10 @@ pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow
     let cpu_before = super::bench::cpu_seconds();
     let start = Instant::now();
     let mut d = api.get_deployment("default", "bench")?;
-    if let Some(spec) = d.spec.as_mut() {
-        spec.template.spec.as_mut().map(|s| {
-            s.containers[0].image = Some("registry.k8s.io/pause:3.10".into());
-        });
+    if let Some(pod) = d.spec.as_mut().and_then(|s| s.template.spec.as_mut())
+        && let Some(c) = pod.containers.first_mut()
+    {
+        c.image = Some("registry.k8s.io/pause:3.10".into());
     }
     api.replace_deployment("default", "bench", d)
         .await
