@@ -120,13 +120,49 @@ async fn patch<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
 }
 
 async fn delete<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
-    let opts = delete_options(&w.params, &w.headers, body).await?;
+    let mut opts = delete_options(&w.params, &w.headers, body).await?;
+    if let Some(p) = w.params.get("propagationPolicy") {
+        opts.propagation_policy = Some(p.to_owned());
+    }
+    check_propagation(K::RESOURCE, &opts)?;
     let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
     let status = w
         .api
         .delete_object(K::RESOURCE, &w.ns, &w.name, dry_run)
         .await?;
     Ok(json(StatusCode::OK, &status))
+}
+
+/// The propagation a delete asks for. The garbage collector does Background only, so
+/// an owner's Orphan or Foreground delete is refused, not done as Background (which
+/// would delete what the user asked to keep); a kind that owns nothing has nothing to
+/// propagate.
+fn check_propagation(
+    resource: crate::resource::Resource,
+    opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
+) -> Result<(), ApiError> {
+    use crate::resource::Resource;
+    let owns = matches!(resource, Resource::Deployments | Resource::ReplicaSets);
+    let policy = opts
+        .propagation_policy
+        .as_deref()
+        .or(opts.orphan_dependents.filter(|o| *o).map(|_| "Orphan"));
+    let mut causes = crate::validation::Causes::default();
+    match policy {
+        None | Some("Background") => {}
+        Some(p @ ("Orphan" | "Foreground")) if owns => {
+            causes.unsupported("propagationPolicy", p, &["Background"]);
+        }
+        Some("Orphan" | "Foreground") => {}
+        Some(other) => {
+            causes.unsupported(
+                "propagationPolicy",
+                other,
+                &["Foreground", "Background", "Orphan"],
+            );
+        }
+    }
+    causes.into_result("DeleteOptions", "")
 }
 
 /// Adds the `status` and `scale` subresources of workload kind `K` (its main routes come
