@@ -16,28 +16,65 @@ use serde::Deserialize;
 
 use super::queue::Key;
 
-/// A kind the cache keeps: how it is listed and watched.
+/// A kind the cache keeps: how it is listed and watched. `all: false` lets a kind keep
+/// only the objects that matter while no owner exists (pods: those with owners).
 pub(crate) trait Watched: Metadata<Ty = ObjectMeta> + Clone + Send + Sync + 'static {
-    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError>;
-    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError>;
+    fn list(api: &Api, all: bool) -> Result<ObjectList<Self>, ApiError>;
+    fn watch(api: &Api, from: u64, all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError>;
+}
+
+/// Whether a pod names owners: the only pods kept while no ReplicaSet exists (the
+/// collector needs them; nothing could adopt the others).
+fn owned(meta: &ObjectMeta) -> bool {
+    meta.owner_references
+        .as_ref()
+        .is_some_and(|r| !r.is_empty())
 }
 
 impl Watched for Pod {
-    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+    fn list(api: &Api, all: bool) -> Result<ObjectList<Self>, ApiError> {
         let list = api.list_pods(None, "", "")?;
         Ok(ObjectList {
-            items: list.items.into_iter().map(slim).collect(),
+            items: list
+                .items
+                .into_iter()
+                .filter(|p| all || owned(&p.metadata))
+                .map(slim)
+                .collect(),
             resource_version: list.resource_version,
         })
     }
-    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+    fn watch(api: &Api, from: u64, all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         // Pods change most and are the largest: each event decodes only what a
         // reconcile reads (metadata, the node, the phase, conditions and restarts),
-        // not the containers' specs.
+        // not the containers' specs; and while no ReplicaSet exists, a pod without
+        // owners is not decoded at all (a cluster of bare pods pays a lookup).
         let raw = api.watch_pods_raw(None, from)?;
         Ok(raw
-            .map(|item| {
+            .map(move |item| {
                 let (kind, value) = item?;
+                let has_owners = matches!(
+                    value.pointer("/metadata/ownerReferences"),
+                    Some(serde_json::Value::Array(r)) if !r.is_empty()
+                );
+                if !all && !has_owners {
+                    // Not kept (and not decoded): a pod that lost its owners leaves
+                    // the cache; for the others this removes nothing.
+                    let field = |f: &str| {
+                        value
+                            .pointer(&format!("/metadata/{f}"))
+                            .and_then(serde_json::Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    let mut pod = Pod::default();
+                    pod.metadata.name = field("name");
+                    pod.metadata.namespace = field("namespace");
+                    return Ok(apiserver::ObjectEvent {
+                        kind: EventKind::Deleted,
+                        object: pod,
+                        resource_version: 0,
+                    });
+                }
                 let view = PodView::deserialize(value.as_ref()).map_err(|e| {
                     ApiError::Internal(format!("a stored pod does not decode: {e}"))
                 })?;
@@ -127,19 +164,19 @@ fn slim(pod: Pod) -> Pod {
 }
 
 impl Watched for ReplicaSet {
-    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
         api.list_replicasets(None, "")
     }
-    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_replicasets(None, from)
     }
 }
 
 impl Watched for Deployment {
-    fn list(api: &Api) -> Result<ObjectList<Self>, ApiError> {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
         api.list_deployments(None, "")
     }
-    fn watch(api: &Api, from: u64) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_deployments(None, from)
     }
 }
@@ -260,14 +297,18 @@ pub(crate) fn key_of(meta: &ObjectMeta) -> Key {
 }
 
 /// Keeps `objects` current for as long as it runs, calling `changed` for each change
-/// once the cache holds it (a relist reports what it found different).
+/// once the cache holds it (a relist reports what it found different). While `all`
+/// says false the kind keeps only what [`Watched`] keeps then; once it turns true, a
+/// relist brings in the rest.
 pub(crate) async fn reflect<K: Watched>(
     api: Api,
     objects: Arc<Objects<K>>,
+    mut all: tokio::sync::watch::Receiver<bool>,
     changed: impl Fn(&Change<K>) + Send + Sync,
 ) {
     loop {
-        let list = match K::list(&api) {
+        let everything = *all.borrow_and_update();
+        let list = match K::list(&api, everything) {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot list for the controllers; retrying");
@@ -278,17 +319,24 @@ pub(crate) async fn reflect<K: Watched>(
         for c in objects.replace(list.items) {
             changed(&c);
         }
-        let mut events = match K::watch(&api, list.resource_version) {
+        let mut events = match K::watch(&api, list.resource_version, everything) {
             Ok(w) => w,
             Err(_) => continue,
         };
-        while let Some(Ok(ev)) = events.next().await {
+        loop {
+            let ev = tokio::select! {
+                ev = events.next() => ev,
+                _ = all.changed(), if !everything => break,
+            };
+            let Some(Ok(ev)) = ev else { break };
             let c = match ev.kind {
                 EventKind::Deleted => objects.remove(&ev.object),
                 _ => objects.put(ev.object),
             };
-            changed(&c);
+            if c.old.is_some() || c.new.is_some() {
+                changed(&c);
+            }
         }
-        // The watch expired or failed: relist.
+        // The watch expired or failed, or everything is wanted now: relist.
     }
 }

@@ -58,6 +58,9 @@ pub(crate) struct Cx {
     pub(crate) api: Api,
     pub(crate) caches: Caches,
     expectations: Mutex<Expectations>,
+    /// Whether any ReplicaSet exists: until one does, pods without owners are not
+    /// cached (nothing could adopt them), so bare pods cost the controllers nothing.
+    pods_wanted: tokio::sync::watch::Sender<bool>,
     replicasets: Queue,
     deployments: Queue,
     gc: Queue,
@@ -77,19 +80,32 @@ pub async fn run(api: Api) {
         api,
         caches: Caches::default(),
         expectations: Mutex::new(Expectations::new()),
+        pods_wanted: tokio::sync::watch::Sender::new(false),
         replicasets: Queue::default(),
         deployments: Queue::default(),
         gc: Queue::default(),
     });
-    let pods = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.pods), {
-        let cx = Arc::clone(&cx);
-        move |c: &Change<Pod>| pod_changed(&cx, c)
-    });
-    let replicasets = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.replicasets), {
-        let cx = Arc::clone(&cx);
-        move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
-    });
-    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), {
+    // ReplicaSets and Deployments are always kept whole.
+    let (_whole, whole) = tokio::sync::watch::channel(true);
+    let pods = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.pods),
+        cx.pods_wanted.subscribe(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Pod>| pod_changed(&cx, c)
+        },
+    );
+    let replicasets = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.replicasets),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
+        },
+    );
+    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), whole, {
         let cx = Arc::clone(&cx);
         move |c: &Change<Deployment>| deployment_changed(&cx, c)
     });
@@ -227,6 +243,10 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
 /// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
 /// Deployments that select it); a deleted one's pods go to the collector.
 fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
     for rs in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let ns = rs.metadata.namespace.clone().unwrap_or_default();
         match controller_of(&rs.metadata) {
