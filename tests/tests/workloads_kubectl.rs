@@ -230,11 +230,36 @@ async fn a_rollout_that_cannot_progress_exceeds_its_deadline_and_undo_restores_i
         (progressing.status.as_str(), progressing.reason.as_deref()),
         ("False", Some("ProgressDeadlineExceeded"))
     );
-    // The old pods kept serving: maxUnavailable 25% of 2 rounds down to 0.
+    // The old pods kept serving: maxUnavailable 25% of 2 rounds down to 0; and the
+    // ReplicaSet made one surge pod, not one per sync.
     assert_eq!(
         images(api, "app").len(),
         3,
         "two old pods and one surge pod"
+    );
+    // Why it never progressed is on the pod, as kube-scheduler puts it there.
+    let events: serde_json::Value =
+        serde_json::from_str(&ok(&k.run(&["get", "events", "-o", "json"]).await)).unwrap();
+    let unplaceable = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "FailedScheduling")
+        .unwrap_or_else(|| panic!("no FailedScheduling event: {events}"));
+    assert_eq!(unplaceable["involvedObject"]["kind"], "Pod");
+    assert!(
+        unplaceable["involvedObject"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("app-"),
+        "{unplaceable}"
+    );
+    assert!(
+        unplaceable["message"]
+            .as_str()
+            .unwrap()
+            .contains("insufficient cpus"),
+        "{unplaceable}"
     );
     ok(&k.run(&["rollout", "undo", "deploy/app"]).await);
     rolled_out(&k, "deploy/app").await;
