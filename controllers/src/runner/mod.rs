@@ -45,6 +45,11 @@ use queue::Queue;
 /// object never do.
 const WORKERS: usize = 4;
 
+/// How long a ReplicaSet's pod events gather before its sync: a sync reads all its
+/// pods, and while 10,000 of them are placed and start, a sync per event would keep a
+/// core busy recounting them. Its own changes (a scale) still sync at once.
+const POD_EVENTS_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The caches every controller reads.
 #[derive(Default)]
 pub(crate) struct Caches {
@@ -171,13 +176,15 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
         let (ns, name) = key_of(meta);
         match controller_of(meta) {
             Some(r) if r.kind == "ReplicaSet" => {
-                cx.replicasets.add((ns.clone(), r.name.clone()));
+                cx.replicasets
+                    .add_within((ns.clone(), r.name.clone()), POD_EVENTS_WINDOW);
             }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
                     if selects(rs.spec.as_ref().map(|s| &s.selector), pod) {
-                        cx.replicasets.add(key_of(&rs.metadata));
+                        cx.replicasets
+                            .add_within(key_of(&rs.metadata), POD_EVENTS_WINDOW);
                     }
                 }
             }

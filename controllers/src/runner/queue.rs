@@ -32,6 +32,8 @@ struct State {
     processing: HashSet<Key>,
     /// Keys queued while being processed: queued again when done.
     dirty: HashSet<Key>,
+    /// Keys in `later` through [`Queue::add_within`]: more such adds are no-ops.
+    gathering: HashSet<Key>,
 }
 
 /// One controller's queue.
@@ -54,6 +56,22 @@ impl Queue {
             drop(s);
             self.wake.notify_one();
         }
+    }
+
+    /// Queues `key` within `window`, gathering every such add until then into one:
+    /// events that come in bursts (a ReplicaSet's pods changing by the thousand) cost
+    /// one reconcile per window, not one each. A key queued already stays as it is.
+    pub(crate) fn add_within(&self, key: Key, window: Duration) {
+        let mut s = self.lock();
+        if s.queued.contains(&key) || s.dirty.contains(&key) || !s.gathering.insert(key.clone()) {
+            return;
+        }
+        s.later
+            .entry(Instant::now() + window)
+            .or_default()
+            .push(key);
+        drop(s);
+        self.wake.notify_one();
     }
 
     /// Queues `key` once `after` has passed.
@@ -112,6 +130,7 @@ impl Queue {
                         break;
                     }
                     for key in entry.remove() {
+                        s.gathering.remove(&key);
                         if s.processing.contains(&key) {
                             s.dirty.insert(key);
                         } else if s.queued.insert(key.clone()) {
@@ -177,6 +196,34 @@ mod tests {
         assert_eq!(q.next().await, key("a"));
         q.done(&key("a"));
         assert_eq!(q.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn adds_within_a_window_come_out_once_at_its_end() {
+        let q = Queue::default();
+        let start = Instant::now();
+        let window = Duration::from_millis(20);
+        for _ in 0..1000 {
+            q.add_within(key("rs"), window);
+        }
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.next().await, key("rs"));
+        assert_eq!(start.elapsed(), window);
+        // While it is processed, the next burst gathers again and comes out once more.
+        q.add_within(key("rs"), window);
+        q.add_within(key("rs"), window);
+        assert_eq!(q.len(), 1);
+        q.done(&key("rs"));
+        assert_eq!(q.next().await, key("rs"));
+        assert_eq!(start.elapsed(), window * 2);
+        q.done(&key("rs"));
+        assert_eq!(q.len(), 0);
+        // A key queued for now is not delayed by a gathering add.
+        q.add(key("now"));
+        q.add_within(key("now"), window);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.next().await, key("now"));
+        assert_eq!(start.elapsed(), window * 2);
     }
 
     #[tokio::test(start_paused = true)]

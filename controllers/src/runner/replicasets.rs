@@ -22,8 +22,11 @@ use crate::{Action, Status, controller_of};
 /// The controller's name on its events.
 const COMPONENT: &str = "replicaset-controller";
 
-/// How many calls of one batch are in flight at once.
-const IN_FLIGHT: usize = 64;
+/// How many create or delete calls are in flight at once.
+const IN_FLIGHT: usize = 256;
+
+/// The largest slow-start batch: past it, creates stream.
+const SLOW_START_MAX: usize = 64;
 
 /// Syncs the ReplicaSet `key`; returns when to look again without a change.
 pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
@@ -131,8 +134,11 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
     Ok(planned.requeue_after)
 }
 
-/// Creates `pods` in slow-start batches; the first error stops what is left (those
-/// creations are no longer expected).
+/// Creates `pods`: first in slow-start batches (1, 2, 4, … up to [`SLOW_START_MAX`], each
+/// awaited whole, as kube-controller-manager's), so a template that the API refuses
+/// costs one call; once a full batch has gone through, the rest streams with
+/// [`IN_FLIGHT`] calls in flight and no barrier between batches. The first error stops
+/// what is left (those creations are no longer expected).
 async fn create_pods(
     cx: &Cx,
     rs: &Arc<ReplicaSet>,
@@ -140,49 +146,77 @@ async fn create_pods(
     pods: Vec<Pod>,
 ) -> Option<ManageFailure> {
     let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    let total = pods.len();
     let mut left = pods.into_iter();
     let mut size = 1usize;
-    loop {
+    let mut started = 0usize;
+    let mut failure = None;
+    while failure.is_none() && size <= SLOW_START_MAX {
         let batch: Vec<Pod> = left.by_ref().take(size).collect();
         if batch.is_empty() {
             return None;
         }
-        let results: Vec<Result<Pod, ApiError>> = futures::stream::iter(batch)
+        started += batch.len();
+        let mut results = futures::stream::iter(batch)
             .map(|pod| cx.api.create_pod(&ns, pod))
-            .buffer_unordered(IN_FLIGHT)
-            .collect()
-            .await;
-        let mut failure = None;
-        for r in results {
-            match r {
-                Ok(pod) => {
-                    let name = pod.metadata.name.unwrap_or_default();
-                    super::events::record(&cx.api, COMPONENT, rs.as_ref(), &events::created(&name))
-                        .await;
-                }
-                Err(e) => {
-                    cx.expectations().creation_observed(owner);
-                    let message = e.to_string();
-                    super::events::record(
-                        &cx.api,
-                        COMPONENT,
-                        rs.as_ref(),
-                        &events::create_failed(&message),
-                    )
-                    .await;
-                    failure.get_or_insert(ManageFailure {
-                        reason: FailureReason::FailedCreate,
-                        message,
-                    });
-                }
-            }
-        }
-        if failure.is_some() {
-            let skipped = left.count();
-            cx.expectations().lower_creations(owner, skipped);
-            return failure;
+            .buffer_unordered(IN_FLIGHT);
+        while let Some(r) = results.next().await {
+            created(cx, rs, owner, r, &mut failure).await;
         }
         size = size.saturating_mul(2);
+    }
+    if failure.is_none() {
+        // A shared flag, not the stream's end: calls already in flight still finish
+        // (and are counted), no new one starts after the first error.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let stop = &stop;
+        let mut results = futures::stream::iter(left.by_ref())
+            .take_while(|_| std::future::ready(!stop.load(std::sync::atomic::Ordering::Relaxed)))
+            .map(|pod| cx.api.create_pod(&ns, pod))
+            .buffer_unordered(IN_FLIGHT);
+        while let Some(r) = results.next().await {
+            started += 1;
+            created(cx, rs, owner, r, &mut failure).await;
+            if failure.is_some() {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+    if failure.is_some() {
+        cx.expectations().lower_creations(owner, total - started);
+    }
+    failure
+}
+
+/// Takes one create's answer: its event, or on an error the creation is no longer
+/// expected and the first failure is kept.
+async fn created(
+    cx: &Cx,
+    rs: &Arc<ReplicaSet>,
+    owner: &str,
+    result: Result<Pod, ApiError>,
+    failure: &mut Option<ManageFailure>,
+) {
+    match result {
+        Ok(pod) => {
+            let name = pod.metadata.name.unwrap_or_default();
+            super::events::record(&cx.api, COMPONENT, rs.as_ref(), &events::created(&name)).await;
+        }
+        Err(e) => {
+            cx.expectations().creation_observed(owner);
+            let message = e.to_string();
+            super::events::record(
+                &cx.api,
+                COMPONENT,
+                rs.as_ref(),
+                &events::create_failed(&message),
+            )
+            .await;
+            failure.get_or_insert(ManageFailure {
+                reason: FailureReason::FailedCreate,
+                message,
+            });
+        }
     }
 }
 

@@ -482,11 +482,13 @@ async fn run_deployment(
     let _ = std::fs::remove_dir_all(&tmp);
     let m = m?;
     println!(
-        "bench scenario=deployment agents={} pods={} pods_per_s={:.0} create_s={:.2} update_s={:.2} update_ratio={:.2} rss_mib={:.0} cpu_s={:.1} update_cpu_s={:.1} store={store}",
+        "bench scenario=deployment agents={} pods={} pods_per_s={:.0} create_s={:.2} created_s={:.2} running_s={:.2} update_s={:.2} update_ratio={:.2} rss_mib={:.0} cpu_s={:.1} update_cpu_s={:.1} store={store}",
         sc.agents,
         sc.pods,
         sc.pods as f64 / m.create_s.max(1e-9),
         m.create_s,
+        m.created_s,
+        m.running_s,
         m.update_s,
         m.update_s / m.create_s.max(1e-9),
         peak_rss_mib(),

@@ -6,9 +6,12 @@
 //!
 //! It prints:
 //!
-//! `bench scenario=deployment agents=A pods=P pods_per_s=X create_s=X update_s=X update_ratio=X rss_mib=X cpu_s=X update_cpu_s=X store=redb|etcd`
+//! `bench scenario=deployment agents=A pods=P pods_per_s=X create_s=X created_s=X running_s=X update_s=X update_ratio=X rss_mib=X cpu_s=X update_cpu_s=X store=redb|etcd`
 //!
-//! where `pods_per_s` is replicas over `create_s`, `update_ratio` is `update_s` over
+//! where `pods_per_s` is replicas over `create_s`, `created_s` and `running_s` are when
+//! the controllers had created every replica and when every replica was Running (so
+//! `create_s` splits into the controllers' share, the scheduler's, and availability
+//! reaching the Deployment's status), `update_ratio` is `update_s` over
 //! `create_s`, and the CPU times are the whole process' over each phase (set them
 //! beside `--scenario basic`'s `cpu_s` for the same pod count: the difference is what
 //! the controllers cost).
@@ -27,6 +30,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 #[derive(Debug)]
 pub(super) struct Measured {
     pub(super) create_s: f64,
+    pub(super) created_s: f64,
+    pub(super) running_s: f64,
     pub(super) update_s: f64,
     pub(super) cpu_s: f64,
     pub(super) update_cpu_s: f64,
@@ -38,12 +43,19 @@ pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow
     let replicas = i32::try_from(replicas).context("too many replicas")?;
     let cpu_before = super::bench::cpu_seconds();
     let start = Instant::now();
+    let milestones = tokio::spawn(milestones(
+        api.clone(),
+        usize::try_from(replicas).unwrap_or(0),
+        api.resource_version(),
+    ));
     api.create_deployment("default", deployment(replicas, "registry.k8s.io/pause:3.9"))
         .await
         .context("creating the deployment")?;
     let from = api.resource_version();
     let created = settled(api, replicas, from, timeout).await?;
     let create_s = created.saturating_duration_since(start).as_secs_f64();
+    let (all_created, all_running) = milestones.await.context("the pod watch")??;
+    let since = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
     let cpu_s = super::bench::cpu_seconds() - cpu_before;
 
     let cpu_before = super::bench::cpu_seconds();
@@ -61,10 +73,44 @@ pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow
     let updated = settled(api, replicas, from, timeout).await?;
     Ok(Measured {
         create_s,
+        created_s: since(all_created),
+        running_s: since(all_running),
         update_s: updated.saturating_duration_since(start).as_secs_f64(),
         cpu_s,
         update_cpu_s: super::bench::cpu_seconds() - cpu_before,
     })
+}
+
+/// When the `replicas`-th pod of the Deployment was created, and when the last of them
+/// became Running, read from the pods' watch after `from`.
+async fn milestones(api: Api, replicas: usize, from: u64) -> anyhow::Result<(Instant, Instant)> {
+    let mut watch = api.watch_pods_raw(Some("default"), from)?;
+    let mut created = std::collections::HashSet::new();
+    let mut running = std::collections::HashSet::new();
+    let mut all_created = None;
+    while let Some(item) = watch.next().await {
+        let (_, pod) = item?;
+        if pod.pointer("/metadata/labels/app").and_then(|v| v.as_str()) != Some("bench") {
+            continue;
+        }
+        let name = pod
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if pod.pointer("/status/phase").and_then(|v| v.as_str()) == Some("Running") {
+            running.insert(name.clone());
+        }
+        created.insert(name);
+        if all_created.is_none() && created.len() >= replicas {
+            all_created = Some(Instant::now());
+        }
+        if running.len() >= replicas {
+            let now = Instant::now();
+            return Ok((all_created.unwrap_or(now), now));
+        }
+    }
+    anyhow::bail!("the pod watch ended")
 }
 
 /// Waits until the Deployment's status says its current generation rolled out:
