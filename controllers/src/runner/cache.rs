@@ -10,7 +10,7 @@ use apiserver::{Api, ApiError, EventKind, ObjectList};
 use futures::StreamExt as _;
 use k8s_openapi::Metadata;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
@@ -169,6 +169,15 @@ impl Watched for ReplicaSet {
     }
     fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_replicasets(None, from)
+    }
+}
+
+impl Watched for ReplicationController {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_replicationcontrollers(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_replicationcontrollers(None, from)
     }
 }
 

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use apiserver::patch::PatchType;
 use apiserver::{Api, ApiError};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::{Action, Expectations, Selector, controller_of};
@@ -51,6 +51,7 @@ pub(crate) struct Caches {
     pub(crate) pods: Arc<Objects<Pod>>,
     pub(crate) replicasets: Arc<Objects<ReplicaSet>>,
     pub(crate) deployments: Arc<Objects<Deployment>>,
+    pub(crate) replicationcontrollers: Arc<Objects<ReplicationController>>,
 }
 
 /// What the controllers share.
@@ -63,6 +64,7 @@ pub(crate) struct Cx {
     pods_wanted: tokio::sync::watch::Sender<bool>,
     replicasets: Queue,
     deployments: Queue,
+    replicationcontrollers: Queue,
     gc: Queue,
 }
 
@@ -83,6 +85,7 @@ pub async fn run(api: Api) {
         pods_wanted: tokio::sync::watch::Sender::new(false),
         replicasets: Queue::default(),
         deployments: Queue::default(),
+        replicationcontrollers: Queue::default(),
         gc: Queue::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
@@ -105,23 +108,41 @@ pub async fn run(api: Api) {
             move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
         },
     );
-    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), whole, {
-        let cx = Arc::clone(&cx);
-        move |c: &Change<Deployment>| deployment_changed(&cx, c)
-    });
+    let deployments = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.deployments),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Deployment>| deployment_changed(&cx, c)
+        },
+    );
+    let rcs = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.replicationcontrollers),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<ReplicationController>| rc_changed(&cx, c)
+        },
+    );
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
     let deployment_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Deployments)));
     let gc_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
+    let rc_workers = futures::future::join_all(
+        (0..WORKERS).map(|_| work(&cx, Controller::ReplicationControllers)),
+    );
     tokio::join!(
         pods,
         replicasets,
         deployments,
         rs_workers,
         deployment_workers,
-        gc_workers
+        gc_workers,
+        async { tokio::join!(rcs, rc_workers) },
     );
 }
 
@@ -130,6 +151,7 @@ pub async fn run(api: Api) {
 enum Controller {
     ReplicaSets,
     Deployments,
+    ReplicationControllers,
     GarbageCollector,
 }
 
@@ -138,12 +160,16 @@ async fn work(cx: &Cx, which: Controller) {
     let queue = match which {
         Controller::ReplicaSets => &cx.replicasets,
         Controller::Deployments => &cx.deployments,
+        Controller::ReplicationControllers => &cx.replicationcontrollers,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
         let key = queue.next().await;
         let synced = match which {
-            Controller::ReplicaSets => replicasets::sync(cx, &key).await,
+            Controller::ReplicaSets => replicasets::sync::<ReplicaSet>(cx, &key).await,
+            Controller::ReplicationControllers => {
+                replicasets::sync::<ReplicationController>(cx, &key).await
+            }
             Controller::Deployments => deployments::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
@@ -173,11 +199,19 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             Some(r) if r.kind == "ReplicaSet" => {
                 cx.replicasets.add((ns.clone(), r.name.clone()));
             }
+            Some(r) if r.kind == "ReplicationController" => {
+                cx.replicationcontrollers.add((ns.clone(), r.name.clone()));
+            }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
                     if selects(rs.spec.as_ref().map(|s| &s.selector), pod) {
                         cx.replicasets.add(key_of(&rs.metadata));
+                    }
+                }
+                for rc in cx.caches.replicationcontrollers.in_namespace(&ns) {
+                    if rc_selects(&rc, pod) {
+                        cx.replicationcontrollers.add(key_of(&rc.metadata));
                     }
                 }
             }
@@ -206,17 +240,22 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             cx.deployments.add((ns, d.name.clone()));
         }
     }
-    // Expectations: a pod of a ReplicaSet seen created, or seen going.
+    // Expectations: a pod of a ReplicaSet (or ReplicationController) seen created,
+    // or seen going.
     let owner = |p: &Pod| {
-        controller_of(&p.metadata)
-            .filter(|r| r.kind == "ReplicaSet")
-            .map(|r| {
-                format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    r.name
-                )
-            })
+        let r = controller_of(&p.metadata)?;
+        let prefix = match r.kind.as_str() {
+            "ReplicaSet" => <ReplicaSet as replicasets::Replicated>::EXPECTATIONS_PREFIX,
+            "ReplicationController" => {
+                <ReplicationController as replicasets::Replicated>::EXPECTATIONS_PREFIX
+            }
+            _ => return None,
+        };
+        Some(format!(
+            "{prefix}{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or(""),
+            r.name
+        ))
     };
     match (&c.old, &c.new) {
         (None, Some(new)) => {
@@ -287,6 +326,42 @@ fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
             old.metadata.uid.as_deref(),
         );
     }
+}
+
+/// A ReplicationController changed: it is queued; a deleted one's pods go to the
+/// collector.
+fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(rc) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.replicationcontrollers.add(key_of(&rc.metadata));
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.pods,
+            "Pod",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// Whether a ReplicationController's selector (a plain map, its template's labels
+/// when empty) selects `pod`.
+fn rc_selects(rc: &ReplicationController, pod: &Pod) -> bool {
+    let spec = rc.spec.as_ref();
+    let map = spec
+        .and_then(|s| s.selector.as_ref())
+        .filter(|m| !m.is_empty())
+        .or_else(|| {
+            spec.and_then(|s| s.template.as_ref())
+                .and_then(|t| t.metadata.as_ref())
+                .and_then(|m| m.labels.as_ref())
+        });
+    map.is_some_and(|m| Selector::from_map(m).matches(pod.metadata.labels.as_ref()))
 }
 
 /// A Deployment changed: it is queued; a deleted one's ReplicaSets go to the
