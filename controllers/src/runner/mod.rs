@@ -23,6 +23,7 @@
 //! - One writer per status: a controller writes only its own kind's status.
 
 mod cache;
+mod daemonsets;
 mod deployments;
 mod events;
 mod gc;
@@ -33,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
 use apiserver::{Api, ApiError};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::{Action, Expectations, Selector, controller_of};
@@ -52,6 +53,8 @@ pub(crate) struct Caches {
     pub(crate) replicasets: Arc<Objects<ReplicaSet>>,
     pub(crate) deployments: Arc<Objects<Deployment>>,
     pub(crate) replicationcontrollers: Arc<Objects<ReplicationController>>,
+    pub(crate) daemonsets: Arc<Objects<DaemonSet>>,
+    pub(crate) nodes: Arc<Objects<Node>>,
 }
 
 /// What the controllers share.
@@ -65,6 +68,8 @@ pub(crate) struct Cx {
     replicasets: Queue,
     deployments: Queue,
     replicationcontrollers: Queue,
+    daemonsets: Queue,
+    failed_pod_backoff: daemonsets::FailedPodBackoff,
     gc: Queue,
 }
 
@@ -86,6 +91,8 @@ pub async fn run(api: Api) {
         replicasets: Queue::default(),
         deployments: Queue::default(),
         replicationcontrollers: Queue::default(),
+        daemonsets: Queue::default(),
+        failed_pod_backoff: daemonsets::FailedPodBackoff::default(),
         gc: Queue::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
@@ -126,6 +133,24 @@ pub async fn run(api: Api) {
             move |c: &Change<ReplicationController>| rc_changed(&cx, c)
         },
     );
+    let dses = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.daemonsets),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<DaemonSet>| daemonset_changed(&cx, c)
+        },
+    );
+    let nodes = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.nodes),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Node>| node_changed(&cx, c)
+        },
+    );
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
     let deployment_workers =
@@ -135,6 +160,8 @@ pub async fn run(api: Api) {
     let rc_workers = futures::future::join_all(
         (0..WORKERS).map(|_| work(&cx, Controller::ReplicationControllers)),
     );
+    let ds_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::DaemonSets)));
     tokio::join!(
         pods,
         replicasets,
@@ -143,6 +170,7 @@ pub async fn run(api: Api) {
         deployment_workers,
         gc_workers,
         async { tokio::join!(rcs, rc_workers) },
+        async { tokio::join!(dses, nodes, ds_workers) },
     );
 }
 
@@ -152,6 +180,7 @@ enum Controller {
     ReplicaSets,
     Deployments,
     ReplicationControllers,
+    DaemonSets,
     GarbageCollector,
 }
 
@@ -161,6 +190,7 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::ReplicaSets => &cx.replicasets,
         Controller::Deployments => &cx.deployments,
         Controller::ReplicationControllers => &cx.replicationcontrollers,
+        Controller::DaemonSets => &cx.daemonsets,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
@@ -170,6 +200,7 @@ async fn work(cx: &Cx, which: Controller) {
             Controller::ReplicationControllers => {
                 replicasets::sync::<ReplicationController>(cx, &key).await
             }
+            Controller::DaemonSets => daemonsets::sync(cx, &key).await,
             Controller::Deployments => deployments::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
@@ -202,6 +233,9 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             Some(r) if r.kind == "ReplicationController" => {
                 cx.replicationcontrollers.add((ns.clone(), r.name.clone()));
             }
+            Some(r) if r.kind == "DaemonSet" => {
+                cx.daemonsets.add((ns.clone(), r.name.clone()));
+            }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
@@ -213,6 +247,9 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                     if rc_selects(&rc, pod) {
                         cx.replicationcontrollers.add(key_of(&rc.metadata));
                     }
+                }
+                for ds in daemonsets::selecting(cx, &ns, pod) {
+                    cx.daemonsets.add(ds);
                 }
             }
         }
@@ -249,6 +286,7 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             "ReplicationController" => {
                 <ReplicationController as replicasets::Replicated>::EXPECTATIONS_PREFIX
             }
+            "DaemonSet" => daemonsets::EXPECTATIONS_PREFIX,
             _ => return None,
         };
         Some(format!(
@@ -346,6 +384,36 @@ fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
             old.metadata.namespace.as_deref(),
             old.metadata.uid.as_deref(),
         );
+    }
+}
+
+/// A DaemonSet changed: it is queued; a deleted one's pods go to the collector.
+fn daemonset_changed(cx: &Cx, c: &Change<DaemonSet>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(ds) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.daemonsets.add(key_of(&ds.metadata));
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.pods,
+            "Pod",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// A node came, went, or changed its labels or taints: every DaemonSet looks again.
+fn node_changed(cx: &Cx, c: &Change<Node>) {
+    if !daemonsets::node_matters(c.old.as_deref(), c.new.as_deref()) {
+        return;
+    }
+    for ns_sets in cx.caches.daemonsets.all() {
+        cx.daemonsets.add(key_of(&ns_sets.metadata));
     }
 }
 

@@ -13,7 +13,7 @@ use apiserver::ApiError;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 
 use super::Cx;
@@ -21,6 +21,15 @@ use super::cache::{Objects, Watched};
 use super::queue::Key;
 use crate::replicaset::{self, FailureReason, ManageFailure, ReplicaContext, events};
 use crate::{Action, ReconcileError, Reconciled, Status, controller_of};
+
+/// An owner whose pods the runner creates and deletes, and about which it records
+/// events.
+pub(super) trait Owner:
+    k8s_openapi::Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Sync
+{
+}
+
+impl<K: k8s_openapi::Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Sync> Owner for K {}
 
 /// What differs between a ReplicaSet and a ReplicationController for the runner.
 pub(super) trait Replicated: Watched + k8s_openapi::Resource {
@@ -197,7 +206,7 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
                         batch.push(pod);
                     }
                 }
-                create_pods(cx, &rs, &owner, batch).await
+                create_pods(cx, K::COMPONENT, rs.as_ref(), &owner, batch).await
             }
             Action::DeletePod { name, uid } => {
                 let mut batch = vec![(name, uid)];
@@ -206,7 +215,7 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
                         batch.push((name, uid));
                     }
                 }
-                delete_pods(cx, &rs, &owner, batch).await
+                delete_pods(cx, K::COMPONENT, rs.as_ref(), &owner, batch).await
             }
             a @ (Action::AdoptPod { .. } | Action::ReleasePod { .. }) => {
                 super::patch_pod(cx, &key.0, &a).await?;
@@ -239,10 +248,12 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
 }
 
 /// Creates `pods` in slow-start batches; the first error stops what is left (those
-/// creations are no longer expected).
-async fn create_pods<K: Replicated>(
+/// creations are no longer expected). Events about `rs` (the owner, whose
+/// expectations key is `owner`) are recorded as `component`.
+pub(super) async fn create_pods<K: Owner>(
     cx: &Cx,
-    rs: &Arc<K>,
+    component: &str,
+    rs: &K,
     owner: &str,
     pods: Vec<Pod>,
 ) -> Option<ManageFailure> {
@@ -264,24 +275,13 @@ async fn create_pods<K: Replicated>(
             match r {
                 Ok(pod) => {
                     let name = pod.metadata.name.unwrap_or_default();
-                    super::events::record(
-                        &cx.api,
-                        K::COMPONENT,
-                        rs.as_ref(),
-                        &events::created(&name),
-                    )
-                    .await;
+                    super::events::record(&cx.api, component, rs, &events::created(&name)).await;
                 }
                 Err(e) => {
                     cx.expectations().creation_observed(owner);
                     let message = e.to_string();
-                    super::events::record(
-                        &cx.api,
-                        K::COMPONENT,
-                        rs.as_ref(),
-                        &events::create_failed(&message),
-                    )
-                    .await;
+                    super::events::record(&cx.api, component, rs, &events::create_failed(&message))
+                        .await;
                     failure.get_or_insert(ManageFailure {
                         reason: FailureReason::FailedCreate,
                         message,
@@ -300,9 +300,10 @@ async fn create_pods<K: Replicated>(
 
 /// Deletes the pods (named, with their uids as preconditions); one already gone is
 /// not a failure.
-async fn delete_pods<K: Replicated>(
+pub(super) async fn delete_pods<K: Owner>(
     cx: &Cx,
-    rs: &Arc<K>,
+    component: &str,
+    rs: &K,
     owner: &str,
     pods: Vec<(String, String)>,
 ) -> Option<ManageFailure> {
@@ -331,8 +332,7 @@ async fn delete_pods<K: Replicated>(
     for (name, r) in results {
         match r {
             Ok(_) => {
-                super::events::record(&cx.api, K::COMPONENT, rs.as_ref(), &events::deleted(&name))
-                    .await;
+                super::events::record(&cx.api, component, rs, &events::deleted(&name)).await;
             }
             Err(ApiError::NotFound { .. }) => {
                 cx.expectations()
@@ -342,13 +342,8 @@ async fn delete_pods<K: Replicated>(
                 cx.expectations()
                     .deletion_observed(owner, &format!("{ns}/{name}"));
                 let message = e.to_string();
-                super::events::record(
-                    &cx.api,
-                    K::COMPONENT,
-                    rs.as_ref(),
-                    &events::delete_failed(&message),
-                )
-                .await;
+                super::events::record(&cx.api, component, rs, &events::delete_failed(&message))
+                    .await;
                 failure.get_or_insert(ManageFailure {
                     reason: FailureReason::FailedDelete,
                     message,
