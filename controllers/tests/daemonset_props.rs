@@ -250,11 +250,11 @@ proptest! {
                 }
             }
         }
-        let template = new.spec.as_ref().unwrap().template.spec.clone().unwrap();
+        let template = new.spec.as_ref().expect("present").template.spec.clone().expect("present");
         let mut with_tolerations = template.clone();
         controllers::daemonset::pod::add_daemon_tolerations(&mut with_tolerations);
         for n in &nodes {
-            let name = n.metadata.name.clone().unwrap();
+            let name = n.metadata.name.clone().expect("present");
             let here: Vec<&Pod> = pods
                 .iter()
                 .filter(|p| target_node(p) == Some(name.as_str()))
@@ -263,7 +263,7 @@ proptest! {
             if e.should_run {
                 prop_assert_eq!(here.len(), 1, "node {} pods {:?}", name, here);
                 prop_assert_eq!(
-                    here[0].metadata.labels.as_ref().unwrap()["pod-template-generation"].as_str(),
+                    here[0].metadata.labels.as_ref().expect("present")["pod-template-generation"].as_str(),
                     "2"
                 );
             } else if !e.should_continue_running {
@@ -308,9 +308,9 @@ proptest! {
         prop_assert_eq!(creates, 0, "every node has its pod: nothing to create");
         let unavailable_after = pods
             .iter()
-            .filter(|p| !is_available(p) || deleted.contains(&p.metadata.name.as_deref().unwrap()))
+            .filter(|p| !is_available(p) || deleted.contains(&p.metadata.name.as_deref().expect("present")))
             .count();
-        let limit = usize::try_from(max_unavailable).unwrap().max(unavailable_before);
+        let limit = usize::try_from(max_unavailable).expect("present").max(unavailable_before);
         prop_assert!(
             unavailable_after <= limit,
             "{} unavailable after deleting {:?} (maxUnavailable {}, {} before)",
@@ -318,9 +318,9 @@ proptest! {
         );
         // Only old pods go, and only while the budget allows.
         for name in &deleted {
-            let p = pods.iter().find(|p| p.metadata.name.as_deref() == Some(*name)).unwrap();
+            let p = pods.iter().find(|p| p.metadata.name.as_deref() == Some(*name)).expect("present");
             prop_assert_eq!(
-                p.metadata.labels.as_ref().unwrap()["pod-template-generation"].as_str(),
+                p.metadata.labels.as_ref().expect("present")["pod-template-generation"].as_str(),
                 "1"
             );
         }

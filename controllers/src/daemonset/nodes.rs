@@ -345,7 +345,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(target_node(&pod), Some("agent-1"));
-        pod.spec.as_mut().unwrap().node_name = Some("agent-2".into());
+        pod.spec.as_mut().expect("present").node_name = Some("agent-2".into());
         assert_eq!(target_node(&pod), Some("agent-2"));
         assert_eq!(target_node(&Pod::default()), None);
     }

@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn a_daemon_pod_tolerates_node_problems_and_carries_its_revision() {
         let t = daemon_template(&template(), Some(3), "abc");
-        let spec = t.spec.as_ref().unwrap();
+        let spec = t.spec.as_ref().expect("present");
         let tolerations: Vec<(String, String)> = spec
             .tolerations
             .iter()
@@ -207,37 +207,44 @@ mod tests {
         );
         // The template's own unreachable toleration is replaced: no eviction after 30 s.
         assert_eq!(
-            spec.tolerations.as_ref().unwrap()[0].toleration_seconds,
+            spec.tolerations.as_ref().expect("present")[0].toleration_seconds,
             None
         );
-        let labels = t.metadata.unwrap().labels.unwrap();
+        let labels = t.metadata.expect("present").labels.expect("present");
         assert_eq!(labels["controller-revision-hash"], "abc");
         assert_eq!(labels["pod-template-generation"], "3");
 
         let mut host = template();
-        host.spec.as_mut().unwrap().host_network = Some(true);
+        host.spec.as_mut().expect("present").host_network = Some(true);
         let t = daemon_template(&host, None, "abc");
-        assert!(t.spec.unwrap().tolerations.unwrap().iter().any(|t| {
-            t.key.as_deref() == Some("node.kubernetes.io/network-unavailable")
-                && t.effect.as_deref() == Some("NoSchedule")
-        }));
+        assert!(
+            t.spec
+                .expect("present")
+                .tolerations
+                .expect("present")
+                .iter()
+                .any(|t| {
+                    t.key.as_deref() == Some("node.kubernetes.io/network-unavailable")
+                        && t.effect.as_deref() == Some("NoSchedule")
+                })
+        );
     }
 
     #[test]
     fn the_pod_is_pinned_by_affinity_not_by_node_name() {
         let (meta, r) = owner();
-        let pod = pod_for_node(&template(), &meta, r, "agent-7").unwrap();
-        let spec = pod.spec.unwrap();
+        let pod = pod_for_node(&template(), &meta, r, "agent-7").expect("present");
+        let spec = pod.spec.expect("present");
         assert_eq!(spec.node_name, None);
         let required = spec
             .affinity
-            .unwrap()
+            .expect("present")
             .node_affinity
-            .unwrap()
+            .expect("present")
             .required_during_scheduling_ignored_during_execution
-            .unwrap();
+            .expect("present");
         assert_eq!(
-            serde_json::to_value(&required).unwrap(),
+            serde_json::to_value(&required).expect("present"),
             serde_json::json!({"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": ["agent-7"]}
             ]}]})

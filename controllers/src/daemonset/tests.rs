@@ -202,11 +202,11 @@ fn a_node_selector_excludes_nodes_and_a_pod_there_is_misscheduled_then_deleted()
     let mut ds = daemonset("a:1", 1);
     ds.spec
         .as_mut()
-        .unwrap()
+        .expect("present")
         .template
         .spec
         .as_mut()
-        .unwrap()
+        .expect("present")
         .node_selector = Some([("role".to_owned(), "edge".to_owned())].into());
     let nodes = [node("n1", &[("role", "edge")]), node("n2", &[])];
     let r = run(&ds, &nodes, &[]);
@@ -271,7 +271,7 @@ fn a_rolling_update_replaces_at_most_max_unavailable_pods_at_a_time() {
     let r = run(&new, &nodes, &pods[1..]);
     assert_eq!(created_on(&r), ["n1"]);
     let labels = match &r.reconciled.actions[0] {
-        Action::CreatePod { pod } => pod.metadata.labels.clone().unwrap(),
+        Action::CreatePod { pod } => pod.metadata.labels.clone().expect("present"),
         other => panic!("{other:?}"),
     };
     assert_eq!(labels["pod-template-generation"], "2");
@@ -282,7 +282,7 @@ fn a_rolling_update_replaces_at_most_max_unavailable_pods_at_a_time() {
 fn on_delete_waits_for_the_user_to_delete_old_pods() {
     let old = daemonset("a:1", 1);
     let mut new = daemonset("a:2", 2);
-    new.spec.as_mut().unwrap().update_strategy = Some(DaemonSetUpdateStrategy {
+    new.spec.as_mut().expect("present").update_strategy = Some(DaemonSetUpdateStrategy {
         type_: Some("OnDelete".into()),
         rolling_update: None,
     });
@@ -296,7 +296,7 @@ fn on_delete_waits_for_the_user_to_delete_old_pods() {
 fn with_surge_the_new_pod_starts_beside_the_old_which_goes_once_it_is_available() {
     let old = daemonset("a:1", 1);
     let mut new = daemonset("a:2", 2);
-    new.spec.as_mut().unwrap().update_strategy = Some(DaemonSetUpdateStrategy {
+    new.spec.as_mut().expect("present").update_strategy = Some(DaemonSetUpdateStrategy {
         type_: Some("RollingUpdate".into()),
         rolling_update: Some(RollingUpdateDaemonSet {
             max_unavailable: Some(IntOrString::Int(0)),
@@ -310,7 +310,7 @@ fn with_surge_the_new_pod_starts_beside_the_old_which_goes_once_it_is_available(
     assert!(deleted(&r).is_empty());
     // The new pod on n1, not yet ready: both stay, nothing more surges.
     let mut fresh = pod_on(&new, "n1", "q1");
-    fresh.status.as_mut().unwrap().conditions = None;
+    fresh.status.as_mut().expect("present").conditions = None;
     let mut with_new = pods.clone();
     with_new.push(fresh);
     let r = run(&new, &nodes, &with_new);
@@ -326,7 +326,7 @@ fn with_surge_the_new_pod_starts_beside_the_old_which_goes_once_it_is_available(
 fn failed_pods_are_killed_with_kubes_warning_and_backed_off_per_node() {
     let ds = daemonset("a:1", 1);
     let mut failed = pod_on(&ds, "n1", "p1");
-    failed.status.as_mut().unwrap().phase = Some("Failed".into());
+    failed.status.as_mut().expect("present").phase = Some("Failed".into());
     let nodes = [node("n1", &[])];
     let r = run(&ds, &nodes, std::slice::from_ref(&failed));
     assert_eq!(deleted(&r), ["p1"]);
@@ -342,7 +342,7 @@ fn failed_pods_are_killed_with_kubes_warning_and_backed_off_per_node() {
         failed_pod_backoff: &backoff,
     };
     let n: Vec<&Node> = nodes.iter().collect();
-    let r = reconcile(&ds, &n, &[&failed], &ctx, now()).unwrap();
+    let r = reconcile(&ds, &n, &[&failed], &ctx, now()).expect("present");
     assert!(r.reconciled.pod_deletions().next().is_none());
     assert_eq!(
         r.reconciled.requeue_after,
@@ -354,7 +354,7 @@ fn failed_pods_are_killed_with_kubes_warning_and_backed_off_per_node() {
 fn an_unbound_pod_pinned_to_a_node_that_is_gone_is_deleted() {
     let ds = daemonset("a:1", 1);
     let mut pending = pod_on(&ds, "gone", "p1");
-    pending.spec.as_mut().unwrap().node_name = None;
+    pending.spec.as_mut().expect("present").node_name = None;
     let r = run(&ds, &[node("n1", &[])], &[pending]);
     assert_eq!(deleted(&r), ["p1"]);
     assert_eq!(created_on(&r), ["n1"]);
@@ -368,7 +368,7 @@ fn expectations_unsatisfied_only_recount_without_raising_observed_generation() {
         expectations_satisfied: false,
         failed_pod_backoff: &BTreeMap::new(),
     };
-    let r = reconcile(&ds, &[&n], &[], &ctx, now()).unwrap();
+    let r = reconcile(&ds, &[&n], &[], &ctx, now()).expect("present");
     assert!(created_on(&r).is_empty());
     assert_eq!(status(&r).observed_generation, None);
 }

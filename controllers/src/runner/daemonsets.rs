@@ -33,10 +33,13 @@ const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 /// Per DaemonSet and node: when its failed pod was last killed, and the wait before
 /// the next kill.
 #[derive(Default)]
-pub(super) struct FailedPodBackoff(Mutex<HashMap<Key, BTreeMap<String, (Timestamp, Duration)>>>);
+pub(super) struct FailedPodBackoff(Mutex<HashMap<Key, NodeBackoffs>>);
+
+/// Per node: when its failed pod was last killed, and the wait before the next kill.
+type NodeBackoffs = BTreeMap<String, (Timestamp, Duration)>;
 
 impl FailedPodBackoff {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, BTreeMap<String, (Timestamp, Duration)>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, NodeBackoffs>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

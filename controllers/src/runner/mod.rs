@@ -1,12 +1,14 @@
 //! The runner: the I/O around the pure reconciles, as kube-rs' runtime and client-go's
 //! informers and work queues provide it.
 //!
-//! - **Caches** of Pods, ReplicaSets and Deployments, kept by list and watch through
-//!   the in-process [`Api`] ([`cache`]). Reconciles read only these.
+//! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets
+//!   and Nodes, kept by list and watch through the in-process [`Api`] ([`cache`]).
+//!   Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
-//!   queues the keys it concerns (a pod's controller, or the ReplicaSets that select an
-//!   orphan; a ReplicaSet's Deployment), a burst of changes costs one reconcile per
-//!   key, and a key is never reconciled by two workers at once ([`queue`]).
+//!   queues the keys it concerns (a pod's controller, or the owners that select an
+//!   orphan; a ReplicaSet's Deployment; every DaemonSet when a Node comes, goes or
+//!   changes its labels or taints), a burst of changes costs one reconcile per key,
+//!   and a key is never reconciled by two workers at once ([`queue`]).
 //! - **Retries with backoff** for a sync that fails, and requeues when a reconcile says
 //!   something will change with time alone (minReadySeconds, a progress deadline).
 //! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
