@@ -64,8 +64,9 @@ pub(crate) struct Cx {
     pub(crate) api: Api,
     pub(crate) caches: Caches,
     expectations: Mutex<Expectations>,
-    /// Whether any ReplicaSet exists: until one does, pods without owners are not
-    /// cached (nothing could adopt them), so bare pods cost the controllers nothing.
+    /// Whether any ReplicaSet, ReplicationController or DaemonSet exists: until one
+    /// does, pods without owners are not cached (nothing could adopt them), so bare
+    /// pods cost the controllers nothing.
     pods_wanted: tokio::sync::watch::Sender<bool>,
     replicasets: Queue,
     deployments: Queue,
