@@ -64,13 +64,17 @@ async fn rolled_out(k: &Kubectl, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemonset_runs_on_every_agent_follows_new_agents_rolls_out_and_cascades() {
-    let app = start(Setup {
+    let mut config = app_config(Setup {
         agents: (0..2)
             .map(|i| agent("cpus:8;mem:16384;ports:[31000-31100]", "tier:edge", i).simulated(None))
             .collect(),
         ..Setup::default()
-    })
-    .await;
+    });
+    // An agent added while nothing is pending becomes a Node within a second.
+    config.scheduling.node_discovery_interval = Duration::from_secs(1);
+    let app = framework::app::App::start(config)
+        .await
+        .expect("mesopod starts");
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
     k.apply(&daemonset("agentd", "busybox:1.36", "")).await;
@@ -135,6 +139,14 @@ async fn a_daemonset_runs_on_every_agent_follows_new_agents_rolls_out_and_cascad
             .unwrap()
             .starts_with("agentd   2         2         2       2            2           <none>"),
         "{table}"
+    );
+
+    let explain = ok(&k.run(&["explain", "ds.spec.updateStrategy"]).await);
+    assert!(
+        explain.contains("KIND:")
+            && explain.contains("DaemonSet")
+            && explain.contains("rollingUpdate"),
+        "{explain}"
     );
 
     // A nodeSelector that only one agent's attributes satisfy.

@@ -101,6 +101,12 @@ async fn a_replication_controller_keeps_its_pods_scales_and_its_pods_go_with_it(
         "{table}"
     );
 
+    let explain = ok(&k.run(&["explain", "rc.spec.selector"]).await);
+    assert!(
+        explain.contains("ReplicationController") && explain.contains("map[string]string"),
+        "{explain}"
+    );
+
     ok(&k.run(&["scale", "rc/old", "--replicas=4"]).await);
     wait_until(
         "scaled up",

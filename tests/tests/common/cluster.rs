@@ -85,8 +85,6 @@ pub fn app_config(setup: Setup) -> AppConfig {
             start_deadline: setup.start_deadline,
             sweep_interval: Duration::from_millis(100),
             revive_min_interval: Duration::from_millis(100),
-            // Agents added at runtime become Nodes within a second.
-            node_discovery_interval: Duration::from_secs(1),
             ..SchedulingConfig::default()
         },
         default_pod_roles: vec!["*".into()],
