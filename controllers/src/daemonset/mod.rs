@@ -215,6 +215,8 @@ struct Work {
     create_on: Vec<String>,
     /// Pods to delete: (name, uid), in order, no repeats.
     delete: Vec<(String, String)>,
+    /// The names in `delete`, so that a repeat costs no scan.
+    deleting: std::collections::HashSet<String>,
 }
 
 impl Work {
@@ -224,7 +226,7 @@ impl Work {
 
     fn delete(&mut self, pod: &Pod) {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        if !self.delete.iter().any(|(n, _)| *n == name) {
+        if self.deleting.insert(name.clone()) {
             self.delete
                 .push((name, pod.metadata.uid.clone().unwrap_or_default()));
         }
@@ -335,11 +337,12 @@ fn manage(
     }
     // Unscheduled pods pinned to nodes that no longer exist: nothing else would
     // ever delete them (they are bound nowhere, so pod GC does not see them).
+    let existing: std::collections::HashSet<&str> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+        .collect();
     for (node, pods) in by_node {
-        if nodes
-            .iter()
-            .any(|n| n.metadata.name.as_deref() == Some(node.as_str()))
-        {
+        if existing.contains(node.as_str()) {
             continue;
         }
         for p in pods {
