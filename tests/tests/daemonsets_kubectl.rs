@@ -8,8 +8,12 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use futures::StreamExt as _;
 
 use apiserver::Api;
 use common::cluster::*;
@@ -51,6 +55,46 @@ fn on(nodes: &[&str], image: &str) -> BTreeSet<(String, String)> {
         .iter()
         .map(|n| ((*n).to_owned(), image.to_owned()))
         .collect()
+}
+
+/// Follows the pods of `agentd` (starting from `pods`) and keeps in `worst` the
+/// most of the `agents` that were, at any change, without a live Running pod.
+async fn count_nodes_without_a_running_pod(
+    mut watch: apiserver::ObjectStream<Pod>,
+    pods: Vec<Pod>,
+    agents: usize,
+    worst: Arc<AtomicUsize>,
+) {
+    let mut current: BTreeMap<String, Pod> = pods
+        .into_iter()
+        .map(|p| (p.metadata.name.clone().unwrap_or_default(), p))
+        .collect();
+    while let Some(Ok(ev)) = watch.next().await {
+        let name = ev.object.metadata.name.clone().unwrap_or_default();
+        let ours = ev
+            .object
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.get("app").map(String::as_str) == Some("agentd"));
+        if !ours {
+            continue;
+        }
+        match ev.kind {
+            apiserver::EventKind::Deleted => {
+                current.remove(&name);
+            }
+            _ => {
+                current.insert(name, ev.object);
+            }
+        }
+        let covered: BTreeSet<String> = current
+            .values()
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && phase(p) == "Running")
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        worst.fetch_max(agents - covered.len().min(agents), Ordering::SeqCst);
+    }
 }
 
 async fn rolled_out(k: &Kubectl, what: &str) {
@@ -183,7 +227,18 @@ async fn a_daemonset_runs_on_every_agent_follows_new_agents_rolls_out_and_cascad
         .unwrap();
     assert_eq!(coreonly.desired_number_scheduled, 1);
 
-    // A rolling update, one node at a time (maxUnavailable 1).
+    // A rolling update, one node at a time (maxUnavailable 1): a watch counts, at
+    // every pod change, the agents without a live Running pod.
+    let worst = Arc::new(AtomicUsize::new(0));
+    let watch = api
+        .watch_pods(Some("default"), api.resource_version())
+        .unwrap();
+    let observer = tokio::spawn(count_nodes_without_a_running_pod(
+        watch,
+        live(api, "agentd"),
+        3,
+        Arc::clone(&worst),
+    ));
     ok(&k
         .run(&["set", "image", "ds/agentd", "main=busybox:1.37"])
         .await);
@@ -195,6 +250,12 @@ async fn a_daemonset_runs_on_every_agent_follows_new_agents_rolls_out_and_cascad
         |r| *r == on(&["agent-0", "agent-1", "agent-2"], "busybox:1.37"),
     )
     .await;
+    observer.abort();
+    assert_eq!(
+        worst.load(Ordering::SeqCst),
+        1,
+        "one agent at a time went without its pod"
+    );
     let pod = &live(api, "agentd")[0];
     assert_eq!(
         pod.metadata.labels.as_ref().unwrap()["pod-template-generation"],
