@@ -6,6 +6,10 @@
 //!
 //! Also where an unbound daemon pod is headed: the `metadata.name` its required
 //! affinity pins it to (kube's `GetTargetNodeName`).
+//!
+//! Procurement applies the same rules to offers when it places the pod; they are
+//! written again here over Node objects because this crate sits beside the
+//! scheduler and may not depend on it (nor on anything that knows Mesos).
 
 use std::collections::BTreeMap;
 
