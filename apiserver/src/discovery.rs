@@ -88,6 +88,9 @@ pub(crate) async fn apps_v1() -> Response {
         resources.push(json!({"name": format!("{plural}/scale"), "singularName": "", "namespaced": true, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": sub}));
         resources.push(json!({"name": format!("{plural}/status"), "singularName": "", "namespaced": true, "kind": kind, "verbs": sub}));
     }
+    // DaemonSets scale with the nodes: no `scale` subresource.
+    resources.push(json!({"name": "daemonsets", "singularName": "daemonset", "namespaced": true, "kind": "DaemonSet", "verbs": all, "shortNames": ["ds"], "categories": ["all"]}));
+    resources.push(json!({"name": "daemonsets/status", "singularName": "", "namespaced": true, "kind": "DaemonSet", "verbs": sub}));
     json(
         StatusCode::OK,
         &json!({
@@ -152,6 +155,19 @@ pub(crate) async fn core_v1() -> Response {
     ];
     let mut pods = r("pods", "pod", true, "Pod", &all, &["po"]);
     pods["categories"] = json!(["all"]);
+    let sub = ["get", "patch", "update"];
+    let mut rcs = r(
+        "replicationcontrollers",
+        "replicationcontroller",
+        true,
+        "ReplicationController",
+        &all,
+        &["rc"],
+    );
+    rcs["categories"] = json!(["all"]);
+    let mut rc_scale = r("replicationcontrollers/scale", "", true, "Scale", &sub, &[]);
+    rc_scale["group"] = json!("autoscaling");
+    rc_scale["version"] = json!("v1");
     json(
         StatusCode::OK,
         &json!({
@@ -169,6 +185,9 @@ pub(crate) async fn core_v1() -> Response {
                 r("configmaps", "configmap", true, "ConfigMap", &all, &["cm"]),
                 r("secrets", "secret", true, "Secret", &all, &[]),
                 r("serviceaccounts", "serviceaccount", true, "ServiceAccount", &all, &["sa"]),
+                rcs,
+                rc_scale,
+                r("replicationcontrollers/status", "", true, "ReplicationController", &sub, &[]),
             ],
         }),
     )

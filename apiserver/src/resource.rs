@@ -33,12 +33,16 @@ pub enum Resource {
     ReplicaSets,
     /// `deployments` of `apps/v1`, namespaced, with `status` and `scale`.
     Deployments,
+    /// `replicationcontrollers` of core `v1`, namespaced, with `status` and `scale`.
+    ReplicationControllers,
+    /// `daemonsets` of `apps/v1`, namespaced, with `status`.
+    DaemonSets,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 9] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 11] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -48,6 +52,8 @@ impl Resource {
         Self::RoleBindings,
         Self::Deployments,
         Self::ReplicaSets,
+        Self::ReplicationControllers,
+        Self::DaemonSets,
     ];
 
     /// The plural name used in URLs and `Status.details.kind`.
@@ -67,6 +73,8 @@ impl Resource {
             Self::ClusterRoleBindings => "clusterrolebindings",
             Self::ReplicaSets => "replicasets",
             Self::Deployments => "deployments",
+            Self::ReplicationControllers => "replicationcontrollers",
+            Self::DaemonSets => "daemonsets",
         }
     }
 
@@ -87,6 +95,8 @@ impl Resource {
             Self::ClusterRoleBindings => "ClusterRoleBinding",
             Self::ReplicaSets => "ReplicaSet",
             Self::Deployments => "Deployment",
+            Self::ReplicationControllers => "ReplicationController",
+            Self::DaemonSets => "DaemonSet",
         }
     }
 
@@ -107,6 +117,8 @@ impl Resource {
             Self::ClusterRoleBindings => "ClusterRoleBindingList",
             Self::ReplicaSets => "ReplicaSetList",
             Self::Deployments => "DeploymentList",
+            Self::ReplicationControllers => "ReplicationControllerList",
+            Self::DaemonSets => "DaemonSetList",
         }
     }
 
@@ -117,7 +129,7 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io"
             }
-            Self::ReplicaSets | Self::Deployments => "apps",
+            Self::ReplicaSets | Self::Deployments | Self::DaemonSets => "apps",
             _ => "",
         }
     }
@@ -129,7 +141,7 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io/v1"
             }
-            Self::ReplicaSets | Self::Deployments => "apps/v1",
+            Self::ReplicaSets | Self::Deployments | Self::DaemonSets => "apps/v1",
             _ => "v1",
         }
     }
@@ -244,8 +256,9 @@ impl Resource {
                 "type" | "metadata.namespace" | "metadata.name" => ok(),
                 _ => unsupported(),
             },
-            // pkg/apis/apps/v1 conversion: ReplicaSets also select by status.replicas.
-            Self::ReplicaSets => match label {
+            // pkg/apis/apps/v1 and core/v1 conversions: ReplicaSets and
+            // ReplicationControllers also select by status.replicas.
+            Self::ReplicaSets | Self::ReplicationControllers => match label {
                 "metadata.name" | "metadata.namespace" | "status.replicas" => ok(),
                 _ => unsupported(),
             },
@@ -256,7 +269,8 @@ impl Resource {
             | Self::ClusterRoles
             | Self::RoleBindings
             | Self::ClusterRoleBindings
-            | Self::Deployments => match label {
+            | Self::Deployments
+            | Self::DaemonSets => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

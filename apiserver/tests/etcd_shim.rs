@@ -1,7 +1,8 @@
 //! The API shim on etcd (`--etcd-servers`): two shims on one etcd each serve what the
 //! other wrote (HA replicas share state this way), kubectl works against both, an
 //! update from a stale resourceVersion is 409 as on redb, and with
-//! `--encryption-provider-config` a Secret's value in etcd holds no plaintext.
+//! `--encryption-provider-config` a Secret's value in etcd holds no plaintext;
+//! ReplicationControllers and DaemonSets are kept under kube-apiserver's keys.
 //! Needs etcd (`.ci/install-etcd.sh`): skipped without it, failed under `CI=true`.
 #![allow(clippy::unwrap_used)]
 
@@ -140,4 +141,65 @@ fn etcdctl(etcd: &Etcd, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_controllers_and_daemonsets_live_where_kube_apiserver_keeps_them() {
+    let Some(etcd) =
+        Etcd::start("replication_controllers_and_daemonsets_live_where_kube_apiserver_keeps_them")
+            .await
+    else {
+        return;
+    };
+    let a = shim_on(&etcd, None).await;
+    let b = shim_on(&etcd, None).await;
+    let template = "  template:\n    metadata:\n      labels: {app: x}\n    spec:\n      containers:\n      - name: main\n        image: busybox:1.36\n";
+    let rc = format!(
+        "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: old\nspec:\n{template}"
+    );
+    let ds = format!(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    matchLabels: {{app: x}}\n{template}"
+    );
+    for manifest in [rc, ds] {
+        ok(&Kubectl::new(&a.url)
+            .run_stdin(&["create", "-f", "-"], Some(&manifest))
+            .await);
+    }
+    // b serves them from its etcd watch, with their subresources.
+    wait_until(
+        "b serves a's workloads",
+        Duration::from_secs(10),
+        async || {
+            let out = Kubectl::new(&b.url)
+                .run(&["get", "rc/old", "ds/agent", "-o", "name"])
+                .await;
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        },
+        |s| s.contains("replicationcontroller/old") && s.contains("daemonset.apps/agent"),
+    )
+    .await;
+    ok(&Kubectl::new(&b.url)
+        .run(&["scale", "rc/old", "--replicas=3"])
+        .await);
+    let raw = etcdctl(
+        &etcd,
+        &[
+            "get",
+            "/registry/controllers/default/old",
+            "--print-value-only",
+        ],
+    );
+    assert!(raw.contains("\"replicas\":3"), "{raw}");
+    let raw = etcdctl(
+        &etcd,
+        &[
+            "get",
+            "/registry/daemonsets/default/agent",
+            "--print-value-only",
+        ],
+    );
+    assert!(
+        raw.contains("\"deprecated.daemonset.template.generation\":\"1\""),
+        "{raw}"
+    );
 }

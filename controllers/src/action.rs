@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::{DaemonSetStatus, DeploymentStatus, ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::{Pod, ReplicationControllerStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Value, json};
@@ -148,6 +148,8 @@ pub enum Status {
     ReplicationController(ReplicationControllerStatus),
     /// A Deployment's status.
     Deployment(DeploymentStatus),
+    /// A DaemonSet's status.
+    DaemonSet(DaemonSetStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.

@@ -34,8 +34,11 @@
 //! - [`replicaset`]: ReplicaSets and ReplicationControllers.
 //! - [`deployment`]: Deployments (RollingUpdate, Recreate, proportional
 //!   scaling, pause, progress deadline, revision history).
+//! - [`daemonset`]: DaemonSets (one pod per eligible node, pinned by node
+//!   affinity; RollingUpdate with maxUnavailable or maxSurge, OnDelete).
 
 mod action;
+pub mod daemonset;
 pub mod deployment;
 mod error;
 mod expectations;

@@ -62,6 +62,11 @@ pub struct SchedulingConfig {
     /// How long an agent's executor may go unheard before its Node is
     /// NotReady (kube-controller-manager's `--node-monitor-grace-period`).
     pub node_monitor_grace_period: Duration,
+    /// While no pod is pending, offers are suppressed, so an agent that joins
+    /// sends none and would have no Node: this often an idle framework revives
+    /// offers for a moment, and the agents that offer become Nodes (a
+    /// DaemonSet then places its pod there). Zero: never.
+    pub node_discovery_interval: Duration,
 }
 
 /// Half of localmesos' 4 MiB limit on a call: room for a master with a
@@ -86,6 +91,7 @@ impl Default for SchedulingConfig {
             sweep_interval: Duration::from_millis(500),
             max_accept_bytes: DEFAULT_MAX_ACCEPT_BYTES,
             node_monitor_grace_period: crate::core::NODE_MONITOR_GRACE_PERIOD,
+            node_discovery_interval: Duration::from_secs(30),
         }
     }
 }

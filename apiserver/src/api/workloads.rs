@@ -10,13 +10,13 @@ use super::objects::typed;
 use super::{Api, RETRIES, WriteOptions};
 use crate::auth::rbac::Writer;
 use crate::error::ApiError;
-use crate::kinds::apps::{Workload, scale};
+use crate::kinds::apps::{WithStatus, Workload, scale};
 use crate::patch::{self, PatchType};
 use crate::store::object_rv;
 
 impl Api {
     /// PUT `…/status`: only the status changes.
-    pub(crate) async fn replace_status<K: Workload>(
+    pub(crate) async fn replace_status<K: WithStatus>(
         &self,
         ns: &str,
         name: &str,
@@ -24,13 +24,13 @@ impl Api {
         opts: WriteOptions,
         writer: Option<&Writer>,
     ) -> Result<K, ApiError> {
-        let keep = Endpoint::Sub(K::prepare_status_update);
+        let keep = Endpoint::Sub(K::keep_for_status);
         self.replace_object_via(ns, name, obj, opts, writer, keep)
             .await
     }
 
     /// PATCH `…/status`: only the status changes.
-    pub(crate) async fn patch_status<K: Workload>(
+    pub(crate) async fn patch_status<K: WithStatus>(
         &self,
         ns: &str,
         name: &str,
@@ -39,7 +39,7 @@ impl Api {
         opts: WriteOptions,
         writer: Option<&Writer>,
     ) -> Result<(K, Vec<String>), ApiError> {
-        let keep = Endpoint::Sub(K::prepare_status_update);
+        let keep = Endpoint::Sub(K::keep_for_status);
         self.patch_object_via(ns, name, ty, patch, opts, writer, keep)
             .await
     }
@@ -252,6 +252,28 @@ typed_workload_api!(
     replace_replicaset,
     replace_replicaset_status,
     delete_replicaset
+);
+typed_workload_api!(
+    k8s_openapi::api::core::v1::ReplicationController,
+    "ReplicationControllers",
+    list_replicationcontrollers,
+    get_replicationcontroller,
+    watch_replicationcontrollers,
+    create_replicationcontroller,
+    replace_replicationcontroller,
+    replace_replicationcontroller_status,
+    delete_replicationcontroller
+);
+typed_workload_api!(
+    k8s_openapi::api::apps::v1::DaemonSet,
+    "DaemonSets",
+    list_daemonsets,
+    get_daemonset,
+    watch_daemonsets,
+    create_daemonset,
+    replace_daemonset,
+    replace_daemonset_status,
+    delete_daemonset
 );
 typed_workload_api!(
     k8s_openapi::api::apps::v1::Deployment,

@@ -20,7 +20,7 @@ use crate::api::{Api, WriteOptions, decode_kind_body};
 use crate::auth::rbac::Writer;
 use crate::error::ApiError;
 use crate::kinds::Kind;
-use crate::kinds::apps::Workload;
+use crate::kinds::apps::{WithStatus, Workload};
 
 /// Adds the routes of kind `K` to `router`.
 pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
@@ -142,7 +142,13 @@ fn check_propagation(
     opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
 ) -> Result<(), ApiError> {
     use crate::resource::Resource;
-    let owns = matches!(resource, Resource::Deployments | Resource::ReplicaSets);
+    let owns = matches!(
+        resource,
+        Resource::Deployments
+            | Resource::ReplicaSets
+            | Resource::ReplicationControllers
+            | Resource::DaemonSets
+    );
     let policy = opts
         .propagation_policy
         .as_deref()
@@ -165,31 +171,39 @@ fn check_propagation(
     causes.into_result("DeleteOptions", "")
 }
 
-/// Adds the `status` and `scale` subresources of workload kind `K` (its main routes come
-/// from [`routes`]).
-pub(crate) fn workload_routes<K: Workload>(router: Router<Api>) -> Router<Api> {
-    let r = K::RESOURCE;
-    let one = format!(
+/// The path of one object of namespaced `r`, with `{ns}` and `{name}` placeholders.
+fn one_path(r: crate::resource::Resource) -> String {
+    format!(
         "{}/namespaces/{{ns}}/{}/{{name}}",
         r.base_path(),
         r.plural()
-    );
-    router
-        .route(
-            &format!("{one}/status"),
-            get_in_namespace(r)
-                .put(replace_status::<K>)
-                .patch(patch_status::<K>),
-        )
-        .route(
-            &format!("{one}/scale"),
-            axum::routing::get(get_scale::<K>)
-                .put(replace_scale::<K>)
-                .patch(patch_scale::<K>),
-        )
+    )
 }
 
-async fn replace_status<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+/// Adds the `status` subresource of kind `K` (its main routes come from [`routes`]).
+pub(crate) fn status_routes<K: WithStatus>(router: Router<Api>) -> Router<Api> {
+    let r = K::RESOURCE;
+    router.route(
+        &format!("{}/status", one_path(r)),
+        get_in_namespace(r)
+            .put(replace_status::<K>)
+            .patch(patch_status::<K>),
+    )
+}
+
+/// Adds the `status` and `scale` subresources of workload kind `K` (its main routes come
+/// from [`routes`]).
+pub(crate) fn workload_routes<K: Workload>(router: Router<Api>) -> Router<Api> {
+    let one = one_path(K::RESOURCE);
+    status_routes::<K>(router).route(
+        &format!("{one}/scale"),
+        axum::routing::get(get_scale::<K>)
+            .put(replace_scale::<K>)
+            .patch(patch_scale::<K>),
+    )
+}
+
+async fn replace_status<K: WithStatus>(w: Write, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, opts) = decode::<K>(&w.params, &w.headers, body).await?;
     let obj = w
         .api
@@ -198,7 +212,7 @@ async fn replace_status<K: Workload>(w: Write, body: Body) -> Result<Response, A
     Ok(json_with_warnings(StatusCode::OK, &obj, &warnings))
 }
 
-async fn patch_status<K: Workload>(w: Write, body: Body) -> Result<Response, ApiError> {
+async fn patch_status<K: WithStatus>(w: Write, body: Body) -> Result<Response, ApiError> {
     let (ty, patch, opts) = patch_request(&w.params, &w.headers, body).await?;
     let (obj, warnings) = w
         .api

@@ -71,8 +71,8 @@ fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
 /// routes onto this router (e.g. debug pages) and serve them on the same listener.
 pub fn router(api: Api) -> Router {
     use Resource::{Events, Namespaces, Nodes, Pods};
-    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-    use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::{ConfigMap, ReplicationController, Secret, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let router = Router::new()
         .route("/version", get(discovery::version))
@@ -144,7 +144,11 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ReplicaSet>(router);
     let router = kinds::workload_routes::<ReplicaSet>(router);
     let router = kinds::routes::<Deployment>(router);
-    kinds::workload_routes::<Deployment>(router)
+    let router = kinds::workload_routes::<Deployment>(router);
+    let router = kinds::routes::<ReplicationController>(router);
+    let router = kinds::workload_routes::<ReplicationController>(router);
+    let router = kinds::routes::<DaemonSet>(router);
+    kinds::status_routes::<DaemonSet>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

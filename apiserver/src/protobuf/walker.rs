@@ -52,6 +52,7 @@ const DROP_ZERO: &[&str] = &[
     "k8s.io.api.apps.v1.ReplicaSetSpec.minReadySeconds",
     "k8s.io.api.apps.v1.StatefulSetSpec.minReadySeconds",
     "k8s.io.api.apps.v1.DaemonSetSpec.minReadySeconds",
+    "k8s.io.api.core.v1.ReplicationControllerSpec.minReadySeconds",
 ];
 
 /// What was wrong, and where: a field path (`spec.template.metadata.creationTimestamp`)

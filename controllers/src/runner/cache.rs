@@ -1,4 +1,5 @@
-//! What the controllers read: every Pod, ReplicaSet and Deployment, kept current by a
+//! What the controllers read: every Pod, ReplicaSet, Deployment, ReplicationController,
+//! DaemonSet and Node, kept current by a
 //! list and then a watch per kind (a watch that expires is a relist), as client-go's
 //! informers keep theirs. Reconciles read from here, never from the store, so a burst
 //! of events costs one reconcile per key, not one read per event.
@@ -9,8 +10,8 @@ use std::sync::{Arc, RwLock};
 use apiserver::{Api, ApiError, EventKind, ObjectList};
 use futures::StreamExt as _;
 use k8s_openapi::Metadata;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
@@ -104,10 +105,14 @@ struct PodView {
     status: Option<StatusView>,
 }
 
+/// Where a pod is, or (a DaemonSet's, unbound) where its required node affinity
+/// pins it; a pod without affinity decodes no more than its node.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct NodeOnly {
     node_name: Option<String>,
+    #[serde(default)]
+    affinity: Option<k8s_openapi::api::core::v1::Affinity>,
 }
 
 #[derive(Deserialize)]
@@ -143,6 +148,7 @@ impl PodView {
             metadata: self.metadata,
             spec: self.spec.map(|s| k8s_openapi::api::core::v1::PodSpec {
                 node_name: s.node_name,
+                affinity: s.affinity,
                 ..Default::default()
             }),
             status: self.status.map(|s| k8s_openapi::api::core::v1::PodStatus {
@@ -169,6 +175,34 @@ impl Watched for ReplicaSet {
     }
     fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_replicasets(None, from)
+    }
+}
+
+impl Watched for ReplicationController {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_replicationcontrollers(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_replicationcontrollers(None, from)
+    }
+}
+
+impl Watched for DaemonSet {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_daemonsets(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_daemonsets(None, from)
+    }
+}
+
+/// Nodes are cluster-scoped: they are kept under the namespace `""`.
+impl Watched for Node {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_nodes("", "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_nodes(from)
     }
 }
 
@@ -204,6 +238,17 @@ impl<K: Watched> Objects<K> {
     /// One object.
     pub(crate) fn get(&self, key: &Key) -> Option<Arc<K>> {
         self.read().get(&key.0).and_then(|m| m.get(&key.1)).cloned()
+    }
+
+    /// Every object, by namespace then name.
+    pub(crate) fn all(&self) -> Vec<Arc<K>> {
+        let all = self.read();
+        let mut namespaces: Vec<&String> = all.keys().collect();
+        namespaces.sort();
+        namespaces
+            .into_iter()
+            .flat_map(|ns| all[ns].values().cloned())
+            .collect()
     }
 
     /// The objects of namespace `ns`, in name order.

@@ -109,6 +109,13 @@ fn owner_exists(cx: &Cx, ns: &str, r: &OwnerReference) -> Option<bool> {
         "Deployment" if r.api_version == "apps/v1" => {
             cx.api.get_deployment(ns, &r.name).map(|o| o.metadata.uid)
         }
+        "DaemonSet" if r.api_version == "apps/v1" => {
+            cx.api.get_daemonset(ns, &r.name).map(|o| o.metadata.uid)
+        }
+        "ReplicationController" if r.api_version == "v1" => cx
+            .api
+            .get_replicationcontroller(ns, &r.name)
+            .map(|o| o.metadata.uid),
         _ => return None,
     };
     Some(match uid {

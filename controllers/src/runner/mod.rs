@@ -1,12 +1,14 @@
 //! The runner: the I/O around the pure reconciles, as kube-rs' runtime and client-go's
 //! informers and work queues provide it.
 //!
-//! - **Caches** of Pods, ReplicaSets and Deployments, kept by list and watch through
-//!   the in-process [`Api`] ([`cache`]). Reconciles read only these.
+//! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets
+//!   and Nodes, kept by list and watch through the in-process [`Api`] ([`cache`]).
+//!   Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
-//!   queues the keys it concerns (a pod's controller, or the ReplicaSets that select an
-//!   orphan; a ReplicaSet's Deployment), a burst of changes costs one reconcile per
-//!   key, and a key is never reconciled by two workers at once ([`queue`]).
+//!   queues the keys it concerns (a pod's controller, or the owners that select an
+//!   orphan; a ReplicaSet's Deployment; every DaemonSet when a Node comes, goes or
+//!   changes its labels or taints), a burst of changes costs one reconcile per key,
+//!   and a key is never reconciled by two workers at once ([`queue`]).
 //! - **Retries with backoff** for a sync that fails, and requeues when a reconcile says
 //!   something will change with time alone (minReadySeconds, a progress deadline).
 //! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
@@ -23,6 +25,7 @@
 //! - One writer per status: a controller writes only its own kind's status.
 
 mod cache;
+mod daemonsets;
 mod deployments;
 mod events;
 mod gc;
@@ -33,8 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
 use apiserver::{Api, ApiError};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::{Action, Expectations, Selector, controller_of};
@@ -56,6 +59,9 @@ pub(crate) struct Caches {
     pub(crate) pods: Arc<Objects<Pod>>,
     pub(crate) replicasets: Arc<Objects<ReplicaSet>>,
     pub(crate) deployments: Arc<Objects<Deployment>>,
+    pub(crate) replicationcontrollers: Arc<Objects<ReplicationController>>,
+    pub(crate) daemonsets: Arc<Objects<DaemonSet>>,
+    pub(crate) nodes: Arc<Objects<Node>>,
 }
 
 /// What the controllers share.
@@ -63,11 +69,15 @@ pub(crate) struct Cx {
     pub(crate) api: Api,
     pub(crate) caches: Caches,
     expectations: Mutex<Expectations>,
-    /// Whether any ReplicaSet exists: until one does, pods without owners are not
-    /// cached (nothing could adopt them), so bare pods cost the controllers nothing.
+    /// Whether any ReplicaSet, ReplicationController or DaemonSet exists: until one
+    /// does, pods without owners are not cached (nothing could adopt them), so bare
+    /// pods cost the controllers nothing.
     pods_wanted: tokio::sync::watch::Sender<bool>,
     replicasets: Queue,
     deployments: Queue,
+    replicationcontrollers: Queue,
+    daemonsets: Queue,
+    failed_pod_backoff: daemonsets::FailedPodBackoff,
     gc: Queue,
 }
 
@@ -88,6 +98,9 @@ pub async fn run(api: Api) {
         pods_wanted: tokio::sync::watch::Sender::new(false),
         replicasets: Queue::default(),
         deployments: Queue::default(),
+        replicationcontrollers: Queue::default(),
+        daemonsets: Queue::default(),
+        failed_pod_backoff: daemonsets::FailedPodBackoff::default(),
         gc: Queue::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
@@ -110,23 +123,62 @@ pub async fn run(api: Api) {
             move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
         },
     );
-    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), whole, {
-        let cx = Arc::clone(&cx);
-        move |c: &Change<Deployment>| deployment_changed(&cx, c)
-    });
+    let deployments = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.deployments),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Deployment>| deployment_changed(&cx, c)
+        },
+    );
+    let rcs = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.replicationcontrollers),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<ReplicationController>| rc_changed(&cx, c)
+        },
+    );
+    let dses = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.daemonsets),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<DaemonSet>| daemonset_changed(&cx, c)
+        },
+    );
+    let nodes = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.nodes),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Node>| node_changed(&cx, c)
+        },
+    );
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
     let deployment_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Deployments)));
     let gc_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
+    let rc_workers = futures::future::join_all(
+        (0..WORKERS).map(|_| work(&cx, Controller::ReplicationControllers)),
+    );
+    let ds_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::DaemonSets)));
     tokio::join!(
         pods,
         replicasets,
         deployments,
         rs_workers,
         deployment_workers,
-        gc_workers
+        gc_workers,
+        async { tokio::join!(rcs, rc_workers) },
+        async { tokio::join!(dses, nodes, ds_workers) },
     );
 }
 
@@ -135,6 +187,8 @@ pub async fn run(api: Api) {
 enum Controller {
     ReplicaSets,
     Deployments,
+    ReplicationControllers,
+    DaemonSets,
     GarbageCollector,
 }
 
@@ -143,12 +197,18 @@ async fn work(cx: &Cx, which: Controller) {
     let queue = match which {
         Controller::ReplicaSets => &cx.replicasets,
         Controller::Deployments => &cx.deployments,
+        Controller::ReplicationControllers => &cx.replicationcontrollers,
+        Controller::DaemonSets => &cx.daemonsets,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
         let key = queue.next().await;
         let synced = match which {
-            Controller::ReplicaSets => replicasets::sync(cx, &key).await,
+            Controller::ReplicaSets => replicasets::sync::<ReplicaSet>(cx, &key).await,
+            Controller::ReplicationControllers => {
+                replicasets::sync::<ReplicationController>(cx, &key).await
+            }
+            Controller::DaemonSets => daemonsets::sync(cx, &key).await,
             Controller::Deployments => deployments::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
@@ -179,6 +239,12 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                 cx.replicasets
                     .add_within((ns.clone(), r.name.clone()), POD_EVENTS_WINDOW);
             }
+            Some(r) if r.kind == "ReplicationController" => {
+                cx.replicationcontrollers.add((ns.clone(), r.name.clone()));
+            }
+            Some(r) if r.kind == "DaemonSet" => {
+                cx.daemonsets.add((ns.clone(), r.name.clone()));
+            }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
@@ -186,6 +252,14 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                         cx.replicasets
                             .add_within(key_of(&rs.metadata), POD_EVENTS_WINDOW);
                     }
+                }
+                for rc in cx.caches.replicationcontrollers.in_namespace(&ns) {
+                    if rc_selects(&rc, pod) {
+                        cx.replicationcontrollers.add(key_of(&rc.metadata));
+                    }
+                }
+                for ds in daemonsets::selecting(cx, &ns, pod) {
+                    cx.daemonsets.add(ds);
                 }
             }
         }
@@ -213,17 +287,23 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             cx.deployments.add((ns, d.name.clone()));
         }
     }
-    // Expectations: a pod of a ReplicaSet seen created, or seen going.
+    // Expectations: a pod of a ReplicaSet (or ReplicationController) seen created,
+    // or seen going.
     let owner = |p: &Pod| {
-        controller_of(&p.metadata)
-            .filter(|r| r.kind == "ReplicaSet")
-            .map(|r| {
-                format!(
-                    "{}/{}",
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    r.name
-                )
-            })
+        let r = controller_of(&p.metadata)?;
+        let prefix = match r.kind.as_str() {
+            "ReplicaSet" => <ReplicaSet as replicasets::Replicated>::EXPECTATIONS_PREFIX,
+            "ReplicationController" => {
+                <ReplicationController as replicasets::Replicated>::EXPECTATIONS_PREFIX
+            }
+            "DaemonSet" => daemonsets::EXPECTATIONS_PREFIX,
+            _ => return None,
+        };
+        Some(format!(
+            "{prefix}{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or(""),
+            r.name
+        ))
     };
     match (&c.old, &c.new) {
         (None, Some(new)) => {
@@ -294,6 +374,72 @@ fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
             old.metadata.uid.as_deref(),
         );
     }
+}
+
+/// A ReplicationController changed: it is queued; a deleted one's pods go to the
+/// collector.
+fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(rc) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.replicationcontrollers.add(key_of(&rc.metadata));
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.pods,
+            "Pod",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// A DaemonSet changed: it is queued; a deleted one's pods go to the collector.
+fn daemonset_changed(cx: &Cx, c: &Change<DaemonSet>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(ds) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.daemonsets.add(key_of(&ds.metadata));
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        dependents_to_gc(
+            cx,
+            &cx.caches.pods,
+            "Pod",
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+    }
+}
+
+/// A node came, went, or changed its labels or taints: every DaemonSet looks again.
+fn node_changed(cx: &Cx, c: &Change<Node>) {
+    if !daemonsets::node_matters(c.old.as_deref(), c.new.as_deref()) {
+        return;
+    }
+    for ns_sets in cx.caches.daemonsets.all() {
+        cx.daemonsets.add(key_of(&ns_sets.metadata));
+    }
+}
+
+/// Whether a ReplicationController's selector (a plain map, its template's labels
+/// when empty) selects `pod`.
+fn rc_selects(rc: &ReplicationController, pod: &Pod) -> bool {
+    let spec = rc.spec.as_ref();
+    let map = spec
+        .and_then(|s| s.selector.as_ref())
+        .filter(|m| !m.is_empty())
+        .or_else(|| {
+            spec.and_then(|s| s.template.as_ref())
+                .and_then(|t| t.metadata.as_ref())
+                .and_then(|m| m.labels.as_ref())
+        });
+    map.is_some_and(|m| Selector::from_map(m).matches(pod.metadata.labels.as_ref()))
 }
 
 /// A Deployment changed: it is queued; a deleted one's ReplicaSets go to the

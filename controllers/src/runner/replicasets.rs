@@ -1,8 +1,9 @@
-//! The replicaset controller's sync: one ReplicaSet's reconcile from the cache, with
-//! expectations set before its creates and deletes, creates in slow-start batches (1,
-//! 2, 4, … each concurrent, stopping at the first error as kube-controller-manager
-//! does, so a quota or an admission refusal costs one failed call, not thousands),
-//! then its status.
+//! The replicaset controller's sync (and the replication controller's, the same code
+//! over ReplicationControllers, as in kube-controller-manager): one owner's reconcile
+//! from the cache, with expectations set before its creates and deletes, creates in
+//! slow-start batches (1, 2, 4, … each concurrent, stopping at the first error as
+//! kube-controller-manager does, so a quota or an admission refusal costs one failed
+//! call, not thousands), then its status.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,16 +12,139 @@ use std::time::Duration;
 use apiserver::ApiError;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 
 use super::Cx;
+use super::cache::{Objects, Watched};
 use super::queue::Key;
 use crate::replicaset::{self, FailureReason, ManageFailure, ReplicaContext, events};
-use crate::{Action, Status, controller_of};
+use crate::{Action, ReconcileError, Reconciled, Status, controller_of};
 
-/// The controller's name on its events.
-const COMPONENT: &str = "replicaset-controller";
+/// An owner whose pods the runner creates and deletes, and about which it records
+/// events.
+pub(super) trait Owner:
+    k8s_openapi::Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Sync
+{
+}
+
+impl<K: k8s_openapi::Resource + k8s_openapi::Metadata<Ty = ObjectMeta> + Sync> Owner for K {}
+
+/// What differs between a ReplicaSet and a ReplicationController for the runner.
+pub(super) trait Replicated: Watched + k8s_openapi::Resource {
+    /// The controller's name on its events.
+    const COMPONENT: &'static str;
+    /// What its expectations keys start with, so that a ReplicaSet and a
+    /// ReplicationController of one name keep apart.
+    const EXPECTATIONS_PREFIX: &'static str;
+
+    fn objects(cx: &Cx) -> &Objects<Self>;
+    fn replicas(&self) -> i32;
+    fn reconcile(
+        &self,
+        pods: &[&Pod],
+        ctx: &ReplicaContext<'_>,
+        now: Timestamp,
+    ) -> Result<Reconciled, ReconcileError>;
+    fn status_after_failure(
+        &self,
+        pods: &[&Pod],
+        failure: &ManageFailure,
+        now: Timestamp,
+    ) -> Option<Action>;
+    /// Writes `status` (of this kind) onto `self` through `/status`.
+    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError>;
+    /// The pods of the owner's family, for the scale-down rank.
+    fn related<'a>(&self, _cx: &Cx, _pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
+        Vec::new()
+    }
+}
+
+impl Replicated for ReplicaSet {
+    const COMPONENT: &'static str = "replicaset-controller";
+    const EXPECTATIONS_PREFIX: &'static str = "";
+
+    fn objects(cx: &Cx) -> &Objects<Self> {
+        &cx.caches.replicasets
+    }
+    fn replicas(&self) -> i32 {
+        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+    }
+    fn reconcile(
+        &self,
+        pods: &[&Pod],
+        ctx: &ReplicaContext<'_>,
+        now: Timestamp,
+    ) -> Result<Reconciled, ReconcileError> {
+        replicaset::reconcile(self, pods, ctx, now)
+    }
+    fn status_after_failure(
+        &self,
+        pods: &[&Pod],
+        failure: &ManageFailure,
+        now: Timestamp,
+    ) -> Option<Action> {
+        replicaset::status_after_failure(self, pods, failure, now)
+            .ok()
+            .flatten()
+    }
+    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError> {
+        let Status::ReplicaSet(status) = status else {
+            return Ok(());
+        };
+        let (ns, name) = super::cache::key_of(&self.metadata);
+        let mut new = self.clone();
+        new.status = Some(status);
+        cx.api.replace_replicaset_status(&ns, &name, new).await?;
+        Ok(())
+    }
+    fn related<'a>(&self, cx: &Cx, pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
+        related_pods(cx, self, pods)
+    }
+}
+
+impl Replicated for ReplicationController {
+    const COMPONENT: &'static str = "replication-controller";
+    const EXPECTATIONS_PREFIX: &'static str = "rc:";
+
+    fn objects(cx: &Cx) -> &Objects<Self> {
+        &cx.caches.replicationcontrollers
+    }
+    fn replicas(&self) -> i32 {
+        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+    }
+    fn reconcile(
+        &self,
+        pods: &[&Pod],
+        ctx: &ReplicaContext<'_>,
+        now: Timestamp,
+    ) -> Result<Reconciled, ReconcileError> {
+        Ok(replicaset::reconcile_replication_controller(
+            self, pods, ctx, now,
+        ))
+    }
+    fn status_after_failure(
+        &self,
+        pods: &[&Pod],
+        failure: &ManageFailure,
+        now: Timestamp,
+    ) -> Option<Action> {
+        replicaset::rc_status_after_failure(self, pods, failure, now)
+    }
+    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError> {
+        let Status::ReplicationController(status) = status else {
+            return Ok(());
+        };
+        let (ns, name) = super::cache::key_of(&self.metadata);
+        let mut new = self.clone();
+        new.status = Some(status);
+        cx.api
+            .replace_replicationcontroller_status(&ns, &name, new)
+            .await?;
+        Ok(())
+    }
+}
 
 /// How many create or delete calls are in flight at once.
 const IN_FLIGHT: usize = 256;
@@ -28,28 +152,27 @@ const IN_FLIGHT: usize = 256;
 /// The largest slow-start batch: past it, creates stream.
 const SLOW_START_MAX: usize = 64;
 
-/// Syncs the ReplicaSet `key`; returns when to look again without a change.
-pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
+/// Syncs the owner `key` of kind `K`; returns when to look again without a change.
+pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
     let now = super::timestamp(cx.api.now());
-    let owner = owner_key(key);
-    let Some(rs) = cx.caches.replicasets.get(key) else {
+    let owner = owner_key::<K>(key);
+    let Some(rs) = K::objects(cx).get(key) else {
         cx.expectations().forget(&owner);
         return Ok(None);
     };
     // Its own pods and the orphans it may adopt, by reference: a sync of a
     // 10,000-replica set copies no pod.
     let all = cx.caches.pods.in_namespace(&key.0);
-    let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+    let uid = rs.metadata().uid.as_deref().unwrap_or_default();
     let pods: Vec<&Pod> = all
         .iter()
         .map(AsRef::as_ref)
         .filter(|p| controller_of(&p.metadata).is_none_or(|r| r.uid == uid))
         .collect();
     // Only a scale-down ranks by the family's pods per node.
-    let replicas =
-        usize::try_from(rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)).unwrap_or(0);
+    let replicas = usize::try_from(rs.replicas()).unwrap_or(0);
     let related = if pods.len() > replicas {
-        related_pods(cx, &rs, &all)
+        rs.related(cx, &all)
     } else {
         Vec::new()
     };
@@ -58,7 +181,7 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         related_pods: &related,
         expectations_satisfied: satisfied,
     };
-    let planned = match replicaset::reconcile(&rs, &pods, &ctx, now) {
+    let planned = match rs.reconcile(&pods, &ctx, now) {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(replicaset = %owner, error = %e, "cannot reconcile");
@@ -86,7 +209,7 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                         batch.push(pod);
                     }
                 }
-                create_pods(cx, &rs, &owner, batch).await
+                create_pods(cx, K::COMPONENT, rs.as_ref(), &owner, batch).await
             }
             Action::DeletePod { name, uid } => {
                 let mut batch = vec![(name, uid)];
@@ -95,22 +218,18 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                         batch.push((name, uid));
                     }
                 }
-                delete_pods(cx, &rs, &owner, batch).await
+                delete_pods(cx, K::COMPONENT, rs.as_ref(), &owner, batch).await
             }
             a @ (Action::AdoptPod { .. } | Action::ReleasePod { .. }) => {
                 super::patch_pod(cx, &key.0, &a).await?;
                 None
             }
-            Action::WriteStatus(Status::ReplicaSet(status)) => {
-                let mut new = (*rs).clone();
-                new.status = Some(status);
-                cx.api
-                    .replace_replicaset_status(&key.0, &key.1, new)
-                    .await?;
+            Action::WriteStatus(status) => {
+                rs.write_status(cx, status).await?;
                 None
             }
             Action::Event(e) => {
-                super::events::record(&cx.api, COMPONENT, rs.as_ref(), &e).await;
+                super::events::record(&cx.api, K::COMPONENT, rs.as_ref(), &e).await;
                 None
             }
             other => {
@@ -121,12 +240,9 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         if let Some(failure) = failure {
             // The status says why, as kube-controller-manager's does, and the sync is
             // retried with backoff.
-            if let Ok(Some(Action::WriteStatus(Status::ReplicaSet(status)))) =
-                replicaset::status_after_failure(&rs, &pods, &failure, now)
+            if let Some(Action::WriteStatus(status)) = rs.status_after_failure(&pods, &failure, now)
             {
-                let mut new = (*rs).clone();
-                new.status = Some(status);
-                let _ = cx.api.replace_replicaset_status(&key.0, &key.1, new).await;
+                let _ = rs.write_status(cx, status).await;
             }
             return Err(ApiError::Internal(failure.message));
         }
@@ -134,18 +250,20 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
     Ok(planned.requeue_after)
 }
 
-/// Creates `pods`: first in slow-start batches (1, 2, 4, … up to [`SLOW_START_MAX`], each
-/// awaited whole, as kube-controller-manager's), so a template that the API refuses
-/// costs one call; once a full batch has gone through, the rest streams with
+/// Creates `pods`: first in slow-start batches (1, 2, 4, … up to [`SLOW_START_MAX`],
+/// each awaited whole, as kube-controller-manager's), so a template that the API
+/// refuses costs one call; once a full batch has gone through, the rest streams with
 /// [`IN_FLIGHT`] calls in flight and no barrier between batches. The first error stops
-/// what is left (those creations are no longer expected).
-async fn create_pods(
+/// what is left (those creations are no longer expected). Events about `rs` (the
+/// owner, whose expectations key is `owner`) are recorded as `component`.
+pub(super) async fn create_pods<K: Owner>(
     cx: &Cx,
-    rs: &Arc<ReplicaSet>,
+    component: &str,
+    rs: &K,
     owner: &str,
     pods: Vec<Pod>,
 ) -> Option<ManageFailure> {
-    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    let ns = rs.metadata().namespace.clone().unwrap_or_default();
     let total = pods.len();
     let mut left = pods.into_iter();
     let mut size = 1usize;
@@ -161,7 +279,7 @@ async fn create_pods(
             .map(|pod| cx.api.create_pod(&ns, pod))
             .buffer_unordered(IN_FLIGHT);
         while let Some(r) = results.next().await {
-            created(cx, rs, owner, r, &mut failure).await;
+            created(cx, component, rs, owner, r, &mut failure).await;
         }
         size = size.saturating_mul(2);
     }
@@ -176,7 +294,7 @@ async fn create_pods(
             .buffer_unordered(IN_FLIGHT);
         while let Some(r) = results.next().await {
             started += 1;
-            created(cx, rs, owner, r, &mut failure).await;
+            created(cx, component, rs, owner, r, &mut failure).await;
             if failure.is_some() {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             }
@@ -190,9 +308,10 @@ async fn create_pods(
 
 /// Takes one create's answer: its event, or on an error the creation is no longer
 /// expected and the first failure is kept.
-async fn created(
+async fn created<K: Owner>(
     cx: &Cx,
-    rs: &Arc<ReplicaSet>,
+    component: &str,
+    rs: &K,
     owner: &str,
     result: Result<Pod, ApiError>,
     failure: &mut Option<ManageFailure>,
@@ -200,18 +319,12 @@ async fn created(
     match result {
         Ok(pod) => {
             let name = pod.metadata.name.unwrap_or_default();
-            super::events::record(&cx.api, COMPONENT, rs.as_ref(), &events::created(&name)).await;
+            super::events::record(&cx.api, component, rs, &events::created(&name)).await;
         }
         Err(e) => {
             cx.expectations().creation_observed(owner);
             let message = e.to_string();
-            super::events::record(
-                &cx.api,
-                COMPONENT,
-                rs.as_ref(),
-                &events::create_failed(&message),
-            )
-            .await;
+            super::events::record(&cx.api, component, rs, &events::create_failed(&message)).await;
             failure.get_or_insert(ManageFailure {
                 reason: FailureReason::FailedCreate,
                 message,
@@ -222,13 +335,14 @@ async fn created(
 
 /// Deletes the pods (named, with their uids as preconditions); one already gone is
 /// not a failure.
-async fn delete_pods(
+pub(super) async fn delete_pods<K: Owner>(
     cx: &Cx,
-    rs: &Arc<ReplicaSet>,
+    component: &str,
+    rs: &K,
     owner: &str,
     pods: Vec<(String, String)>,
 ) -> Option<ManageFailure> {
-    let ns = rs.metadata.namespace.clone().unwrap_or_default();
+    let ns = rs.metadata().namespace.clone().unwrap_or_default();
     let results: Vec<(String, Result<Pod, ApiError>)> = futures::stream::iter(pods)
         .map(|(name, uid)| {
             let ns = ns.clone();
@@ -253,8 +367,7 @@ async fn delete_pods(
     for (name, r) in results {
         match r {
             Ok(_) => {
-                super::events::record(&cx.api, COMPONENT, rs.as_ref(), &events::deleted(&name))
-                    .await;
+                super::events::record(&cx.api, component, rs, &events::deleted(&name)).await;
             }
             Err(ApiError::NotFound { .. }) => {
                 cx.expectations()
@@ -264,13 +377,8 @@ async fn delete_pods(
                 cx.expectations()
                     .deletion_observed(owner, &format!("{ns}/{name}"));
                 let message = e.to_string();
-                super::events::record(
-                    &cx.api,
-                    COMPONENT,
-                    rs.as_ref(),
-                    &events::delete_failed(&message),
-                )
-                .await;
+                super::events::record(&cx.api, component, rs, &events::delete_failed(&message))
+                    .await;
                 failure.get_or_insert(ManageFailure {
                     reason: FailureReason::FailedDelete,
                     message,
@@ -302,7 +410,7 @@ fn related_pods<'a>(cx: &Cx, rs: &ReplicaSet, pods: &'a [Arc<Pod>]) -> Vec<&'a P
         .collect()
 }
 
-/// The expectations key of an owner: `namespace/name`.
-pub(super) fn owner_key(key: &Key) -> String {
-    format!("{}/{}", key.0, key.1)
+/// The expectations key of an owner of kind `K`: `namespace/name` after its prefix.
+pub(super) fn owner_key<K: Replicated>(key: &Key) -> String {
+    format!("{}{}/{}", K::EXPECTATIONS_PREFIX, key.0, key.1)
 }

@@ -78,6 +78,11 @@ pub struct Args {
     /// its pods not ready (kube-controller-manager's flag).
     #[arg(long, default_value = "40s", value_parser = mesos::duration::parse_flag)]
     pub node_monitor_grace_period: Duration,
+    /// How often an idle mesopod (no pod pending, offers suppressed) revives
+    /// offers for a moment so that agents that joined meanwhile become Nodes;
+    /// 0 never does.
+    #[arg(long, default_value = "30s", value_parser = mesos::duration::parse_flag)]
+    pub node_discovery_interval: Duration,
     /// Default host port mapping: fixed or wildcard.
     #[arg(long, default_value = "fixed")]
     pub port_mapping: String,
@@ -248,6 +253,7 @@ impl Args {
                 implicit_reconcile_interval: self.implicit_reconcile,
                 max_accept_bytes: self.max_accept_bytes,
                 node_monitor_grace_period: self.node_monitor_grace_period,
+                node_discovery_interval: self.node_discovery_interval,
                 ..SchedulingConfig::default()
             },
             default_pod_roles: self.default_pod_roles.clone(),

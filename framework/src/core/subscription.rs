@@ -22,6 +22,10 @@ pub(crate) struct Subscription {
     pub(crate) reconciler: Reconciler,
     /// When each agent last came back from a partition (`core::heal`).
     pub(crate) healed: HashMap<String, SystemTime>,
+    /// When offers were last suppressed (the node discovery's clock).
+    pub(crate) suppressed_at: Option<SystemTime>,
+    /// Until when a node discovery keeps offers coming with nothing pending.
+    pub(crate) discovering_until: Option<SystemTime>,
 }
 
 impl Subscription {
@@ -34,6 +38,8 @@ impl Subscription {
             revive_before: None,
             reconciler,
             healed: HashMap::new(),
+            suppressed_at: None,
+            discovering_until: None,
         }
     }
 }

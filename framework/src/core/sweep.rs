@@ -19,6 +19,10 @@ use crate::reconcile::ReconcileRequest;
 /// not retry KILLs, and an agent that was away may have missed it.
 pub(crate) const KILL_RETRY: Duration = Duration::from_secs(30);
 
+/// How long a node discovery keeps offers coming: a few of Mesos' allocation
+/// intervals (1 s by default), so every agent offers at least once.
+const NODE_DISCOVERY_WINDOW: Duration = Duration::from_secs(3);
+
 impl Core {
     pub(super) fn on_subscribed(
         &mut self,
@@ -207,14 +211,38 @@ impl Core {
             return;
         }
         if self.pending.queue().is_empty() {
+            // A node discovery lets the agents' offers come for a moment.
+            if !force && sub.discovering_until.is_some_and(|t| now < t) {
+                return;
+            }
+            sub.discovering_until = None;
             if !sub.suppressed || force {
                 sub.suppressed = true;
+                sub.suppressed_at = Some(now);
                 let call = Call {
                     r#type: Some(call::Type::Suppress as i32),
                     suppress: Some(call::Suppress::default()),
                     ..Default::default()
                 };
                 self.emit(Effect::Call(call, Reply::Suppress));
+                return;
+            }
+            let every = self.config.node_discovery_interval;
+            let due = sub
+                .suppressed_at
+                .is_some_and(|t| now.duration_since(t).unwrap_or_default() >= every);
+            if !every.is_zero() && due {
+                // Suppressed offers never show an agent that joined since: revive,
+                // and its offer writes its Node.
+                sub.suppressed = false;
+                sub.discovering_until = Some(now + NODE_DISCOVERY_WINDOW);
+                sub.revive_before = sub.last_revive.replace(now);
+                let call = Call {
+                    r#type: Some(call::Type::Revive as i32),
+                    revive: Some(call::Revive::default()),
+                    ..Default::default()
+                };
+                self.emit(Effect::Call(call, Reply::Revive));
             }
             return;
         }

@@ -109,6 +109,7 @@ fn edit_rules() -> Vec<PolicyRule> {
                 "events",
                 "persistentvolumeclaims",
                 "replicationcontrollers",
+                "replicationcontrollers/scale",
                 "secrets",
                 "serviceaccounts",
                 "services",

@@ -145,7 +145,7 @@ fn check_strategy(causes: &mut Causes, strategy: &DeploymentStrategy) {
 }
 
 /// An int or a percent (`25%`): its number, or a cause and `None`.
-fn check_int_or_percent(
+pub(super) fn check_int_or_percent(
     causes: &mut Causes,
     field: &str,
     value: Option<&IntOrString>,

@@ -6,8 +6,10 @@
 //! Scale; and the pod template is defaulted and validated as its pods will be, with
 //! kube-apiserver's field paths (`spec.template.spec.containers[0].image`).
 
+mod daemonset;
 mod deployment;
 mod replicaset;
+mod replicationcontroller;
 pub(crate) mod scale;
 
 use std::collections::BTreeMap;
@@ -16,13 +18,27 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde_json::Value;
 
+pub(crate) use daemonset::{cells as daemonset_cells, columns as daemonset_columns};
 pub(crate) use deployment::{cells as deployment_cells, columns as deployment_columns};
 pub(crate) use replicaset::{cells as replicaset_cells, columns as replicaset_columns};
+pub(crate) use replicationcontroller::{cells as rc_cells, columns as rc_columns};
 
 use super::Kind;
 use crate::CauseKind;
 use crate::error::ApiError;
 use crate::validation::Causes;
+
+/// A kind with a status subresource (every workload kind; a DaemonSet has no scale).
+pub(crate) trait WithStatus: Kind {
+    /// Through `/status`: everything but the status stays as stored.
+    fn keep_for_status(&mut self, old: &Self);
+}
+
+impl<K: Workload> WithStatus for K {
+    fn keep_for_status(&mut self, old: &Self) {
+        self.prepare_status_update(old);
+    }
+}
 
 /// A kind with a status subresource and a scale subresource.
 pub(crate) trait Workload: Kind {
@@ -38,8 +54,13 @@ pub(crate) trait Workload: Kind {
     /// `status.replicas`.
     fn status_replicas(&self) -> i32;
 
-    /// `spec.selector`.
+    /// `spec.selector`, when the kind's is a `LabelSelector`.
     fn selector(&self) -> Option<&LabelSelector>;
+
+    /// The selector as a string (`app=web`), as the Scale's `status.selector` gives it.
+    fn selector_string(&self) -> String {
+        self.selector().map(selector_string).unwrap_or_default()
+    }
 }
 
 /// `metadata.generation` on an update through the main endpoint: the stored one, plus
@@ -109,13 +130,14 @@ fn check_selector_and_template(
         }
     };
     if empty {
-        if kind == "Deployment" {
+        if matches!(kind, "Deployment" | "DaemonSet") {
             causes.push(
                 CauseKind::Invalid,
                 "spec.selector",
                 format!(
-                    "Invalid value: {}: empty selector is invalid for deployment",
-                    go_selector(selector)
+                    "Invalid value: {}: empty selector is invalid for {}",
+                    go_selector(selector),
+                    kind.to_lowercase()
                 ),
             );
         } else {

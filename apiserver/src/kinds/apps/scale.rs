@@ -10,10 +10,7 @@ use super::Workload;
 /// desired replicas, the observed ones and the selector as a string.
 pub(crate) fn of<K: Workload>(obj: &K) -> Value {
     let m = obj.metadata();
-    let selector = obj
-        .selector()
-        .map(super::selector_string)
-        .unwrap_or_default();
+    let selector = obj.selector_string();
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -1,7 +1,8 @@
 //! Where the store's keys live in etcd: kube-apiserver's layout under `--etcd-prefix`.
 //!
 //! Objects go to `<prefix>/<resource>/[<namespace>/]<name>` as kube-apiserver writes
-//! them (nodes are `minions`, its historical name), so `etcdctl get --prefix /registry`
+//! them (nodes are `minions` and replication controllers `controllers`, their
+//! historical names), so `etcdctl get --prefix /registry`
 //! reads the same either way. The side key-value space lives under
 //! `<prefix>/mesopod.io/meta/`, a path no Kubernetes resource takes.
 
@@ -9,7 +10,10 @@
 const META: &str = "mesopod.io/meta/";
 
 /// Store keys whose first segment kube-apiserver spells differently in etcd.
-const RENAMED: &[(&str, &str)] = &[("nodes/", "minions/")];
+const RENAMED: &[(&str, &str)] = &[
+    ("nodes/", "minions/"),
+    ("replicationcontrollers/", "controllers/"),
+];
 
 /// What an etcd key under the prefix holds.
 #[derive(Debug, PartialEq, Eq)]
@@ -89,6 +93,14 @@ mod tests {
         assert_eq!(
             keys.parse(keys.meta("framework-id").as_bytes()),
             Some(Key::Meta("framework-id".into()))
+        );
+        assert_eq!(
+            keys.object("replicationcontrollers/default/old"),
+            "/registry/controllers/default/old"
+        );
+        assert_eq!(
+            keys.parse(b"/registry/controllers/default/old"),
+            Some(Key::Object("replicationcontrollers/default/old".into()))
         );
         assert_eq!(keys.parse(b"/other/pods/a/b"), None);
     }

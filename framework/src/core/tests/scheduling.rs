@@ -337,3 +337,25 @@ fn executor_launched(effects: &[Effect]) -> Option<mesos::proto::ExecutorInfo> {
     let launch = accept.operations[0].launch.as_ref()?;
     launch.task_infos[0].executor.clone()
 }
+
+#[test]
+fn an_idle_core_revives_offers_now_and_then_so_agents_that_join_become_nodes() {
+    let mut core = core();
+    assert_eq!(describe(&core.step(subscribed(), at(0))), ["SUPPRESS"]);
+    // (The first sweep sends the reconciliation the subscription started.)
+    let _ = core.step(Step::Tick, at(1));
+    assert!(core.step(Step::Tick, at(20)).is_empty(), "not yet due");
+    // Thirty seconds suppressed: a discovery.
+    assert_eq!(describe(&core.step(Step::Tick, at(30))), ["REVIVE"]);
+    // An agent that joined while offers were suppressed offers, and is a Node.
+    let effects = core.step(offers(vec![offer("late", 4.0)]), at(31));
+    assert_eq!(describe(&effects), ["node late"]);
+    // Offers keep coming for the discovery's window, then stop again.
+    assert!(core.step(Step::Tick, at(32)).is_empty());
+    assert_eq!(describe(&core.step(Step::Tick, at(34))), ["SUPPRESS"]);
+    let later = describe(&core.step(Step::Tick, at(40)));
+    assert!(!later.iter().any(|e| e == "REVIVE"), "{later:?}");
+    // And the next discovery is thirty seconds after that suppression.
+    let due = describe(&core.step(Step::Tick, at(64)));
+    assert!(due.iter().any(|e| e == "REVIVE"), "{due:?}");
+}
