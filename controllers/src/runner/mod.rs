@@ -12,8 +12,9 @@
 //! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
 //!   deletes and lowered by the watch, so a cache that lags never makes the controller
 //!   create a pod twice.
-//! - **The garbage collector** ([`gc`]): an object whose owners are all gone is
-//!   deleted (background propagation), confirmed by a live read.
+//! - **The garbage collector** ([`gc`]): Background, Orphan and Foreground
+//!   propagation for every collected kind, from its own graph of owners and
+//!   dependents, confirmed by live reads.
 //!
 //! # Invariants
 //! - Every write goes through the [`Api`] handle given to [`run`]: the leader's
@@ -32,6 +33,7 @@ mod replicasets;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
+use apiserver::resource::Resource;
 use apiserver::{Api, ApiError};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -64,6 +66,7 @@ pub(crate) struct Cx {
     replicasets: Queue,
     deployments: Queue,
     gc: Queue,
+    gc_graph: Arc<gc::graph::Graph>,
 }
 
 impl Cx {
@@ -84,6 +87,7 @@ pub async fn run(api: Api) {
         replicasets: Queue::default(),
         deployments: Queue::default(),
         gc: Queue::default(),
+        gc_graph: Arc::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
     let (_whole, whole) = tokio::sync::watch::channel(true);
@@ -115,13 +119,19 @@ pub async fn run(api: Api) {
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Deployments)));
     let gc_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
+    let gc_graph = futures::future::join_all(Resource::COLLECTED.into_iter().map(|r| {
+        let cx = Arc::clone(&cx);
+        let graph = Arc::clone(&cx.gc_graph);
+        gc::graph::reflect(cx.api.clone(), graph, r, move |k| cx.gc.add(gc::key(&k)))
+    }));
     tokio::join!(
         pods,
         replicasets,
         deployments,
         rs_workers,
         deployment_workers,
-        gc_workers
+        gc_workers,
+        gc_graph
     );
 }
 
@@ -164,11 +174,11 @@ async fn work(cx: &Cx, which: Controller) {
 }
 
 /// A pod changed: its ReplicaSet (or, an orphan, the ReplicaSets that select it) is
-/// queued, its expectations lowered, and a pod whose owners went to the collector.
+/// queued, and its expectations lowered.
 fn pod_changed(cx: &Cx, c: &Change<Pod>) {
     for pod in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let meta = &pod.metadata;
-        let (ns, name) = key_of(meta);
+        let (ns, _) = key_of(meta);
         match controller_of(meta) {
             Some(r) if r.kind == "ReplicaSet" => {
                 cx.replicasets.add((ns.clone(), r.name.clone()));
@@ -181,13 +191,6 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                     }
                 }
             }
-        }
-        if meta
-            .owner_references
-            .as_ref()
-            .is_some_and(|r| !r.is_empty())
-        {
-            cx.gc.add(gc::key("Pod", &ns, &name));
         }
     }
     // A pod going: its ReplicaSet's Deployment (a Recreate rollout waits for it).
@@ -241,7 +244,7 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
 }
 
 /// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
-/// Deployments that select it); a deleted one's pods go to the collector.
+/// Deployments that select it).
 fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
     if c.new.is_some() {
         cx.pods_wanted
@@ -267,63 +270,14 @@ fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
         }
     }
     if let Some(rs) = c.new.as_deref().or(c.old.as_deref()) {
-        let (ns, name) = key_of(&rs.metadata);
-        cx.replicasets.add((ns.clone(), name.clone()));
-        if rs
-            .metadata
-            .owner_references
-            .as_ref()
-            .is_some_and(|r| !r.is_empty())
-        {
-            cx.gc.add(gc::key("ReplicaSet", &ns, &name));
-        }
-    }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.pods,
-            "Pod",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
+        cx.replicasets.add(key_of(&rs.metadata));
     }
 }
 
-/// A Deployment changed: it is queued; a deleted one's ReplicaSets go to the
-/// collector.
+/// A Deployment changed: it is queued.
 fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
     if let Some(d) = c.new.as_deref().or(c.old.as_deref()) {
         cx.deployments.add(key_of(&d.metadata));
-    }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.replicasets,
-            "ReplicaSet",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
-    }
-}
-
-/// Queues for the collector every object of `objects` in `ns` that names `uid` as
-/// an owner.
-fn dependents_to_gc<K: cache::Watched>(
-    cx: &Cx,
-    objects: &Objects<K>,
-    kind: &str,
-    ns: Option<&str>,
-    uid: Option<&str>,
-) {
-    let (Some(ns), Some(uid)) = (ns, uid) else {
-        return;
-    };
-    for o in objects.in_namespace(ns) {
-        let meta = o.metadata();
-        if meta.owner_references.iter().flatten().any(|r| r.uid == uid) {
-            let (ns, name) = key_of(meta);
-            cx.gc.add(gc::key(kind, &ns, &name));
-        }
     }
 }
 

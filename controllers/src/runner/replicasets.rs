@@ -74,6 +74,7 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         cx.expectations().expect_deletions(&owner, deletions, now);
     }
     let mut actions = planned.actions.into_iter().peekable();
+    let mut owner_checked = false;
     while let Some(action) = actions.next() {
         let failure = match action {
             Action::CreatePod { pod } => {
@@ -95,6 +96,10 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                 delete_pods(cx, &rs, &owner, batch).await
             }
             a @ (Action::AdoptPod { .. } | Action::ReleasePod { .. }) => {
+                if matches!(a, Action::AdoptPod { .. }) && !owner_checked {
+                    can_adopt(cx, &rs, key)?;
+                    owner_checked = true;
+                }
                 super::patch_pod(cx, &key.0, &a).await?;
                 None
             }
@@ -271,4 +276,27 @@ fn related_pods<'a>(cx: &Cx, rs: &ReplicaSet, pods: &'a [Arc<Pod>]) -> Vec<&'a P
 /// The expectations key of an owner: `namespace/name`.
 pub(super) fn owner_key(key: &Key) -> String {
     format!("{}/{}", key.0, key.1)
+}
+
+/// kube-controller-manager's `canAdopt`: an adoption needs the owner as it is now, not
+/// as the cache last saw it; one being deleted (an Orphan delete releasing its pods,
+/// say) adopts nothing.
+fn can_adopt(cx: &Cx, rs: &ReplicaSet, key: &Key) -> Result<(), ApiError> {
+    let live = cx.api.get_replicaset(&key.0, &key.1)?;
+    if live.metadata.uid != rs.metadata.uid {
+        return Err(ApiError::Internal(format!(
+            "original ReplicaSet {}/{} is gone: got uid {}, wanted {}",
+            key.0,
+            key.1,
+            live.metadata.uid.unwrap_or_default(),
+            rs.metadata.uid.clone().unwrap_or_default()
+        )));
+    }
+    if let Some(t) = live.metadata.deletion_timestamp {
+        return Err(ApiError::Internal(format!(
+            "{}/{} has just been deleted at {}",
+            key.0, key.1, t.0
+        )));
+    }
+    Ok(())
 }
