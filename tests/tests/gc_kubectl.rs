@@ -73,13 +73,24 @@ async fn orphan_and_foreground_cascades_and_collection_deletes() {
     ok(&k
         .run(&["delete", "deployment", "keep", "--cascade=orphan"])
         .await);
-    let rses = api.list_replicasets(Some("default"), "app=keep").unwrap().items;
+    let rses = api
+        .list_replicasets(Some("default"), "app=keep")
+        .unwrap()
+        .items;
     assert_eq!(rses.len(), 1);
-    assert!(owners(&rses[0].metadata).is_empty(), "{:?}", rses[0].metadata);
+    assert!(
+        owners(&rses[0].metadata).is_empty(),
+        "{:?}",
+        rses[0].metadata
+    );
     let rs = rses[0].metadata.name.clone().unwrap();
     let before = pods(api, "keep");
     assert_eq!(before.len(), 3);
-    assert!(before.iter().all(|(_, o)| *o == [format!("ReplicaSet/{rs}")]));
+    assert!(
+        before
+            .iter()
+            .all(|(_, o)| *o == [format!("ReplicaSet/{rs}")])
+    );
 
     // The ReplicaSet too: the pods stay, owned by nobody.
     ok(&k.run(&["delete", "rs", &rs, "--cascade=orphan"]).await);
@@ -107,7 +118,13 @@ async fn orphan_and_foreground_cascades_and_collection_deletes() {
     k.apply(&deployment("fg", 2)).await;
     rolled_out(&k, "deploy/fg").await;
     ok(&k
-        .run(&["delete", "deployment", "fg", "--cascade=foreground", "--wait"])
+        .run(&[
+            "delete",
+            "deployment",
+            "fg",
+            "--cascade=foreground",
+            "--wait",
+        ])
         .await);
     assert!(pods(api, "fg").is_empty(), "{:?}", pods(api, "fg"));
     assert!(

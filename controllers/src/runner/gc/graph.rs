@@ -298,7 +298,7 @@ mod tests {
                 EventKind::Added,
                 &rs("a", "rs-1", Some("d-1"))
             ),
-            [rs_key.clone()]
+            std::slice::from_ref(&rs_key)
         );
         // A change that leaves the references alone queues nothing.
         assert!(
@@ -338,7 +338,7 @@ mod tests {
         let d_key = (Resource::Deployments, "ns".to_owned(), "d".to_owned());
         assert_eq!(
             g.apply(Resource::Deployments, EventKind::Modified, &d),
-            [d_key.clone()]
+            std::slice::from_ref(&d_key)
         );
         assert_eq!(g.dependents("d-1").len(), 1);
         let gone = g.apply(
