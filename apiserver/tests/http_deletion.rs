@@ -304,3 +304,45 @@ async fn deletecollection_deletes_what_the_selector_selects() {
     let (_, apps) = http.get("/apis/apps/v1").await;
     assert!(verbs(&apps, "deployments").contains(&"deletecollection".to_owned()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_waits_for_its_objects_finalizers() {
+    let server = Server::start().await;
+    let http = Http::new(&server);
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "going"}});
+    let (code, _) = http.json("POST", "/api/v1/namespaces", &ns).await;
+    assert_eq!(code, 201);
+    let cms = "/api/v1/namespaces/going/configmaps";
+    for (name, finalizers) in [("held", vec!["example.com/hold"]), ("free", vec![])] {
+        let (code, _) = http
+            .json("POST", cms, &configmap(name, json!({}), &finalizers))
+            .await;
+        assert_eq!(code, 201);
+    }
+    let (code, _) = http
+        .json("DELETE", "/api/v1/namespaces/going", &json!({}))
+        .await;
+    assert_eq!(code, 200);
+    server.api.finalize_namespaces().await.unwrap();
+    server.api.finalize_namespaces().await.unwrap();
+    let (code, held) = http.get(&format!("{cms}/held")).await;
+    assert_eq!(code, 200, "the finalizer holds it");
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    let (code, _) = http.get(&format!("{cms}/free")).await;
+    assert_eq!(code, 404);
+    let (code, _) = http.get("/api/v1/namespaces/going").await;
+    assert_eq!(code, 200, "the namespace waits for it");
+
+    let (code, _) = http
+        .send(
+            "PATCH",
+            &format!("{cms}/held"),
+            "application/merge-patch+json",
+            serde_json::to_vec(&json!({"metadata": {"finalizers": null}})).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 200);
+    server.api.finalize_namespaces().await.unwrap();
+    let (code, _) = http.get("/api/v1/namespaces/going").await;
+    assert_eq!(code, 404);
+}

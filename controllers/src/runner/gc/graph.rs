@@ -200,6 +200,10 @@ impl Graph {
         let gone_uid = (kind == EventKind::Deleted)
             .then(|| v.pointer("/metadata/uid").and_then(Value::as_str))
             .flatten();
+        // Most changes (a pod's status) leave what is kept as it was: a read lock only.
+        if new.is_some() && self.read().nodes.get(&key) == new.as_ref() {
+            return Vec::new();
+        }
         let mut inner = self.write();
         let old = match &new {
             Some(n) => inner.insert(key.clone(), n.clone()),
