@@ -89,6 +89,9 @@
 //! - Events: [`Api::create_event`], [`Api::update_event`], [`Api::list_events`].
 //! - Namespaces: [`Api::create_namespace`], [`Api::list_namespaces`],
 //!   [`Api::delete_namespace`] (starts termination), [`Api::finalize_namespaces`].
+//! - Any collected kind by its [`resource::Resource`] (the garbage collector's path):
+//!   [`Api::get_metadata`], [`Api::list_stored`], [`Api::watch_stored`],
+//!   [`Api::edit_metadata`] (owner references and finalizers), [`Api::delete_any`].
 //! - Logs: [`Api::pod_logs`] (what `kubectl logs` calls) over the [`LogSource`].
 //! - The embedder's own small durable state: [`Api::put_meta`], [`Api::get_meta`].
 //!
