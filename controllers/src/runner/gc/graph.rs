@@ -34,6 +34,27 @@ pub(crate) struct Node {
     pub(crate) finalizers: Vec<String>,
     #[serde(default)]
     pub(crate) deletion_timestamp: Option<String>,
+    /// The stored JSON of [`KEPT_FIELDS`], which a later change is compared with
+    /// before anything is decoded.
+    #[serde(skip)]
+    raw: Vec<Value>,
+}
+
+/// What the collector reads of an object's metadata.
+const KEPT_FIELDS: [&str; 4] = [
+    "/metadata/uid",
+    "/metadata/ownerReferences",
+    "/metadata/finalizers",
+    "/metadata/deletionTimestamp",
+];
+
+/// The stored JSON of [`KEPT_FIELDS`] of `v` is `raw`.
+fn same_fields(raw: &[Value], v: &Value) -> bool {
+    raw.len() == KEPT_FIELDS.len()
+        && KEPT_FIELDS
+            .iter()
+            .zip(raw)
+            .all(|(p, r)| v.pointer(p).unwrap_or(&Value::Null) == r)
 }
 
 impl Node {
@@ -64,9 +85,15 @@ fn interesting(v: &Value) -> bool {
 }
 
 fn node_of(v: &Value) -> Option<Node> {
-    v.get("metadata")
+    let mut node = v
+        .get("metadata")
         .and_then(|m| Node::deserialize(m).ok())
-        .filter(Node::kept)
+        .filter(Node::kept)?;
+    node.raw = KEPT_FIELDS
+        .iter()
+        .map(|p| v.pointer(p).cloned().unwrap_or(Value::Null))
+        .collect();
+    Some(node)
 }
 
 fn key_of(resource: Resource, v: &Value) -> ObjKey {
@@ -192,18 +219,26 @@ impl Graph {
     /// Applies one watch event of `resource`; returns the keys to look at again.
     pub(crate) fn apply(&self, resource: Resource, kind: EventKind, v: &Value) -> Vec<ObjKey> {
         let key = key_of(resource, v);
+        let deleted = kind == EventKind::Deleted;
+        // Most changes (a pod's status) leave what is kept as it was: a read lock and
+        // a comparison of the stored JSON, nothing decoded.
+        if !deleted
+            && self
+                .read()
+                .nodes
+                .get(&key)
+                .is_some_and(|n| same_fields(&n.raw, v))
+        {
+            return Vec::new();
+        }
         let new = match kind {
             EventKind::Deleted => None,
             _ if interesting(v) => node_of(v),
             _ => None,
         };
-        let gone_uid = (kind == EventKind::Deleted)
+        let gone_uid = deleted
             .then(|| v.pointer("/metadata/uid").and_then(Value::as_str))
             .flatten();
-        // Most changes (a pod's status) leave what is kept as it was: a read lock only.
-        if new.is_some() && self.read().nodes.get(&key) == new.as_ref() {
-            return Vec::new();
-        }
         let mut inner = self.write();
         let old = match &new {
             Some(n) => inner.insert(key.clone(), n.clone()),
