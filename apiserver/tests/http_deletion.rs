@@ -346,3 +346,22 @@ async fn a_namespace_waits_for_its_objects_finalizers() {
     let (code, _) = http.get("/api/v1/namespaces/going").await;
     assert_eq!(code, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_orphan_and_foreground_finalizers_exclude_each_other() {
+    let server = Server::start().await;
+    let http = Http::new(&server);
+    let both = ["orphan", "foregroundDeletion"];
+    let (code, status) = http
+        .json("POST", CMS, &configmap("both", json!({}), &both))
+        .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
+    );
+    let mut p = pod("both", json!({}));
+    p["metadata"]["finalizers"] = json!(both);
+    let (code, _) = http.json("POST", PODS, &p).await;
+    assert_eq!(code, 422);
+}

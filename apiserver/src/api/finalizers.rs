@@ -161,7 +161,8 @@ pub(crate) fn removed_by_update(old: &ObjectMeta, new: &ObjectMeta) -> bool {
 pub(crate) fn check(causes: &mut Causes, meta: &ObjectMeta) {
     let f = meta.finalizers.as_deref().unwrap_or_default();
     if f.iter().any(|x| x == ORPHAN) && f.iter().any(|x| x == FOREGROUND) {
-        let shown = serde_json::to_string(f).unwrap_or_default();
+        // kube-apiserver shows the list as Go's %#v does.
+        let shown = go_strings(f.iter());
         causes.push(
             crate::error::CauseKind::Invalid,
             "metadata.finalizers",
@@ -191,14 +192,19 @@ pub(crate) fn check_update(causes: &mut Causes, old: &ObjectMeta, new: &ObjectMe
     }
     extra.sort();
     extra.dedup();
-    let list: Vec<String> = extra.iter().map(|f| format!("{f:?}")).collect();
     causes.forbidden(
         "metadata.finalizers",
         &format!(
-            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-            list.join(", ")
+            "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+            go_strings(extra.into_iter())
         ),
     );
+}
+
+/// A list of strings as Go's `%#v` prints a `[]string`: `[]string{"a", "b"}`.
+fn go_strings<'a>(items: impl Iterator<Item = &'a String>) -> String {
+    let list: Vec<String> = items.map(|f| format!("{f:?}")).collect();
+    format!("[]string{{{}}}", list.join(", "))
 }
 
 /// The metadata of a stored object.

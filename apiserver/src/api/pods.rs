@@ -180,6 +180,9 @@ impl Api {
         });
         validate_pod(&pod)?;
         let name = pod.metadata.name.clone().unwrap_or_default();
+        let mut causes = crate::validation::Causes::default();
+        super::finalizers::check(&mut causes, &pod.metadata);
+        causes.into_result("Pod", &name)?;
         // A missing or terminating namespace is the first thing a create is told.
         self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
