@@ -332,3 +332,79 @@ async fn a_background_delete_collects_the_dependents_and_a_live_owner_keeps_one(
         .unwrap();
     assert_eq!(owners(shared), ["ConfigMap/keeper"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicaset_being_deleted_neither_adopts_its_orphans_nor_replaces_them() {
+    let c = Cluster::start().await;
+    // Its own finalizer keeps the ReplicaSet around, being deleted, after the
+    // collector has orphaned its pods and removed the orphan finalizer.
+    let rs = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "going", "finalizers": ["example.com/hold"]},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "going"}},
+            "template": {
+                "metadata": {"labels": {"app": "going"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+            }
+        }
+    });
+    let (code, body) = c.json("POST", RSES, &rs).await;
+    assert_eq!(code, 201, "{body}");
+    wait_until(
+        "the pods created",
+        T,
+        async || c.items(PODS).await.len(),
+        |n| *n == 2,
+    )
+    .await;
+    let (code, _) = c
+        .json(
+            "DELETE",
+            &format!("{RSES}/going"),
+            &delete_options("Orphan"),
+        )
+        .await;
+    assert_eq!(code, 200);
+    // Synced since: its status observed the generation the deletion bumped.
+    let rs = wait_until(
+        "orphaned and synced",
+        T,
+        async || c.get(&format!("{RSES}/going")).await.1,
+        |rs| {
+            rs["metadata"]["finalizers"] == json!(["example.com/hold"])
+                && rs["status"]["observedGeneration"] == rs["metadata"]["generation"]
+        },
+    )
+    .await;
+    assert!(rs["metadata"]["deletionTimestamp"].is_string());
+    let pods = wait_until(
+        "the pods orphaned",
+        T,
+        async || c.items(PODS).await,
+        |p| p.iter().all(|p| owners(p).is_empty()),
+    )
+    .await;
+    assert_eq!(pods.len(), 2, "none replaced");
+    // Gone at last, its pods still nobody's.
+    let (code, _) = c
+        .send(
+            "PATCH",
+            &format!("{RSES}/going"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    wait_until(
+        "the ReplicaSet gone",
+        T,
+        async || c.items(RSES).await.len(),
+        |n| *n == 0,
+    )
+    .await;
+    let pods = c.items(PODS).await;
+    assert_eq!(pods.len(), 2);
+    assert!(pods.iter().all(|p| owners(p).is_empty()));
+}
