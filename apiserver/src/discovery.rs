@@ -59,6 +59,19 @@ fn coordination_group() -> serde_json::Value {
 /// The workload kinds' group.
 const APPS: &str = "apps";
 
+/// The verbs of a kind served with every write, `deletecollection` included, in
+/// kube-apiserver's order.
+pub(crate) const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
 fn apps_group() -> serde_json::Value {
     let v = json!({"groupVersion": format!("{APPS}/v1"), "version": "v1"});
     json!({"name": APPS, "versions": [v], "preferredVersion": v})
@@ -75,9 +88,7 @@ pub(crate) async fn apps() -> Response {
 /// `GET /apis/apps/v1`: each workload kind with its `status` and `scale` subresources;
 /// `scale` names its group and version (`autoscaling/v1`), which client-go reads.
 pub(crate) async fn apps_v1() -> Response {
-    let all = [
-        "create", "delete", "get", "list", "patch", "update", "watch",
-    ];
+    let all = ALL_VERBS;
     let sub = ["get", "patch", "update"];
     let mut resources = Vec::new();
     for (plural, singular, kind, short) in [
@@ -122,9 +133,7 @@ pub(crate) async fn coordination() -> Response {
 
 /// `GET /apis/coordination.k8s.io/v1`.
 pub(crate) async fn coordination_v1() -> Response {
-    let verbs = [
-        "create", "delete", "get", "list", "patch", "update", "watch",
-    ];
+    let verbs = ALL_VERBS;
     json(
         StatusCode::OK,
         &json!({
@@ -150,9 +159,7 @@ pub(crate) async fn core_v1() -> Response {
         }
         v
     };
-    let all = [
-        "create", "delete", "get", "list", "patch", "update", "watch",
-    ];
+    let all = ALL_VERBS;
     let mut pods = r("pods", "pod", true, "Pod", &all, &["po"]);
     pods["categories"] = json!(["all"]);
     let sub = ["get", "patch", "update"];
@@ -180,7 +187,7 @@ pub(crate) async fn core_v1() -> Response {
                 r("pods/status", "", true, "Pod", &["get", "patch", "update"], &[]),
                 r("nodes", "node", false, "Node", &["get", "list", "watch"], &["no"]),
                 r("nodes/status", "", false, "Node", &["get"], &[]),
-                r("events", "event", true, "Event", &["create", "delete", "get", "list", "watch"], &["ev"]),
+                r("events", "event", true, "Event", &["create", "delete", "deletecollection", "get", "list", "watch"], &["ev"]),
                 r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "patch", "update", "watch"], &["ns"]),
                 r("configmaps", "configmap", true, "ConfigMap", &all, &["cm"]),
                 r("secrets", "secret", true, "Secret", &all, &[]),

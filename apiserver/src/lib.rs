@@ -89,6 +89,9 @@
 //! - Events: [`Api::create_event`], [`Api::update_event`], [`Api::list_events`].
 //! - Namespaces: [`Api::create_namespace`], [`Api::list_namespaces`],
 //!   [`Api::delete_namespace`] (starts termination), [`Api::finalize_namespaces`].
+//! - Any collected kind by its [`resource::Resource`] (the garbage collector's path):
+//!   [`Api::get_metadata`], [`Api::list_stored`], [`Api::watch_stored`],
+//!   [`Api::edit_metadata`] (owner references and finalizers), [`Api::delete_any`].
 //! - Logs: [`Api::pod_logs`] (what `kubectl logs` calls) over the [`LogSource`].
 //! - The embedder's own small durable state: [`Api::put_meta`], [`Api::get_meta`].
 //!
@@ -101,7 +104,9 @@
 //!   missing objects, but tracks no field ownership (`managedFields`): a field dropped
 //!   from the configuration stays.
 //! - Lists ignore `limit`/`continue` and answer everything at once.
-//! - `metadata.finalizers` are stored but do not hold deletion.
+//! - `metadata.finalizers` hold deletion for every kind; the `orphan` and
+//!   `foregroundDeletion` finalizers are the controllers' garbage collector's to remove,
+//!   so they wait for an embedder that runs it.
 //! - Protobuf request bodies (kubectl's typed clients) are read for every kind of the
 //!   core, apps, batch, coordination, RBAC, autoscaling, policy, networking, discovery,
 //!   authentication and authorization `v1` schemas, by reflection over Kubernetes' wire
@@ -111,8 +116,8 @@
 //!   so kubectl's client-side apply uses its compiled-in patch metadata.
 //! - A list or watch at a resourceVersion ahead of the store is answered 504 at once
 //!   (kube-apiserver first waits up to 3 s for its watch cache).
-//! - ConfigMaps, Secrets and ServiceAccounts have no `deletecollection`; lists of them
-//!   take label selectors, and Secrets the `type` field selector.
+//! - Lists of ConfigMaps, Secrets and ServiceAccounts take label selectors, and
+//!   Secrets the `type` field selector.
 //!
 //! # Using it
 //!
@@ -152,6 +157,7 @@ pub mod table;
 pub mod tls;
 pub mod validation;
 
+pub use api::finalizers::{FOREGROUND as FOREGROUND_FINALIZER, ORPHAN as ORPHAN_FINALIZER};
 /// ServiceAccount admission's token volume (`kube-api-access-*`) and `kube-root-ca.crt`.
 pub use api::sa_token;
 pub use api::{

@@ -56,6 +56,39 @@ impl Resource {
         Self::DaemonSets,
     ];
 
+    /// The kinds the garbage collector follows: every served kind whose objects may own
+    /// others or be owned (kube-controller-manager's collector follows every deletable
+    /// resource but events; nodes and namespaces have deletions of their own). A kind
+    /// the shim starts serving is one more entry here.
+    pub const COLLECTED: [Resource; 13] = [
+        Self::Pods,
+        Self::ConfigMaps,
+        Self::Secrets,
+        Self::ServiceAccounts,
+        Self::Leases,
+        Self::Roles,
+        Self::ClusterRoles,
+        Self::RoleBindings,
+        Self::ClusterRoleBindings,
+        Self::ReplicaSets,
+        Self::Deployments,
+        Self::ReplicationControllers,
+        Self::DaemonSets,
+    ];
+
+    /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
+    /// `api_version`, as an owner reference names them.
+    pub fn of_kind(api_version: &str, kind: &str) -> Option<Resource> {
+        Self::COLLECTED
+            .into_iter()
+            .find(|r| r.kind() == kind && r.api_version() == api_version)
+    }
+
+    /// The collected resource ([`Resource::COLLECTED`]) named `plural`.
+    pub fn of_plural(plural: &str) -> Option<Resource> {
+        Self::COLLECTED.into_iter().find(|r| r.plural() == plural)
+    }
+
     /// The plural name used in URLs and `Status.details.kind`.
     pub fn plural(self) -> &'static str {
         match self {

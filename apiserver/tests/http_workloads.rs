@@ -357,29 +357,3 @@ async fn discovery_lists_apps_v1_with_its_subresources_and_tables_have_kubectls_
     assert_eq!(cells[6], "busybox:1.36");
     assert_eq!(cells[7], "app=web");
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owners_orphan_or_foreground_delete_is_refused_not_done_as_background() {
-    let server = Server::start().await;
-    let http = Http::new(&server);
-    let (code, _) = http.json("POST", DEPLOYS, &deployment("web")).await;
-    assert_eq!(code, 201);
-    for policy in ["Orphan", "Foreground"] {
-        let body =
-            json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy});
-        let (code, status) = http.json("DELETE", &format!("{DEPLOYS}/web"), &body).await;
-        assert_eq!(code, 422, "{status}");
-        assert_eq!(
-            causes(&status),
-            [format!(
-                "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Background\""
-            )]
-        );
-    }
-    let (code, _) = http.get(&format!("{DEPLOYS}/web")).await;
-    assert_eq!(code, 200, "nothing was deleted");
-    let body =
-        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"});
-    let (code, _) = http.json("DELETE", &format!("{DEPLOYS}/web"), &body).await;
-    assert_eq!(code, 200);
-}

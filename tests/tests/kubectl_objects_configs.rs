@@ -367,7 +367,7 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
         assert!(
             cm.last()
                 .unwrap()
-                .contains("create,delete,get,list,patch,update,watch"),
+                .contains("create,delete,deletecollection,get,list,patch,update,watch"),
             "{v}: {out}"
         );
         assert_eq!(row(&out, "serviceaccounts").1[1], "sa", "{v}: {out}");

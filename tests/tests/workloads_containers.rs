@@ -8,7 +8,6 @@ mod containers_support;
 
 use std::time::Duration;
 
-use common::cluster::*;
 use containers_support::*;
 use images::testing::Registry;
 use k8s_openapi::api::core::v1::Pod;

@@ -163,15 +163,6 @@ async fn a_deployment_rolls_out_scales_updates_undoes_restarts_pauses_and_cascad
     )
     .await;
 
-    // Only background propagation is done: an orphaning delete is refused, not
-    // turned into one that deletes the pods.
-    let out = k.run(&["delete", "deploy/web", "--cascade=orphan"]).await;
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("propagationPolicy: Unsupported value: \"Orphan\""),
-        "{}",
-        stderr(&out)
-    );
     // Deleting the Deployment deletes its ReplicaSets and their pods.
     ok(&k.run(&["delete", "deploy/web"]).await);
     wait_until(

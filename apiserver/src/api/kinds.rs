@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+
+use super::finalizers;
 use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
 use super::pods::{first_object, patch_precondition};
 use super::{Api, RETRIES, WriteOptions};
@@ -249,50 +252,147 @@ impl Api {
         if new == *old || opts.dry_run {
             return Ok(new);
         }
-        let op = WriteOp::Put {
-            key: K::RESOURCE.key(ns, name),
-            object: to_value(&new)?,
-            precondition: Precondition::ResourceVersion(old_rv),
+        let key = K::RESOURCE.key(ns, name);
+        let precondition = Precondition::ResourceVersion(old_rv);
+        // The update that takes the last finalizer off an object being deleted removes it.
+        let op = if finalizers::removed_by_update(old.metadata(), new.metadata()) {
+            WriteOp::Delete { key, precondition }
+        } else {
+            WriteOp::Put {
+                key,
+                object: to_value(&new)?,
+                precondition,
+            }
         };
         let changes = self.commit(vec![op]).await;
         first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?)
     }
 
-    /// Deletes a plain object at once (it has no grace period); answers Kubernetes'
-    /// success `Status`, as for every kind that does not return the deleted object.
+    /// Deletes an object of a kind without grace periods (every kind but pods), as
+    /// kube-apiserver's generic registry does: the delete's propagation policy sets the
+    /// `orphan` or `foregroundDeletion` finalizer, and an object left with finalizers is
+    /// only marked as being deleted ([`Deleted::Held`]); one without leaves the store
+    /// at once ([`Deleted::Gone`]). Honors uid and resourceVersion preconditions and
+    /// `dryRun`.
     pub(crate) async fn delete_object(
         &self,
         resource: Resource,
         ns: &str,
         name: &str,
-        dry_run: bool,
-    ) -> Result<Value, ApiError> {
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
+        finalizers::validate_delete_options(opts)?;
+        let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
         let key = resource.key(ns, name);
-        let existing = self.get_raw(resource, ns, name)?;
-        if !dry_run {
-            self.commit(vec![WriteOp::Delete {
-                key,
-                precondition: Precondition::ResourceVersion(object_rv(&existing).unwrap_or(0)),
-            }])
-            .await
-            .map_err(|e| resource.qualify(e))?;
+        for _ in 0..RETRIES {
+            let existing = self.get_raw(resource, ns, name)?;
+            let rv = object_rv(&existing).unwrap_or(0);
+            let meta = finalizers::meta_of(&existing)?;
+            check_preconditions(resource, name, &meta, rv, opts)?;
+            let have = meta.finalizers.clone().unwrap_or_default();
+            let wanted = finalizers::finalizers_for_delete(resource, &have, opts);
+            let precondition = Precondition::ResourceVersion(rv);
+            let held = wanted.as_ref().map_or(!have.is_empty(), |f| !f.is_empty());
+            let result = if held {
+                let mut new_meta = meta.clone();
+                if let Some(f) = wanted {
+                    new_meta.finalizers = Some(f);
+                }
+                finalizers::mark_deleting(&mut new_meta, self.now());
+                let mut object = (*existing).clone();
+                object["metadata"] = to_value(&new_meta)?;
+                if dry_run || new_meta == meta {
+                    return Ok(Deleted::Held(object));
+                }
+                self.commit(vec![WriteOp::Put {
+                    key: key.clone(),
+                    object,
+                    precondition,
+                }])
+                .await
+                .map(|changes| {
+                    Deleted::Held(changes.first().map_or(Value::Null, |c| (*c.object).clone()))
+                })
+            } else {
+                if dry_run {
+                    return Ok(Deleted::Gone(gone_status(resource, name, &existing)));
+                }
+                self.commit(vec![WriteOp::Delete {
+                    key: key.clone(),
+                    precondition,
+                }])
+                .await
+                .map(|_| Deleted::Gone(gone_status(resource, name, &existing)))
+            };
+            match result {
+                Err(ApiError::Conflict { .. }) => continue,
+                other => return other.map_err(|e| resource.qualify(e)),
+            }
         }
-        let mut details = json!({
-            "name": name,
-            "kind": resource.plural(),
-            "uid": existing.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
-        });
-        if !resource.group().is_empty() {
-            details["group"] = resource.group().into();
-        }
-        Ok(json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Success",
-            "details": details,
-        }))
+        Err(ApiError::stale(&resource.qualified(), name))
     }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+pub(crate) enum Deleted {
+    /// The object left the store; Kubernetes' success `Status` for it.
+    Gone(Value),
+    /// Finalizers hold the object: it is as now stored, marked as being deleted.
+    Held(Value),
+}
+
+/// Kubernetes' success `Status` of a delete that removed `existing`, as for every kind
+/// that does not return the deleted object.
+pub(crate) fn gone_status(resource: Resource, name: &str, existing: &Value) -> Value {
+    let mut details = json!({
+        "name": name,
+        "kind": resource.plural(),
+        "uid": existing.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+    });
+    if !resource.group().is_empty() {
+        details["group"] = resource.group().into();
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
+}
+
+/// A delete's uid and resourceVersion preconditions (`rest.BeforeDelete`): 409 unless
+/// they name the stored object.
+pub(crate) fn check_preconditions(
+    resource: Resource,
+    name: &str,
+    meta: &ObjectMeta,
+    rv: u64,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let pre = opts.preconditions.clone().unwrap_or_default();
+    let conflict = |detail: String| ApiError::Conflict {
+        resource: resource.qualified(),
+        name: name.to_owned(),
+        detail,
+    };
+    if let Some(uid) = pre.uid.as_deref()
+        && meta.uid.as_deref() != Some(uid)
+    {
+        return Err(conflict(format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta.uid.as_deref().unwrap_or("")
+        )));
+    }
+    if let Some(want) = pre.resource_version.as_deref()
+        && want != rv.to_string()
+    {
+        return Err(conflict(format!(
+            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+        )));
+    }
+    Ok(())
 }
 
 /// Where an update writes: the object's namespace and name, and the resourceVersion

@@ -1,10 +1,12 @@
 //! The typed in-process API: the one path every write takes, from HTTP handlers and from
 //! the framework alike, so both share validation, defaulting and the store.
 
+mod collection;
 mod event_aggregate;
 mod event_spam;
 mod events;
 mod fence;
+pub(crate) mod finalizers;
 mod kinds;
 mod leases;
 mod logs;
@@ -34,7 +36,7 @@ use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
 pub use events::EVENT_TTL;
 pub use fence::{Fence, Renewal};
-pub(crate) use kinds::decode_kind_body;
+pub(crate) use kinds::{Deleted, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};

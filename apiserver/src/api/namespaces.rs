@@ -308,7 +308,8 @@ impl Api {
 
     /// One round of the namespace controller: for every terminating namespace, deletes
     /// its pods that are not yet being deleted (with their grace periods); one with no
-    /// pod left loses all its other objects and then itself, in one transaction.
+    /// pod left loses all its other objects and then itself, in one transaction, once
+    /// no finalizer holds any of them (those are marked as deleted and waited for).
     /// Returns how many namespaces were removed. Run by [`crate::sweep`].
     pub async fn finalize_namespaces(&self) -> Result<usize, ApiError> {
         let (all, _) = self.store().list(&NAMESPACES.prefix(None));
@@ -354,6 +355,9 @@ impl Api {
             return Ok(false);
         }
         let mut ops = Vec::new();
+        // Objects that finalizers hold are deleted as a client would delete them (marked)
+        // and waited for, as kube-controller-manager's namespace controller waits.
+        let mut held = false;
         for r in Resource::NAMESPACE_CONTENTS {
             let (items, _) = self.store().list(&r.prefix(Some(name)));
             for item in items {
@@ -361,11 +365,38 @@ impl Api {
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
+                let finalizers = matches!(
+                    item.pointer("/metadata/finalizers"),
+                    Some(Value::Array(f)) if !f.is_empty()
+                );
+                if finalizers {
+                    held = true;
+                    if item.pointer("/metadata/deletionTimestamp").is_none() {
+                        match self
+                            .delete_object(r, name, obj, &DeleteOptions::default())
+                            .await
+                        {
+                            Ok(_) | Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    continue;
+                }
                 ops.push(WriteOp::Delete {
                     key: r.key(name, obj),
                     precondition: Precondition::None,
                 });
             }
+        }
+        if held {
+            ops.truncate(DELETES_PER_COMMIT);
+            if ops.is_empty() {
+                return Ok(false);
+            }
+            return match self.commit(ops).await {
+                Ok(_) | Err(ApiError::Conflict { .. } | ApiError::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            };
         }
         // etcd takes at most 128 compares in one txn (`--max-txn-ops`): a namespace
         // holding more objects loses them a share per transaction, and itself in a

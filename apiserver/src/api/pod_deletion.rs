@@ -12,10 +12,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::Value;
 
-use super::objects::{k8s_time, system_time, to_value};
-use super::pods::{
-    DEFAULT_GRACE_SECONDS, Finalized, PODS, conflict, first_object, is_conflict, pod_key,
-};
+use super::finalizers;
+use super::kinds::check_preconditions;
+use super::objects::{k8s_time, system_time, to_value, typed};
+use super::pods::{DEFAULT_GRACE_SECONDS, Finalized, PODS, first_object, is_conflict, pod_key};
 use super::{Api, RETRIES};
 use crate::error::ApiError;
 use crate::store::{Precondition, WriteOp, object_rv};
@@ -38,30 +38,10 @@ impl Api {
             .dry_run
             .as_ref()
             .is_some_and(|d| d.iter().any(|x| x == "All"));
-        let pre = opts.preconditions.clone().unwrap_or_default();
+        super::finalizers::validate_delete_options(opts)?;
         for _ in 0..RETRIES {
             let (old, old_rv) = self.get_typed::<Pod>(PODS, namespace, name)?;
-            if let Some(uid) = pre.uid.as_deref()
-                && old.metadata.uid.as_deref() != Some(uid)
-            {
-                return Err(conflict(
-                    name,
-                    format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        old.metadata.uid.as_deref().unwrap_or("")
-                    ),
-                ));
-            }
-            if let Some(rv) = pre.resource_version.as_deref()
-                && rv != old_rv.to_string()
-            {
-                return Err(conflict(
-                    name,
-                    format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {old_rv}"
-                    ),
-                ));
-            }
+            check_preconditions(PODS, name, &old.metadata, old_rv, opts)?;
             let spec = old.spec.clone().unwrap_or_default();
             let grace = opts
                 .grace_period_seconds
@@ -77,7 +57,26 @@ impl Api {
             let terminal = matches!(phase, "Succeeded" | "Failed");
             let precondition = Precondition::ResourceVersion(old_rv);
             let key = pod_key(namespace, name);
-            let result = if !bound || terminal || grace == 0 {
+            let have = old.metadata.finalizers.clone().unwrap_or_default();
+            let wanted = finalizers::finalizers_for_delete(PODS, &have, opts);
+            let held = wanted.as_ref().map_or(!have.is_empty(), |f| !f.is_empty());
+            let result = if (!bound || terminal || grace == 0) && held {
+                // Gone from its node, but finalizers hold it until they are removed.
+                let mut new = old.clone();
+                if let Some(f) = wanted {
+                    new.metadata.finalizers = Some(f);
+                }
+                finalizers::mark_deleting(&mut new.metadata, self.now());
+                if dry_run || new == old {
+                    return Ok(new);
+                }
+                self.commit(vec![WriteOp::Put {
+                    key,
+                    object: to_value(&new)?,
+                    precondition,
+                }])
+                .await
+            } else if !bound || terminal || grace == 0 {
                 if dry_run {
                     return Ok(old);
                 }
@@ -90,6 +89,9 @@ impl Api {
                     return Ok(old);
                 }
                 let mut new = old.clone();
+                if let Some(f) = wanted {
+                    new.metadata.finalizers = Some(f);
+                }
                 new.metadata.deletion_timestamp = Some(k8s_time(deadline));
                 new.metadata.deletion_grace_period_seconds = Some(grace);
                 if dry_run {
@@ -129,12 +131,12 @@ impl Api {
             if pod.metadata.deletion_timestamp.is_none() {
                 return Ok(Finalized::NotTerminating);
             }
-            let op = WriteOp::Delete {
-                key: pod_key(namespace, name),
-                precondition: Precondition::ResourceVersion(rv),
+            let (op, done) = match self.removal(&pod, rv)? {
+                Some(op) => op,
+                None => return Ok(Finalized::Held),
             };
             match self.commit(vec![op]).await {
-                Ok(_) => return Ok(Finalized::Removed),
+                Ok(_) => return Ok(done),
                 Err(ApiError::NotFound { .. }) => return Ok(Finalized::Gone),
                 Err(e) if is_conflict(&e) => continue,
                 Err(e) => return Err(e),
@@ -166,16 +168,60 @@ impl Api {
             ) else {
                 continue;
             };
-            let op = WriteOp::Delete {
-                key: pod_key(ns, name),
-                precondition: Precondition::ResourceVersion(rv),
+            let finalizers = matches!(
+                v.pointer("/metadata/finalizers"),
+                Some(Value::Array(f)) if !f.is_empty()
+            );
+            let (op, done) = if finalizers {
+                // Held by finalizers: only a pod not yet marked gets a write.
+                let Ok(pod) = typed::<Pod>(&v) else {
+                    continue;
+                };
+                match self.removal(&pod, rv)? {
+                    Some(write) => write,
+                    None => continue,
+                }
+            } else {
+                let op = WriteOp::Delete {
+                    key: pod_key(ns, name),
+                    precondition: Precondition::ResourceVersion(rv),
+                };
+                (op, Finalized::Removed)
             };
             match self.commit(vec![op]).await {
-                Ok(_) => removed += 1,
+                Ok(_) if done == Finalized::Removed => removed += 1,
+                Ok(_) => {}
                 Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(removed)
+    }
+
+    /// The write that ends a terminating pod's grace period: its removal, or, while
+    /// finalizers hold it, its grace period set to 0 (`None` when already so), after
+    /// which the update that removes the last finalizer removes it.
+    fn removal(&self, pod: &Pod, rv: u64) -> Result<Option<(WriteOp, Finalized)>, ApiError> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let key = pod_key(ns, name);
+        let precondition = Precondition::ResourceVersion(rv);
+        if !finalizers::has_finalizers(&pod.metadata) {
+            return Ok(Some((
+                WriteOp::Delete { key, precondition },
+                Finalized::Removed,
+            )));
+        }
+        let mut held = pod.clone();
+        finalizers::mark_deleting(&mut held.metadata, self.now());
+        if held == *pod {
+            return Ok(None);
+        }
+        let op = WriteOp::Put {
+            key,
+            object: to_value(&held)?,
+            precondition,
+        };
+        Ok(Some((op, Finalized::Held)))
     }
 }

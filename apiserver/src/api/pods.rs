@@ -62,6 +62,9 @@ pub enum Finalized {
     NotTerminating,
     /// No such pod (or another pod of that name, by uid); nothing changed.
     Gone,
+    /// The pod's grace period is over, but finalizers hold it: it leaves the store
+    /// with the update that removes the last one.
+    Held,
 }
 
 /// Fills in what Kubernetes defaults on pods, so stored pods look as kubectl expects.
@@ -177,6 +180,9 @@ impl Api {
         });
         validate_pod(&pod)?;
         let name = pod.metadata.name.clone().unwrap_or_default();
+        let mut causes = crate::validation::Causes::default();
+        super::finalizers::check(&mut causes, &pod.metadata);
+        causes.into_result("Pod", &name)?;
         // A missing or terminating namespace is the first thing a create is told.
         self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
@@ -389,15 +395,27 @@ impl Api {
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
+        let mut causes = crate::validation::Causes::default();
+        super::finalizers::check_update(&mut causes, &old.metadata, &new.metadata);
+        causes.into_result("Pod", name)?;
         self.admit_pod_security(ns, name, &new, Some(old))?;
         if new == *old || opts.dry_run {
             return Ok(new);
         }
+        let key = pod_key(ns, name);
+        let precondition = Precondition::ResourceVersion(old_rv);
+        if super::finalizers::removed_by_update(&old.metadata, &new.metadata) {
+            // The last finalizer of a pod whose grace period is over: it leaves.
+            let changes = self
+                .commit(vec![WriteOp::Delete { key, precondition }])
+                .await?;
+            return as_stored(new, &changes);
+        }
         let changes = self
             .commit(vec![WriteOp::Put {
-                key: pod_key(ns, name),
+                key,
                 object: to_value(&new)?,
-                precondition: Precondition::ResourceVersion(old_rv),
+                precondition,
             }])
             .await?;
         as_stored(new, &changes)

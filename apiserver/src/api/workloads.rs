@@ -229,12 +229,13 @@ macro_rules! typed_workload_api {
                     .await
             }
 
-            #[doc = concat!("Deletes one of the ", $what, " at once.")]
+            #[doc = concat!("Deletes one of the ", $what, " (Background propagation; its own finalizers may hold it).")]
             ///
             /// # Errors
             /// 404 if there is none of that name.
             pub async fn $delete(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
-                self.delete_object(<$ty as crate::kinds::Kind>::RESOURCE, namespace, name, false)
+                let opts = k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions::default();
+                self.delete_object(<$ty as crate::kinds::Kind>::RESOURCE, namespace, name, &opts)
                     .await
                     .map(|_| ())
             }

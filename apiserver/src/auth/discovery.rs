@@ -24,10 +24,8 @@ pub(super) fn groups() -> Vec<Value> {
 }
 
 fn resources(name: &str) -> Vec<Value> {
-    // Exactly the verbs the routes serve (no deletecollection yet).
-    let all = [
-        "create", "delete", "get", "list", "patch", "update", "watch",
-    ];
+    // Exactly the verbs the routes serve.
+    let all = crate::discovery::ALL_VERBS;
     match name {
         RBAC => Kind::ALL
             .iter()

@@ -12,11 +12,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Router, routing::MethodRouter};
 
+use super::collection;
 use super::extract::{ApiPath, Params, object_content_type, read_body};
 use super::pods::{delete_options, patch_request};
 use super::respond::{json, json_with_warnings};
 use super::{get_cluster_scoped, get_in_namespace, list_all, list_in_namespace};
-use crate::api::{Api, WriteOptions, decode_kind_body};
+use crate::api::{Api, Deleted, WriteOptions, decode_kind_body};
 use crate::auth::rbac::Writer;
 use crate::error::ApiError;
 use crate::kinds::Kind;
@@ -31,7 +32,12 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
         |one: MethodRouter<Api>| one.put(replace::<K>).patch(patch::<K>).delete(delete::<K>);
     if !r.namespaced() {
         return router
-            .route(&format!("{base}/{plural}"), list_all(r).post(create::<K>))
+            .route(
+                &format!("{base}/{plural}"),
+                list_all(r)
+                    .post(create::<K>)
+                    .merge(collection::cluster_scoped(r)),
+            )
             .route(
                 &format!("{base}/{plural}/{{name}}"),
                 writes(get_cluster_scoped(r)),
@@ -41,7 +47,9 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
         .route(&format!("{base}/{plural}"), list_all(r))
         .route(
             &format!("{base}/namespaces/{{ns}}/{plural}"),
-            list_in_namespace(r).post(create::<K>),
+            list_in_namespace(r)
+                .post(create::<K>)
+                .merge(collection::in_namespace(r)),
         )
         .route(
             &format!("{base}/namespaces/{{ns}}/{plural}/{{name}}"),
@@ -120,55 +128,20 @@ async fn patch<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
 }
 
 async fn delete<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
-    let mut opts = delete_options(&w.params, &w.headers, body).await?;
-    if let Some(p) = w.params.get("propagationPolicy") {
-        opts.propagation_policy = Some(p.to_owned());
-    }
-    check_propagation(K::RESOURCE, &opts)?;
-    let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
-    let status = w
+    let opts = delete_options(&w.params, &w.headers, body).await?;
+    let deleted = w
         .api
-        .delete_object(K::RESOURCE, &w.ns, &w.name, dry_run)
+        .delete_object(K::RESOURCE, &w.ns, &w.name, &opts)
         .await?;
-    Ok(json(StatusCode::OK, &status))
-}
-
-/// The propagation a delete asks for. The garbage collector does Background only, so
-/// an owner's Orphan or Foreground delete is refused, not done as Background (which
-/// would delete what the user asked to keep); a kind that owns nothing has nothing to
-/// propagate.
-fn check_propagation(
-    resource: crate::resource::Resource,
-    opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
-) -> Result<(), ApiError> {
-    use crate::resource::Resource;
-    let owns = matches!(
-        resource,
-        Resource::Deployments
-            | Resource::ReplicaSets
-            | Resource::ReplicationControllers
-            | Resource::DaemonSets
-    );
-    let policy = opts
-        .propagation_policy
-        .as_deref()
-        .or(opts.orphan_dependents.filter(|o| *o).map(|_| "Orphan"));
-    let mut causes = crate::validation::Causes::default();
-    match policy {
-        None | Some("Background") => {}
-        Some(p @ ("Orphan" | "Foreground")) if owns => {
-            causes.unsupported("propagationPolicy", p, &["Background"]);
+    Ok(match deleted {
+        Deleted::Gone(status) => json(StatusCode::OK, &status),
+        // kube-apiserver answers 202 to a delete held for its dependents only when the
+        // legacy `orphanDependents: false` asked for it, and 200 otherwise.
+        Deleted::Held(obj) if opts.orphan_dependents == Some(false) => {
+            json(StatusCode::ACCEPTED, &obj)
         }
-        Some("Orphan" | "Foreground") => {}
-        Some(other) => {
-            causes.unsupported(
-                "propagationPolicy",
-                other,
-                &["Foreground", "Background", "Orphan"],
-            );
-        }
-    }
-    causes.into_result("DeleteOptions", "")
+        Deleted::Held(obj) => json(StatusCode::OK, &obj),
+    })
 }
 
 /// The path of one object of namespaced `r`, with `{ns}` and `{name}` placeholders.

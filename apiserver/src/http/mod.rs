@@ -1,5 +1,6 @@
 //! The HTTP face of the API: routes, and a server with the deletion sweep.
 
+mod collection;
 pub(crate) mod extract;
 mod kinds;
 mod logs;
@@ -93,7 +94,9 @@ pub fn router(api: Api) -> Router {
         .route("/api/v1/pods", list_all(Pods))
         .route(
             "/api/v1/namespaces/{ns}/pods",
-            list_in_namespace(Pods).post(pods::create),
+            list_in_namespace(Pods)
+                .post(pods::create)
+                .merge(collection::in_namespace(Pods)),
         )
         .route(
             "/api/v1/namespaces/{ns}/pods/{name}",
@@ -115,7 +118,9 @@ pub fn router(api: Api) -> Router {
         .route("/api/v1/events", list_all(Events))
         .route(
             "/api/v1/namespaces/{ns}/events",
-            list_in_namespace(Events).post(others::create_event),
+            list_in_namespace(Events)
+                .post(others::create_event)
+                .merge(collection::in_namespace(Events)),
         )
         .route(
             "/api/v1/namespaces/{ns}/events/{name}",

@@ -120,6 +120,14 @@ pub(crate) async fn delete_options(
     if let Some(d) = params.get("dryRun") {
         opts.dry_run = Some(vec![d.to_string()]);
     }
+    if let Some(p) = params.get("propagationPolicy") {
+        opts.propagation_policy = Some(p.to_owned());
+    }
+    if let Some(o) = params.get("orphanDependents") {
+        opts.orphan_dependents = Some(o.parse().map_err(|_| {
+            ApiError::BadRequest(format!("invalid value for orphanDependents: {o:?}"))
+        })?);
+    }
     Ok(opts)
 }
 

@@ -77,8 +77,12 @@ pub(crate) trait Kind:
 pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
     let mut causes = Causes::default();
     check_metadata(&mut causes, obj.metadata(), K::NAME_RULE);
-    if let Some(old) = old {
-        K::validate_update(old, obj, &mut causes);
+    match old {
+        Some(old) => {
+            crate::api::finalizers::check_update(&mut causes, old.metadata(), obj.metadata());
+            K::validate_update(old, obj, &mut causes);
+        }
+        None => crate::api::finalizers::check(&mut causes, obj.metadata()),
     }
     obj.validate(&mut causes);
     let name = obj.metadata().name.clone().unwrap_or_default();

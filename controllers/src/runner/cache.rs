@@ -24,8 +24,8 @@ pub(crate) trait Watched: Metadata<Ty = ObjectMeta> + Clone + Send + Sync + 'sta
     fn watch(api: &Api, from: u64, all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError>;
 }
 
-/// Whether a pod names owners: the only pods kept while no ReplicaSet exists (the
-/// collector needs them; nothing could adopt the others).
+/// Whether a pod names owners: the only pods kept while no ReplicaSet exists (their
+/// owners' controllers read them; nothing could adopt the others).
 fn owned(meta: &ObjectMeta) -> bool {
     meta.owner_references
         .as_ref()

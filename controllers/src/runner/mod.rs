@@ -14,8 +14,9 @@
 //! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
 //!   deletes and lowered by the watch, so a cache that lags never makes the controller
 //!   create a pod twice.
-//! - **The garbage collector** ([`gc`]): an object whose owners are all gone is
-//!   deleted (background propagation), confirmed by a live read.
+//! - **The garbage collector** ([`gc`]): Background, Orphan and Foreground
+//!   propagation for every collected kind, from its own graph of owners and
+//!   dependents, confirmed by live reads.
 //!
 //! # Invariants
 //! - Every write goes through the [`Api`] handle given to [`run`]: the leader's
@@ -35,6 +36,7 @@ mod replicasets;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
+use apiserver::resource::Resource;
 use apiserver::{Api, ApiError};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
@@ -79,6 +81,7 @@ pub(crate) struct Cx {
     daemonsets: Queue,
     failed_pod_backoff: daemonsets::FailedPodBackoff,
     gc: Queue,
+    gc_graph: Arc<gc::graph::Graph>,
 }
 
 impl Cx {
@@ -102,6 +105,7 @@ pub async fn run(api: Api) {
         daemonsets: Queue::default(),
         failed_pod_backoff: daemonsets::FailedPodBackoff::default(),
         gc: Queue::default(),
+        gc_graph: Arc::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
     let (_whole, whole) = tokio::sync::watch::channel(true);
@@ -170,6 +174,11 @@ pub async fn run(api: Api) {
     );
     let ds_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::DaemonSets)));
+    let gc_graph = futures::future::join_all(Resource::COLLECTED.into_iter().map(|r| {
+        let cx = Arc::clone(&cx);
+        let graph = Arc::clone(&cx.gc_graph);
+        gc::graph::reflect(cx.api.clone(), graph, r, move |k| cx.gc.add(gc::key(&k)))
+    }));
     tokio::join!(
         pods,
         replicasets,
@@ -179,6 +188,7 @@ pub async fn run(api: Api) {
         gc_workers,
         async { tokio::join!(rcs, rc_workers) },
         async { tokio::join!(dses, nodes, ds_workers) },
+        gc_graph
     );
 }
 
@@ -229,11 +239,11 @@ async fn work(cx: &Cx, which: Controller) {
 }
 
 /// A pod changed: its ReplicaSet (or, an orphan, the ReplicaSets that select it) is
-/// queued, its expectations lowered, and a pod whose owners went to the collector.
+/// queued, and its expectations lowered.
 fn pod_changed(cx: &Cx, c: &Change<Pod>) {
     for pod in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let meta = &pod.metadata;
-        let (ns, name) = key_of(meta);
+        let (ns, _) = key_of(meta);
         match controller_of(meta) {
             Some(r) if r.kind == "ReplicaSet" => {
                 cx.replicasets
@@ -262,13 +272,6 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                     cx.daemonsets.add(ds);
                 }
             }
-        }
-        if meta
-            .owner_references
-            .as_ref()
-            .is_some_and(|r| !r.is_empty())
-        {
-            cx.gc.add(gc::key("Pod", &ns, &name));
         }
     }
     // A pod going: its ReplicaSet's Deployment (a Recreate rollout waits for it).
@@ -328,7 +331,7 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
 }
 
 /// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
-/// Deployments that select it); a deleted one's pods go to the collector.
+/// Deployments that select it).
 fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
     if c.new.is_some() {
         cx.pods_wanted
@@ -354,30 +357,11 @@ fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
         }
     }
     if let Some(rs) = c.new.as_deref().or(c.old.as_deref()) {
-        let (ns, name) = key_of(&rs.metadata);
-        cx.replicasets.add((ns.clone(), name.clone()));
-        if rs
-            .metadata
-            .owner_references
-            .as_ref()
-            .is_some_and(|r| !r.is_empty())
-        {
-            cx.gc.add(gc::key("ReplicaSet", &ns, &name));
-        }
-    }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.pods,
-            "Pod",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
+        cx.replicasets.add(key_of(&rs.metadata));
     }
 }
 
-/// A ReplicationController changed: it is queued; a deleted one's pods go to the
-/// collector.
+/// A ReplicationController changed: it is queued.
 fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
     if c.new.is_some() {
         cx.pods_wanted
@@ -386,18 +370,9 @@ fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
     if let Some(rc) = c.new.as_deref().or(c.old.as_deref()) {
         cx.replicationcontrollers.add(key_of(&rc.metadata));
     }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.pods,
-            "Pod",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
-    }
 }
 
-/// A DaemonSet changed: it is queued; a deleted one's pods go to the collector.
+/// A DaemonSet changed: it is queued.
 fn daemonset_changed(cx: &Cx, c: &Change<DaemonSet>) {
     if c.new.is_some() {
         cx.pods_wanted
@@ -405,15 +380,6 @@ fn daemonset_changed(cx: &Cx, c: &Change<DaemonSet>) {
     }
     if let Some(ds) = c.new.as_deref().or(c.old.as_deref()) {
         cx.daemonsets.add(key_of(&ds.metadata));
-    }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.pods,
-            "Pod",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
     }
 }
 
@@ -442,41 +408,10 @@ fn rc_selects(rc: &ReplicationController, pod: &Pod) -> bool {
     map.is_some_and(|m| Selector::from_map(m).matches(pod.metadata.labels.as_ref()))
 }
 
-/// A Deployment changed: it is queued; a deleted one's ReplicaSets go to the
-/// collector.
+/// A Deployment changed: it is queued.
 fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
     if let Some(d) = c.new.as_deref().or(c.old.as_deref()) {
         cx.deployments.add(key_of(&d.metadata));
-    }
-    if let (Some(old), None) = (&c.old, &c.new) {
-        dependents_to_gc(
-            cx,
-            &cx.caches.replicasets,
-            "ReplicaSet",
-            old.metadata.namespace.as_deref(),
-            old.metadata.uid.as_deref(),
-        );
-    }
-}
-
-/// Queues for the collector every object of `objects` in `ns` that names `uid` as
-/// an owner.
-fn dependents_to_gc<K: cache::Watched>(
-    cx: &Cx,
-    objects: &Objects<K>,
-    kind: &str,
-    ns: Option<&str>,
-    uid: Option<&str>,
-) {
-    let (Some(ns), Some(uid)) = (ns, uid) else {
-        return;
-    };
-    for o in objects.in_namespace(ns) {
-        let meta = o.metadata();
-        if meta.owner_references.iter().flatten().any(|r| r.uid == uid) {
-            let (ns, name) = key_of(meta);
-            cx.gc.add(gc::key(kind, &ns, &name));
-        }
     }
 }
 

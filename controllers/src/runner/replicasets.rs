@@ -40,6 +40,8 @@ pub(super) trait Replicated: Watched + k8s_openapi::Resource {
     const EXPECTATIONS_PREFIX: &'static str;
 
     fn objects(cx: &Cx) -> &Objects<Self>;
+    /// The owner's metadata as stored now, read live (not from the cache).
+    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError>;
     fn replicas(&self) -> i32;
     fn reconcile(
         &self,
@@ -67,6 +69,9 @@ impl Replicated for ReplicaSet {
 
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicasets
+    }
+    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError> {
+        cx.api.get_replicaset(&key.0, &key.1).map(|o| o.metadata)
     }
     fn replicas(&self) -> i32 {
         self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
@@ -110,6 +115,11 @@ impl Replicated for ReplicationController {
 
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicationcontrollers
+    }
+    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError> {
+        cx.api
+            .get_replicationcontroller(&key.0, &key.1)
+            .map(|o| o.metadata)
     }
     fn replicas(&self) -> i32 {
         self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
@@ -200,6 +210,7 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
         cx.expectations().expect_deletions(&owner, deletions, now);
     }
     let mut actions = planned.actions.into_iter().peekable();
+    let mut owner_checked = false;
     while let Some(action) = actions.next() {
         let failure = match action {
             Action::CreatePod { pod } => {
@@ -221,6 +232,10 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
                 delete_pods(cx, K::COMPONENT, rs.as_ref(), &owner, batch).await
             }
             a @ (Action::AdoptPod { .. } | Action::ReleasePod { .. }) => {
+                if matches!(a, Action::AdoptPod { .. }) && !owner_checked {
+                    can_adopt(cx, rs.as_ref(), key)?;
+                    owner_checked = true;
+                }
                 super::patch_pod(cx, &key.0, &a).await?;
                 None
             }
@@ -413,4 +428,28 @@ fn related_pods<'a>(cx: &Cx, rs: &ReplicaSet, pods: &'a [Arc<Pod>]) -> Vec<&'a P
 /// The expectations key of an owner of kind `K`: `namespace/name` after its prefix.
 pub(super) fn owner_key<K: Replicated>(key: &Key) -> String {
     format!("{}{}/{}", K::EXPECTATIONS_PREFIX, key.0, key.1)
+}
+
+/// kube-controller-manager's `canAdopt`: an adoption needs the owner as it is now, not
+/// as the cache last saw it; one being deleted (an Orphan delete releasing its pods,
+/// say) adopts nothing.
+fn can_adopt<K: Replicated>(cx: &Cx, rs: &K, key: &Key) -> Result<(), ApiError> {
+    let live = K::live_metadata(cx, key)?;
+    if live.uid != rs.metadata().uid {
+        return Err(ApiError::Internal(format!(
+            "original {} {}/{} is gone: got uid {}, wanted {}",
+            K::KIND,
+            key.0,
+            key.1,
+            live.uid.unwrap_or_default(),
+            rs.metadata().uid.clone().unwrap_or_default()
+        )));
+    }
+    if let Some(t) = live.deletion_timestamp {
+        return Err(ApiError::Internal(format!(
+            "{}/{} has just been deleted at {}",
+            key.0, key.1, t.0
+        )));
+    }
+    Ok(())
 }

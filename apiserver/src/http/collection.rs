@@ -1,0 +1,69 @@
+//! `deletecollection`: `DELETE` on a collection URL, for every kind that serves it. The
+//! objects that the `labelSelector` and `fieldSelector` select are each deleted as a
+//! single delete with the body's `DeleteOptions` would delete them; the answer is the
+//! list of them as they were before, as kube-apiserver answers.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{MethodRouter, delete};
+
+use super::extract::{ApiPath, Params, negotiate};
+use super::pods::delete_options;
+use super::respond;
+use crate::api::Api;
+use crate::error::ApiError;
+use crate::resource::Resource;
+use crate::selectors::Selectors;
+use crate::table::Include;
+
+/// `DELETE` of a namespace's collection (`/namespaces/{ns}/<resource>`).
+pub(crate) fn in_namespace(resource: Resource) -> MethodRouter<Api> {
+    delete(
+        move |State(api): State<Api>,
+              ApiPath(ns): ApiPath<String>,
+              p: Params,
+              h: HeaderMap,
+              body: Body| async move {
+            delete_collection(api, resource, Some(ns), p, h, body).await
+        },
+    )
+}
+
+/// `DELETE` of a cluster-scoped collection (`/<resource>`).
+pub(crate) fn cluster_scoped(resource: Resource) -> MethodRouter<Api> {
+    delete(
+        move |State(api): State<Api>, p: Params, h: HeaderMap, body: Body| async move {
+            delete_collection(api, resource, None, p, h, body).await
+        },
+    )
+}
+
+async fn delete_collection(
+    api: Api,
+    resource: Resource,
+    ns: Option<String>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let opts = delete_options(&params, &headers, body).await?;
+    let sel = Selectors::parse(
+        params.get("labelSelector").unwrap_or(""),
+        params.get("fieldSelector").unwrap_or(""),
+        resource,
+    )?;
+    let (items, rv) = api
+        .delete_collection(resource, ns.as_deref(), &sel, &opts)
+        .await?;
+    Ok(respond::list(
+        &api,
+        resource,
+        &items,
+        rv,
+        None,
+        negotiate(&headers),
+        Include::parse(params.get("includeObject")),
+    ))
+}
