@@ -33,12 +33,16 @@ pub enum Resource {
     ReplicaSets,
     /// `deployments` of `apps/v1`, namespaced, with `status` and `scale`.
     Deployments,
+    /// `statefulsets` of `apps/v1`, namespaced, with `status` and `scale`.
+    StatefulSets,
+    /// `controllerrevisions` of `apps/v1`, namespaced.
+    ControllerRevisions,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 9] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 11] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -48,6 +52,8 @@ impl Resource {
         Self::RoleBindings,
         Self::Deployments,
         Self::ReplicaSets,
+        Self::StatefulSets,
+        Self::ControllerRevisions,
     ];
 
     /// The plural name used in URLs and `Status.details.kind`.
@@ -67,6 +73,8 @@ impl Resource {
             Self::ClusterRoleBindings => "clusterrolebindings",
             Self::ReplicaSets => "replicasets",
             Self::Deployments => "deployments",
+            Self::StatefulSets => "statefulsets",
+            Self::ControllerRevisions => "controllerrevisions",
         }
     }
 
@@ -87,6 +95,8 @@ impl Resource {
             Self::ClusterRoleBindings => "ClusterRoleBinding",
             Self::ReplicaSets => "ReplicaSet",
             Self::Deployments => "Deployment",
+            Self::StatefulSets => "StatefulSet",
+            Self::ControllerRevisions => "ControllerRevision",
         }
     }
 
@@ -107,6 +117,8 @@ impl Resource {
             Self::ClusterRoleBindings => "ClusterRoleBindingList",
             Self::ReplicaSets => "ReplicaSetList",
             Self::Deployments => "DeploymentList",
+            Self::StatefulSets => "StatefulSetList",
+            Self::ControllerRevisions => "ControllerRevisionList",
         }
     }
 
@@ -117,7 +129,10 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io"
             }
-            Self::ReplicaSets | Self::Deployments => "apps",
+            Self::ReplicaSets
+            | Self::Deployments
+            | Self::StatefulSets
+            | Self::ControllerRevisions => "apps",
             _ => "",
         }
     }
@@ -129,7 +144,10 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io/v1"
             }
-            Self::ReplicaSets | Self::Deployments => "apps/v1",
+            Self::ReplicaSets
+            | Self::Deployments
+            | Self::StatefulSets
+            | Self::ControllerRevisions => "apps/v1",
             _ => "v1",
         }
     }
@@ -256,7 +274,9 @@ impl Resource {
             | Self::ClusterRoles
             | Self::RoleBindings
             | Self::ClusterRoleBindings
-            | Self::Deployments => match label {
+            | Self::Deployments
+            | Self::StatefulSets
+            | Self::ControllerRevisions => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

@@ -142,7 +142,10 @@ fn check_propagation(
     opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
 ) -> Result<(), ApiError> {
     use crate::resource::Resource;
-    let owns = matches!(resource, Resource::Deployments | Resource::ReplicaSets);
+    let owns = matches!(
+        resource,
+        Resource::Deployments | Resource::ReplicaSets | Resource::StatefulSets
+    );
     let policy = opts
         .propagation_policy
         .as_deref()

@@ -102,6 +102,8 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         | Resource::ClusterRoleBindings => Some(rbac::columns(resource)),
         Resource::ReplicaSets => Some(apps::replicaset_columns()),
         Resource::Deployments => Some(apps::deployment_columns()),
+        Resource::StatefulSets => Some(apps::statefulset_columns()),
+        Resource::ControllerRevisions => Some(apps::controllerrevision_columns()),
         _ => None,
     }
 }
@@ -115,6 +117,8 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
     match resource {
         Resource::ReplicaSets => return apps::replicaset_cells(obj, now),
         Resource::Deployments => return apps::deployment_cells(obj, now),
+        Resource::StatefulSets => return apps::statefulset_cells(obj, now),
+        Resource::ControllerRevisions => return apps::controllerrevision_cells(obj, now),
         _ => {}
     }
     let age = crate::clock::age(crate::table::created(obj), now);

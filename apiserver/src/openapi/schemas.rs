@@ -59,6 +59,12 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<ClusterRoleBinding>(false, "clusterrolebindings", generator),
         served::<k8s_openapi::api::apps::v1::Deployment>(true, "deployments", generator),
         served::<k8s_openapi::api::apps::v1::ReplicaSet>(true, "replicasets", generator),
+        served::<k8s_openapi::api::apps::v1::StatefulSet>(true, "statefulsets", generator),
+        served::<k8s_openapi::api::apps::v1::ControllerRevision>(
+            true,
+            "controllerrevisions",
+            generator,
+        ),
     ]
 }
 
