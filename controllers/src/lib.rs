@@ -34,17 +34,22 @@
 //! - [`replicaset`]: ReplicaSets and ReplicationControllers.
 //! - [`deployment`]: Deployments (RollingUpdate, Recreate, proportional
 //!   scaling, pause, progress deadline, revision history).
+//! - [`statefulset`]: StatefulSets (ordinal pods, OrderedReady and Parallel,
+//!   RollingUpdate with a partition, OnDelete), their history in
+//!   ControllerRevisions through [`history`], which a DaemonSet can share.
 
 mod action;
 pub mod deployment;
 mod error;
 mod expectations;
+pub mod history;
 mod intstr;
 mod owner;
 mod pod_state;
 pub mod replicaset;
 pub mod runner;
 mod selector;
+pub mod statefulset;
 mod template;
 mod time;
 

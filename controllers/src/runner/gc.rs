@@ -36,6 +36,10 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
             Some(r) => (r.metadata.owner_references.clone(), r.metadata.uid.clone()),
             None => return Ok(None),
         },
+        "ControllerRevision" => match cx.caches.revisions.get(&object_key) {
+            Some(r) => (r.metadata.owner_references.clone(), r.metadata.uid.clone()),
+            None => return Ok(None),
+        },
         _ => return Ok(None),
     };
     let refs = refs.unwrap_or_default();
@@ -66,6 +70,7 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                 };
                 cx.api.delete_pod(ns, name, &opts).await.map(|_| ())
             }
+            "ControllerRevision" => cx.api.delete_controller_revision(ns, name).await,
             _ => cx.api.delete_replicaset(ns, name).await,
         };
         return match result {
@@ -85,6 +90,16 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
             .patch_pod(ns, name, PatchType::Strategic, &patch)
             .await
             .map(|_| ()),
+        "ControllerRevision" => {
+            let mut rev = cx.api.get_controller_revision(ns, name)?;
+            if let Some(r) = rev.metadata.owner_references.as_mut() {
+                r.retain(|o| !dead.contains(&o.uid));
+            }
+            cx.api
+                .replace_controller_revision(ns, name, rev)
+                .await
+                .map(|_| ())
+        }
         _ => {
             let mut rs = cx.api.get_replicaset(ns, name)?;
             if let Some(r) = rs.metadata.owner_references.as_mut() {
@@ -108,6 +123,9 @@ fn owner_exists(cx: &Cx, ns: &str, r: &OwnerReference) -> Option<bool> {
         }
         "Deployment" if r.api_version == "apps/v1" => {
             cx.api.get_deployment(ns, &r.name).map(|o| o.metadata.uid)
+        }
+        "StatefulSet" if r.api_version == "apps/v1" => {
+            cx.api.get_statefulset(ns, &r.name).map(|o| o.metadata.uid)
         }
         _ => return None,
     };

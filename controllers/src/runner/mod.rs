@@ -1,7 +1,8 @@
 //! The runner: the I/O around the pure reconciles, as kube-rs' runtime and client-go's
 //! informers and work queues provide it.
 //!
-//! - **Caches** of Pods, ReplicaSets and Deployments, kept by list and watch through
+//! - **Caches** of Pods, ReplicaSets, Deployments, StatefulSets and ControllerRevisions,
+//!   kept by list and watch through
 //!   the in-process [`Api`] ([`cache`]). Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
 //!   queues the keys it concerns (a pod's controller, or the ReplicaSets that select an
@@ -28,12 +29,13 @@ mod events;
 mod gc;
 mod queue;
 mod replicasets;
+mod statefulsets;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
 use apiserver::{Api, ApiError};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
@@ -51,6 +53,8 @@ pub(crate) struct Caches {
     pub(crate) pods: Arc<Objects<Pod>>,
     pub(crate) replicasets: Arc<Objects<ReplicaSet>>,
     pub(crate) deployments: Arc<Objects<Deployment>>,
+    pub(crate) statefulsets: Arc<Objects<StatefulSet>>,
+    pub(crate) revisions: Arc<Objects<ControllerRevision>>,
 }
 
 /// What the controllers share.
@@ -63,6 +67,7 @@ pub(crate) struct Cx {
     pods_wanted: tokio::sync::watch::Sender<bool>,
     replicasets: Queue,
     deployments: Queue,
+    statefulsets: Queue,
     gc: Queue,
 }
 
@@ -83,6 +88,7 @@ pub async fn run(api: Api) {
         pods_wanted: tokio::sync::watch::Sender::new(false),
         replicasets: Queue::default(),
         deployments: Queue::default(),
+        statefulsets: Queue::default(),
         gc: Queue::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
@@ -105,9 +111,27 @@ pub async fn run(api: Api) {
             move |c: &Change<ReplicaSet>| replicaset_changed(&cx, c)
         },
     );
-    let deployments = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.deployments), whole, {
+    let deployments = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.deployments),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Deployment>| deployment_changed(&cx, c)
+        },
+    );
+    let statefulsets = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.statefulsets),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<StatefulSet>| statefulset_changed(&cx, c)
+        },
+    );
+    let revisions = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.revisions), whole, {
         let cx = Arc::clone(&cx);
-        move |c: &Change<Deployment>| deployment_changed(&cx, c)
+        move |c: &Change<ControllerRevision>| revision_changed(&cx, c)
     });
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
@@ -115,13 +139,18 @@ pub async fn run(api: Api) {
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Deployments)));
     let gc_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::GarbageCollector)));
+    let sts_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
     tokio::join!(
         pods,
         replicasets,
         deployments,
+        statefulsets,
+        revisions,
         rs_workers,
         deployment_workers,
-        gc_workers
+        gc_workers,
+        sts_workers
     );
 }
 
@@ -130,6 +159,7 @@ pub async fn run(api: Api) {
 enum Controller {
     ReplicaSets,
     Deployments,
+    StatefulSets,
     GarbageCollector,
 }
 
@@ -138,6 +168,7 @@ async fn work(cx: &Cx, which: Controller) {
     let queue = match which {
         Controller::ReplicaSets => &cx.replicasets,
         Controller::Deployments => &cx.deployments,
+        Controller::StatefulSets => &cx.statefulsets,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
@@ -145,6 +176,7 @@ async fn work(cx: &Cx, which: Controller) {
         let synced = match which {
             Controller::ReplicaSets => replicasets::sync(cx, &key).await,
             Controller::Deployments => deployments::sync(cx, &key).await,
+            Controller::StatefulSets => statefulsets::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
         match synced {
@@ -173,11 +205,19 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             Some(r) if r.kind == "ReplicaSet" => {
                 cx.replicasets.add((ns.clone(), r.name.clone()));
             }
+            Some(r) if r.kind == "StatefulSet" => {
+                cx.statefulsets.add((ns.clone(), r.name.clone()));
+            }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
                     if selects(rs.spec.as_ref().map(|s| &s.selector), pod) {
                         cx.replicasets.add(key_of(&rs.metadata));
+                    }
+                }
+                for set in cx.caches.statefulsets.in_namespace(&ns) {
+                    if selects(set.spec.as_ref().map(|s| &s.selector), pod) {
+                        cx.statefulsets.add(key_of(&set.metadata));
                     }
                 }
             }
@@ -303,6 +343,48 @@ fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
             old.metadata.namespace.as_deref(),
             old.metadata.uid.as_deref(),
         );
+    }
+}
+
+/// A StatefulSet changed: it is queued (and, once one exists, pods without owners are
+/// cached, so that it can adopt them); a deleted one's pods and revisions go to the
+/// collector.
+fn statefulset_changed(cx: &Cx, c: &Change<StatefulSet>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(set) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.statefulsets.add(key_of(&set.metadata));
+    }
+    if let (Some(old), None) = (&c.old, &c.new) {
+        let (ns, uid) = (
+            old.metadata.namespace.as_deref(),
+            old.metadata.uid.as_deref(),
+        );
+        dependents_to_gc(cx, &cx.caches.pods, "Pod", ns, uid);
+        dependents_to_gc(cx, &cx.caches.revisions, "ControllerRevision", ns, uid);
+    }
+}
+
+/// A ControllerRevision changed: its StatefulSet is queued, and one with owners goes
+/// to the collector.
+fn revision_changed(cx: &Cx, c: &Change<ControllerRevision>) {
+    let Some(rev) = c.new.as_deref().or(c.old.as_deref()) else {
+        return;
+    };
+    let (ns, name) = key_of(&rev.metadata);
+    if let Some(r) = controller_of(&rev.metadata).filter(|r| r.kind == "StatefulSet") {
+        cx.statefulsets.add((ns.clone(), r.name.clone()));
+    }
+    if c.new.is_some()
+        && rev
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|r| !r.is_empty())
+    {
+        cx.gc.add(gc::key("ControllerRevision", &ns, &name));
     }
 }
 
