@@ -372,3 +372,26 @@ async fn a_controller_revisions_data_is_mandatory_and_immutable() {
         "{status}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_may_carry_its_own_name_as_hostname_and_no_other() {
+    let server = Server::start().await;
+    let http = Http::new(&server);
+    let pod = |hostname: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0"},
+            "spec": {"hostname": hostname, "containers": [{"name": "main", "image": "busybox:1.36"}]}
+        })
+    };
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, status) = http.json("POST", pods, &pod("db")).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        causes(&status)[0].starts_with("spec.hostname: Forbidden: not supported by mesopod"),
+        "{status}"
+    );
+    let (code, created) = http.json("POST", pods, &pod("web-0")).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["hostname"], "web-0");
+}

@@ -1,6 +1,7 @@
 //! A StatefulSet pod's identity (KCM's `stateful_set_utils.go`): its ordinal name
 //! `<set>-<i>`, the labels that name it and its revision, and its DNS identity
-//! (`hostname` the pod's name, `subdomain` the set's governing Service).
+//! (`hostname` the pod's name; not the `subdomain` under the set's governing
+//! Service, which needs the cluster DNS mesopod does not have).
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
@@ -62,7 +63,7 @@ pub fn revision(pod: &Pod) -> Option<&str> {
 /// The pod of ordinal `ordinal` from `template`, made by `set` at `revision`
 /// (`newVersionedStatefulSetPod`): the template's pod with the set's controller
 /// reference, named `<set>-<ordinal>`, labelled with its name, index and revision,
-/// `hostname` its name and `subdomain` the set's `serviceName`.
+/// `hostname` its name.
 ///
 /// # Errors
 /// [`TemplateError::NoLabels`] when the template has no labels.
@@ -78,13 +79,9 @@ pub fn new_pod(
     labels.insert(POD_NAME_LABEL.into(), name.clone());
     labels.insert(POD_INDEX_LABEL.into(), ordinal.to_string());
     labels.insert(REVISION_LABEL.into(), revision.into());
-    let spec = pod.spec.get_or_insert_default();
-    spec.hostname = Some(name.clone());
-    spec.subdomain = set
-        .spec
-        .as_ref()
-        .and_then(|s| s.service_name.clone())
-        .filter(|s| !s.is_empty());
+    // `subdomain` (the set's serviceName) is not set: mesopod has no cluster DNS to
+    // give the pod a name under, and refuses the field on every pod.
+    pod.spec.get_or_insert_default().hostname = Some(name.clone());
     pod.metadata.name = Some(name);
     Ok(pod)
 }

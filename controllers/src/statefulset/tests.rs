@@ -147,7 +147,10 @@ fn a_pod_has_its_ordinal_name_stable_labels_dns_identity_and_controller_ref() {
     assert_eq!(labels["app"], "web");
     let spec = p.spec.clone().expect("spec");
     assert_eq!(spec.hostname.as_deref(), Some("web-0"));
-    assert_eq!(spec.subdomain.as_deref(), Some("nginx"));
+    assert_eq!(
+        spec.subdomain, None,
+        "no cluster DNS: mesopod refuses subdomain"
+    );
     let owner = &p.metadata.owner_references.as_ref().expect("owned")[0];
     assert_eq!(
         (
