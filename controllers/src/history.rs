@@ -133,11 +133,11 @@ pub fn next_revision(revisions: &[ControllerRevision]) -> i64 {
 /// The revisions to delete to keep `limit` of those not `live` (KCM's
 /// `truncateHistory`; a negative limit keeps all): the oldest first; a live revision (current, update, or one a
 /// pod still runs) is never deleted and does not count.
-pub fn to_truncate<'a>(
-    revisions: &'a [ControllerRevision],
+pub fn to_truncate(
+    revisions: &[ControllerRevision],
     live: impl Fn(&str) -> bool,
     limit: i32,
-) -> Vec<&'a ControllerRevision> {
+) -> Vec<&ControllerRevision> {
     let history: Vec<&ControllerRevision> = sorted(revisions)
         .into_iter()
         .filter(|r| !live(r.metadata.name.as_deref().unwrap_or_default()))
@@ -233,8 +233,8 @@ mod tests {
             3,
             None,
         );
-        let name = r.metadata.name.clone().unwrap();
-        let labels = r.metadata.labels.clone().unwrap();
+        let name = r.metadata.name.clone().expect("named");
+        let labels = r.metadata.labels.clone().expect("labelled");
         assert_eq!(labels["app"], "web");
         assert_eq!(format!("web-{}", labels[REVISION_HASH_LABEL]), name);
         assert_eq!(r.metadata.owner_references, Some(vec![owner]));

@@ -5,6 +5,7 @@
 //! and Ready and never has more than one pod not ready, no pod below the partition is
 //! deleted for an update, and once the cluster settles every ordinal runs, the
 //! ordinals at or above the partition at the update revision.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 

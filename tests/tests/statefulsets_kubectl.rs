@@ -308,9 +308,16 @@ async fn a_statefulset_starts_in_order_updates_by_partition_undoes_scales_down_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volume_claim_templates_are_refused_with_their_field_path() {
+async fn kubectl_explains_statefulsets_and_volume_claim_templates_are_refused_with_their_path() {
     let app = cluster().await;
     let k = Kubectl::new(&app.api_url());
+    let explained = ok(&k
+        .run(&["explain", "statefulset.spec.podManagementPolicy"])
+        .await);
+    assert!(explained.contains("KIND:       StatefulSet"), "{explained}");
+    assert!(explained.contains("OrderedReady"), "{explained}");
+    let explained = ok(&k.run(&["explain", "controllerrevision.revision"]).await);
+    assert!(explained.contains("KIND:       ControllerRevision"), "{explained}");
     let yaml = format!(
         "{}  volumeClaimTemplates:\n  - metadata: {{name: www}}\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {{requests: {{storage: 1Gi}}}}\n",
         statefulset(1, "busybox:1.36")

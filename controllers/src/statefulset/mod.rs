@@ -164,12 +164,12 @@ pub fn reconcile(
 
     // 2. Revisions.
     let (current, update, write) = match revisions::plan(set, &owned, revisions) {
-        Plan::Ready {
+        Some(Plan {
             current,
             update,
             write,
-        } => (current, update, write),
-        Plan::Collision => {
+        }) => (current, update, write),
+        None => {
             let mut status = old_status.clone();
             status.collision_count =
                 Some(old_status.collision_count.unwrap_or(0).saturating_add(1));
@@ -287,8 +287,8 @@ fn manage_pods(
     };
 
     // 3. Fill the ordinals, lowest first.
-    for i in 0..slots {
-        let Some(pod) = replicas_at[i] else {
+    for (i, slot) in replicas_at.iter().enumerate() {
+        let Some(pod) = *slot else {
             out.push(Action::CreatePod { pod: make(i)? });
             if ordered {
                 return Ok(());

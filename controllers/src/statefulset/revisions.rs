@@ -10,27 +10,23 @@ use crate::Action;
 use crate::history::{self, find_equal, new_revision, next_revision, sorted, template_patch};
 use crate::owner::controller_ref;
 
-/// What a sync's revisions are.
-pub(super) enum Plan {
-    /// The current and update revisions, and the write that makes the update
-    /// revision exist (a create or a renumbering), if one is needed.
-    Ready {
-        current: ControllerRevision,
-        update: ControllerRevision,
-        write: Option<Action>,
-    },
-    /// The update revision's name is taken by other data: the set's collision count
-    /// goes up, which names it anew.
-    Collision,
+/// A sync's revisions: the current and update revisions, and the write that makes
+/// the update revision exist (a create or a renumbering), if one is needed.
+pub(super) struct Plan {
+    pub(super) current: ControllerRevision,
+    pub(super) update: ControllerRevision,
+    pub(super) write: Option<Action>,
 }
 
 /// The revisions of `set`: `owned` are those it controls, `all` every revision in its
-/// namespace (a name may be taken by another's).
+/// namespace (a name may be taken by another's). `None` when the update revision's
+/// name is taken by other data: the set's collision count goes up, which names it
+/// anew.
 pub(super) fn plan(
     set: &StatefulSet,
     owned: &[ControllerRevision],
     all: &[ControllerRevision],
-) -> Plan {
+) -> Option<Plan> {
     let spec = set.spec.clone().unwrap_or_default();
     let status = set.status.clone().unwrap_or_default();
     let data = template_patch(&spec.template);
@@ -61,7 +57,7 @@ pub(super) fn plan(
                 Some(status.collision_count.unwrap_or(0)),
             );
             if all.iter().any(|r| r.metadata.name == fresh.metadata.name) {
-                return Plan::Collision;
+                return None;
             }
             (
                 fresh.clone(),
@@ -80,11 +76,11 @@ pub(super) fn plan(
         })
         .cloned()
         .unwrap_or_else(|| update.clone());
-    Plan::Ready {
+    Some(Plan {
         current,
         update,
         write,
-    }
+    })
 }
 
 /// The template a revision records, or `fallback` when its data does not hold one.
