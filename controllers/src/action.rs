@@ -90,6 +90,17 @@ pub enum Action {
         /// The revision as it should be.
         revision: ControllerRevision,
     },
+    /// Make the owner the controller of an orphan ControllerRevision it selects
+    /// (written under the revision's uid, so a revision made anew under the name is
+    /// not taken).
+    AdoptControllerRevision {
+        /// Revision name.
+        name: String,
+        /// Revision uid.
+        uid: String,
+        /// The controller reference to add.
+        owner_ref: OwnerReference,
+    },
     /// DELETE the ControllerRevision (history beyond `revisionHistoryLimit`).
     DeleteControllerRevision {
         /// Revision name.

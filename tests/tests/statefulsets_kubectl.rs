@@ -317,7 +317,10 @@ async fn kubectl_explains_statefulsets_and_volume_claim_templates_are_refused_wi
     assert!(explained.contains("KIND:       StatefulSet"), "{explained}");
     assert!(explained.contains("OrderedReady"), "{explained}");
     let explained = ok(&k.run(&["explain", "controllerrevision.revision"]).await);
-    assert!(explained.contains("KIND:       ControllerRevision"), "{explained}");
+    assert!(
+        explained.contains("KIND:       ControllerRevision"),
+        "{explained}"
+    );
     let yaml = format!(
         "{}  volumeClaimTemplates:\n  - metadata: {{name: www}}\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {{requests: {{storage: 1Gi}}}}\n",
         statefulset(1, "busybox:1.36")

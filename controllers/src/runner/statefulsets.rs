@@ -53,11 +53,12 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
             return Ok(None);
         }
     };
-    if planned
-        .actions
-        .iter()
-        .any(|a| matches!(a, Action::AdoptPod { .. }))
-    {
+    if planned.actions.iter().any(|a| {
+        matches!(
+            a,
+            Action::AdoptPod { .. } | Action::AdoptControllerRevision { .. }
+        )
+    }) {
         // An adoption needs the owner as it is now, not as the cache last saw it.
         let live = cx.api.get_statefulset(&key.0, &key.1)?;
         if live.metadata.uid != set.metadata.uid || live.metadata.deletion_timestamp.is_some() {
@@ -91,6 +92,11 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                     .replace_controller_revision(&key.0, &name, revision)
                     .await?;
             }
+            Action::AdoptControllerRevision {
+                name,
+                uid,
+                owner_ref,
+            } => adopt_revision(cx, &key.0, &name, &uid, owner_ref).await?,
             Action::DeleteControllerRevision { name, .. } => {
                 match cx.api.delete_controller_revision(&key.0, &name).await {
                     Ok(()) | Err(ApiError::NotFound { .. }) => {}
@@ -183,4 +189,31 @@ async fn delete_pod(
     };
     super::events::record(&cx.api, COMPONENT, set.as_ref(), &event).await;
     result
+}
+
+/// Adopts an orphan revision: its live copy, if still the same orphan (same uid, no
+/// controller), gets the set's controller reference, under the resourceVersion read.
+async fn adopt_revision(
+    cx: &Cx,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    owner_ref: k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+) -> Result<(), ApiError> {
+    let mut rev = match cx.api.get_controller_revision(ns, name) {
+        Ok(r) => r,
+        Err(ApiError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if rev.metadata.uid.as_deref() != Some(uid) || controller_of(&rev.metadata).is_some() {
+        return Ok(());
+    }
+    rev.metadata
+        .owner_references
+        .get_or_insert_with(Vec::new)
+        .push(owner_ref);
+    match cx.api.replace_controller_revision(ns, name, rev).await {
+        Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }

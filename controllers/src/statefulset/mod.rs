@@ -3,7 +3,8 @@
 //!
 //! # What one sync does, in order
 //! 1. Claims the pods its selector selects whose names are its own (`<set>-<i>`),
-//!    adopting orphans and releasing what no longer matches.
+//!    adopting orphans and releasing what no longer matches, and adopts the
+//!    orphan ControllerRevisions it selects.
 //! 2. Finds or makes the update revision ([`revisions`]), counting a name
 //!    collision in `status.collisionCount` instead.
 //! 3. Unless the set is being deleted: fills the ordinals `[start, start+replicas)`,
@@ -156,11 +157,24 @@ pub fn reconcile(
             }
         }
     }
-    let owned: Vec<ControllerRevision> = revisions
-        .iter()
-        .filter(|r| controller_of(&r.metadata).is_some_and(|c| c.uid == uid))
-        .cloned()
-        .collect();
+    // Its revisions, and the orphans its selector selects, which it adopts
+    // (`adoptOrphanRevisions`): a set deleted with its dependents orphaned and made
+    // again takes its history back, and its pods keep their revision.
+    let mut owned: Vec<ControllerRevision> = Vec::new();
+    for r in revisions {
+        match controller_of(&r.metadata) {
+            Some(c) if c.uid == uid => owned.push(r.clone()),
+            None if !deleting && selector.matches(r.metadata.labels.as_ref()) => {
+                actions.push(Action::AdoptControllerRevision {
+                    name: r.metadata.name.clone().unwrap_or_default(),
+                    uid: r.metadata.uid.clone().unwrap_or_default(),
+                    owner_ref: controller_ref(set),
+                });
+                owned.push(r.clone());
+            }
+            _ => {}
+        }
+    }
 
     // 2. Revisions.
     let (current, update, write) = match revisions::plan(set, &owned, revisions) {

@@ -319,3 +319,27 @@ fn orphans_with_its_names_are_adopted_and_pods_of_other_names_are_not() {
         "a pod it no longer selects is released"
     );
 }
+
+#[test]
+fn orphan_revisions_it_selects_are_adopted_and_count_as_its_history() {
+    let s = set(1, "OrderedReady", "RollingUpdate");
+    let mut orphan = first_revision(&s);
+    orphan.metadata.owner_references = None;
+    let name = orphan.metadata.name.clone().expect("named");
+    let p0 = pod("web-0", &name, "Running", true);
+    let r = reconcile(&s, &[&p0], std::slice::from_ref(&orphan), now()).expect("reconciles");
+    assert!(
+        r.actions
+            .iter()
+            .any(|a| matches!(a, Action::AdoptControllerRevision { name: n, .. } if *n == name)),
+        "{:?}",
+        r.actions
+    );
+    assert!(
+        !r.actions
+            .iter()
+            .any(|a| matches!(a, Action::CreateControllerRevision { .. })),
+        "its template's revision exists: none is made"
+    );
+    assert!(deleted(&r).is_empty(), "its pod is at the update revision");
+}
