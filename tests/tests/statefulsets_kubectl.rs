@@ -237,6 +237,15 @@ async fn a_statefulset_starts_in_order_updates_by_partition_undoes_scales_down_a
         history.contains("1         <none>") && history.contains("2         <none>"),
         "{history}"
     );
+    let second = ok(&k
+        .run(&["rollout", "history", "sts/web", "--revision=2"])
+        .await);
+    assert!(second.contains("busybox:1.37"), "{second}");
+    let described = ok(&k.run(&["describe", "sts/web"]).await);
+    assert!(
+        described.contains("3 Running / 0 Waiting / 0 Succeeded / 0 Failed"),
+        "{described}"
+    );
     ok(&k.run(&["rollout", "undo", "sts/web"]).await);
     wait_until(
         "undone",
@@ -257,23 +266,28 @@ async fn a_statefulset_starts_in_order_updates_by_partition_undoes_scales_down_a
     assert_eq!(renumbered.revision, 3, "undo renumbers the old revision");
 
     // Scale down: the highest ordinals go, highest first.
+    let mark = seen.lock().unwrap().len();
     ok(&k.run(&["scale", "sts/web", "--replicas=1"]).await);
     wait_until(
-        "scaled down",
+        "web-2 then web-1 deleted",
         T,
-        async || images(api),
-        |i| *i == ["web-0=busybox:1.36"],
+        async || {
+            seen.lock().unwrap()[mark..]
+                .iter()
+                .filter(|(kind, _, _)| *kind == EventKind::Deleted)
+                .map(|(_, n, _)| n.clone())
+                .collect::<Vec<_>>()
+        },
+        |gone| gone.len() >= 2,
     )
     .await;
-    {
-        let log = seen.lock().unwrap();
-        let gone = |name: &str| {
-            log.iter()
-                .rposition(|(kind, n, _)| *kind == EventKind::Deleted && n == name)
-                .expect("deleted")
-        };
-        assert!(gone("web-2") < gone("web-1"), "{log:?}");
-    }
+    let gone: Vec<String> = seen.lock().unwrap()[mark..]
+        .iter()
+        .filter(|(kind, _, _)| *kind == EventKind::Deleted)
+        .map(|(_, n, _)| n.clone())
+        .collect();
+    assert_eq!(gone, ["web-2", "web-1"]);
+    assert_eq!(images(api), ["web-0=busybox:1.36"]);
     let events = ok(&k
         .run(&[
             "get",
