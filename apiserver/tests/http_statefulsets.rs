@@ -69,6 +69,17 @@ async fn a_statefulset_is_defaulted_as_kube_does_and_its_generation_counts_spec_
         json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
     );
     assert_eq!(spec["template"]["spec"]["restartPolicy"], "Always");
+    // Empty strings are unset to Go's defaulting.
+    let mut empty = set("empty");
+    empty["spec"]["podManagementPolicy"] = json!("");
+    empty["spec"]["updateStrategy"] = json!({"type": ""});
+    let (code, e) = http.json("POST", SETS, &empty).await;
+    assert_eq!(code, 201, "{e}");
+    assert_eq!(e["spec"]["podManagementPolicy"], "OrderedReady");
+    assert_eq!(
+        e["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    );
 
     let path = format!("{SETS}/web");
     let (_, s) = http
@@ -144,6 +155,15 @@ async fn invalid_statefulsets_get_kube_apiservers_messages() {
         [
             "spec.podManagementPolicy: Invalid value: \"AllAtOnce\": must be 'OrderedReady' or 'Parallel'",
             "spec.updateStrategy: Invalid value: apps.StatefulSetUpdateStrategy{Type:\"Sometimes\", RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be 'RollingUpdate' or 'OnDelete'",
+        ]
+    );
+
+    let mut s = set("web");
+    s["spec"]["updateStrategy"] = json!({"type": "OnDelete", "rollingUpdate": {"partition": 1}});
+    assert_eq!(
+        refused(s).await,
+        [
+            "spec.updateStrategy.rollingUpdate: Invalid value: apps.RollingUpdateStatefulSetStrategy{Partition:1, MaxUnavailable:(*intstr.IntOrString)(nil)}: only allowed for updateStrategy 'RollingUpdate'"
         ]
     );
 

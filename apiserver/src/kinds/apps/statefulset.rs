@@ -37,12 +37,18 @@ impl Kind for StatefulSet {
         };
         spec.replicas.get_or_insert(1);
         spec.revision_history_limit.get_or_insert(DEFAULT_HISTORY);
-        spec.pod_management_policy
-            .get_or_insert_with(|| "OrderedReady".into());
+        // Go's defaulting sees an empty string as unset.
+        let unset = |v: &Option<String>| v.as_deref().is_none_or(str::is_empty);
+        if unset(&spec.pod_management_policy) {
+            spec.pod_management_policy = Some("OrderedReady".into());
+        }
         let strategy = spec
             .update_strategy
             .get_or_insert_with(StatefulSetUpdateStrategy::default);
-        let ty = strategy.type_.get_or_insert_with(|| "RollingUpdate".into());
+        if unset(&strategy.type_) {
+            strategy.type_ = Some("RollingUpdate".into());
+        }
+        let ty = strategy.type_.get_or_insert_default();
         if ty == "RollingUpdate" {
             strategy
                 .rolling_update
@@ -53,10 +59,11 @@ impl Kind for StatefulSet {
         let retention = spec
             .persistent_volume_claim_retention_policy
             .get_or_insert_with(StatefulSetPersistentVolumeClaimRetentionPolicy::default);
-        retention
-            .when_deleted
-            .get_or_insert_with(|| "Retain".into());
-        retention.when_scaled.get_or_insert_with(|| "Retain".into());
+        for policy in [&mut retention.when_deleted, &mut retention.when_scaled] {
+            if unset(policy) {
+                *policy = Some("Retain".into());
+            }
+        }
         super::default_template(&mut spec.template);
     }
 
@@ -194,12 +201,13 @@ fn check_strategy(causes: &mut Causes, strategy: &StatefulSetUpdateStrategy) {
     }
 }
 
-/// A rolling update strategy as Go prints the pointer in validation messages.
+/// A rolling update strategy as kube-apiserver prints it in validation messages (the
+/// pointer followed to its struct; a nil one as Go prints it).
 fn go_rolling_update(ru: Option<&RollingUpdateStatefulSetStrategy>) -> String {
     match ru {
         None => "(*apps.RollingUpdateStatefulSetStrategy)(nil)".into(),
         Some(ru) => format!(
-            "&apps.RollingUpdateStatefulSetStrategy{{Partition:{}}}",
+            "apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:(*intstr.IntOrString)(nil)}}",
             ru.partition.unwrap_or(0)
         ),
     }
