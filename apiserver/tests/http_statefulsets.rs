@@ -415,3 +415,17 @@ async fn a_pod_may_carry_its_own_name_as_hostname_and_no_other() {
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["spec"]["hostname"], "web-0");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_create_answers_as_a_create_and_stores_nothing() {
+    let server = Server::start().await;
+    let http = Http::new(&server);
+    let (code, s) = http
+        .json("POST", &format!("{SETS}?dryRun=All"), &set("web"))
+        .await;
+    assert_eq!(code, 201, "{s}");
+    assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
+    assert_eq!(s["metadata"]["generation"], 1);
+    let (code, _) = http.get(&format!("{SETS}/web")).await;
+    assert_eq!(code, 404);
+}
