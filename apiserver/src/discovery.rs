@@ -94,6 +94,7 @@ pub(crate) async fn apps_v1() -> Response {
     for (plural, singular, kind, short) in [
         ("deployments", "deployment", "Deployment", "deploy"),
         ("replicasets", "replicaset", "ReplicaSet", "rs"),
+        ("statefulsets", "statefulset", "StatefulSet", "sts"),
     ] {
         resources.push(json!({"name": plural, "singularName": singular, "namespaced": true, "kind": kind, "verbs": all, "shortNames": [short], "categories": ["all"]}));
         resources.push(json!({"name": format!("{plural}/scale"), "singularName": "", "namespaced": true, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": sub}));
@@ -102,6 +103,7 @@ pub(crate) async fn apps_v1() -> Response {
     // DaemonSets scale with the nodes: no `scale` subresource.
     resources.push(json!({"name": "daemonsets", "singularName": "daemonset", "namespaced": true, "kind": "DaemonSet", "verbs": all, "shortNames": ["ds"], "categories": ["all"]}));
     resources.push(json!({"name": "daemonsets/status", "singularName": "", "namespaced": true, "kind": "DaemonSet", "verbs": sub}));
+    resources.push(json!({"name": "controllerrevisions", "singularName": "controllerrevision", "namespaced": true, "kind": "ControllerRevision", "verbs": all}));
     json(
         StatusCode::OK,
         &json!({

@@ -37,12 +37,16 @@ pub enum Resource {
     ReplicationControllers,
     /// `daemonsets` of `apps/v1`, namespaced, with `status`.
     DaemonSets,
+    /// `statefulsets` of `apps/v1`, namespaced, with `status` and `scale`.
+    StatefulSets,
+    /// `controllerrevisions` of `apps/v1`, namespaced.
+    ControllerRevisions,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 11] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 13] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -54,13 +58,15 @@ impl Resource {
         Self::ReplicaSets,
         Self::ReplicationControllers,
         Self::DaemonSets,
+        Self::StatefulSets,
+        Self::ControllerRevisions,
     ];
 
     /// The kinds the garbage collector follows: every served kind whose objects may own
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 13] = [
+    pub const COLLECTED: [Resource; 15] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -74,6 +80,8 @@ impl Resource {
         Self::Deployments,
         Self::ReplicationControllers,
         Self::DaemonSets,
+        Self::StatefulSets,
+        Self::ControllerRevisions,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -108,6 +116,8 @@ impl Resource {
             Self::Deployments => "deployments",
             Self::ReplicationControllers => "replicationcontrollers",
             Self::DaemonSets => "daemonsets",
+            Self::StatefulSets => "statefulsets",
+            Self::ControllerRevisions => "controllerrevisions",
         }
     }
 
@@ -130,6 +140,8 @@ impl Resource {
             Self::Deployments => "Deployment",
             Self::ReplicationControllers => "ReplicationController",
             Self::DaemonSets => "DaemonSet",
+            Self::StatefulSets => "StatefulSet",
+            Self::ControllerRevisions => "ControllerRevision",
         }
     }
 
@@ -152,6 +164,8 @@ impl Resource {
             Self::Deployments => "DeploymentList",
             Self::ReplicationControllers => "ReplicationControllerList",
             Self::DaemonSets => "DaemonSetList",
+            Self::StatefulSets => "StatefulSetList",
+            Self::ControllerRevisions => "ControllerRevisionList",
         }
     }
 
@@ -162,7 +176,11 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io"
             }
-            Self::ReplicaSets | Self::Deployments | Self::DaemonSets => "apps",
+            Self::ReplicaSets
+            | Self::Deployments
+            | Self::DaemonSets
+            | Self::StatefulSets
+            | Self::ControllerRevisions => "apps",
             _ => "",
         }
     }
@@ -174,7 +192,11 @@ impl Resource {
             Self::Roles | Self::ClusterRoles | Self::RoleBindings | Self::ClusterRoleBindings => {
                 "rbac.authorization.k8s.io/v1"
             }
-            Self::ReplicaSets | Self::Deployments | Self::DaemonSets => "apps/v1",
+            Self::ReplicaSets
+            | Self::Deployments
+            | Self::DaemonSets
+            | Self::StatefulSets
+            | Self::ControllerRevisions => "apps/v1",
             _ => "v1",
         }
     }
@@ -303,7 +325,9 @@ impl Resource {
             | Self::RoleBindings
             | Self::ClusterRoleBindings
             | Self::Deployments
-            | Self::DaemonSets => match label {
+            | Self::DaemonSets
+            | Self::StatefulSets
+            | Self::ControllerRevisions => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

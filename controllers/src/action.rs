@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{DaemonSetStatus, DeploymentStatus, ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSetStatus, DeploymentStatus, ReplicaSet, ReplicaSetStatus,
+    StatefulSetStatus,
+};
 use k8s_openapi::api::core::v1::{Pod, ReplicationControllerStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Value, json};
@@ -74,6 +77,36 @@ pub enum Action {
         /// ReplicaSet name.
         name: String,
         /// ReplicaSet uid, for a precondition.
+        uid: String,
+    },
+    /// POST the ControllerRevision (fixed name: an `AlreadyExists` answer means the
+    /// cache had not seen it yet, or a collision the next sync counts).
+    CreateControllerRevision {
+        /// The new revision.
+        revision: ControllerRevision,
+    },
+    /// PUT the ControllerRevision with a new `revision` number (a template seen
+    /// before, rolled back to), under the resourceVersion it was read at.
+    UpdateControllerRevision {
+        /// The revision as it should be.
+        revision: ControllerRevision,
+    },
+    /// Make the owner the controller of an orphan ControllerRevision it selects
+    /// (written under the revision's uid, so a revision made anew under the name is
+    /// not taken).
+    AdoptControllerRevision {
+        /// Revision name.
+        name: String,
+        /// Revision uid.
+        uid: String,
+        /// The controller reference to add.
+        owner_ref: OwnerReference,
+    },
+    /// DELETE the ControllerRevision (history beyond `revisionHistoryLimit`).
+    DeleteControllerRevision {
+        /// Revision name.
+        name: String,
+        /// Revision uid, for a precondition.
         uid: String,
     },
     /// Set an annotation on the reconciled owner (the Deployment's
@@ -150,6 +183,8 @@ pub enum Status {
     Deployment(DeploymentStatus),
     /// A DaemonSet's status.
     DaemonSet(DaemonSetStatus),
+    /// A StatefulSet's status.
+    StatefulSet(StatefulSetStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.

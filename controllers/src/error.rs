@@ -2,6 +2,7 @@
 
 use crate::intstr::IntOrPercentError;
 use crate::selector::SelectorError;
+use crate::template::TemplateError;
 
 /// The owner's spec cannot be acted on. API validation refuses all of these
 /// at create, so they mean a stored object validation never saw; the
@@ -24,4 +25,7 @@ pub enum ReconcileError {
     /// A strategy type other than RollingUpdate or Recreate.
     #[error("unexpected deployment strategy type: {0}")]
     UnknownStrategy(String),
+    /// The pod template cannot make a pod (no labels).
+    #[error(transparent)]
+    Template(#[from] TemplateError),
 }

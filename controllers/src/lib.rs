@@ -36,18 +36,23 @@
 //!   scaling, pause, progress deadline, revision history).
 //! - [`daemonset`]: DaemonSets (one pod per eligible node, pinned by node
 //!   affinity; RollingUpdate with maxUnavailable or maxSurge, OnDelete).
+//! - [`statefulset`]: StatefulSets (ordinal pods, OrderedReady and Parallel,
+//!   RollingUpdate with a partition, OnDelete), their history in
+//!   ControllerRevisions through [`history`], which a DaemonSet can share.
 
 mod action;
 pub mod daemonset;
 pub mod deployment;
 mod error;
 mod expectations;
+pub mod history;
 mod intstr;
 mod owner;
 mod pod_state;
 pub mod replicaset;
 pub mod runner;
 mod selector;
+pub mod statefulset;
 mod template;
 mod time;
 

@@ -18,6 +18,7 @@ mod pod_deletion;
 mod pod_security;
 mod pod_status;
 mod pods;
+mod revisions;
 pub mod sa_token;
 mod watch;
 mod workloads;

@@ -287,3 +287,14 @@ typed_workload_api!(
     replace_deployment_status,
     delete_deployment
 );
+typed_workload_api!(
+    k8s_openapi::api::apps::v1::StatefulSet,
+    "StatefulSets",
+    list_statefulsets,
+    get_statefulset,
+    watch_statefulsets,
+    create_statefulset,
+    replace_statefulset,
+    replace_statefulset_status,
+    delete_statefulset
+);

@@ -153,7 +153,10 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ReplicationController>(router);
     let router = kinds::workload_routes::<ReplicationController>(router);
     let router = kinds::routes::<DaemonSet>(router);
-    kinds::status_routes::<DaemonSet>(router)
+    let router = kinds::status_routes::<DaemonSet>(router);
+    let router = kinds::routes::<k8s_openapi::api::apps::v1::StatefulSet>(router);
+    let router = kinds::workload_routes::<k8s_openapi::api::apps::v1::StatefulSet>(router);
+    kinds::routes::<k8s_openapi::api::apps::v1::ControllerRevision>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

@@ -108,6 +108,8 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::Deployments => Some(apps::deployment_columns()),
         Resource::ReplicationControllers => Some(apps::rc_columns()),
         Resource::DaemonSets => Some(apps::daemonset_columns()),
+        Resource::StatefulSets => Some(apps::statefulset_columns()),
+        Resource::ControllerRevisions => Some(apps::controllerrevision_columns()),
         _ => None,
     }
 }
@@ -123,6 +125,8 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         Resource::Deployments => return apps::deployment_cells(obj, now),
         Resource::ReplicationControllers => return apps::rc_cells(obj, now),
         Resource::DaemonSets => return apps::daemonset_cells(obj, now),
+        Resource::StatefulSets => return apps::statefulset_cells(obj, now),
+        Resource::ControllerRevisions => return apps::controllerrevision_cells(obj, now),
         _ => {}
     }
     let age = crate::clock::age(crate::table::created(obj), now);

@@ -65,6 +65,12 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
             generator,
         ),
         served::<k8s_openapi::api::apps::v1::DaemonSet>(true, "daemonsets", generator),
+        served::<k8s_openapi::api::apps::v1::StatefulSet>(true, "statefulsets", generator),
+        served::<k8s_openapi::api::apps::v1::ControllerRevision>(
+            true,
+            "controllerrevisions",
+            generator,
+        ),
     ]
 }
 

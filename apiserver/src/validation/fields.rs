@@ -142,7 +142,7 @@ pub const FIELDS: &[Field] = &[
         "PodSpec",
         "hostname",
         Refused,
-        "the pod's hostname is its name",
+        "the pod's hostname is its name (so its name is accepted, as StatefulSet pods carry)",
     ),
     f(
         "PodSpec",

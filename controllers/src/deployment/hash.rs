@@ -24,12 +24,20 @@ const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
     let bytes =
         serde_json::to_vec(template).unwrap_or_else(|_| format!("{template:?}").into_bytes());
-    let mut h = Fnv32a::new();
-    h.write(&bytes);
-    if let Some(c) = collision_count {
+    let probe = collision_count.map(|c| {
         let mut buf = [0u8; 8];
         buf[..4].copy_from_slice(&c.to_le_bytes());
-        h.write(&buf);
+        buf
+    });
+    hash_name(&[&bytes, probe.as_ref().map_or(&[][..], |b| &b[..])])
+}
+
+/// FNV-32a over `parts` in order, its decimal digits mapped through the safe alphabet:
+/// the name-safe hash both `pod-template-hash` and ControllerRevision names use.
+pub(crate) fn hash_name(parts: &[&[u8]]) -> String {
+    let mut h = Fnv32a::new();
+    for p in parts {
+        h.write(p);
     }
     safe_encode(&h.sum().to_string())
 }

@@ -30,7 +30,7 @@
 
 mod cleanup;
 mod conditions;
-mod hash;
+pub(crate) mod hash;
 mod newrs;
 mod params;
 mod plan;

@@ -1,5 +1,5 @@
 //! What the controllers read: every Pod, ReplicaSet, Deployment, ReplicationController,
-//! DaemonSet and Node, kept current by a
+//! DaemonSet, Node, StatefulSet and ControllerRevision, kept current by a
 //! list and then a watch per kind (a watch that expires is a relist), as client-go's
 //! informers keep theirs. Reconciles read from here, never from the store, so a burst
 //! of events costs one reconcile per key, not one read per event.
@@ -383,5 +383,23 @@ pub(crate) async fn reflect<K: Watched>(
             }
         }
         // The watch expired or failed, or everything is wanted now: relist.
+    }
+}
+
+impl Watched for k8s_openapi::api::apps::v1::StatefulSet {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_statefulsets(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_statefulsets(None, from)
+    }
+}
+
+impl Watched for k8s_openapi::api::apps::v1::ControllerRevision {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_controller_revisions(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_controller_revisions(None, from)
     }
 }

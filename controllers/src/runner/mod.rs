@@ -1,9 +1,9 @@
 //! The runner: the I/O around the pure reconciles, as kube-rs' runtime and client-go's
 //! informers and work queues provide it.
 //!
-//! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets
-//!   and Nodes, kept by list and watch through the in-process [`Api`] ([`cache`]).
-//!   Reconciles read only these.
+//! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets,
+//!   Nodes, StatefulSets and ControllerRevisions, kept by list and watch through the
+//!   in-process [`Api`] ([`cache`]). Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
 //!   queues the keys it concerns (a pod's controller, or the owners that select an
 //!   orphan; a ReplicaSet's Deployment; every DaemonSet when a Node comes, goes or
@@ -32,13 +32,16 @@ mod events;
 mod gc;
 mod queue;
 mod replicasets;
+mod statefulsets;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use apiserver::patch::PatchType;
 use apiserver::resource::Resource;
 use apiserver::{Api, ApiError};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::jiff::Timestamp;
 
@@ -64,6 +67,8 @@ pub(crate) struct Caches {
     pub(crate) replicationcontrollers: Arc<Objects<ReplicationController>>,
     pub(crate) daemonsets: Arc<Objects<DaemonSet>>,
     pub(crate) nodes: Arc<Objects<Node>>,
+    pub(crate) statefulsets: Arc<Objects<StatefulSet>>,
+    pub(crate) revisions: Arc<Objects<ControllerRevision>>,
 }
 
 /// What the controllers share.
@@ -80,6 +85,7 @@ pub(crate) struct Cx {
     replicationcontrollers: Queue,
     daemonsets: Queue,
     failed_pod_backoff: daemonsets::FailedPodBackoff,
+    statefulsets: Queue,
     gc: Queue,
     gc_graph: Arc<gc::graph::Graph>,
 }
@@ -104,6 +110,7 @@ pub async fn run(api: Api) {
         replicationcontrollers: Queue::default(),
         daemonsets: Queue::default(),
         failed_pod_backoff: daemonsets::FailedPodBackoff::default(),
+        statefulsets: Queue::default(),
         gc: Queue::default(),
         gc_graph: Arc::default(),
     });
@@ -163,6 +170,19 @@ pub async fn run(api: Api) {
             move |c: &Change<Node>| node_changed(&cx, c)
         },
     );
+    let statefulsets = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.statefulsets),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<StatefulSet>| statefulset_changed(&cx, c)
+        },
+    );
+    let revisions = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.revisions), whole, {
+        let cx = Arc::clone(&cx);
+        move |c: &Change<ControllerRevision>| revision_changed(&cx, c)
+    });
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
     let deployment_workers =
@@ -179,6 +199,8 @@ pub async fn run(api: Api) {
         let graph = Arc::clone(&cx.gc_graph);
         gc::graph::reflect(cx.api.clone(), graph, r, move |k| cx.gc.add(gc::key(&k)))
     }));
+    let sts_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
     tokio::join!(
         pods,
         replicasets,
@@ -188,6 +210,7 @@ pub async fn run(api: Api) {
         gc_workers,
         async { tokio::join!(rcs, rc_workers) },
         async { tokio::join!(dses, nodes, ds_workers) },
+        async { tokio::join!(statefulsets, revisions, sts_workers) },
         gc_graph
     );
 }
@@ -199,6 +222,7 @@ enum Controller {
     Deployments,
     ReplicationControllers,
     DaemonSets,
+    StatefulSets,
     GarbageCollector,
 }
 
@@ -209,6 +233,7 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::Deployments => &cx.deployments,
         Controller::ReplicationControllers => &cx.replicationcontrollers,
         Controller::DaemonSets => &cx.daemonsets,
+        Controller::StatefulSets => &cx.statefulsets,
         Controller::GarbageCollector => &cx.gc,
     };
     loop {
@@ -220,6 +245,7 @@ async fn work(cx: &Cx, which: Controller) {
             }
             Controller::DaemonSets => daemonsets::sync(cx, &key).await,
             Controller::Deployments => deployments::sync(cx, &key).await,
+            Controller::StatefulSets => statefulsets::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
         };
         match synced {
@@ -255,6 +281,9 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             Some(r) if r.kind == "DaemonSet" => {
                 cx.daemonsets.add((ns.clone(), r.name.clone()));
             }
+            Some(r) if r.kind == "StatefulSet" => {
+                cx.statefulsets.add((ns.clone(), r.name.clone()));
+            }
             Some(_) => {}
             None => {
                 for rs in cx.caches.replicasets.in_namespace(&ns) {
@@ -270,6 +299,11 @@ fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                 }
                 for ds in daemonsets::selecting(cx, &ns, pod) {
                     cx.daemonsets.add(ds);
+                }
+                for set in cx.caches.statefulsets.in_namespace(&ns) {
+                    if selects(set.spec.as_ref().map(|s| &s.selector), pod) {
+                        cx.statefulsets.add(key_of(&set.metadata));
+                    }
                 }
             }
         }
@@ -412,6 +446,29 @@ fn rc_selects(rc: &ReplicationController, pod: &Pod) -> bool {
 fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
     if let Some(d) = c.new.as_deref().or(c.old.as_deref()) {
         cx.deployments.add(key_of(&d.metadata));
+    }
+}
+
+/// A StatefulSet changed: it is queued (and, once one exists, pods without owners are
+/// cached, so that it can adopt them).
+fn statefulset_changed(cx: &Cx, c: &Change<StatefulSet>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(set) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.statefulsets.add(key_of(&set.metadata));
+    }
+}
+
+/// A ControllerRevision changed: its StatefulSet is queued.
+fn revision_changed(cx: &Cx, c: &Change<ControllerRevision>) {
+    let Some(rev) = c.new.as_deref().or(c.old.as_deref()) else {
+        return;
+    };
+    let (ns, _) = key_of(&rev.metadata);
+    if let Some(r) = controller_of(&rev.metadata).filter(|r| r.kind == "StatefulSet") {
+        cx.statefulsets.add((ns, r.name.clone()));
     }
 }
 

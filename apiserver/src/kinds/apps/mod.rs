@@ -1,4 +1,5 @@
-//! The workload kinds of `apps/v1` (ReplicaSet, Deployment): what they share beyond a
+//! The workload kinds of `apps/v1` (ReplicaSet, Deployment, StatefulSet, and the
+//! ControllerRevisions that record a StatefulSet's templates): what they share beyond a
 //! plain kind. Their status is written only through `/status` (the main endpoint keeps
 //! the stored one, `/status` keeps the stored spec); `metadata.generation` starts at 1
 //! and counts spec changes, so `status.observedGeneration` can tell a controller's
@@ -6,11 +7,13 @@
 //! Scale; and the pod template is defaulted and validated as its pods will be, with
 //! kube-apiserver's field paths (`spec.template.spec.containers[0].image`).
 
+mod controllerrevision;
 mod daemonset;
 mod deployment;
 mod replicaset;
 mod replicationcontroller;
 pub(crate) mod scale;
+mod statefulset;
 
 use std::collections::BTreeMap;
 
@@ -18,10 +21,14 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde_json::Value;
 
+pub(crate) use controllerrevision::{
+    cells as controllerrevision_cells, columns as controllerrevision_columns,
+};
 pub(crate) use daemonset::{cells as daemonset_cells, columns as daemonset_columns};
 pub(crate) use deployment::{cells as deployment_cells, columns as deployment_columns};
 pub(crate) use replicaset::{cells as replicaset_cells, columns as replicaset_columns};
 pub(crate) use replicationcontroller::{cells as rc_cells, columns as rc_columns};
+pub(crate) use statefulset::{cells as statefulset_cells, columns as statefulset_columns};
 
 use super::Kind;
 use crate::CauseKind;
@@ -130,7 +137,7 @@ fn check_selector_and_template(
         }
     };
     if empty {
-        if matches!(kind, "Deployment" | "DaemonSet") {
+        if matches!(kind, "Deployment" | "DaemonSet" | "StatefulSet") {
             causes.push(
                 CauseKind::Invalid,
                 "spec.selector",
