@@ -71,6 +71,7 @@ pub mod backoff;
 pub mod env;
 pub mod events;
 pub mod executor;
+pub mod images_message;
 pub mod layout;
 pub mod logs;
 pub mod network;
@@ -93,5 +94,6 @@ pub use executor::{
     ADOPT_LABEL, Executor, ExecutorError, Exit, NODE_STATUS_MESSAGE, NODE_STATUS_UPDATE_FREQUENCY,
     Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
 };
+pub use images_message::{ContainerImage, ImageUpdate, UPDATE_IMAGES_MESSAGE};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

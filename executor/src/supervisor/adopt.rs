@@ -130,6 +130,9 @@ impl Supervisor {
         for which in waited {
             self.restart_adopted(which);
         }
+        // The new task's pod may carry an image the dead executor had not
+        // taken on yet.
+        let _ = self.reconcile_images();
         let state = if self.running_reported {
             PodState::Running
         } else {
