@@ -203,3 +203,65 @@ async fn set_image_on_a_running_pod_restarts_its_container_with_the_new_image() 
     ok(&k.run(&["delete", "pod", "p", "--wait=false"]).await);
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_changed_while_the_executor_is_dead_is_run_by_the_one_that_adopts_the_pod() {
+    testkit::init_crypto();
+    if !prerequisites(false) {
+        return;
+    }
+    let Some(registry) = Registry::start_or_skip("image updates across adoption").await else {
+        return;
+    };
+    let (_keep, store) = store();
+    let one = registry
+        .push("test/adopt", "1", &test_image_with_env(&["MARK=one"]))
+        .await;
+    let two = registry
+        .push("test/adopt", "2", &test_image_with_env(&["MARK=two"]))
+        .await;
+    let app = cluster_with("embedded", &store, |cfg| {
+        cfg.embedded.timing.recovery_timeout = Duration::from_secs(30);
+    })
+    .await;
+    let server = app.api_url();
+    let k = Kubectl::new(&server);
+    let script = "trap 'exit 3' TERM; echo image=$MARK; while :; do sleep 1; done";
+    let yaml = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  terminationGracePeriodSeconds: 20\n  \
+         containers:\n  - name: main\n    image: {one}\n    command: [\"/bin/sh\", \"-c\", {script:?}]\n"
+    );
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&yaml)).await);
+    let first = wait_pod(app.api(), "default", "a", T, running).await;
+    let old_task = first.metadata.annotations.as_ref().unwrap()["mesopod.io/task-id"].clone();
+
+    // The executor dies; the change comes while none runs the pod.
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    kill_the_executor(&work);
+    ok(&k
+        .run(&["set", "image", "pod/a", &format!("main={two}")])
+        .await);
+    wait_adopted(&app, "a", &old_task, T).await;
+    let changed = wait_pod(app.api(), "default", "a", T, |p| {
+        running(p) && main_status(p).is_some_and(|c| c.image == two)
+    })
+    .await;
+    let c = main_status(&changed).unwrap();
+    assert_eq!(c.restart_count, 1, "{c:?}");
+    let last = c.last_state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!(
+        last.exit_code, 3,
+        "the adopted run was stopped for its image: {last:?}"
+    );
+    // What runs was pulled for it. (Not read back with `kubectl logs` or
+    // exec: both look for an adopted pod in the newest executor run's
+    // sandbox, not in the one its pod directory stays in.)
+    let before = main_status(&first).unwrap().image_id.clone();
+    assert!(
+        !c.image_id.is_empty() && c.image_id != before,
+        "{before} then {c:?}"
+    );
+
+    ok(&k.run(&["delete", "pod", "a", "--wait=false"]).await);
+    app.shutdown().await;
+}
