@@ -58,7 +58,8 @@ enum Which {
 
 enum Event {
     Exited(Which, u32, io::Result<ExitStatus>),
-    RestartDue(Which),
+    /// A crash-loop back-off ended (the back-off's number, see `restarts_due`).
+    RestartDue(Which, u64),
     /// A container runtime start ended (see `containers`), with the image it
     /// started.
     OciStarted(
@@ -153,6 +154,11 @@ pub(crate) struct Supervisor {
     /// Containers stopped because their image changed: each starts again
     /// with its new image as soon as it exits (`images`).
     changing: std::collections::HashSet<Which>,
+    /// The crash-loop back-off each container waits out, by number: a restart
+    /// made sooner (a new image) cancels it.
+    restarts_due: HashMap<Which, u64>,
+    /// Back-offs so far (numbers them).
+    backoffs: u64,
 }
 
 impl Supervisor {
@@ -215,6 +221,8 @@ impl Supervisor {
             flush_armed: false,
             adopting: None,
             changing: std::collections::HashSet::new(),
+            restarts_due: HashMap::new(),
+            backoffs: 0,
             inputs,
             evictions,
             evict_tx,

@@ -9,8 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::pods::*;
+use executor::backoff::Backoff;
 use executor::logs::cri::Stream as LogStream;
-use executor::{ContainerImage, ImageUpdate, PodUpdate};
+use executor::{ContainerImage, ImageUpdate, PodUpdate, Runtime, RuntimeConfig};
 use mesos::proto::TaskId;
 use serde_json::json;
 
@@ -167,28 +168,53 @@ async fn an_init_container_that_is_done_and_a_container_that_ended_are_not_run_a
 }
 
 #[tokio::test]
-async fn a_container_waiting_to_restart_shows_its_new_image_and_is_not_stopped() {
+async fn a_container_in_crash_loop_back_off_starts_at_once_with_its_new_image() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut rt, mut rx) = runtime(dir.path());
-    let plan = pod("crash", "Always", json!([sh("c", "exit 1")]));
-    rt.launch(TaskId::new("t-crash"), plan).unwrap();
+    let (mut rt, mut rx) = Runtime::new(RuntimeConfig {
+        // A back-off far longer than the test waits.
+        backoff: Backoff {
+            initial: Duration::from_secs(600),
+            max: Duration::from_secs(600),
+        },
+        ..config(dir.path())
+    });
+    let marker = dir.path().join("ran");
+    // Fails its first run, runs on from its second.
+    let script = format!(
+        "[ -e {m} ] && exec sleep 300; touch {m}; exit 1",
+        m = marker.display()
+    );
+    rt.launch(
+        TaskId::new("t-crash"),
+        pod("crash", "Always", json!([sh("c", &script)])),
+    )
+    .unwrap();
     until(&mut rx, |u| {
         waiting_reason(u, "c").as_deref() == Some("CrashLoopBackOff")
     })
     .await;
 
     assert!(rt.update_images(images("t-crash", &[("c", "busybox:1.37")], &[])));
-    let taken = until(&mut rx, |u| {
-        container(status(u), "c").image == "busybox:1.37"
+    let again = until(&mut rx, |u| {
+        container(status(u), "c")
+            .state
+            .as_ref()
+            .unwrap()
+            .running
+            .is_some()
     })
     .await;
+    let c = container(status(&again), "c");
+    assert_eq!((c.image.as_str(), c.restart_count), ("busybox:1.37", 1));
+    // Not running when it changed: nothing to stop.
     assert!(
-        events(&taken)
+        events(&again)
             .iter()
             .all(|e| !e.contains("definition changed"))
     );
     assert!(rt.kill(&TaskId::new("t-crash"), Some(Duration::ZERO)));
-    until_terminal(&mut rx).await;
+    let last = until_terminal(&mut rx).await.pop().unwrap();
+    assert_eq!(container(status(&last), "c").restart_count, 1);
 }
 
 #[tokio::test]

@@ -10,8 +10,8 @@
 //!   the run that ended, and the new run's `Pulling`, `Pulled`, `Created` and
 //!   `Started` follow, with the pull policy and pull secrets of any start.
 //! - A container waiting to start takes the new image for its next start; one
-//!   waiting on a failed pull tries the new image at once (kubelet's pull
-//!   back-off is per image).
+//!   waiting out a failed pull or a crash-loop back-off starts at once with it
+//!   (kubelet's back-offs are per image and per container definition).
 //! - Init containers are not run again: a running one finishes with its image,
 //!   one that is done stays done, as kubelet does; one that has yet to run (or
 //!   runs again after a failure) runs the new image.
@@ -22,9 +22,6 @@
 //! pulled), the old one while a run of it goes on. So a scheduler that reads a
 //! status whose image differs from the spec for a container that is not done
 //! knows this executor has yet to hear of the change, and says it again.
-//!
-//! Caveat: a container waiting out a crash-loop back-off keeps its wait (its
-//! next start runs the new image); kubelet would start it at once.
 
 use std::time::Duration;
 
@@ -130,11 +127,18 @@ impl Supervisor {
                 Life::Waiting { .. } if starting => {}
                 Life::Waiting { reason, .. } => {
                     let pull_failed = reason == ERR_IMAGE_PULL || reason == IMAGE_PULL_BACK_OFF;
+                    // Cancelled: its back-off was for the old definition.
+                    let backing_off = self.restarts_due.remove(&which).is_some();
                     let record = self.record(which);
                     record.image = image;
                     record.image_id.clear();
                     acted = true;
-                    if pull_failed {
+                    if backing_off {
+                        // The restart the back-off was waiting for.
+                        record.restart_count += 1;
+                        *self.attempts(which) = 0;
+                        self.start(which);
+                    } else if pull_failed {
                         self.pull_attempts.remove(&which);
                         self.start(which);
                     }

@@ -59,10 +59,11 @@ impl Supervisor {
                 tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, exit_code, "container exited");
                 self.exited(which, exit);
             }
-            Event::RestartDue(which) => {
-                if self.killing.is_some() {
+            Event::RestartDue(which, n) => {
+                if self.killing.is_some() || self.restarts_due.get(&which) != Some(&n) {
                     return;
                 }
+                self.restarts_due.remove(&which);
                 self.record(which).restart_count += 1;
                 self.start(which);
                 self.report_progress();
@@ -146,9 +147,12 @@ impl Supervisor {
                 "back-off {delay:?} restarting failed container={name} pod={pod_name}"
             )),
         };
+        self.backoffs += 1;
+        let n = self.backoffs;
+        self.restarts_due.insert(which, n);
         self.events.push(Box::pin(async move {
             tokio::time::sleep(delay).await;
-            Event::RestartDue(which)
+            Event::RestartDue(which, n)
         }));
     }
 }
