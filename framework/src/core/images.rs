@@ -101,7 +101,7 @@ fn stale(specs: &[Container], statuses: &[ContainerStatus], init: bool) -> bool 
         let state = status.state.as_ref();
         let running = state.is_some_and(|s| s.running.is_some());
         let terminated = state.is_some_and(|s| s.terminated.is_some());
-        let pending = !terminated && !(init && running);
+        let pending = !(terminated || init && running);
         pending
             && specs.iter().any(|c| {
                 c.name == status.name
