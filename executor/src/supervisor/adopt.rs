@@ -131,7 +131,8 @@ impl Supervisor {
             self.restart_adopted(which);
         }
         // The new task's pod may carry an image the dead executor had not
-        // taken on yet.
+        // taken on yet; the adopted runs' images stay until they end.
+        self.hold_images();
         let _ = self.reconcile_images();
         let state = if self.running_reported {
             PodState::Running

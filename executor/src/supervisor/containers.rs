@@ -165,6 +165,10 @@ impl Supervisor {
                     tokio::time::sleep(shown).await;
                     Event::PullBackOff(which, delay.saturating_sub(shown))
                 }));
+                // The image changed while the old one was tried: the new one goes now.
+                if started_image != self.plan_of(which).image {
+                    let _ = self.reconcile_images();
+                }
                 self.report_progress();
             }
             Err(StartError::Mount(msg)) => self.failed_mount(which, msg),

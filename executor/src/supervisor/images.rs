@@ -17,6 +17,8 @@
 //!   runs again after a failure) runs the new image.
 //! - A container that ended for good is not run again.
 //!
+//! The image gc keeps an old image until no run of the pod uses it.
+//!
 //! The status shows the image of the run a container has or had: a new image
 //! once that container takes it on (waiting, with no `imageID` until it is
 //! pulled), the old one while a run of it goes on. So a scheduler that reads a
@@ -26,6 +28,10 @@
 use std::time::Duration;
 
 use super::{Event, Supervisor, Which};
+
+/// kubelet's `minimumGracePeriodInSeconds`: the least a container it kills
+/// is given before SIGKILL.
+const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 use crate::images_message::{ContainerImage, ImageUpdate};
 use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, pull_policy};
 use crate::process::{KILL, TERM};
@@ -58,18 +64,26 @@ impl Supervisor {
         if !self.reconcile_images() && !changed {
             return;
         }
-        if let Some(oci) = &self.oci {
-            let images = self
-                .plan
-                .init_containers
-                .iter()
-                .chain(&self.plan.containers);
-            oci.gc.hold(
-                &self.task_id.value,
-                images.map(|c| c.image.clone()).collect(),
-            );
-        }
+        self.hold_images();
         self.report_progress();
+    }
+
+    /// Keeps the images the pod names and the ones its runs use (an old one
+    /// until its run ends) from the image gc.
+    pub(super) fn hold_images(&self) {
+        let Some(oci) = &self.oci else { return };
+        let planned = self
+            .plan
+            .init_containers
+            .iter()
+            .chain(&self.plan.containers);
+        let mut images: Vec<String> = planned
+            .map(|c| c.image.clone())
+            .chain(self.all().map(|r| r.image.clone()))
+            .collect();
+        images.sort();
+        images.dedup();
+        oci.gc.hold(&self.task_id.value, images);
     }
 
     /// Plans `image` for `which`; false if it has it already.
@@ -151,20 +165,20 @@ impl Supervisor {
     /// kubelet's kill of a container whose definition changed.
     fn stop_for_image(&mut self, which: Which) {
         let name = self.plan_of(which).name.clone();
+        let Some(run) = self.run_token(which) else {
+            return;
+        };
         self.event(
             which,
             "Normal",
             "Killing",
             format!("Container {name} definition changed, will be restarted"),
         );
-        let Some(run) = self.run_token(which) else {
-            return;
-        };
         tracing::info!(task = %self.task_id, container = %name, "stopping the container to run its new image");
         self.changing.insert(which);
         self.probes.remove(&which);
         self.signal_container(which, TERM);
-        let grace: Duration = self.plan.termination_grace;
+        let grace = self.plan.termination_grace.max(MINIMUM_GRACE);
         self.events.push(Box::pin(async move {
             tokio::time::sleep(grace).await;
             Event::ImageKillDue(which, run)
@@ -206,6 +220,8 @@ impl Supervisor {
         // A new definition starts a new back-off, as kubelet's is keyed by it.
         *self.attempts(which) = 0;
         self.pull_attempts.remove(&which);
+        // The old image is no longer run.
+        self.hold_images();
         self.start(which);
         self.report_progress();
     }
