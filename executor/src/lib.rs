@@ -56,6 +56,9 @@
 //!   `MESOS_SUBSCRIPTION_BACKOFF_MAX`; past `MESOS_RECOVERY_TIMEOUT` every
 //!   pod is stopped and the executor exits. [`RESEND_STATUS_MESSAGE`] from
 //!   the scheduler makes it report every pod's status again.
+//! - [`UPDATE_IMAGES_MESSAGE`] from the scheduler gives a running pod's
+//!   containers new images: a running container restarts with its new
+//!   image as kubelet restarts a container whose definition changed.
 //! - Containers run in real containers ([`oci`]): the image's root
 //!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
 //!   their shims' anchors beside the executor's, through a runc-compatible
