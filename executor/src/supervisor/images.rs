@@ -28,14 +28,14 @@
 use std::time::Duration;
 
 use super::{Event, Supervisor, Which};
-
-/// kubelet's `minimumGracePeriodInSeconds`: the least a container it kills
-/// is given before SIGKILL.
-const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 use crate::images_message::{ContainerImage, ImageUpdate};
 use crate::oci::image::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, pull_policy};
 use crate::process::{KILL, TERM};
 use crate::status::Life;
+
+/// kubelet's `minimumGracePeriodInSeconds`: the least a container it kills
+/// is given before SIGKILL.
+const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 
 impl Supervisor {
     /// Takes on the images of `update`, then does what each container's new

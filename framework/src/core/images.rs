@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime};
 use executor::{ContainerImage, ImageUpdate};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 use mesos::proto::scheduler::{Call, call};
-use mesos::proto::{AgentId, ExecutorId};
+use mesos::proto::{AgentId, ExecutorId, TaskId};
 use registry::{Flag, PodKey, PodTask, Registry};
 use serde_json::Value;
 
@@ -47,6 +47,8 @@ pub(crate) const IMAGE_RESEND_INTERVAL: Duration = Duration::from_secs(30);
 /// What was sent for one pod.
 #[derive(Debug)]
 struct Sent {
+    /// The task it was for: a pod launched again (adopted) gets its own.
+    task: TaskId,
     call: Call,
     at: Option<SystemTime>,
 }
@@ -174,7 +176,7 @@ impl Core {
             return;
         }
         tracing::info!(task = %task.id, pod = %key.name, "the pod's images changed: telling its executor");
-        self.send_images(key, call, now);
+        self.send_images(key, task.id.clone(), call, now);
     }
 
     /// A pod event showed the pod not stale (the pod watch did not decode it).
@@ -197,10 +199,10 @@ impl Core {
             return;
         }
         let registry = &self.registry;
-        (self.images.sent).retain(|key, _| {
+        (self.images.sent).retain(|key, sent| {
             registry
                 .for_pod(key)
-                .is_some_and(|t| t.is_live() && !t.has(Flag::Deleted))
+                .is_some_and(|t| t.id == sent.task && t.is_live() && !t.has(Flag::Deleted))
         });
         let due: Vec<PodKey> = (self.images.sent.iter())
             .filter(|(_, s)| {
@@ -210,18 +212,18 @@ impl Core {
             .collect();
         for key in due {
             if let Some(sent) = self.images.sent.remove(&key) {
-                self.send_images(key, sent.call, now);
+                self.send_images(key, sent.task, sent.call, now);
             }
         }
     }
 
-    fn send_images(&mut self, key: PodKey, call: Call, now: SystemTime) {
+    fn send_images(&mut self, key: PodKey, task: TaskId, call: Call, now: SystemTime) {
         // Without a subscription the call cannot go: it waits for the sweep.
         let at = self.subscription.subscribed.then_some(now);
         if at.is_some() {
             self.emit(Effect::Call(call.clone(), Reply::None));
         }
-        self.images.sent.insert(key, Sent { call, at });
+        self.images.sent.insert(key, Sent { task, call, at });
     }
 }
 
