@@ -168,6 +168,68 @@ async fn an_init_container_that_is_done_and_a_container_that_ended_are_not_run_a
 }
 
 #[tokio::test]
+async fn a_running_init_container_finishes_with_its_image_and_a_container_yet_to_start_takes_the_new_one()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rt, mut rx) = runtime(dir.path());
+    let gate = dir.path().join("go");
+    let wait = format!(
+        "echo init; while [ ! -e {} ]; do sleep 0.05; done",
+        gate.display()
+    );
+    let plan = pod_with(
+        "init",
+        json!({"restartPolicy": "Never",
+               "initContainers": [sh("init", &wait)],
+               "containers": [sh("main", "echo main; exec sleep 300")]}),
+    );
+    rt.launch(TaskId::new("t-init"), plan).unwrap();
+    wait_for_output(dir.path(), "init", "init").await;
+
+    let update = images(
+        "t-init",
+        &[("main", "busybox:1.37")],
+        &[("init", "busybox:1.37")],
+    );
+    assert!(rt.update_images(update));
+    // The main container has not run: its status shows the image it will run.
+    let taken = until(&mut rx, |u| {
+        container(status(u), "main").image == "busybox:1.37"
+    })
+    .await;
+    assert_eq!(
+        status(&taken).init_container_statuses.as_ref().unwrap()[0].image,
+        "busybox:1.36"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    let started = until(&mut rx, |u| {
+        container(status(u), "main")
+            .state
+            .as_ref()
+            .unwrap()
+            .running
+            .is_some()
+    })
+    .await;
+    let init = &status(&started).init_container_statuses.as_ref().unwrap()[0];
+    // The init container ran once, to its end, with the image it had.
+    assert_eq!(
+        (init.image.as_str(), init.restart_count),
+        ("busybox:1.36", 0)
+    );
+    assert!(init.state.as_ref().unwrap().terminated.is_some());
+    assert_eq!(container(status(&started), "main").restart_count, 0);
+    assert!(rt.kill(&TaskId::new("t-init"), Some(Duration::ZERO)));
+    let updates = until_terminal(&mut rx).await;
+    assert!(
+        updates
+            .iter()
+            .flat_map(events)
+            .all(|e| !e.contains("definition changed"))
+    );
+}
+
+#[tokio::test]
 async fn a_container_in_crash_loop_back_off_starts_at_once_with_its_new_image() {
     let dir = tempfile::tempdir().unwrap();
     let (mut rt, mut rx) = Runtime::new(RuntimeConfig {
