@@ -140,3 +140,23 @@ fn a_deleted_pod_gets_no_order() {
     let effects = core.step(upsert(pod), at(1));
     assert!(orders(&effects).is_empty(), "{:?}", describe(&effects));
 }
+
+#[test]
+fn a_pod_launched_again_for_adoption_gets_its_order_for_its_new_task_only() {
+    use mesos::proto::task_status::Source;
+
+    use super::adoption::{executor_died, relaunched, running};
+
+    // Recovered running the old image: the order for OLD goes at SUBSCRIBED.
+    let mut core = running(web("busybox:1.37", "busybox"));
+    let _ = core.step(executor_died(&TaskId::new(OLD), Source::SourceAgent), at(2));
+    let (new, _) = relaunched(&mut core, at(2));
+    let _ = core.step(accepted(std::slice::from_ref(&new)), at(3));
+    // The order for the dead executor's task is not sent again.
+    assert!(orders(&core.step(Step::Tick, at(40))).is_empty());
+    // The adopting executor reports the old image: its own order goes at once.
+    let effects = core.step(upsert(web("busybox:1.37", "busybox")), at(41));
+    let sent = orders(&effects);
+    assert_eq!(sent.len(), 1, "{:?}", describe(&effects));
+    assert_eq!(sent[0].2.task_id, new.value);
+}
