@@ -433,6 +433,11 @@ impl<A: Agent> Executor<A> {
                 let credential = self.options.credential.as_deref();
                 if data == RESEND_STATUS_MESSAGE {
                     self.resend_statuses().await;
+                } else if let Some(update) = crate::images_message::ImageUpdate::decode(&data) {
+                    let task = update.task_id.clone();
+                    if !self.runtime.update_images(update) {
+                        tracing::info!(%task, "new images for a task that is not running here");
+                    }
                 } else if data == crate::apiclient::protocol::REGISTER_AGAIN_MESSAGE {
                     tracing::info!("a new scheduler asked for the node key");
                     self.send_node_key().await;

@@ -56,6 +56,9 @@
 //!   `MESOS_SUBSCRIPTION_BACKOFF_MAX`; past `MESOS_RECOVERY_TIMEOUT` every
 //!   pod is stopped and the executor exits. [`RESEND_STATUS_MESSAGE`] from
 //!   the scheduler makes it report every pod's status again.
+//! - [`UPDATE_IMAGES_MESSAGE`] from the scheduler gives a running pod's
+//!   containers new images: a running container restarts with its new
+//!   image as kubelet restarts a container whose definition changed.
 //! - Containers run in real containers ([`oci`]): the image's root
 //!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
 //!   their shims' anchors beside the executor's, through a runc-compatible
@@ -71,6 +74,7 @@ pub mod backoff;
 pub mod env;
 pub mod events;
 pub mod executor;
+pub mod images_message;
 pub mod layout;
 pub mod logs;
 pub mod network;
@@ -93,5 +97,6 @@ pub use executor::{
     ADOPT_LABEL, Executor, ExecutorError, Exit, NODE_STATUS_MESSAGE, NODE_STATUS_UPDATE_FREQUENCY,
     Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
 };
+pub use images_message::{ContainerImage, ImageUpdate, UPDATE_IMAGES_MESSAGE};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

@@ -111,9 +111,19 @@ pub(crate) struct KillOrder {
     pub(crate) cap: Duration,
 }
 
+/// What a pod's supervisor is told while it runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Order {
+    /// Stop the pod.
+    Kill(KillOrder),
+    /// Run the containers with these images (kubelet's restart of a container
+    /// whose definition changed).
+    Images(crate::images_message::ImageUpdate),
+}
+
 struct Pod {
     uid: String,
-    kill: mpsc::UnboundedSender<KillOrder>,
+    kill: mpsc::UnboundedSender<Order>,
     join: JoinHandle<()>,
 }
 
@@ -387,11 +397,22 @@ impl Runtime {
         match self.pods.get(task_id) {
             Some(pod) => pod
                 .kill
-                .send(KillOrder {
+                .send(Order::Kill(KillOrder {
                     grace,
                     cap: Duration::MAX,
-                })
+                }))
                 .is_ok(),
+            None => false,
+        }
+    }
+
+    /// Hands a pod the images its containers should run now (see
+    /// [`crate::images_message`]). Returns false if the task is not running here.
+    pub fn update_images(&mut self, update: crate::images_message::ImageUpdate) -> bool {
+        self.reap();
+        let task_id = TaskId::new(update.task_id.clone());
+        match self.pods.get(&task_id) {
+            Some(pod) => pod.kill.send(Order::Images(update)).is_ok(),
             None => false,
         }
     }
@@ -399,10 +420,10 @@ impl Runtime {
     /// Stops every pod, none waiting longer than `grace_cap`.
     pub fn kill_all(&mut self, grace_cap: Duration) {
         for pod in self.pods.values() {
-            let _ = pod.kill.send(KillOrder {
+            let _ = pod.kill.send(Order::Kill(KillOrder {
                 grace: None,
                 cap: grace_cap,
-            });
+            }));
         }
     }
 

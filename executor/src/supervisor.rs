@@ -17,6 +17,7 @@ mod adopt;
 pub(crate) mod checkpoint;
 mod containers;
 mod finish;
+mod images;
 mod launch;
 mod local;
 mod probes;
@@ -42,7 +43,7 @@ use crate::events::ContainerEvent;
 use crate::layout;
 use crate::oci::runner::{Oci, Running, StartError};
 use crate::pod::{ContainerPlan, PodPlan};
-use crate::runtime::{KillOrder, PodUpdate, RuntimeConfig};
+use crate::runtime::{Order, PodUpdate, RuntimeConfig};
 use crate::status::{Conditions, ContainerRecord};
 
 /// The pod Warning event of process mode.
@@ -57,9 +58,16 @@ enum Which {
 
 enum Event {
     Exited(Which, u32, io::Result<ExitStatus>),
-    RestartDue(Which),
-    /// A container runtime start ended (see `containers`).
-    OciStarted(Which, Box<Result<Running, StartError>>, Vec<ContainerEvent>),
+    /// A crash-loop back-off ended (the back-off's number, see `restarts_due`).
+    RestartDue(Which, u64),
+    /// A container runtime start ended (see `containers`), with the image it
+    /// started.
+    OciStarted(
+        Which,
+        Box<Result<Running, StartError>>,
+        Vec<ContainerEvent>,
+        String,
+    ),
     /// A container runtime container exited: exit code, OOM-killed.
     OciExited(Which, u32, i32, bool),
     /// A failed pull or config turns into its back-off after a moment.
@@ -68,6 +76,9 @@ enum Event {
     Retry(Which),
     /// A probe kill's grace period ran out for this probe run.
     ProbeKillDue(Which, u64),
+    /// The grace period of a container stopped for its new image ran out
+    /// for this run (its runtime id, or process group).
+    ImageKillDue(Which, String),
     /// Queued probe events go out now.
     FlushEvents,
 }
@@ -84,7 +95,7 @@ pub(crate) struct Supervisor {
     plan: PodPlan,
     config: Arc<RuntimeConfig>,
     updates: mpsc::UnboundedSender<PodUpdate>,
-    kills: mpsc::UnboundedReceiver<KillOrder>,
+    kills: mpsc::UnboundedReceiver<Order>,
     kills_open: bool,
     pod_dir: PathBuf,
     node_name: String,
@@ -140,6 +151,14 @@ pub(crate) struct Supervisor {
     /// The dead executor's record of this pod, until its containers are
     /// adopted (`adopt`).
     adopting: Option<checkpoint::Checkpoint>,
+    /// Containers stopped because their image changed: each starts again
+    /// with its new image as soon as it exits (`images`).
+    changing: std::collections::HashSet<Which>,
+    /// The crash-loop back-off each container waits out, by number: a restart
+    /// made sooner (a new image) cancels it.
+    restarts_due: HashMap<Which, u64>,
+    /// Back-offs so far (numbers them).
+    backoffs: u64,
 }
 
 impl Supervisor {
@@ -149,7 +168,7 @@ impl Supervisor {
         config: Arc<RuntimeConfig>,
         oci: Option<Arc<Oci>>,
         updates: mpsc::UnboundedSender<PodUpdate>,
-        kills: mpsc::UnboundedReceiver<KillOrder>,
+        kills: mpsc::UnboundedReceiver<Order>,
         adopt: Option<checkpoint::Checkpoint>,
     ) -> Self {
         let key = &plan.key;
@@ -201,6 +220,9 @@ impl Supervisor {
             probe_rx,
             flush_armed: false,
             adopting: None,
+            changing: std::collections::HashSet::new(),
+            restarts_due: HashMap::new(),
+            backoffs: 0,
             inputs,
             evictions,
             evict_tx,

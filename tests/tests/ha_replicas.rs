@@ -2,7 +2,8 @@
 //! the Lease `kube-system/mesopod` against a standalone localmesos. Only the leader
 //! schedules; a follower takes over when the leader stops; a leader whose lease was
 //! taken while it was frozen writes nothing, and follows; `kubectl exec` reaches a
-//! running pod through the new leader within seconds of a failover.
+//! running pod through the new leader within seconds of a failover; a pod image
+//! changed while no leader ran is restarted with it by the next leader.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -277,6 +278,74 @@ async fn after_a_failover_exec_reaches_running_pods_through_the_new_leader_withi
         |(code, out, _)| *code == Some(0) && out == "b\n",
     )
     .await;
+    b.shutdown().await;
+    mesos.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_image_changed_while_no_leader_runs_is_sent_by_the_next_leader() {
+    let mesos = cluster().await;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new().unwrap());
+    let a = replica(&mesos, &store, "a").await;
+    leads(&a).await;
+    a.api()
+        .create_pod("default", sleeper("first"))
+        .await
+        .unwrap();
+    wait_pod(a.api(), "default", "first", T, running).await;
+    a.shutdown().await;
+
+    // No scheduler runs: the change reaches the store and nobody else.
+    let plain = apiserver::Api::start(
+        store.clone(),
+        Arc::new(apiserver::SystemClock),
+        Arc::new(apiserver::NoLogs),
+    )
+    .await
+    .unwrap();
+    let patch =
+        serde_json::json!({"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}});
+    plain
+        .patch_pod(
+            "default",
+            "first",
+            apiserver::patch::PatchType::Strategic,
+            &patch,
+        )
+        .await
+        .unwrap();
+
+    // The next leader finds the pod running the old image and tells its executor.
+    let b = replica(&mesos, &store, "b").await;
+    leads(&b).await;
+    let changed = wait_pod(b.api(), "default", "first", T, |p| {
+        let c = p
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first());
+        c.is_some_and(|c| {
+            c.image == "busybox:1.37"
+                && c.restart_count == 1
+                && c.state.as_ref().is_some_and(|s| s.running.is_some())
+        })
+    })
+    .await;
+    assert!(running(&changed), "{:?}", changed.status);
+    let events = testkit::ok(
+        &common::kubectl(testkit::KUBECTL, &b.api_url())
+            .run(&[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=first",
+            ])
+            .await,
+    );
+    assert!(
+        events.contains("Container main definition changed, will be restarted"),
+        "{events}"
+    );
     b.shutdown().await;
     mesos.shutdown().await;
 }

@@ -350,7 +350,7 @@ pub const FIELDS: &[Field] = &[
         "Container",
         "image",
         Honoured,
-        "pulled into the agent's image store",
+        "pulled into the agent's image store; changed on a running pod, the container restarts with it",
     ),
     f(
         "Container",

@@ -130,6 +130,10 @@ impl Supervisor {
         for which in waited {
             self.restart_adopted(which);
         }
+        // The new task's pod may carry an image the dead executor had not
+        // taken on yet; the adopted runs' images stay until they end.
+        self.hold_images();
+        let _ = self.reconcile_images();
         let state = if self.running_reported {
             PodState::Running
         } else {

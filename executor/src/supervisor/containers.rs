@@ -90,6 +90,7 @@ impl Supervisor {
         which: Which,
         result: Result<Running, StartError>,
         events: Vec<ContainerEvent>,
+        started_image: String,
     ) {
         self.starting.remove(&which);
         // The "Pulling" event was a guess made before the pull: with the image
@@ -119,6 +120,8 @@ impl Supervisor {
                 };
                 record.container_id = Some(format!("mesopod://{}", running.id));
                 record.image_id = running.image_id.clone();
+                // What runs, even if the image changed while it started.
+                record.image = started_image;
                 self.pull_attempts.remove(&which);
                 if let Which::Main(j) = which {
                     self.started_once[j] = true;
@@ -133,6 +136,8 @@ impl Supervisor {
                     }));
                 }
                 tracing::info!(task = %self.task_id, container = %name, pid, "container started");
+                // Its image changed while it started: it goes again at once.
+                let _ = self.reconcile_images();
                 if self.running_reported {
                     self.report_progress();
                 } else {
@@ -160,6 +165,10 @@ impl Supervisor {
                     tokio::time::sleep(shown).await;
                     Event::PullBackOff(which, delay.saturating_sub(shown))
                 }));
+                // The image changed while the old one was tried: the new one goes now.
+                if started_image != self.plan_of(which).image {
+                    let _ = self.reconcile_images();
+                }
                 self.report_progress();
             }
             Err(StartError::Mount(msg)) => self.failed_mount(which, msg),

@@ -71,7 +71,7 @@ impl Start {
     pub(super) async fn run(self) -> Event {
         let mut events = Vec::new();
         let result = self.start(&mut events).await;
-        Event::OciStarted(self.which, Box::new(result), events)
+        Event::OciStarted(self.which, Box::new(result), events, self.plan.image)
     }
 
     async fn start(

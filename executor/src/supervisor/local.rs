@@ -43,10 +43,12 @@ impl Supervisor {
                 let mut child = started.child;
                 let exec =
                     crate::probe::exec::ProcessExec::for_container(&plan, &dir, &key.name, &env);
-                self.record(which).life = Life::Running {
+                let record = self.record(which);
+                record.life = Life::Running {
                     pgid,
                     started_at: SystemTime::now(),
                 };
+                record.image.clone_from(&plan.image);
                 self.events.push(Box::pin(async move {
                     let status = child.wait().await;
                     Event::Exited(which, pgid, status)

@@ -177,7 +177,7 @@ impl Supervisor {
         }
     }
 
-    fn signal_container(&self, which: Which, signal: rustix::process::Signal) {
+    pub(super) fn signal_container(&self, which: Which, signal: rustix::process::Signal) {
         if let Some(running) = self.handles.get(&which) {
             crate::oci::runner::signal(running, signal);
         } else if self.oci.is_none()

@@ -59,24 +59,30 @@ impl Supervisor {
                 tracing::info!(task = %self.task_id, container = %self.plan_of(which).name, exit_code, "container exited");
                 self.exited(which, exit);
             }
-            Event::RestartDue(which) => {
-                if self.killing.is_some() {
+            Event::RestartDue(which, n) => {
+                if self.killing.is_some() || self.restarts_due.get(&which) != Some(&n) {
                     return;
                 }
+                self.restarts_due.remove(&which);
                 self.record(which).restart_count += 1;
                 self.start(which);
                 self.report_progress();
             }
-            Event::OciStarted(which, result, events) => self.oci_started(which, *result, events),
+            Event::OciStarted(which, result, events, image) => {
+                self.oci_started(which, *result, events, image);
+            }
             Event::OciExited(which, pid, code, oom) => self.oci_exited(which, pid, code, oom),
             Event::PullBackOff(which, rest) => self.pull_back_off(which, rest),
             Event::Retry(which) => {
-                if self.killing.is_none() {
+                // A retry that an image change already made (`images`) is spent.
+                let spent = self.starting.contains(&which) || self.record_ref(which).is_running();
+                if self.killing.is_none() && !spent {
                     self.start(which);
                     self.report_progress();
                 }
             }
             Event::ProbeKillDue(which, run) => self.probe_kill_due(which, run),
+            Event::ImageKillDue(which, run) => self.image_kill_due(which, &run),
             Event::FlushEvents => self.flush_events(),
         }
     }
@@ -87,6 +93,10 @@ impl Supervisor {
         let code = exit.exit_code;
         self.record(which).life = Life::Terminated(exit);
         if self.killing.is_some() {
+            return;
+        }
+        if self.changing.remove(&which) {
+            self.restart_with_new_image(which);
             return;
         }
         let policy = self.plan.restart_policy;
@@ -137,9 +147,12 @@ impl Supervisor {
                 "back-off {delay:?} restarting failed container={name} pod={pod_name}"
             )),
         };
+        self.backoffs += 1;
+        let n = self.backoffs;
+        self.restarts_due.insert(which, n);
         self.events.push(Box::pin(async move {
             tokio::time::sleep(delay).await;
-            Event::RestartDue(which)
+            Event::RestartDue(which, n)
         }));
     }
 }

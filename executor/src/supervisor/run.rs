@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::NOT_ISOLATED;
 use super::Supervisor;
 use crate::events::ContainerEvent;
-use crate::runtime::{KillOrder, PodState};
+use crate::runtime::{KillOrder, Order, PodState};
 use crate::status::{ContainerRecord, Life};
 
 impl Supervisor {
@@ -57,7 +57,8 @@ impl Supervisor {
             let deadline_armed = deadline.is_some() && self.killing.is_none();
             tokio::select! {
                 order = self.kills.recv(), if self.kills_open => match order {
-                    Some(order) => self.begin_kill(order),
+                    Some(Order::Kill(order)) => self.begin_kill(order),
+                    Some(Order::Images(update)) => self.update_images(&update),
                     None => {
                         // The runtime is gone: nobody will hear about a grace period.
                         self.kills_open = false;

@@ -16,7 +16,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 pub const WAIT: Duration = Duration::from_secs(20);
 
 pub fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
-    Runtime::new(RuntimeConfig {
+    Runtime::new(config(sandbox))
+}
+
+/// The settings of [`runtime`]: process mode, a short crash-loop back-off.
+pub fn config(sandbox: &Path) -> RuntimeConfig {
+    RuntimeConfig {
         sandbox: sandbox.to_path_buf(),
         host_ip: "127.0.0.1".into(),
         node_name: "agent-host".into(),
@@ -26,7 +31,7 @@ pub fn runtime(sandbox: &Path) -> (Runtime, UnboundedReceiver<PodUpdate>) {
         },
         containers: Default::default(),
         objects: std::sync::Arc::new(executor::objects::NoObjects),
-    })
+    }
 }
 
 pub fn pod(name: &str, restart: &str, containers: Value) -> PodPlan {

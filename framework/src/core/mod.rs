@@ -59,6 +59,7 @@ mod agents;
 mod effect;
 mod executors;
 mod heal;
+mod images;
 mod launch;
 mod launching;
 mod leadership;
@@ -76,6 +77,7 @@ mod sweep;
 mod tests;
 
 pub use effect::{Accept, Bind, Effect, Placed, Reply, StatusWrite, Step, Write, Written};
+pub(crate) use images::stale_json;
 pub use launching::{AcceptOutcome, BoundPod, KillReason, Launch, MAX_LAUNCHING};
 pub use liveness::NODE_MONITOR_GRACE_PERIOD;
 pub use runner::{CoreParts, Runner};
@@ -98,6 +100,7 @@ use crate::queue::PodQueue;
 use crate::reconcile::Reconciler;
 use admit::Attempt;
 use agents::Agents;
+use images::ImageOrders;
 use launching::Launching;
 use liveness::Liveness;
 use pending::Pending;
@@ -125,7 +128,8 @@ pub enum Input {
     /// A pod left the store.
     PodDeleted(Arc<Pod>),
     /// A pod that is bound and not being deleted changed (its status, most
-    /// likely): only its identity is decoded.
+    /// likely), and its containers' images are as its executor reports them:
+    /// only its identity is decoded.
     PodSettled(PodKey),
     /// The pod watch broke and was restarted from a fresh list.
     PodResync(Vec<Arc<Pod>>),
@@ -212,6 +216,8 @@ pub struct Core {
     launching: Launching,
     agents: Agents,
     liveness: Liveness,
+    /// New images sent to executors of running pods.
+    images: ImageOrders,
     subscription: Subscription,
     offers: OfferStore,
     /// Where the next placement scan starts, so pods spread over offers.
@@ -234,6 +240,7 @@ impl Core {
             launching: Launching::default(),
             agents: Agents::default(),
             liveness: Liveness::default(),
+            images: ImageOrders::default(),
             subscription: Subscription::new(reconciler),
             cursor: Cursor::default(),
             admitting: None,
@@ -284,7 +291,10 @@ impl Core {
             Input::Driver(DriverEvent::Event(event)) => self.on_event(*event, now),
             Input::PodUpsert(pod) => self.on_pod(pod, now),
             Input::PodDeleted(pod) => self.on_pod_deleted(&pod, now),
-            Input::PodSettled(key) => self.pending.settled(&key),
+            Input::PodSettled(key) => {
+                self.pending.settled(&key);
+                self.images_settled(&key);
+            }
             Input::PodResync(pods) => self.on_resync(pods, now),
             Input::Launch(Launch::Bound(results)) => self.on_bound(results, now),
             Input::Launch(Launch::Accepted(results)) => self.on_accepted(results, now),

@@ -39,6 +39,8 @@ impl Core {
             self.pending.forget(&key);
             if terminating && !task.has(Flag::Deleted) {
                 self.kill_for_deletion(task, &pod, now);
+            } else if !terminating {
+                self.check_images(&task, &pod, now);
             }
             return;
         }
@@ -73,6 +75,7 @@ impl Core {
     pub(super) fn on_pod_deleted(&mut self, pod: &Pod, now: SystemTime) {
         let Ok(key) = PodKey::of(pod) else { return };
         self.pending.forget(&key);
+        self.images_forget(&key);
         if let Some(task) = self.registry.for_pod(&key)
             && !task.has(Flag::Deleted)
         {

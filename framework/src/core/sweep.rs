@@ -47,6 +47,8 @@ impl Core {
         // KILLs asked for while no subscription was open (a recovered
         // pod's deletion, say) could not be sent: they go now.
         self.resend_kills(now, Duration::ZERO);
+        // So do new images for running pods (a recovered pod's, say).
+        self.resend_images(now);
     }
 
     pub(super) fn on_disconnected(&mut self, reason: &str) {
@@ -117,6 +119,7 @@ impl Core {
         self.start_deadlines(now);
         self.retry_kills(now);
         self.check_liveness(now);
+        self.resend_images(now);
         for request in self.subscription.reconciler.poll(now) {
             self.observed.metrics.reconciliations.inc();
             let tasks = match request {

@@ -71,6 +71,12 @@ fn available(what: &str, missing: &[String]) -> bool {
 /// The test image: busybox with every applet, a passwd with root, a user
 /// 1000 and nobody, [`IMAGE_FILE`], an Entrypoint that echoes and a Cmd.
 pub fn test_image() -> TestImage {
+    test_image_with_env(&[])
+}
+
+/// [`test_image`] whose config also sets `env` (`KEY=value`): an image of
+/// other content, told apart by what its containers print.
+pub fn test_image_with_env(env: &[&str]) -> TestImage {
     let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
     let mut layer = Layer::new()
         .dir("bin")
@@ -98,7 +104,11 @@ pub fn test_image() -> TestImage {
     let spec = Spec {
         entrypoint: Some(vec!["/bin/echo".into(), "entrypoint ran with".into()]),
         cmd: Some(vec!["the image's cmd".into()]),
-        env: vec!["PATH=/bin".into(), "FROM_IMAGE=yes".into()],
+        env: ["PATH=/bin", "FROM_IMAGE=yes"]
+            .iter()
+            .chain(env)
+            .map(|e| (*e).to_owned())
+            .collect(),
         ..Spec::default()
     };
     image(vec![layer.tar()], &spec)

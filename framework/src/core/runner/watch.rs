@@ -79,7 +79,8 @@ async fn follow(api: Api, mut from: u64, inputs: mpsc::UnboundedSender<Input>) {
 
 /// What the core needs to hear of one pod event. Most events of a busy
 /// cluster are status writes on bound pods, for which the core only needs
-/// the pod's identity: those are not decoded.
+/// the pod's identity: those are not decoded, unless a container's image
+/// changed and its executor has yet to run it (`core/images.rs`).
 fn pod_input(kind: EventKind, object: &serde_json::Value) -> Option<Input> {
     let bound = object
         .pointer("/spec/nodeName")
@@ -88,7 +89,7 @@ fn pod_input(kind: EventKind, object: &serde_json::Value) -> Option<Input> {
     let terminating = object
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null());
-    if kind != EventKind::Deleted && bound && !terminating {
+    if kind != EventKind::Deleted && bound && !terminating && !crate::core::stale_json(object) {
         let text = |p: &str| object.pointer(p).and_then(serde_json::Value::as_str);
         return Some(Input::PodSettled(PodKey::from_parts(
             text("/metadata/namespace"),

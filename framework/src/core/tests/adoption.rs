@@ -8,7 +8,7 @@ use super::relaunch::{OLD, bound_web, recovered};
 use super::*;
 
 /// The agent's word that the task's executor ended.
-fn executor_died(id: &TaskId, source: Source) -> Step {
+pub(super) fn executor_died(id: &TaskId, source: Source) -> Step {
     let mut s = status(id, TaskState::TaskFailed, true);
     s.source = Some(source as i32);
     s.reason = Some(Reason::ReasonExecutorTerminated as i32);
@@ -24,7 +24,7 @@ fn from_executor(id: &TaskId, state: TaskState) -> Step {
 }
 
 /// A core whose pod `web` runs on h1 as task [`OLD`].
-fn running(pod: Pod) -> Core {
+pub(super) fn running(pod: Pod) -> Core {
     let mut core = recovered(pod, &["h1"]);
     let effects = core.step(
         from_executor(&TaskId::new(OLD), TaskState::TaskRunning),
@@ -38,7 +38,7 @@ fn running(pod: Pod) -> Core {
 
 /// Relaunches web after its executor died: the new task, and the labels of
 /// its `TaskInfo`.
-fn relaunched(core: &mut Core, now: SystemTime) -> (TaskId, Vec<String>) {
+pub(super) fn relaunched(core: &mut Core, now: SystemTime) -> (TaskId, Vec<String>) {
     let effects = core.step(Step::Schedule, now);
     let launched = rounds(&effects);
     assert_eq!(launched.len(), 1, "{:?}", describe(&effects));

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod adoption;
+mod images;
 mod launching;
 mod leadership;
 mod liveness;
