@@ -27,32 +27,7 @@ fn rc(name: &str) -> Value {
 }
 
 fn daemonset(name: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-            }
-        }
-    })
-}
-
-fn causes(status: &Value) -> Vec<String> {
-    status["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap_or(""),
-                c["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect()
+    apps_workload("DaemonSet", name)
 }
 
 fn patch(v: Value) -> Vec<u8> {

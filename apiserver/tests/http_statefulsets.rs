@@ -16,33 +16,9 @@ const MERGE: &str = "application/merge-patch+json";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 fn set(name: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": {"name": name},
-        "spec": {
-            "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-            }
-        }
-    })
-}
-
-fn causes(status: &Value) -> Vec<String> {
-    status["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap_or(""),
-                c["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect()
+    let mut set = apps_workload("StatefulSet", name);
+    set["spec"]["serviceName"] = json!(name);
+    set
 }
 
 fn body(v: Value) -> Vec<u8> {

@@ -13,32 +13,7 @@ const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
 const RSES: &str = "/apis/apps/v1/namespaces/default/replicasets";
 
 fn deployment(name: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-            }
-        }
-    })
-}
-
-fn causes(status: &Value) -> Vec<String> {
-    status["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c["field"].as_str().unwrap_or(""),
-                c["message"].as_str().unwrap_or("")
-            )
-        })
-        .collect()
+    apps_workload("Deployment", name)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -195,3 +195,35 @@ impl Http {
         self.send("GET", path, "", Vec::new()).await
     }
 }
+
+/// An `apps/v1` workload of `kind` selecting and labelling its pods `app: <name>`,
+/// with one busybox container; callers add what their kind needs.
+pub fn apps_workload(kind: &str, name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": kind,
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+            }
+        }
+    })
+}
+
+/// The `field: message` of each cause of a 422 Invalid Status.
+pub fn causes(status: &Value) -> Vec<String> {
+    status["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
