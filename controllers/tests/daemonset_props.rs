@@ -166,6 +166,7 @@ fn sync(ds: &DaemonSet, nodes: &[Node], pods: &[Pod]) -> Vec<Action> {
     let ctx = DaemonContext {
         expectations_satisfied: true,
         failed_pod_backoff: &backoff,
+        revisions: &[],
     };
     reconcile(ds, &nodes, &pods, &ctx, now())
         .expect("reconcile")

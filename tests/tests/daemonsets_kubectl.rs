@@ -3,7 +3,8 @@
 //! kubectl reads): one Running pod on every agent, each placed through an offer of
 //! its own agent; an agent that joins gets one; a `nodeSelector` keeps a DaemonSet
 //! off agents without the label; `set image` rolls out (`rollout status`) one node at
-//! a time; a delete takes the pods with it.
+//! a time; `rollout history` lists its ControllerRevisions and `undo` rolls back; a
+//! delete takes the pods with it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -261,6 +262,32 @@ async fn a_daemonset_runs_on_every_agent_follows_new_agents_rolls_out_and_cascad
         pod.metadata.labels.as_ref().unwrap()["pod-template-generation"],
         "2"
     );
+    // Each template is a ControllerRevision: `rollout history` lists both, and `undo`
+    // patches the first back, which is then renumbered 3.
+    let history = ok(&k.run(&["rollout", "history", "ds/agentd"]).await);
+    let revisions = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("REVISION"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(revisions(&history), ["1", "2"], "{history}");
+    let first = ok(&k
+        .run(&["rollout", "history", "ds/agentd", "--revision=1"])
+        .await);
+    assert!(first.contains("busybox:1.36"), "{first}");
+    ok(&k.run(&["rollout", "undo", "ds/agentd"]).await);
+    rolled_out(&k, "ds/agentd").await;
+    wait_until(
+        "every agent back on the first image",
+        T,
+        async || running_on(api, "agentd"),
+        |r| *r == on(&["agent-0", "agent-1", "agent-2"], "busybox:1.36"),
+    )
+    .await;
+    let history = ok(&k.run(&["rollout", "history", "ds/agentd"]).await);
+    assert_eq!(revisions(&history), ["2", "3"], "{history}");
     let describe = ok(&k.run(&["describe", "ds/agentd"]).await);
     assert!(
         describe.contains("SuccessfulCreate")

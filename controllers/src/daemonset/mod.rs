@@ -24,7 +24,10 @@
 //! Revisions are told apart by the `controller-revision-hash` label (the template's
 //! hash) and `pod-template-generation` (the DaemonSet's template generation, which
 //! kube-apiserver keeps in the annotation `deprecated.daemonset.template.generation`).
+//! Each template is recorded in a ControllerRevision ([`history`]), for `kubectl
+//! rollout history` and `undo`.
 
+mod history;
 pub mod nodes;
 pub mod pod;
 mod rolling;
@@ -33,7 +36,7 @@ mod status;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
 
@@ -65,6 +68,8 @@ pub struct DaemonContext<'a> {
     /// (KCM's `failedPodsBackoff`), so a pod that always fails does not make the
     /// controller fight the node in a hot loop.
     pub failed_pod_backoff: &'a BTreeMap<String, Timestamp>,
+    /// The ControllerRevisions the DaemonSet controls.
+    pub revisions: &'a [ControllerRevision],
 }
 
 /// One sync's result.
@@ -156,7 +161,7 @@ pub fn reconcile(
     };
     let owner_ref = controller_ref(ds);
     let claim = claim(&ds.metadata, &selector, pods.iter().copied());
-    let mut actions = Vec::new();
+    let mut actions = history::construct(ds, ctx.revisions, &rev.hash);
     for p in &claim.adopt {
         actions.push(Action::AdoptPod {
             name: p.metadata.name.clone().unwrap_or_default(),
@@ -184,6 +189,18 @@ pub fn reconcile(
         out.failed_pods_killed_on = plan.failed_on;
         actions.extend(plan.events.into_iter().map(Action::Event));
         actions.extend(work.into_actions(ds, &rev, &owner_ref));
+        let live_hashes = claim
+            .claimed
+            .iter()
+            .filter_map(|p| {
+                p.metadata
+                    .labels
+                    .as_ref()?
+                    .get(CONTROLLER_REVISION_HASH_LABEL)
+            })
+            .map(String::as_str)
+            .collect();
+        actions.extend(history::cleanup(ds, ctx.revisions, &rev.hash, &live_hashes));
     }
     let (status, status_requeue) = status::compute(ds, &rev, nodes, &by_node, ctx, now);
     if let Some(s) = status {

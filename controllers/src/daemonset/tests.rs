@@ -14,6 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::*;
 use crate::action::Status;
+use k8s_openapi::api::apps::v1::ControllerRevision;
 
 pub(crate) fn now() -> Timestamp {
     "2024-06-01T12:00:00Z".parse().expect("now")
@@ -92,6 +93,7 @@ pub(crate) fn pod_on(ds: &DaemonSet, node: &str, name: &str) -> Pod {
     let ctx = DaemonContext {
         expectations_satisfied: true,
         failed_pod_backoff: &BTreeMap::new(),
+        revisions: &[],
     };
     let n = self::node(node, &[]);
     let planned = reconcile(ds, &[&n], &[], &ctx, now()).expect("reconcile");
@@ -122,14 +124,113 @@ pub(crate) fn pod_on(ds: &DaemonSet, node: &str, name: &str) -> Pod {
     pod
 }
 
+/// A sync of `ds` whose current template's revision exists already (so the sync
+/// has no history to write).
 pub(crate) fn run(ds: &DaemonSet, nodes: &[Node], pods: &[Pod]) -> DaemonReconciled {
     let nodes: Vec<&Node> = nodes.iter().collect();
+    let pods: Vec<&Pod> = pods.iter().collect();
+    let revisions = vec![current_revision(ds, 1)];
+    let ctx = DaemonContext {
+        expectations_satisfied: true,
+        failed_pod_backoff: &BTreeMap::new(),
+        revisions: &revisions,
+    };
+    reconcile(ds, &nodes, &pods, &ctx, now()).expect("reconcile")
+}
+
+/// The revision a sync of `ds` with no history creates, numbered `revision`.
+fn current_revision(ds: &DaemonSet, revision: i64) -> ControllerRevision {
+    let created = history::construct(ds, &[], &revision_hash(ds));
+    match created.into_iter().next() {
+        Some(Action::CreateControllerRevision { revision: mut r }) => {
+            r.revision = revision;
+            r.metadata.uid = Some(format!(
+                "{}-uid",
+                r.metadata.name.clone().unwrap_or_default()
+            ));
+            r
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn revision_writes(ds: &DaemonSet, revisions: &[ControllerRevision], pods: &[Pod]) -> Vec<Action> {
     let pods: Vec<&Pod> = pods.iter().collect();
     let ctx = DaemonContext {
         expectations_satisfied: true,
         failed_pod_backoff: &BTreeMap::new(),
+        revisions,
     };
-    reconcile(ds, &nodes, &pods, &ctx, now()).expect("reconcile")
+    reconcile(ds, &[], &pods, &ctx, now())
+        .expect("reconcile")
+        .reconciled
+        .actions
+        .into_iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::CreateControllerRevision { .. }
+                    | Action::UpdateControllerRevision { .. }
+                    | Action::DeleteControllerRevision { .. }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_template_is_recorded_once_numbered_above_the_rest_and_history_is_trimmed() {
+    let v1 = daemonset("a:1", 1);
+    // No history: the template's revision is made, named by the pods' hash, labelled
+    // and owned as KCM makes it.
+    let made = current_revision(&v1, 1);
+    let hash = revision_hash(&v1);
+    assert_eq!(
+        made.metadata.name.as_deref(),
+        Some(format!("agent-{hash}").as_str())
+    );
+    let labels = made.metadata.labels.clone().expect("labels");
+    assert_eq!(labels["controller-revision-hash"], hash);
+    assert_eq!(labels["app"], "agent");
+    assert_eq!(
+        made.metadata.owner_references.as_ref().expect("owner")[0].kind,
+        "DaemonSet"
+    );
+    assert_eq!(
+        crate::history::template_patch(&v1.spec.as_ref().expect("spec").template),
+        made.data.clone().expect("data").0
+    );
+    // A new template gets the next number.
+    let v2 = daemonset("a:2", 2);
+    match revision_writes(&v2, &[made.clone()], &[]).as_slice() {
+        [Action::CreateControllerRevision { revision }] => assert_eq!(revision.revision, 2),
+        other => panic!("{other:?}"),
+    }
+    // Back to the first template (`rollout undo`): its revision is renumbered above.
+    let second = current_revision(&v2, 2);
+    let back = daemonset("a:1", 3);
+    match revision_writes(&back, &[made.clone(), second.clone()], &[]).as_slice() {
+        [Action::UpdateControllerRevision { revision }] => {
+            assert_eq!(revision.metadata.name, made.metadata.name);
+            assert_eq!(revision.revision, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    // revisionHistoryLimit 1 keeps one old revision besides the current one; one a
+    // live pod still runs is kept and not counted.
+    let mut limited = daemonset("a:3", 3);
+    limited.spec.as_mut().expect("spec").revision_history_limit = Some(1);
+    let current = current_revision(&limited, 3);
+    let all = [made.clone(), second.clone(), current];
+    let writes = revision_writes(&limited, &all, &[]);
+    assert_eq!(
+        writes,
+        [Action::DeleteControllerRevision {
+            name: made.metadata.name.clone().expect("name"),
+            uid: made.metadata.uid.clone().expect("uid"),
+        }]
+    );
+    let still_running = pod_on(&v1, "n1", "p1");
+    assert_eq!(revision_writes(&limited, &all, &[still_running]), []);
 }
 
 fn created_on(r: &DaemonReconciled) -> Vec<String> {
@@ -340,6 +441,7 @@ fn failed_pods_are_killed_with_kubes_warning_and_backed_off_per_node() {
     let ctx = DaemonContext {
         expectations_satisfied: true,
         failed_pod_backoff: &backoff,
+        revisions: &[],
     };
     let n: Vec<&Node> = nodes.iter().collect();
     let r = reconcile(&ds, &n, &[&failed], &ctx, now()).expect("present");
@@ -367,6 +469,7 @@ fn expectations_unsatisfied_only_recount_without_raising_observed_generation() {
     let ctx = DaemonContext {
         expectations_satisfied: false,
         failed_pod_backoff: &BTreeMap::new(),
+        revisions: &[],
     };
     let r = reconcile(&ds, &[&n], &[], &ctx, now()).expect("present");
     assert!(created_on(&r).is_empty());

@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use apiserver::ApiError;
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
 
@@ -95,9 +96,18 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
         .filter(|p| controller_of(&p.metadata).is_none_or(|r| r.uid == uid))
         .collect();
     let backoff = cx.failed_pod_backoff.until(key);
+    let revisions: Vec<ControllerRevision> = cx
+        .caches
+        .revisions
+        .in_namespace(&key.0)
+        .iter()
+        .filter(|r| controller_of(&r.metadata).is_some_and(|c| c.uid == uid))
+        .map(|r| (**r).clone())
+        .collect();
     let ctx = DaemonContext {
         expectations_satisfied: cx.expectations().satisfied(&owner, now),
         failed_pod_backoff: &backoff,
+        revisions: &revisions,
     };
     let planned = match daemonset::reconcile(&ds, &nodes, &pods, &ctx, now) {
         Ok(p) => p,
@@ -145,6 +155,27 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
             a @ (Action::AdoptPod { .. } | Action::ReleasePod { .. }) => {
                 super::patch_pod(cx, &key.0, &a).await?;
                 None
+            }
+            Action::CreateControllerRevision { revision } => {
+                match cx.api.create_controller_revision(&key.0, revision).await {
+                    // Another sync made it, or the name is taken: the next sync reads
+                    // what is there from the cache.
+                    Ok(_) | Err(ApiError::AlreadyExists { .. }) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            Action::UpdateControllerRevision { revision } => {
+                let name = revision.metadata.name.clone().unwrap_or_default();
+                cx.api
+                    .replace_controller_revision(&key.0, &name, revision)
+                    .await?;
+                None
+            }
+            Action::DeleteControllerRevision { name, .. } => {
+                match cx.api.delete_controller_revision(&key.0, &name).await {
+                    Ok(()) | Err(ApiError::NotFound { .. }) => None,
+                    Err(e) => return Err(e),
+                }
             }
             Action::WriteStatus(Status::DaemonSet(status)) => {
                 let mut new = (*ds).clone();

@@ -461,14 +461,16 @@ fn statefulset_changed(cx: &Cx, c: &Change<StatefulSet>) {
     }
 }
 
-/// A ControllerRevision changed: its StatefulSet is queued.
+/// A ControllerRevision changed: its StatefulSet or DaemonSet is queued.
 fn revision_changed(cx: &Cx, c: &Change<ControllerRevision>) {
     let Some(rev) = c.new.as_deref().or(c.old.as_deref()) else {
         return;
     };
     let (ns, _) = key_of(&rev.metadata);
-    if let Some(r) = controller_of(&rev.metadata).filter(|r| r.kind == "StatefulSet") {
-        cx.statefulsets.add((ns, r.name.clone()));
+    match controller_of(&rev.metadata) {
+        Some(r) if r.kind == "StatefulSet" => cx.statefulsets.add((ns, r.name.clone())),
+        Some(r) if r.kind == "DaemonSet" => cx.daemonsets.add((ns, r.name.clone())),
+        _ => {}
     }
 }
 
