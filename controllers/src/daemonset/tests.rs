@@ -201,7 +201,7 @@ fn each_template_is_recorded_once_numbered_above_the_rest_and_history_is_trimmed
     );
     // A new template gets the next number.
     let v2 = daemonset("a:2", 2);
-    match revision_writes(&v2, &[made.clone()], &[]).as_slice() {
+    match revision_writes(&v2, std::slice::from_ref(&made), &[]).as_slice() {
         [Action::CreateControllerRevision { revision }] => assert_eq!(revision.revision, 2),
         other => panic!("{other:?}"),
     }
