@@ -348,9 +348,11 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "replicationcontrollers",
                 "secrets",
                 "serviceaccounts",
+                "controllerrevisions",
                 "daemonsets",
                 "deployments",
                 "replicasets",
+                "statefulsets",
                 "selfsubjectreviews",
                 "selfsubjectaccessreviews",
                 "selfsubjectrulesreviews",
@@ -373,6 +375,8 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
         assert_eq!(row(&out, "serviceaccounts").1[1], "sa", "{v}: {out}");
         assert_eq!(row(&out, "deployments").1[1], "deploy", "{v}: {out}");
         assert_eq!(row(&out, "replicasets").1[1], "rs", "{v}: {out}");
+        assert_eq!(row(&out, "statefulsets").1[1], "sts", "{v}: {out}");
+        assert_eq!(row(&out, "daemonsets").1[1], "ds", "{v}: {out}");
         let out = kubectl(k, &server.url).run(&["get", "widgets"]).await;
         assert!(
             stderr(&out).contains("the server doesn't have a resource type \"widgets\""),
