@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
-use super::{Workload, check_selector_and_template, check_selector_unchanged, col, non_negative};
+use super::{check_selector_and_template, check_selector_unchanged, col, non_negative};
 use crate::CauseKind;
 use crate::kinds::Kind;
 use crate::resource::Resource;
@@ -176,28 +176,12 @@ pub(super) fn check_int_or_percent(
     }
 }
 
-impl Workload for Deployment {
-    fn prepare_status_update(&mut self, old: &Self) {
-        self.spec.clone_from(&old.spec);
-        super::keep_metadata(&mut self.metadata, &old.metadata, true);
-    }
-
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn set_replicas(&mut self, replicas: i32) {
-        self.spec.get_or_insert_default().replicas = Some(replicas);
-    }
-
-    fn status_replicas(&self) -> i32 {
-        self.status.as_ref().and_then(|s| s.replicas).unwrap_or(0)
-    }
-
-    fn selector(&self) -> Option<&LabelSelector> {
-        self.spec.as_ref().map(|s| &s.selector)
-    }
-}
+replicated_workload!(
+    Deployment,
+    keep_labels: true,
+    status_replicas: |s| s.replicas.unwrap_or(0),
+    selector: |s| Some(&s.selector)
+);
 
 /// kube-apiserver's Deployment columns: NAME READY UP-TO-DATE AVAILABLE AGE, and with
 /// `-o wide` CONTAINERS IMAGES SELECTOR.

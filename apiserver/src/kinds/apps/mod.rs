@@ -7,6 +7,46 @@
 //! Scale; and the pod template is defaulted and validated as its pods will be, with
 //! kube-apiserver's field paths (`spec.template.spec.containers[0].image`).
 
+/// The [`Workload`] of a kind with `spec.replicas` (1 when unset) and `status.replicas`:
+/// `/status` keeps the stored spec and metadata (and the labels too when
+/// `keep_labels`, as a Deployment's status strategy does); `status_replicas` reads
+/// `status.replicas` from the status, `selector` the `LabelSelector` from the spec
+/// (`None` for a plain map). Items after them go into the impl as they are.
+macro_rules! replicated_workload {
+    (
+        $ty:ty,
+        keep_labels: $labels:expr,
+        status_replicas: |$st:ident| $status:expr,
+        selector: |$sp:ident| $selector:expr
+        $(, $extra:item)* $(,)?
+    ) => {
+        impl super::Workload for $ty {
+            fn prepare_status_update(&mut self, old: &Self) {
+                self.spec.clone_from(&old.spec);
+                super::keep_metadata(&mut self.metadata, &old.metadata, $labels);
+            }
+
+            fn replicas(&self) -> i32 {
+                self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+            }
+
+            fn set_replicas(&mut self, replicas: i32) {
+                self.spec.get_or_insert_default().replicas = Some(replicas);
+            }
+
+            fn status_replicas(&self) -> i32 {
+                self.status.as_ref().map_or(0, |$st| $status)
+            }
+
+            fn selector(&self) -> Option<&LabelSelector> {
+                self.spec.as_ref().and_then(|$sp| $selector)
+            }
+
+            $($extra)*
+        }
+    };
+}
+
 mod controllerrevision;
 mod daemonset;
 mod deployment;

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
-use super::{Workload, check_selector_and_template, check_selector_unchanged, col, non_negative};
+use super::{check_selector_and_template, check_selector_unchanged, col, non_negative};
 use crate::kinds::Kind;
 use crate::resource::Resource;
 use crate::validation::Causes;
@@ -52,28 +52,12 @@ impl Kind for ReplicaSet {
     }
 }
 
-impl Workload for ReplicaSet {
-    fn prepare_status_update(&mut self, old: &Self) {
-        self.spec.clone_from(&old.spec);
-        super::keep_metadata(&mut self.metadata, &old.metadata, false);
-    }
-
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn set_replicas(&mut self, replicas: i32) {
-        self.spec.get_or_insert_default().replicas = Some(replicas);
-    }
-
-    fn status_replicas(&self) -> i32 {
-        self.status.as_ref().map_or(0, |s| s.replicas)
-    }
-
-    fn selector(&self) -> Option<&LabelSelector> {
-        self.spec.as_ref().map(|s| &s.selector)
-    }
-}
+replicated_workload!(
+    ReplicaSet,
+    keep_labels: false,
+    status_replicas: |s| s.replicas,
+    selector: |s| Some(&s.selector)
+);
 
 /// kube-apiserver's ReplicaSet columns: NAME DESIRED CURRENT READY AGE, and with `-o
 /// wide` CONTAINERS IMAGES SELECTOR.

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::ReplicationController;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
-use super::{Workload, check_selector_and_template, col, non_negative};
+use super::{check_selector_and_template, col, non_negative};
 use crate::kinds::Kind;
 use crate::resource::Resource;
 use crate::validation::Causes;
@@ -72,34 +72,17 @@ fn as_selector(map: Option<&std::collections::BTreeMap<String, String>>) -> Labe
     }
 }
 
-impl Workload for ReplicationController {
-    fn prepare_status_update(&mut self, old: &Self) {
-        self.spec.clone_from(&old.spec);
-        super::keep_metadata(&mut self.metadata, &old.metadata, false);
-    }
-
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn set_replicas(&mut self, replicas: i32) {
-        self.spec.get_or_insert_default().replicas = Some(replicas);
-    }
-
-    fn status_replicas(&self) -> i32 {
-        self.status.as_ref().map_or(0, |s| s.replicas)
-    }
-
-    fn selector(&self) -> Option<&LabelSelector> {
-        None
-    }
-
+replicated_workload!(
+    ReplicationController,
+    keep_labels: false,
+    status_replicas: |s| s.replicas,
+    selector: |_spec| None,
     fn selector_string(&self) -> String {
         super::selector_string(&as_selector(
             self.spec.as_ref().and_then(|s| s.selector.as_ref()),
         ))
     }
-}
+);
 
 /// kube-apiserver's ReplicationController columns: NAME DESIRED CURRENT READY AGE, and
 /// with `-o wide` CONTAINERS IMAGES SELECTOR.
