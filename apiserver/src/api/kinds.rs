@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 
 use super::finalizers;
-use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
+use super::objects::{
+    NAME_GENERATION_ATTEMPTS, bind_namespace, check_name, meta_rv, name_is_generated,
+    regenerate_name, stamp_new, to_value, typed,
+};
 use super::pods::{first_object, patch_precondition};
 use super::{Api, RETRIES, WriteOptions};
 use crate::auth::rbac::Writer;
@@ -83,6 +86,7 @@ impl Api {
     ) -> Result<K, ApiError> {
         let meta = obj.metadata_mut();
         bind_scope::<K>(meta, ns)?;
+        let generated = name_is_generated(meta);
         stamp_new(meta, self.now());
         obj.normalize();
         obj.prepare_create();
@@ -103,17 +107,31 @@ impl Api {
             }
             return Ok(obj);
         }
-        let put = WriteOp::Put {
-            key,
-            object: to_value(&obj)?,
-            precondition: Precondition::Absent,
-        };
-        let changes = if namespaced {
-            self.commit_create(K::RESOURCE, ns, &name, put).await
-        } else {
-            self.commit(vec![put]).await
-        };
-        first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?)
+        let (mut key, mut name) = (key, name);
+        let mut attempt = 1;
+        loop {
+            let put = WriteOp::Put {
+                key,
+                object: to_value(&obj)?,
+                precondition: Precondition::Absent,
+            };
+            let changes = if namespaced {
+                self.commit_create(K::RESOURCE, ns, &name, put).await
+            } else {
+                self.commit(vec![put]).await
+            };
+            match changes {
+                Err(ApiError::AlreadyExists { .. })
+                    if generated && attempt < NAME_GENERATION_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    regenerate_name(obj.metadata_mut());
+                    name = obj.metadata().name.clone().unwrap_or_default();
+                    key = K::RESOURCE.key(ns, &name);
+                }
+                changes => return first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?),
+            }
+        }
     }
 
     /// Replaces a plain object (PUT): with `metadata.resourceVersion`, 409 unless it is

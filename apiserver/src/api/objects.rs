@@ -61,20 +61,38 @@ pub(crate) fn meta_rv(meta: &ObjectMeta) -> Result<Option<u64>, ApiError> {
 /// look-alikes, so generated names spell nothing).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+/// How many times a create whose name is generated is tried, each time with a new
+/// name, before a taken name is the answer: kube-apiserver's
+/// `maxNameGenerationCreateAttempts` (RetryGenerateName). Five random characters
+/// collide about four times in 10,000 names, so a ReplicaSet's 10,000th pod must not
+/// fail on one.
+pub(crate) const NAME_GENERATION_ATTEMPTS: usize = 8;
+
+/// Whether a new object's name comes from its `generateName` (no name was given).
+pub(crate) fn name_is_generated(meta: &ObjectMeta) -> bool {
+    meta.name.as_deref().is_none_or(str::is_empty)
+        && meta.generate_name.as_deref().is_some_and(|p| !p.is_empty())
+}
+
+/// Draws a new name for an object created with `generateName`: the prefix and five
+/// random characters.
+pub(crate) fn regenerate_name(meta: &mut ObjectMeta) {
+    let prefix = meta.generate_name.as_deref().unwrap_or_default();
+    let random = uuid::Uuid::new_v4();
+    let suffix: String = random
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
+        .collect();
+    meta.name = Some(format!("{prefix}{suffix}"));
+}
+
 /// Resolves `generateName`, then stamps what a new object gets: uid, creation time; and
 /// clears what a client may not set on create.
 pub(crate) fn stamp_new(meta: &mut ObjectMeta, now: SystemTime) {
-    if meta.name.as_deref().is_none_or(str::is_empty)
-        && let Some(prefix) = meta.generate_name.as_deref().filter(|p| !p.is_empty())
-    {
-        let random = uuid::Uuid::new_v4();
-        let suffix: String = random
-            .as_bytes()
-            .iter()
-            .take(5)
-            .map(|b| NAME_ALPHABET[*b as usize % NAME_ALPHABET.len()] as char)
-            .collect();
-        meta.name = Some(format!("{prefix}{suffix}"));
+    if name_is_generated(meta) {
+        regenerate_name(meta);
     }
     meta.uid = Some(uuid::Uuid::new_v4().to_string());
     meta.creation_timestamp = Some(k8s_time(now));

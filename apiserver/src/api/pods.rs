@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use serde_json::Value;
 
-use super::objects::{bind_namespace, check_name, meta_rv, stamp_new, to_value, typed};
+use super::objects::{
+    NAME_GENERATION_ATTEMPTS, bind_namespace, check_name, meta_rv, name_is_generated,
+    regenerate_name, stamp_new, to_value, typed,
+};
 use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
 use crate::decode::{FieldValidation, decode_resource};
 use crate::error::ApiError;
@@ -171,6 +174,7 @@ impl Api {
         opts: WriteOptions,
     ) -> Result<Pod, ApiError> {
         bind_namespace(&mut pod.metadata, ns)?;
+        let generated = name_is_generated(&pod.metadata);
         stamp_new(&mut pod.metadata, self.now());
         default_pod(&mut pod);
         pod.status = Some(PodStatus {
@@ -196,13 +200,24 @@ impl Api {
             }
             return Ok(pod);
         }
-        let put = WriteOp::Put {
-            key: pod_key(ns, &name),
-            object: to_value(&pod)?,
-            precondition: Precondition::Absent,
-        };
-        let changes = self.commit_create(PODS, ns, &name, put).await?;
-        as_stored(pod, &changes)
+        let mut attempt = 1;
+        loop {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let put = WriteOp::Put {
+                key: pod_key(ns, &name),
+                object: to_value(&pod)?,
+                precondition: Precondition::Absent,
+            };
+            match self.commit_create(PODS, ns, &name, put).await {
+                Err(ApiError::AlreadyExists { .. })
+                    if generated && attempt < NAME_GENERATION_ATTEMPTS =>
+                {
+                    attempt += 1;
+                    regenerate_name(&mut pod.metadata);
+                }
+                changes => return as_stored(pod, &changes?),
+            }
+        }
     }
 
     /// kube-apiserver's ServiceAccount admission: a pod without `serviceAccountName` runs
