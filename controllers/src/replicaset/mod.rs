@@ -12,7 +12,8 @@
 //!    will be.
 //!
 //! A sync creates or deletes at most [`BURST_REPLICAS`] pods, as KCM's
-//! does (with a larger burst). The runner batches creates (slow start 1, 2, 4…), sets
+//! does (with a larger burst). The runner batches creates (slow start 1, 2, 4… until an
+//! owner's creates have gone through once), sets
 //! expectations before the calls, emits the
 //! per-pod events with [`events`] once the API answered (only then is the
 //! pod's name known), and on a failed create/delete writes the status

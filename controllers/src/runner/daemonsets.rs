@@ -83,6 +83,7 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
     let owner = format!("{EXPECTATIONS_PREFIX}{}/{}", key.0, key.1);
     let Some(ds) = cx.caches.daemonsets.get(key) else {
         cx.expectations().forget(&owner);
+        cx.proven_creators().remove(&owner);
         cx.failed_pod_backoff.forget(key);
         return Ok(None);
     };

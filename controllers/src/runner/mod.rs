@@ -76,6 +76,10 @@ pub(crate) struct Cx {
     pub(crate) api: Api,
     pub(crate) caches: Caches,
     expectations: Mutex<Expectations>,
+    /// Owners (expectations key → `uid/generation`) whose last creates all succeeded:
+    /// their next creates skip the slow start, which only guards a template the API
+    /// refuses.
+    proven_creators: Mutex<std::collections::HashMap<String, String>>,
     /// Whether any ReplicaSet, ReplicationController or DaemonSet exists: until one
     /// does, pods without owners are not cached (nothing could adopt them), so bare
     /// pods cost the controllers nothing.
@@ -96,6 +100,14 @@ impl Cx {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    pub(crate) fn proven_creators(
+        &self,
+    ) -> MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.proven_creators
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Runs the controllers until the future is dropped (the term ends).
@@ -104,6 +116,7 @@ pub async fn run(api: Api) {
         api,
         caches: Caches::default(),
         expectations: Mutex::new(Expectations::new()),
+        proven_creators: Mutex::default(),
         pods_wanted: tokio::sync::watch::Sender::new(false),
         replicasets: Queue::default(),
         deployments: Queue::default(),

@@ -156,12 +156,19 @@ impl Inner {
     ) -> Vec<ObjKey> {
         let mut out = Vec::new();
         if let Some(n) = new {
-            let refs_changed = old.is_none_or(|o| o.owner_references != n.owner_references);
+            // kube-controller-manager's virtual nodes: an owner the graph has not seen
+            // is looked up; one it has seen needs no look, for its deletion (or a relist
+            // that misses it) queues its dependents. So a ReplicaSet's 10,000 new pods
+            // cost the collector no reads.
+            let refs_changed = old.is_none_or(|o| o.owner_references != n.owner_references)
+                && n.owner_references
+                    .iter()
+                    .any(|r| !self.by_uid.contains_key(&r.uid));
             let finalizing = (n.orphaning() || n.deleting_dependents())
                 && old.is_none_or(|o| {
                     o.finalizers != n.finalizers || o.deletion_timestamp != n.deletion_timestamp
                 });
-            if (refs_changed && !n.owner_references.is_empty()) || finalizing {
+            if refs_changed || finalizing {
                 out.push(key.clone());
             }
         }
@@ -387,5 +394,34 @@ mod tests {
         );
         assert_eq!(gone, [d_key]);
         assert!(g.dependents("d-1").is_empty());
+    }
+
+    #[test]
+    fn a_dependent_of_an_owner_the_graph_knows_is_not_looked_up() {
+        let g = Graph::default();
+        // The ReplicaSet names a Deployment the graph has not seen: it is looked up.
+        let rs_key = (Resource::ReplicaSets, "ns".to_owned(), "a".to_owned());
+        assert_eq!(
+            g.apply(
+                Resource::ReplicaSets,
+                EventKind::Added,
+                &rs("a", "rs-1", Some("d-1"))
+            ),
+            std::slice::from_ref(&rs_key)
+        );
+        // Its pods name the ReplicaSet, which the graph holds: nothing to look up.
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "p-1",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "rs-1"}]}});
+        assert!(g.apply(Resource::Pods, EventKind::Added, &pod).is_empty());
+        // Once the ReplicaSet goes, the pod is looked at.
+        let pod_key = (Resource::Pods, "ns".to_owned(), "p".to_owned());
+        assert_eq!(
+            g.apply(
+                Resource::ReplicaSets,
+                EventKind::Deleted,
+                &rs("a", "rs-1", Some("d-1"))
+            ),
+            [pod_key]
+        );
     }
 }
