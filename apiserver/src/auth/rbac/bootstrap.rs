@@ -73,7 +73,20 @@ fn view_rules() -> Vec<PolicyRule> {
         rule(&[""], &["namespaces"], READ),
         rule(
             &["apps"],
-            &["daemonsets", "deployments", "replicasets", "statefulsets"],
+            &[
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status",
+            ],
             READ,
         ),
         rule(&["batch"], &["cronjobs", "jobs"], READ),
@@ -121,7 +134,16 @@ fn edit_rules() -> Vec<PolicyRule> {
         rule(&[""], &["pods/eviction"], &["create"]),
         rule(
             &["apps"],
-            &["daemonsets", "deployments", "replicasets", "statefulsets"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "replicasets",
+                "replicasets/scale",
+                "statefulsets",
+                "statefulsets/scale",
+            ],
             WRITE,
         ),
         rule(&["batch"], &["cronjobs", "jobs"], WRITE),
@@ -272,4 +294,50 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
         ),
         binding(SCHEDULER, SCHEDULER, "User", &[SCHEDULER]),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::rbac::rules::allows;
+    use crate::auth::request_info::Attributes;
+
+    fn role_allows(rules: &[PolicyRule], verb: &str, resource: &str) -> bool {
+        let a = Attributes::resource(verb, "apps", resource, "default", "web");
+        rules.iter().any(|r| allows(r, &a))
+    }
+
+    /// kube's `view` reads the workloads' status and scale, and their revisions; its
+    /// `edit` scales them (`kubectl scale`) but writes no status, which is the
+    /// controllers'.
+    #[test]
+    fn view_reads_and_edit_scales_workloads_as_in_kubernetes() {
+        let view = view_rules();
+        for resource in [
+            "controllerrevisions",
+            "daemonsets/status",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets/scale",
+            "statefulsets/status",
+        ] {
+            assert!(role_allows(&view, "get", resource), "view gets {resource}");
+        }
+        assert!(!role_allows(&view, "update", "deployments/scale"));
+        let edit = edit_rules();
+        for resource in [
+            "deployments/scale",
+            "replicasets/scale",
+            "statefulsets/scale",
+        ] {
+            assert!(
+                role_allows(&edit, "patch", resource),
+                "edit patches {resource}"
+            );
+        }
+        assert!(!role_allows(&edit, "update", "deployments/status"));
+        assert!(!role_allows(&edit, "create", "controllerrevisions"));
+    }
 }
