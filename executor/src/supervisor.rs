@@ -181,6 +181,14 @@ impl Supervisor {
             },
             |cp| cp.pod_dir().to_path_buf(),
         );
+        if adopt.is_some() {
+            adopt::link_pod_dir(
+                &config
+                    .sandbox
+                    .join(layout::pod_dir(&key.namespace, &key.name, &key.uid)),
+                &pod_dir,
+            );
+        }
         let node_name = plan
             .pod
             .spec

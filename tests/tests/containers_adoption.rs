@@ -239,6 +239,11 @@ async fn scenario(runtime: &str) {
     }
     let said = counted(&ok(&k.run(&["logs", "talker"]).await));
     assert!(!said.is_empty(), "the talker talks");
+    let agent = app.local().unwrap().state().agents[0]
+        .endpoint
+        .unwrap()
+        .to_string();
+    let first_sandbox = executor_sandbox(&agent).await;
 
     // 1. The executor dies; its containers run on, and the next one adopts them.
     kill_executor(&work).await;
@@ -265,6 +270,20 @@ async fn scenario(runtime: &str) {
     .await;
     let expected: Vec<u64> = (0..log.len() as u64).collect();
     assert_eq!(log, expected, "no line lost or repeated");
+    // The agent now names the new executor's sandbox, where a reader that never
+    // looked before (the shim after a restart) finds the same log.
+    let sandbox = executor_sandbox(&agent).await;
+    assert_ne!(sandbox, first_sandbox, "a new executor run");
+    let uid = after["talker"].metadata.uid.clone().unwrap();
+    let read = read_sandbox_file(
+        &agent,
+        &format!("{sandbox}/pods/default_talker_{uid}/main/0.log"),
+    )
+    .await;
+    assert!(
+        counted(&read).len() > said.len(),
+        "the log, read from the new sandbox: {read}"
+    );
 
     // 2. An adopted container's exit is seen, and restarted by policy.
     let s1 = first_process_of(&app, "s1", &env);
@@ -452,4 +471,44 @@ async fn a_new_executor_adopts_a_dead_ones_containers_on_runc() {
     if prerequisites(true) {
         scenario(RUNC).await;
     }
+}
+
+/// The sandbox directory the agent names for mesopod's one executor (`/state`), as the
+/// shim looks it up for `kubectl logs`.
+async fn executor_sandbox(agent: &str) -> String {
+    let state: serde_json::Value = reqwest::get(format!("http://{agent}/state"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let executors: Vec<&serde_json::Value> = state["frameworks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| f["executors"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(executors.len(), 1, "one live executor: {state}");
+    executors[0]["directory"].as_str().unwrap().to_owned()
+}
+
+/// A file's CRI lines through the agent's `/files/read`, message part only.
+async fn read_sandbox_file(agent: &str, path: &str) -> String {
+    let body: serde_json::Value = reqwest::get(format!(
+        "http://{agent}/files/read?path={path}&offset=0&length=65536"
+    ))
+    .await
+    .unwrap()
+    .error_for_status()
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    body["data"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.splitn(4, ' ').nth(3))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -21,6 +21,7 @@
 //! Readiness carries over, as kubelet keeps a container that started
 //! before its own restart ready until a probe says otherwise.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -193,5 +194,28 @@ impl Supervisor {
             self.record(which).restart_count += 1;
         }
         self.start(which);
+    }
+}
+
+/// Makes an adopted pod's directory, which stays in the dead executor's sandbox (its
+/// containers write there and its volumes are mounted there), reachable from this
+/// executor's sandbox too, where the agent's `/state` now points and where
+/// `kubectl logs` looks: a symlink, which the agent's `/files/read` follows since the
+/// target is a sandbox as well. A failure is logged: the pod runs on either way.
+pub(super) fn link_pod_dir(here: &Path, there: &Path) {
+    if here == there || here.symlink_metadata().is_ok() {
+        return;
+    }
+    let linked = here
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::os::unix::fs::symlink(there, here));
+    if let Err(e) = linked {
+        tracing::warn!(
+            link = %here.display(),
+            target = %there.display(),
+            error = %e,
+            "cannot link the adopted pod's directory into this sandbox; its logs stay where they were"
+        );
     }
 }

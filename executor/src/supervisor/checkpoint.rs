@@ -225,7 +225,11 @@ pub(crate) fn all(agent_dir: &Path, own: &Path) -> Vec<Checkpoint> {
             .map(|e| e.path().join(FILE))
             .collect::<Vec<_>>()
     });
-    pods.filter(|f| f.exists())
+    // An adopted pod's directory is linked from its adopter's sandbox too: one
+    // checkpoint, reached twice, is read once.
+    let mut seen = std::collections::HashSet::new();
+    pods.filter_map(|f| f.canonicalize().ok())
+        .filter(|f| seen.insert(f.clone()))
         .filter_map(|f| read(&f))
         .collect()
 }
