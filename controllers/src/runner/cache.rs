@@ -215,17 +215,33 @@ impl Watched for Deployment {
     }
 }
 
-/// The objects of one kind, by namespace then name.
+/// The objects of one kind, by namespace then name, and by namespace and controller.
 pub(crate) struct Objects<K> {
     by_ns: RwLock<HashMap<String, BTreeMap<String, Arc<K>>>>,
+    /// `(namespace, controller uid)` → the objects it controls by name; `""` holds
+    /// those without a controller. Written under `by_ns`'s write lock, so the two
+    /// agree: a ReplicaSet's sync reads its own pods and the orphans, not the whole
+    /// namespace (a rollout's other ReplicaSet).
+    by_controller: RwLock<HashMap<(String, String), BTreeMap<String, Arc<K>>>>,
 }
 
 impl<K> Default for Objects<K> {
     fn default() -> Self {
         Self {
             by_ns: RwLock::default(),
+            by_controller: RwLock::default(),
         }
     }
+}
+
+/// Where an object goes in [`Objects::by_controller`].
+fn controller_key(meta: &ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        crate::controller_of(meta)
+            .map(|r| r.uid.clone())
+            .unwrap_or_default(),
+    )
 }
 
 /// A change the cache applied: the object before and after (`None` when absent).
@@ -259,12 +275,37 @@ impl<K: Watched> Objects<K> {
             .unwrap_or_default()
     }
 
+    /// The objects of namespace `ns` that the object `uid` controls, then those that
+    /// no object controls, each in name order.
+    pub(crate) fn controlled_or_orphans(&self, ns: &str, uid: &str) -> Vec<Arc<K>> {
+        let index = self.index();
+        let of = |owner: &str| {
+            index
+                .get(&(ns.to_owned(), owner.to_owned()))
+                .into_iter()
+                .flat_map(|m| m.values().cloned())
+        };
+        let mut out: Vec<Arc<K>> = of(uid).collect();
+        if !uid.is_empty() {
+            out.extend(of(""));
+        }
+        out
+    }
+
     fn put(&self, obj: K) -> Change<K> {
         let (ns, name) = key_of(obj.metadata());
         let new = Arc::new(obj);
-        let old = self
-            .write()
+        let mut all = self.write();
+        let old = all
             .entry(ns)
+            .or_default()
+            .insert(name.clone(), Arc::clone(&new));
+        let mut index = self.index_mut();
+        if let Some(o) = &old {
+            unindex(&mut index, o.metadata(), &name);
+        }
+        index
+            .entry(controller_key(new.metadata()))
             .or_default()
             .insert(name, Arc::clone(&new));
         Change {
@@ -279,6 +320,9 @@ impl<K: Watched> Objects<K> {
         let old = all.get_mut(&ns).and_then(|m| m.remove(&name));
         if all.get(&ns).is_some_and(BTreeMap::is_empty) {
             all.remove(&ns);
+        }
+        if let Some(o) = &old {
+            unindex(&mut self.index_mut(), o.metadata(), &name);
         }
         Change { old, new: None }
     }
@@ -316,8 +360,32 @@ impl<K: Watched> Objects<K> {
                 }
             }
         }
+        let mut index: HashMap<(String, String), BTreeMap<String, Arc<K>>> = HashMap::new();
+        for (name, obj) in fresh.values().flat_map(|m| m.iter()) {
+            index
+                .entry(controller_key(obj.metadata()))
+                .or_default()
+                .insert(name.clone(), Arc::clone(obj));
+        }
         *all = fresh;
+        *self.index_mut() = index;
         changes
+    }
+
+    fn index(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, HashMap<(String, String), BTreeMap<String, Arc<K>>>> {
+        self.by_controller
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn index_mut(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, HashMap<(String, String), BTreeMap<String, Arc<K>>>> {
+        self.by_controller
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, BTreeMap<String, Arc<K>>>> {
@@ -330,6 +398,21 @@ impl<K: Watched> Objects<K> {
         self.by_ns
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Takes the object `name`, as `meta` last described it, out of the controller index.
+fn unindex<K>(
+    index: &mut HashMap<(String, String), BTreeMap<String, Arc<K>>>,
+    meta: &ObjectMeta,
+    name: &str,
+) {
+    let key = controller_key(meta);
+    if let Some(m) = index.get_mut(&key) {
+        m.remove(name);
+        if m.is_empty() {
+            index.remove(&key);
+        }
     }
 }
 
@@ -401,5 +484,67 @@ impl Watched for k8s_openapi::api::apps::v1::ControllerRevision {
     }
     fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_controller_revisions(None, from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn pod(name: &str, controller: Option<&str>) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("ns".into());
+        p.metadata.owner_references = controller.map(|uid| {
+            vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: format!("rs-{uid}"),
+                uid: uid.into(),
+                controller: Some(true),
+                ..OwnerReference::default()
+            }]
+        });
+        p
+    }
+
+    fn names(pods: &[Arc<Pod>]) -> Vec<&str> {
+        pods.iter()
+            .map(|p| p.metadata.name.as_deref().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn an_owner_reads_its_own_objects_and_the_orphans_as_they_change() {
+        let objects = Objects::<Pod>::default();
+        objects.replace(vec![pod("b", Some("a-uid")), pod("o", None)]);
+        objects.put(pod("a", Some("a-uid")));
+        objects.put(pod("x", Some("x-uid")));
+        assert_eq!(
+            names(&objects.controlled_or_orphans("ns", "a-uid")),
+            ["a", "b", "o"]
+        );
+        assert_eq!(
+            names(&objects.controlled_or_orphans("ns", "x-uid")),
+            ["x", "o"]
+        );
+        // Released: the pod moves to the orphans; deleted: it leaves.
+        objects.put(pod("b", None));
+        objects.remove(&pod("x", Some("x-uid")));
+        assert_eq!(
+            names(&objects.controlled_or_orphans("ns", "a-uid")),
+            ["a", "b", "o"]
+        );
+        assert_eq!(
+            names(&objects.controlled_or_orphans("ns", "x-uid")),
+            ["b", "o"]
+        );
+        assert!(objects.controlled_or_orphans("other", "a-uid").is_empty());
+        // A relist rebuilds the index with the objects.
+        objects.replace(vec![pod("c", Some("x-uid"))]);
+        assert_eq!(names(&objects.controlled_or_orphans("ns", "x-uid")), ["c"]);
+        assert!(objects.controlled_or_orphans("ns", "a-uid").is_empty());
     }
 }

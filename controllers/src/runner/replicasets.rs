@@ -207,21 +207,22 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
     };
     // Its own pods and the orphans it may adopt, by reference: a sync of a
     // 10,000-replica set copies no pod.
-    let all = cx.caches.pods.in_namespace(&key.0);
     let uid = rs.metadata().uid.as_deref().unwrap_or_default();
-    let pods: Vec<&Pod> = all
-        .iter()
-        .map(AsRef::as_ref)
-        .filter(|p| controller_of(&p.metadata).is_none_or(|r| r.uid == uid))
-        .collect();
-    // Only a scale-down ranks by the family's pods per node.
+    let mine = cx.caches.pods.controlled_or_orphans(&key.0, uid);
+    let pods: Vec<&Pod> = mine.iter().map(AsRef::as_ref).collect();
+    // Only a scale-down ranks by the family's pods per node, and only a sync whose
+    // expectations are met scales (the others, most of a rollout's, only count).
     let replicas = usize::try_from(rs.replicas()).unwrap_or(0);
-    let related = if pods.len() > replicas {
-        rs.related(cx, &all)
-    } else {
-        Vec::new()
-    };
     let satisfied = cx.expectations().satisfied(&owner, now);
+    let ranking = satisfied && pods.len() > replicas;
+    let all = match ranking {
+        true => cx.caches.pods.in_namespace(&key.0),
+        false => Vec::new(),
+    };
+    let related = match ranking {
+        true => rs.related(cx, &all),
+        false => Vec::new(),
+    };
     let ctx = ReplicaContext {
         related_pods: &related,
         expectations_satisfied: satisfied,
