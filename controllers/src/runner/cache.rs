@@ -215,6 +215,9 @@ impl Watched for Deployment {
     }
 }
 
+/// `(namespace, controller uid)` → the objects it controls, by name.
+type ByController<K> = HashMap<(String, String), BTreeMap<String, Arc<K>>>;
+
 /// The objects of one kind, by namespace then name, and by namespace and controller.
 pub(crate) struct Objects<K> {
     by_ns: RwLock<HashMap<String, BTreeMap<String, Arc<K>>>>,
@@ -222,7 +225,7 @@ pub(crate) struct Objects<K> {
     /// those without a controller. Written under `by_ns`'s write lock, so the two
     /// agree: a ReplicaSet's sync reads its own pods and the orphans, not the whole
     /// namespace (a rollout's other ReplicaSet).
-    by_controller: RwLock<HashMap<(String, String), BTreeMap<String, Arc<K>>>>,
+    by_controller: RwLock<ByController<K>>,
 }
 
 impl<K> Default for Objects<K> {
@@ -360,7 +363,7 @@ impl<K: Watched> Objects<K> {
                 }
             }
         }
-        let mut index: HashMap<(String, String), BTreeMap<String, Arc<K>>> = HashMap::new();
+        let mut index: ByController<K> = HashMap::new();
         for (name, obj) in fresh.values().flat_map(|m| m.iter()) {
             index
                 .entry(controller_key(obj.metadata()))
@@ -372,17 +375,13 @@ impl<K: Watched> Objects<K> {
         changes
     }
 
-    fn index(
-        &self,
-    ) -> std::sync::RwLockReadGuard<'_, HashMap<(String, String), BTreeMap<String, Arc<K>>>> {
+    fn index(&self) -> std::sync::RwLockReadGuard<'_, ByController<K>> {
         self.by_controller
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn index_mut(
-        &self,
-    ) -> std::sync::RwLockWriteGuard<'_, HashMap<(String, String), BTreeMap<String, Arc<K>>>> {
+    fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, ByController<K>> {
         self.by_controller
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -402,11 +401,7 @@ impl<K: Watched> Objects<K> {
 }
 
 /// Takes the object `name`, as `meta` last described it, out of the controller index.
-fn unindex<K>(
-    index: &mut HashMap<(String, String), BTreeMap<String, Arc<K>>>,
-    meta: &ObjectMeta,
-    name: &str,
-) {
+fn unindex<K>(index: &mut ByController<K>, meta: &ObjectMeta, name: &str) {
     let key = controller_key(meta);
     if let Some(m) = index.get_mut(&key) {
         m.remove(name);
