@@ -408,3 +408,52 @@ async fn a_replicaset_being_deleted_neither_adopts_its_orphans_nor_replaces_them
     assert_eq!(pods.len(), 2);
     assert!(pods.iter().all(|p| owners(p).is_empty()));
 }
+
+/// Two objects that own each other, both blocking: a Foreground delete of one would
+/// leave each waiting for the other for ever. The collector breaks the cycle as KCM
+/// does, and both go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_delete_through_an_ownership_cycle_ends() {
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+    let c = Cluster::start().await;
+    let mut uids = Vec::new();
+    for name in ["a", "b"] {
+        let (code, cm) = c
+            .json(
+                "POST",
+                CMS,
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+            )
+            .await;
+        assert_eq!(code, 201, "{cm}");
+        uids.push(cm["metadata"]["uid"].as_str().unwrap().to_owned());
+    }
+    for (name, owner, uid) in [("a", "b", &uids[1]), ("b", "a", &uids[0])] {
+        let (code, body) = c
+            .send(
+                "PATCH",
+                &format!("{CMS}/{name}"),
+                "application/merge-patch+json",
+                &json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                    "name": owner, "uid": uid, "blockOwnerDeletion": true}]}}),
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    let (code, body) = c
+        .json("DELETE", &format!("{CMS}/a"), &delete_options("Foreground"))
+        .await;
+    assert_eq!(code, 200, "{body}");
+    wait_until(
+        "both gone",
+        T,
+        async || {
+            (
+                c.get(&format!("{CMS}/a")).await.0,
+                c.get(&format!("{CMS}/b")).await.0,
+            )
+        },
+        |s| *s == (404, 404),
+    )
+    .await;
+}

@@ -9,7 +9,9 @@
 //! - **Foreground**: an owner being deleted with the `foregroundDeletion` finalizer has
 //!   its dependents deleted (those that have dependents of their own in Foreground
 //!   too); once none with `blockOwnerDeletion` is left, the finalizer goes, and so does
-//!   the owner. A dependent with another live owner only loses the reference.
+//!   the owner. A dependent with another live owner only loses the reference. A cycle
+//!   (a dependent whose own dependent waits in Foreground) is broken as KCM breaks it:
+//!   the dependent's references stop blocking before it is deleted.
 
 pub(super) mod graph;
 
@@ -121,7 +123,23 @@ async fn collect(cx: &Cx, at: &ObjKey, meta: &ObjectMeta) -> Result<(), ApiError
         return Ok(());
     }
     let has = |f: &str| meta.finalizers.iter().flatten().any(|x| x == f);
-    let policy = if !waiting.is_empty() && !cx.gc_graph.dependents(&uid).is_empty() {
+    let dependents = cx.gc_graph.dependents(&uid);
+    if !waiting.is_empty() && dependents.iter().any(|(_, n)| n.deleting_dependents()) {
+        // A dependent of its own waits for its dependents too: a cycle, in which each
+        // would wait for the other for ever. Its references stop blocking, so its
+        // owners may go first (KCM's `unblockOwnerReferences`).
+        tracing::debug!(resource = resource.plural(), namespace = %ns, name, "unblocking its owner references: a cycle of foreground deletions");
+        cx.api
+            .edit_metadata(*resource, ns, name, &uid, |m| {
+                for r in m.owner_references.iter_mut().flatten() {
+                    if r.block_owner_deletion == Some(true) {
+                        r.block_owner_deletion = Some(false);
+                    }
+                }
+            })
+            .await?;
+    }
+    let policy = if !waiting.is_empty() && !dependents.is_empty() {
         // Its owner waits for it, and it has dependents: they go first.
         "Foreground"
     } else if has(ORPHAN_FINALIZER) {
