@@ -284,6 +284,19 @@ async fn scenario(runtime: &str) {
         counted(&read).len() > said.len(),
         "the log, read from the new sandbox: {read}"
     );
+    // The adopter runs commands in the adopted container. Not yet under runc, whose
+    // `exec` reads the bundle's config.json: it answers "JSON specification file
+    // config.json not found" after adoption (an open bug).
+    if runtime == "embedded" {
+        let out = ok(&k
+            .run(&["exec", "talker", "--", "sh", "-c", "echo $MARKER"])
+            .await);
+        assert_eq!(
+            out.trim(),
+            marker_of(&after["talker"]),
+            "exec in an adopted container"
+        );
+    }
 
     // 2. An adopted container's exit is seen, and restarted by policy.
     let s1 = first_process_of(&app, "s1", &env);
@@ -511,4 +524,15 @@ async fn read_sandbox_file(agent: &str, path: &str) -> String {
         .filter_map(|l| l.splitn(4, ' ').nth(3))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The `MARKER` a pod's first container was given.
+fn marker_of(p: &Pod) -> String {
+    p.spec.as_ref().unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "MARKER")
+        .and_then(|e| e.value.clone())
+        .unwrap()
 }
