@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Event, EventSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::objects::{
-    NAME_GENERATION_ATTEMPTS, bind_namespace, k8s_time, meta_rv, name_is_generated,
-    regenerate_name, stamp_new, system_time, to_value,
+    bind_namespace, create_with_name_retries, k8s_time, meta_rv, name_is_generated, stamp_new,
+    system_time, to_value,
 };
 use super::pods::first_object;
 use super::{Api, ObjectList, RETRIES, WriteOptions};
@@ -39,32 +39,23 @@ impl Api {
         opts: WriteOptions,
     ) -> Result<Event, ApiError> {
         let generated = name_is_generated(&event.metadata);
-        let mut name = self.prepare_event(ns, &mut event)?;
+        self.prepare_event(ns, &mut event)?;
         if opts.dry_run {
             return Ok(event);
         }
-        let mut attempt = 1;
-        loop {
-            let changes = self
-                .commit(vec![
-                    WriteOp::Check {
-                        key: Resource::Namespaces.key("", ns),
-                        precondition: Precondition::Present,
-                    },
-                    new_event_op(ns, &name, &event)?,
-                ])
-                .await;
-            match changes {
-                Err(ApiError::AlreadyExists { .. })
-                    if generated && attempt < NAME_GENERATION_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    regenerate_name(&mut event.metadata);
-                    name = event.metadata.name.clone().unwrap_or_default();
-                }
-                changes => return first_object(&changes?),
-            }
-        }
+        let changes = create_with_name_retries(&mut event, generated, |event: &Event| {
+            let name = event.metadata.name.clone().unwrap_or_default();
+            let ops = vec![
+                WriteOp::Check {
+                    key: Resource::Namespaces.key("", ns),
+                    precondition: Precondition::Present,
+                },
+                new_event_op(ns, &name, event)?,
+            ];
+            Ok(self.commit(ops))
+        })
+        .await?;
+        first_object(&changes)
     }
 
     /// Stamps and validates an event to be created in `ns`, filling in what

@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
 
 use super::finalizers;
 use super::objects::{
-    NAME_GENERATION_ATTEMPTS, bind_namespace, check_name, meta_rv, name_is_generated,
-    regenerate_name, stamp_new, to_value, typed,
+    bind_namespace, check_name, create_with_name_retries, meta_rv, name_is_generated, stamp_new,
+    to_value, typed,
 };
 use super::pods::{first_object, patch_precondition};
 use super::{Api, RETRIES, WriteOptions};
@@ -107,31 +107,23 @@ impl Api {
             }
             return Ok(obj);
         }
-        let (mut key, mut name) = (key, name);
-        let mut attempt = 1;
-        loop {
+        let changes = create_with_name_retries(&mut obj, generated, |obj: &K| {
+            let name = obj.metadata().name.clone().unwrap_or_default();
             let put = WriteOp::Put {
-                key,
-                object: to_value(&obj)?,
+                key: K::RESOURCE.key(ns, &name),
+                object: to_value(obj)?,
                 precondition: Precondition::Absent,
             };
-            let changes = if namespaced {
-                self.commit_create(K::RESOURCE, ns, &name, put).await
-            } else {
-                self.commit(vec![put]).await
-            };
-            match changes {
-                Err(ApiError::AlreadyExists { .. })
-                    if generated && attempt < NAME_GENERATION_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    regenerate_name(obj.metadata_mut());
-                    name = obj.metadata().name.clone().unwrap_or_default();
-                    key = K::RESOURCE.key(ns, &name);
+            Ok(async move {
+                if namespaced {
+                    self.commit_create(K::RESOURCE, ns, &name, put).await
+                } else {
+                    self.commit(vec![put]).await
                 }
-                changes => return first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?),
-            }
-        }
+            })
+        })
+        .await;
+        first_object(&changes.map_err(|e| K::RESOURCE.qualify(e))?)
     }
 
     /// Replaces a plain object (PUT): with `metadata.resourceVersion`, 409 unless it is

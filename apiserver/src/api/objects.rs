@@ -66,7 +66,7 @@ const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// `maxNameGenerationCreateAttempts` (RetryGenerateName). Five random characters
 /// collide about four times in 10,000 names, so a ReplicaSet's 10,000th pod must not
 /// fail on one.
-pub(crate) const NAME_GENERATION_ATTEMPTS: usize = 8;
+const NAME_GENERATION_ATTEMPTS: usize = 8;
 
 /// Whether a new object's name comes from its `generateName` (no name was given).
 pub(crate) fn name_is_generated(meta: &ObjectMeta) -> bool {
@@ -74,9 +74,36 @@ pub(crate) fn name_is_generated(meta: &ObjectMeta) -> bool {
         && meta.generate_name.as_deref().is_some_and(|p| !p.is_empty())
 }
 
+/// Runs the commit that `create` makes of `obj` under its current name and, while the
+/// name was generated and is taken, draws a new one and commits again, up to
+/// [`NAME_GENERATION_ATTEMPTS`] in all (kube-apiserver's `createWithGenerateNameRetry`).
+/// `generated` is [`name_is_generated`] of the object as the client sent it.
+pub(crate) async fn create_with_name_retries<O, T, F>(
+    obj: &mut O,
+    generated: bool,
+    mut create: impl FnMut(&O) -> Result<F, ApiError>,
+) -> Result<T, ApiError>
+where
+    O: k8s_openapi::Metadata<Ty = ObjectMeta>,
+    F: Future<Output = Result<T, ApiError>>,
+{
+    let mut attempt = 1;
+    loop {
+        match create(obj)?.await {
+            Err(ApiError::AlreadyExists { .. })
+                if generated && attempt < NAME_GENERATION_ATTEMPTS =>
+            {
+                attempt += 1;
+                regenerate_name(obj.metadata_mut());
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Draws a new name for an object created with `generateName`: the prefix and five
 /// random characters.
-pub(crate) fn regenerate_name(meta: &mut ObjectMeta) {
+fn regenerate_name(meta: &mut ObjectMeta) {
     let prefix = meta.generate_name.as_deref().unwrap_or_default();
     let random = uuid::Uuid::new_v4();
     let suffix: String = random

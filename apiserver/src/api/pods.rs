@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use serde_json::Value;
 
 use super::objects::{
-    NAME_GENERATION_ATTEMPTS, bind_namespace, check_name, meta_rv, name_is_generated,
-    regenerate_name, stamp_new, to_value, typed,
+    bind_namespace, check_name, create_with_name_retries, meta_rv, name_is_generated, stamp_new,
+    to_value, typed,
 };
 use super::{Api, ObjectList, ObjectStream, RETRIES, RawStream, WriteOptions};
 use crate::decode::{FieldValidation, decode_resource};
@@ -200,24 +200,17 @@ impl Api {
             }
             return Ok(pod);
         }
-        let mut attempt = 1;
-        loop {
+        let changes = create_with_name_retries(&mut pod, generated, |pod: &Pod| {
             let name = pod.metadata.name.clone().unwrap_or_default();
             let put = WriteOp::Put {
                 key: pod_key(ns, &name),
-                object: to_value(&pod)?,
+                object: to_value(pod)?,
                 precondition: Precondition::Absent,
             };
-            match self.commit_create(PODS, ns, &name, put).await {
-                Err(ApiError::AlreadyExists { .. })
-                    if generated && attempt < NAME_GENERATION_ATTEMPTS =>
-                {
-                    attempt += 1;
-                    regenerate_name(&mut pod.metadata);
-                }
-                changes => return as_stored(pod, &changes?),
-            }
-        }
+            Ok(async move { self.commit_create(PODS, ns, &name, put).await })
+        })
+        .await?;
+        as_stored(pod, &changes)
     }
 
     /// kube-apiserver's ServiceAccount admission: a pod without `serviceAccountName` runs

@@ -41,8 +41,10 @@ pub(super) trait Replicated: Watched + k8s_openapi::Resource {
     const EXPECTATIONS_PREFIX: &'static str;
 
     fn objects(cx: &Cx) -> &Objects<Self>;
-    /// The owner's metadata as stored now, read live (not from the cache).
-    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError>;
+    /// The owner as stored now, read live (not from the cache).
+    fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError>
+    where
+        Self: Sized;
     fn replicas(&self) -> i32;
     fn reconcile(
         &self,
@@ -56,8 +58,12 @@ pub(super) trait Replicated: Watched + k8s_openapi::Resource {
         failure: &ManageFailure,
         now: Timestamp,
     ) -> Option<Action>;
-    /// Writes `status` (of this kind) onto `self` through `/status`.
-    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError>;
+    /// `self` with `status`, if the status is of this kind.
+    fn with_status(&self, status: Status) -> Option<Self>
+    where
+        Self: Sized;
+    /// `PUT …/status` of `self`, with its resourceVersion as the precondition.
+    async fn put_status(self, cx: &Cx) -> Result<(), ApiError>;
     /// The pods of the owner's family, for the scale-down rank.
     fn related<'a>(&self, _cx: &Cx, _pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
         Vec::new()
@@ -71,8 +77,8 @@ impl Replicated for ReplicaSet {
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicasets
     }
-    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError> {
-        cx.api.get_replicaset(&key.0, &key.1).map(|o| o.metadata)
+    fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError> {
+        cx.api.get_replicaset(&key.0, &key.1)
     }
     fn replicas(&self) -> i32 {
         self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
@@ -95,28 +101,17 @@ impl Replicated for ReplicaSet {
             .ok()
             .flatten()
     }
-    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError> {
+    fn with_status(&self, status: Status) -> Option<Self> {
         let Status::ReplicaSet(status) = status else {
-            return Ok(());
+            return None;
         };
-        let (ns, name) = super::cache::key_of(&self.metadata);
         let mut new = self.clone();
-        new.status = Some(status.clone());
-        match cx.api.replace_replicaset_status(&ns, &name, new).await {
-            // The cache lags this controller's own last write: once more on the stored
-            // object, as KCM's updateReplicaSetStatus (statusUpdateRetries = 1).
-            Err(ApiError::Conflict { .. }) => {
-                let mut live = cx.api.get_replicaset(&ns, &name)?;
-                if live.metadata.uid != self.metadata.uid {
-                    return Ok(());
-                }
-                live.status = Some(status);
-                cx.api.replace_replicaset_status(&ns, &name, live).await?;
-            }
-            r => {
-                r?;
-            }
-        }
+        new.status = Some(status);
+        Some(new)
+    }
+    async fn put_status(self, cx: &Cx) -> Result<(), ApiError> {
+        let (ns, name) = super::cache::key_of(&self.metadata);
+        cx.api.replace_replicaset_status(&ns, &name, self).await?;
         Ok(())
     }
     fn related<'a>(&self, cx: &Cx, pods: &'a [Arc<Pod>]) -> Vec<&'a Pod> {
@@ -131,10 +126,8 @@ impl Replicated for ReplicationController {
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicationcontrollers
     }
-    fn live_metadata(cx: &Cx, key: &Key) -> Result<ObjectMeta, ApiError> {
-        cx.api
-            .get_replicationcontroller(&key.0, &key.1)
-            .map(|o| o.metadata)
+    fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError> {
+        cx.api.get_replicationcontroller(&key.0, &key.1)
     }
     fn replicas(&self) -> i32 {
         self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
@@ -157,34 +150,47 @@ impl Replicated for ReplicationController {
     ) -> Option<Action> {
         replicaset::rc_status_after_failure(self, pods, failure, now)
     }
-    async fn write_status(&self, cx: &Cx, status: Status) -> Result<(), ApiError> {
+    fn with_status(&self, status: Status) -> Option<Self> {
         let Status::ReplicationController(status) = status else {
-            return Ok(());
+            return None;
         };
-        let (ns, name) = super::cache::key_of(&self.metadata);
         let mut new = self.clone();
-        new.status = Some(status.clone());
-        match cx
-            .api
-            .replace_replicationcontroller_status(&ns, &name, new)
-            .await
-        {
-            // As a ReplicaSet's: once more on the stored object.
-            Err(ApiError::Conflict { .. }) => {
-                let mut live = cx.api.get_replicationcontroller(&ns, &name)?;
-                if live.metadata.uid != self.metadata.uid {
-                    return Ok(());
-                }
-                live.status = Some(status);
-                cx.api
-                    .replace_replicationcontroller_status(&ns, &name, live)
-                    .await?;
+        new.status = Some(status);
+        Some(new)
+    }
+    async fn put_status(self, cx: &Cx) -> Result<(), ApiError> {
+        let (ns, name) = super::cache::key_of(&self.metadata);
+        cx.api
+            .replace_replicationcontroller_status(&ns, &name, self)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Writes `status` onto the owner `rs` (cached, `key`) through `/status`. When the
+/// cache lags this controller's own last write, once more on the stored object, as
+/// KCM's `updateReplicaSetStatus` (`statusUpdateRetries` = 1).
+async fn write_status<K: Replicated>(
+    cx: &Cx,
+    key: &Key,
+    rs: &K,
+    status: Status,
+) -> Result<(), ApiError> {
+    let Some(new) = rs.with_status(status.clone()) else {
+        return Ok(());
+    };
+    match new.put_status(cx).await {
+        Err(ApiError::Conflict { .. }) => {
+            let live = K::live(cx, key)?;
+            if live.metadata().uid != rs.metadata().uid {
+                return Ok(());
             }
-            r => {
-                r?;
+            match live.with_status(status) {
+                Some(live) => live.put_status(cx).await,
+                None => Ok(()),
             }
         }
-        Ok(())
+        r => r,
     }
 }
 
@@ -277,7 +283,7 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
                 None
             }
             Action::WriteStatus(status) => {
-                rs.write_status(cx, status).await?;
+                write_status(cx, key, rs.as_ref(), status).await?;
                 None
             }
             Action::Event(e) => {
@@ -294,7 +300,7 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
             // retried with backoff.
             if let Some(Action::WriteStatus(status)) = rs.status_after_failure(&pods, &failure, now)
             {
-                let _ = rs.write_status(cx, status).await;
+                let _ = write_status(cx, key, rs.as_ref(), status).await;
             }
             return Err(ApiError::Internal(failure.message));
         }
@@ -493,18 +499,19 @@ pub(super) fn owner_key<K: Replicated>(key: &Key) -> String {
 /// as the cache last saw it; one being deleted (an Orphan delete releasing its pods,
 /// say) adopts nothing.
 fn can_adopt<K: Replicated>(cx: &Cx, rs: &K, key: &Key) -> Result<(), ApiError> {
-    let live = K::live_metadata(cx, key)?;
+    let live = K::live(cx, key)?;
+    let live = live.metadata();
     if live.uid != rs.metadata().uid {
         return Err(ApiError::Internal(format!(
             "original {} {}/{} is gone: got uid {}, wanted {}",
             K::KIND,
             key.0,
             key.1,
-            live.uid.unwrap_or_default(),
+            live.uid.as_deref().unwrap_or_default(),
             rs.metadata().uid.clone().unwrap_or_default()
         )));
     }
-    if let Some(t) = live.deletion_timestamp {
+    if let Some(t) = &live.deletion_timestamp {
         return Err(ApiError::Internal(format!(
             "{}/{} has just been deleted at {}",
             key.0, key.1, t.0
