@@ -237,18 +237,22 @@ proptest! {
                     _ => {}
                 }
             }
-            if !changed {
-                break;
-            }
             // Between syncs every running pod becomes ready (as a kubelet would
-            // make it); a rollout waits for that, so without it one never ends.
+            // make it); a rollout waits for that, so without it one never ends. A
+            // world may start with a running pod not yet ready, which holds the
+            // rollout's one unavailable slot: its readiness is a change too.
             for p in &mut pods {
                 let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
                 if running
                     && let Some(c) = p.status.as_mut().and_then(|s| s.conditions.as_mut())
+                    && c[0].status != "True"
                 {
                     c[0].status = "True".into();
+                    changed = true;
                 }
+            }
+            if !changed {
+                break;
             }
         }
         let template = new.spec.as_ref().expect("present").template.spec.clone().expect("present");
