@@ -44,10 +44,15 @@ impl Persist for Redb {
         meta: &[(String, Vec<u8>)],
         rv: u64,
     ) -> Result<(), StoreError> {
+        // In key order: a batch of generated names would otherwise walk the B-tree at
+        // random, and redb copies every page a write touches; consecutive keys share
+        // their path. The sort is stable, so a key's later write still lands last.
+        let mut in_order: Vec<&(String, Option<Stored>)> = objects.iter().collect();
+        in_order.sort_by(|a, b| a.0.cmp(&b.0));
         let txn = self.db.begin_write().map_err(storage)?;
         {
             let mut table = txn.open_table(OBJECTS).map_err(storage)?;
-            for (key, value) in objects {
+            for (key, value) in in_order {
                 match value {
                     Some(v) => match &self.encryption {
                         Some(enc) => {
