@@ -136,6 +136,7 @@ mod api;
 pub mod audit;
 pub mod auth;
 pub mod clock;
+pub mod cron;
 pub mod decode;
 pub mod discovery;
 mod duplicates;
