@@ -370,7 +370,7 @@ async fn a_controller_revisions_data_is_mandatory_and_immutable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pod_may_carry_its_own_name_as_hostname_and_no_other() {
+async fn a_pods_hostname_is_any_dns_label() {
     let server = Server::start().await;
     let http = Http::new(&server);
     let pod = |hostname: &str| {
@@ -381,15 +381,17 @@ async fn a_pod_may_carry_its_own_name_as_hostname_and_no_other() {
         })
     };
     let pods = "/api/v1/namespaces/default/pods";
-    let (code, status) = http.json("POST", pods, &pod("db")).await;
+    let (code, status) = http.json("POST", pods, &pod("Not_A.Label")).await;
     assert_eq!(code, 422, "{status}");
     assert!(
-        causes(&status)[0].starts_with("spec.hostname: Forbidden: not supported by mesopod"),
+        causes(&status)[0].starts_with(
+            "spec.hostname: Invalid value: \"Not_A.Label\": a lowercase RFC 1123 label"
+        ),
         "{status}"
     );
-    let (code, created) = http.json("POST", pods, &pod("web-0")).await;
+    let (code, created) = http.json("POST", pods, &pod("db-1")).await;
     assert_eq!(code, 201, "{created}");
-    assert_eq!(created["spec"]["hostname"], "web-0");
+    assert_eq!(created["spec"]["hostname"], "db-1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

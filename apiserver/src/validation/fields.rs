@@ -141,8 +141,8 @@ pub const FIELDS: &[Field] = &[
     f(
         "PodSpec",
         "hostname",
-        Refused,
-        "the pod's hostname is its name (so its name is accepted, as StatefulSet pods carry)",
+        Honoured,
+        "the UTS hostname of the pod's containers (a DNS-1123 label; the pod's name when unset)",
     ),
     f(
         "PodSpec",

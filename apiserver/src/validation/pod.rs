@@ -18,14 +18,16 @@ pub fn validate_pod(pod: &Pod) -> Result<(), ApiError> {
     check_metadata(&mut causes, &pod.metadata, check_subdomain_name);
     match &pod.spec {
         None => causes.required("spec"),
-        // A hostname equal to the pod's name is the one every pod gets: StatefulSet
-        // pods carry it, as Kubernetes sets it on them.
-        Some(spec) if spec.hostname.is_some() && spec.hostname == pod.metadata.name => {
-            let mut spec = spec.clone();
-            spec.hostname = None;
-            check_pod_spec(&mut causes, &spec);
+        Some(spec) => {
+            // kube-apiserver's ValidateDNS1123Label: the executor sets it as the
+            // containers' hostname (an Indexed Job's pods get `<job>-<index>`).
+            if let Some(h) = spec.hostname.as_deref()
+                && !super::names::is_dns1123_label(h)
+            {
+                causes.invalid("spec.hostname", h, super::names::DNS1123_LABEL_MSG);
+            }
+            check_pod_spec(&mut causes, spec);
         }
-        Some(spec) => check_pod_spec(&mut causes, spec),
     }
     causes.into_result("Pod", pod.metadata.name.as_deref().unwrap_or(""))
 }

@@ -67,7 +67,14 @@ impl Supervisor {
             id,
             dir,
             log,
-            hostname: crate::oci::sandbox::pod_hostname(&key.name),
+            hostname: crate::oci::sandbox::pod_hostname(
+                self.plan
+                    .pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.hostname.as_deref())
+                    .unwrap_or(&key.name),
+            ),
             pod_ref: format!("{}_{}({})", key.name, key.namespace, key.uid),
             task: self.task_id.value.clone(),
             sandbox: Arc::clone(&self.sandbox),
