@@ -115,9 +115,46 @@ pub(crate) async fn apps_v1() -> Response {
     )
 }
 
+/// The group of Job and CronJob.
+const BATCH: &str = "batch";
+
+fn batch_group() -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{BATCH}/v1"), "version": "v1"});
+    json!({"name": BATCH, "versions": [v], "preferredVersion": v})
+}
+
+/// `GET /apis/batch`.
+pub(crate) async fn batch() -> Response {
+    let mut g = batch_group();
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
+}
+
+/// `GET /apis/batch/v1`: Jobs and CronJobs with their `status` subresources (no
+/// `scale`: a Job's parallelism is its own field, as in kube-apiserver).
+pub(crate) async fn batch_v1() -> Response {
+    let all = ALL_VERBS;
+    let sub = ["get", "patch", "update"];
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{BATCH}/v1"),
+            "resources": [
+                {"name": "cronjobs", "singularName": "cronjob", "namespaced": true, "kind": "CronJob", "verbs": all, "shortNames": ["cj"], "categories": ["all"]},
+                {"name": "cronjobs/status", "singularName": "", "namespaced": true, "kind": "CronJob", "verbs": sub},
+                {"name": "jobs", "singularName": "job", "namespaced": true, "kind": "Job", "verbs": all, "categories": ["all"]},
+                {"name": "jobs/status", "singularName": "", "namespaced": true, "kind": "Job", "verbs": sub},
+            ],
+        }),
+    )
+}
+
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
-    let mut groups = vec![apps_group(), coordination_group()];
+    let mut groups = vec![apps_group(), batch_group(), coordination_group()];
     groups.extend(crate::auth::api_groups());
     json(
         StatusCode::OK,

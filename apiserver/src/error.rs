@@ -24,6 +24,8 @@ pub enum CauseKind {
     Forbidden,
     /// A value is too long.
     TooLong,
+    /// A list has too many items.
+    TooMany,
 }
 
 impl CauseKind {
@@ -36,6 +38,7 @@ impl CauseKind {
             Self::NotFound => "FieldValueNotFound",
             Self::Forbidden => "FieldValueForbidden",
             Self::TooLong => "FieldValueTooLong",
+            Self::TooMany => "FieldValueTooMany",
         }
     }
 }

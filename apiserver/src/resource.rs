@@ -2,7 +2,7 @@
 //! the fields a field selector may name.
 
 /// A served resource of the core `v1` group, or of a named group's `v1` (Lease, the
-/// RBAC kinds).
+/// RBAC kinds, the workloads of `apps` and `batch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resource {
     /// `pods`, namespaced.
@@ -41,12 +41,16 @@ pub enum Resource {
     StatefulSets,
     /// `controllerrevisions` of `apps/v1`, namespaced.
     ControllerRevisions,
+    /// `jobs` of `batch/v1`, namespaced, with `status`.
+    Jobs,
+    /// `cronjobs` of `batch/v1`, namespaced, with `status`.
+    CronJobs,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 13] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 15] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -60,13 +64,15 @@ impl Resource {
         Self::DaemonSets,
         Self::StatefulSets,
         Self::ControllerRevisions,
+        Self::Jobs,
+        Self::CronJobs,
     ];
 
     /// The kinds the garbage collector follows: every served kind whose objects may own
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 15] = [
+    pub const COLLECTED: [Resource; 17] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -82,6 +88,8 @@ impl Resource {
         Self::DaemonSets,
         Self::StatefulSets,
         Self::ControllerRevisions,
+        Self::Jobs,
+        Self::CronJobs,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -118,6 +126,8 @@ impl Resource {
             Self::DaemonSets => "daemonsets",
             Self::StatefulSets => "statefulsets",
             Self::ControllerRevisions => "controllerrevisions",
+            Self::Jobs => "jobs",
+            Self::CronJobs => "cronjobs",
         }
     }
 
@@ -142,6 +152,8 @@ impl Resource {
             Self::DaemonSets => "DaemonSet",
             Self::StatefulSets => "StatefulSet",
             Self::ControllerRevisions => "ControllerRevision",
+            Self::Jobs => "Job",
+            Self::CronJobs => "CronJob",
         }
     }
 
@@ -166,6 +178,8 @@ impl Resource {
             Self::DaemonSets => "DaemonSetList",
             Self::StatefulSets => "StatefulSetList",
             Self::ControllerRevisions => "ControllerRevisionList",
+            Self::Jobs => "JobList",
+            Self::CronJobs => "CronJobList",
         }
     }
 
@@ -181,6 +195,7 @@ impl Resource {
             | Self::DaemonSets
             | Self::StatefulSets
             | Self::ControllerRevisions => "apps",
+            Self::Jobs | Self::CronJobs => "batch",
             _ => "",
         }
     }
@@ -197,6 +212,7 @@ impl Resource {
             | Self::DaemonSets
             | Self::StatefulSets
             | Self::ControllerRevisions => "apps/v1",
+            Self::Jobs | Self::CronJobs => "batch/v1",
             _ => "v1",
         }
     }
@@ -311,6 +327,15 @@ impl Resource {
                 "type" | "metadata.namespace" | "metadata.name" => ok(),
                 _ => unsupported(),
             },
+            // pkg/apis/batch/v1 conversion: Jobs also select by `status.successful`, which
+            // their field set fills from `status.succeeded`.
+            Self::Jobs => match label {
+                "metadata.name" | "metadata.namespace" => ok(),
+                "status.successful" => Ok("status.succeeded".to_owned()),
+                _ => Err(format!(
+                    "field label {label:?} not supported for batchv1.Job"
+                )),
+            },
             // pkg/apis/apps/v1 and core/v1 conversions: ReplicaSets and
             // ReplicationControllers also select by status.replicas.
             Self::ReplicaSets | Self::ReplicationControllers => match label {
@@ -327,7 +352,8 @@ impl Resource {
             | Self::Deployments
             | Self::DaemonSets
             | Self::StatefulSets
-            | Self::ControllerRevisions => match label {
+            | Self::ControllerRevisions
+            | Self::CronJobs => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

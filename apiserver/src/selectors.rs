@@ -364,6 +364,8 @@ pub(crate) fn field_value(object: &Value, field: &str) -> String {
             Some(v) => cur = v,
             // Kubernetes' pod field set defaults it.
             None if field == "spec.hostNetwork" => return "false".to_owned(),
+            // A Job's field set renders its count, 0 before the first success.
+            None if field == "status.succeeded" => return "0".to_owned(),
             None => return String::new(),
         }
     }

@@ -31,10 +31,26 @@ pub const ORPHAN: &str = "orphan";
 pub const FOREGROUND: &str = "foregroundDeletion";
 
 /// Whether `resource`'s objects orphan their dependents when a delete names no policy.
-/// Every kind served defaults to Background (apps/v1, core/v1); batch/v1 Job, once
-/// served, orphans by default.
-pub(crate) fn default_orphans(_resource: Resource) -> bool {
-    false
+/// Every kind served defaults to Background (apps/v1, core/v1, batch/v1 CronJob) but
+/// batch/v1 Job, which orphans its pods, as it did before the garbage collector
+/// (kube-apiserver's `jobStrategy.DefaultGarbageCollectionPolicy` for batch/v1).
+pub(crate) fn default_orphans(resource: Resource) -> bool {
+    resource == Resource::Jobs
+}
+
+/// kube-apiserver's warning on a delete of a batch/v1 Job that names no policy: the
+/// pods stay, which surprises whoever expected them to go.
+pub(crate) const JOB_ORPHAN_WARNING: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+
+/// The warning a delete (single or collection) of `resource` with `opts` answers with:
+/// kube-apiserver's Job REST gives it whenever neither `propagationPolicy` nor
+/// `orphanDependents` is set, before the delete itself, so even a failed one carries it.
+pub(crate) fn default_policy_warning(
+    resource: Resource,
+    opts: &DeleteOptions,
+) -> Option<&'static str> {
+    let unset = opts.propagation_policy.is_none() && opts.orphan_dependents.is_none();
+    (unset && default_orphans(resource)).then_some(JOB_ORPHAN_WARNING)
 }
 
 /// kube-apiserver's `ValidateDeleteOptions`: a known policy, not both the policy and

@@ -372,10 +372,13 @@ impl Api {
                 if finalizers {
                     held = true;
                     if item.pointer("/metadata/deletionTimestamp").is_none() {
-                        match self
-                            .delete_object(r, name, obj, &DeleteOptions::default())
-                            .await
-                        {
+                        // Background, as KCM's namespace deleter asks: a Job's own
+                        // default would hold it for the collector to orphan its pods.
+                        let background = DeleteOptions {
+                            propagation_policy: Some("Background".to_owned()),
+                            ..DeleteOptions::default()
+                        };
+                        match self.delete_object(r, name, obj, &background).await {
                             Ok(_) | Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
                             Err(e) => return Err(e),
                         }

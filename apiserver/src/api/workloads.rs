@@ -1,6 +1,7 @@
-//! The subresources of the workload kinds (`crate::kinds::apps`): `/status`, through
-//! the plain kinds' update path with the stored spec kept, and `/scale`, which reads
-//! and writes `spec.replicas` of the stored object under its resourceVersion.
+//! The subresources of the workload kinds (`crate::kinds::apps`, `crate::kinds::batch`):
+//! `/status`, through the plain kinds' update path with the stored spec kept, and
+//! `/scale`, which reads and writes `spec.replicas` of the stored object under its
+//! resourceVersion.
 
 use k8s_openapi::api::autoscaling::v1::Scale;
 use serde_json::Value;
@@ -167,6 +168,9 @@ fn scale_rv(scale: &Scale) -> Result<Option<u64>, ApiError> {
 /// status, delete. Writes go through this handle's fence, as every write of the handle.
 macro_rules! typed_workload_api {
     ($ty:ty, $what:literal, $list:ident, $get:ident, $watch:ident, $create:ident, $replace:ident, $status:ident, $delete:ident) => {
+        typed_workload_api!($ty, $what, $list, $get, $watch, $create, $replace, $status, $delete, None);
+    };
+    ($ty:ty, $what:literal, $list:ident, $get:ident, $watch:ident, $create:ident, $replace:ident, $status:ident, $delete:ident, $policy:expr) => {
         impl Api {
             #[doc = concat!("The ", $what, " in `namespace` (or all) that `label_selector` selects.")]
             ///
@@ -234,7 +238,10 @@ macro_rules! typed_workload_api {
             /// # Errors
             /// 404 if there is none of that name.
             pub async fn $delete(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
-                let opts = k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions::default();
+                let opts = k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
+                    propagation_policy: $policy.map(str::to_owned),
+                    ..Default::default()
+                };
                 self.delete_object(<$ty as crate::kinds::Kind>::RESOURCE, namespace, name, &opts)
                     .await
                     .map(|_| ())
@@ -297,4 +304,29 @@ typed_workload_api!(
     replace_statefulset,
     replace_statefulset_status,
     delete_statefulset
+);
+// A batch/v1 Job's own default orphans its pods; the in-process callers (the CronJob
+// controller's history and Replace) mean Background, as KCM's say it explicitly.
+typed_workload_api!(
+    k8s_openapi::api::batch::v1::Job,
+    "Jobs",
+    list_jobs,
+    get_job,
+    watch_jobs,
+    create_job,
+    replace_job,
+    replace_job_status,
+    delete_job,
+    Some("Background")
+);
+typed_workload_api!(
+    k8s_openapi::api::batch::v1::CronJob,
+    "CronJobs",
+    list_cronjobs,
+    get_cronjob,
+    watch_cronjobs,
+    create_cronjob,
+    replace_cronjob,
+    replace_cronjob_status,
+    delete_cronjob
 );

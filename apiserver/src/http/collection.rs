@@ -49,6 +49,9 @@ async fn delete_collection(
     body: Body,
 ) -> Result<Response, ApiError> {
     let opts = delete_options(&params, &headers, body).await?;
+    if let Some(warning) = crate::api::finalizers::default_policy_warning(resource, &opts) {
+        crate::notes::warn(warning.to_owned());
+    }
     let sel = Selectors::parse(
         params.get("labelSelector").unwrap_or(""),
         params.get("fieldSelector").unwrap_or(""),

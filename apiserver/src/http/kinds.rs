@@ -129,6 +129,9 @@ async fn patch<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
 
 async fn delete<K: Kind>(w: Write, body: Body) -> Result<Response, ApiError> {
     let opts = delete_options(&w.params, &w.headers, body).await?;
+    if let Some(warning) = crate::api::finalizers::default_policy_warning(K::RESOURCE, &opts) {
+        crate::notes::warn(warning.to_owned());
+    }
     let deleted = w
         .api
         .delete_object(K::RESOURCE, &w.ns, &w.name, &opts)

@@ -73,6 +73,7 @@ fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
 pub fn router(api: Api) -> Router {
     use Resource::{Events, Namespaces, Nodes, Pods};
     use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+    use k8s_openapi::api::batch::v1::{CronJob, Job};
     use k8s_openapi::api::core::v1::{ConfigMap, ReplicationController, Secret, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let router = Router::new()
@@ -82,6 +83,8 @@ pub fn router(api: Api) -> Router {
         .route("/api/v1", get(discovery::core_v1))
         .route("/apis/apps", get(discovery::apps))
         .route("/apis/apps/v1", get(discovery::apps_v1))
+        .route("/apis/batch", get(discovery::batch))
+        .route("/apis/batch/v1", get(discovery::batch_v1))
         .route("/apis/coordination.k8s.io", get(discovery::coordination))
         .route(
             "/apis/coordination.k8s.io/v1",
@@ -156,7 +159,11 @@ pub fn router(api: Api) -> Router {
     let router = kinds::status_routes::<DaemonSet>(router);
     let router = kinds::routes::<k8s_openapi::api::apps::v1::StatefulSet>(router);
     let router = kinds::workload_routes::<k8s_openapi::api::apps::v1::StatefulSet>(router);
-    kinds::routes::<k8s_openapi::api::apps::v1::ControllerRevision>(router)
+    let router = kinds::routes::<k8s_openapi::api::apps::v1::ControllerRevision>(router);
+    let router = kinds::routes::<Job>(router);
+    let router = kinds::status_routes::<Job>(router);
+    let router = kinds::routes::<CronJob>(router);
+    kinds::status_routes::<CronJob>(router)
         .merge(crate::auth::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)

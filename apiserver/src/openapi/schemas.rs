@@ -71,6 +71,8 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
             "controllerrevisions",
             generator,
         ),
+        served::<k8s_openapi::api::batch::v1::Job>(true, "jobs", generator),
+        served::<k8s_openapi::api::batch::v1::CronJob>(true, "cronjobs", generator),
     ]
 }
 

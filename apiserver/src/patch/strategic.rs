@@ -70,7 +70,7 @@ fn strategy_of(kind: &str, p: &[&str]) -> ListStrategy {
             ],
         ) => ListStrategy::MergeKey("name"),
         ("Pod", ["spec", "hostAliases"]) => ListStrategy::MergeKey("ip"),
-        ("Pod", ["status", "conditions"]) => ListStrategy::MergeKey("type"),
+        ("Pod" | "Job", ["status", "conditions"]) => ListStrategy::MergeKey("type"),
         ("Pod", ["status", "podIPs" | "hostIPs"]) => ListStrategy::MergeKey("ip"),
         ("Node", ["status", "addresses" | "conditions"]) => ListStrategy::MergeKey("type"),
         _ => ListStrategy::Replace,

@@ -20,7 +20,10 @@ mod security;
 mod support;
 mod volumes;
 
-pub(crate) use names::{check_label_name, check_metadata, check_subdomain_name};
+pub(crate) use names::{
+    DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG, QUALIFIED_NAME_MSG, check_label_name, check_metadata,
+    check_subdomain_name,
+};
 pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub use pod::{validate_pod, validate_pod_update};
 pub use seccomp::annotation_warnings as seccomp_annotation_warnings;

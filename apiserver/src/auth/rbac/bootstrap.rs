@@ -89,7 +89,11 @@ fn view_rules() -> Vec<PolicyRule> {
             ],
             READ,
         ),
-        rule(&["batch"], &["cronjobs", "jobs"], READ),
+        rule(
+            &["batch"],
+            &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
+            READ,
+        ),
         rule(&["coordination.k8s.io"], &["leases"], READ),
     ]
 }
@@ -339,5 +343,30 @@ mod tests {
         }
         assert!(!role_allows(&edit, "update", "deployments/status"));
         assert!(!role_allows(&edit, "create", "controllerrevisions"));
+    }
+
+    /// kube's `view` reads Jobs and CronJobs and their status; `edit` writes both kinds
+    /// (`kubectl create job`, `delete cronjob`) but not their status, which is the
+    /// controllers'.
+    #[test]
+    fn view_reads_and_edit_writes_jobs_and_cronjobs_as_in_kubernetes() {
+        let allows = |rules: &[PolicyRule], verb: &str, resource: &str| {
+            let a = Attributes::resource(verb, "batch", resource, "default", "x");
+            rules.iter().any(|r| allows(r, &a))
+        };
+        let (view, edit, admin) = (view_rules(), edit_rules(), admin_rules());
+        for resource in ["jobs", "jobs/status", "cronjobs", "cronjobs/status"] {
+            for rules in [&view, &edit, &admin] {
+                assert!(allows(rules, "watch", resource), "{resource}");
+            }
+        }
+        assert!(!allows(&view, "create", "jobs"));
+        for resource in ["jobs", "cronjobs"] {
+            for verb in ["create", "patch", "delete", "deletecollection"] {
+                assert!(allows(&edit, verb, resource), "edit {verb} {resource}");
+                assert!(allows(&admin, verb, resource), "admin {verb} {resource}");
+            }
+        }
+        assert!(!allows(&edit, "update", "jobs/status"));
     }
 }

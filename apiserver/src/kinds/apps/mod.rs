@@ -112,7 +112,7 @@ pub(crate) trait Workload: Kind {
 
 /// `metadata.generation` on an update through the main endpoint: the stored one, plus
 /// one when `changed`.
-fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
+pub(super) fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
     let old_generation = old.generation.unwrap_or(1);
     new.generation = Some(if changed {
         old_generation + 1
@@ -125,7 +125,7 @@ fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
 /// generation, and for a Deployment the labels (kube-apiserver's status strategies;
 /// annotations do change through `/status`, which is how the deployment controller
 /// writes its revision annotation without bumping the generation).
-fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
+pub(super) fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
     if labels {
         new.labels.clone_from(&old.labels);
     }
@@ -133,14 +133,14 @@ fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
 }
 
 /// Defaults a pod template as its pods are defaulted.
-fn default_template(template: &mut PodTemplateSpec) {
+pub(super) fn default_template(template: &mut PodTemplateSpec) {
     if let Some(spec) = template.spec.as_mut() {
         crate::api::default_pod_spec(spec);
     }
 }
 
 /// `field: Invalid value: N: must be greater than or equal to 0`.
-fn non_negative(causes: &mut Causes, field: &str, value: Option<i32>) {
+pub(super) fn non_negative(causes: &mut Causes, field: &str, value: Option<i32>) {
     if let Some(v) = value
         && v < 0
     {
@@ -234,6 +234,12 @@ fn check_selector_and_template(
 /// The template validated as a pod (named, so that only the template's own problems
 /// show), every cause moved under `spec.template`.
 fn check_template_pod(causes: &mut Causes, template: &PodTemplateSpec) {
+    check_template_pod_at(causes, template, "spec.template");
+}
+
+/// [`check_template_pod`] of a template at `path` (a CronJob's is
+/// `spec.jobTemplate.spec.template`).
+pub(super) fn check_template_pod_at(causes: &mut Causes, template: &PodTemplateSpec, path: &str) {
     let mut metadata = template.metadata.clone().unwrap_or_default();
     metadata.name = Some("template".into());
     metadata.generate_name = None;
@@ -244,7 +250,7 @@ fn check_template_pod(causes: &mut Causes, template: &PodTemplateSpec) {
     };
     if let Err(ApiError::Invalid { causes: found, .. }) = crate::validation::validate_pod(&pod) {
         for mut c in found {
-            c.field = format!("spec.template.{}", c.field);
+            c.field = format!("{path}.{}", c.field);
             causes.0.push(c);
         }
     }
@@ -262,14 +268,14 @@ fn check_selector_unchanged(causes: &mut Causes, old: &LabelSelector, new: &Labe
 }
 
 /// A label map as Go prints it in validation messages (`map[string]string{"app":"web"}`).
-fn go_map(labels: &BTreeMap<String, String>) -> String {
+pub(super) fn go_map(labels: &BTreeMap<String, String>) -> String {
     let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect();
     format!("map[string]string{{{}}}", pairs.join(", "))
 }
 
 /// A selector as Go prints it in validation messages (`v1.LabelSelector{…}`), shortened
 /// to what a reader needs: its labels and expressions.
-fn go_selector(selector: &LabelSelector) -> String {
+pub(super) fn go_selector(selector: &LabelSelector) -> String {
     let labels = selector.match_labels.clone().unwrap_or_default();
     let expressions: Vec<String> = selector
         .match_expressions
@@ -293,7 +299,7 @@ fn go_selector(selector: &LabelSelector) -> String {
 
 /// The CONTAINERS, IMAGES and SELECTOR columns every workload's Table adds with `-o
 /// wide`, the selector described as the kind describes it.
-fn wide_columns(selector: &str) -> [Value; 3] {
+pub(super) fn wide_columns(selector: &str) -> [Value; 3] {
     [
         col(
             "Containers",
@@ -313,7 +319,10 @@ fn wide_columns(selector: &str) -> [Value; 3] {
 
 /// The cells of [`wide_columns`]: names and images comma-separated, as kubectl prints
 /// them, and the selector as a string.
-fn wide_cells(template: Option<&PodTemplateSpec>, selector: &LabelSelector) -> [Value; 3] {
+pub(super) fn wide_cells(
+    template: Option<&PodTemplateSpec>,
+    selector: &LabelSelector,
+) -> [Value; 3] {
     let containers = template
         .and_then(|t| t.spec.as_ref())
         .map(|s| s.containers.as_slice())
@@ -338,6 +347,6 @@ pub(crate) fn selector_string(selector: &LabelSelector) -> String {
 }
 
 /// A Table column definition; priority 1 shows only with `-o wide`.
-fn col(name: &str, ty: &str, priority: u8, description: &str) -> Value {
+pub(super) fn col(name: &str, ty: &str, priority: u8, description: &str) -> Value {
     serde_json::json!({"name": name, "type": ty, "format": "", "description": description, "priority": priority})
 }

@@ -1,0 +1,106 @@
+//! The kinds of `batch/v1`: Job (pods that run to completion) and CronJob (Jobs on a
+//! schedule). The shim defaults, validates and stores them as kube-apiserver 1.33
+//! does; the Job and CronJob controllers run them.
+//!
+//! Contract, as for the workload kinds of `apps` (`super::apps`): their status is
+//! written only through `/status` (the main endpoint keeps the stored one, `/status`
+//! the stored spec), and `metadata.generation` starts at 1 and counts spec changes.
+//! Beyond them:
+//! - A Job without `manualSelector: true` gets a selector the server makes from its
+//!   uid, and its template the labels that selector and the Job's name need
+//!   (`generateSelector`), so its pods are its own whatever the user labels them.
+//! - A Job's template and its other immutable fields stay as created, but for the
+//!   scheduling directives of a suspended Job that never started and an Indexed Job's
+//!   completions, which may change with its parallelism.
+//! - A CronJob's schedule is parsed by [`crate::cron`], the parser its controller runs,
+//!   so what is accepted is what runs; its time zone comes from the same bundled tz
+//!   database.
+//! - A batch/v1 Job deleted without a propagation policy orphans its pods, with
+//!   kube-apiserver's warning (`crate::api::finalizers::default_orphans`).
+
+mod cronjob;
+mod job;
+mod spec;
+mod table;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub(crate) use table::{cronjob_cells, cronjob_columns, job_cells, job_columns};
+
+use crate::CauseKind;
+use crate::validation::{Causes, DNS1123_LABEL_MSG, is_dns1123_label};
+
+/// `completionMode` of a Job whose pods are interchangeable (the default).
+pub(crate) const NON_INDEXED: &str = "NonIndexed";
+
+/// `completionMode` of a Job whose pods each get one index.
+pub(crate) const INDEXED: &str = "Indexed";
+
+/// `field: Required value: detail`.
+fn required(causes: &mut Causes, field: &str, detail: &str) {
+    causes.push(
+        CauseKind::Required,
+        field,
+        format!("Required value: {detail}"),
+    );
+}
+
+/// An invalid value Kubernetes does not show (`field.OmitValueType`): `field: Invalid
+/// value: detail`.
+fn invalid_omit(causes: &mut Causes, field: &str, detail: &str) {
+    causes.push(
+        CauseKind::Invalid,
+        field,
+        format!("Invalid value: {detail}"),
+    );
+}
+
+/// `field: Too many: N: must have at most M items` (`field.TooMany`).
+fn too_many(causes: &mut Causes, field: &str, count: usize, max: usize) {
+    causes.push(
+        CauseKind::TooMany,
+        field,
+        format!("Too many: {count}: must have at most {max} items"),
+    );
+}
+
+/// A structured value in a message. Kubernetes prints Go's `%#v` of it, pointer
+/// addresses included, which no client can rely on; its JSON says the same.
+fn go_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A label map as Go's `%#v` prints it, nil as `map[string]string(nil)`.
+fn go_labels(labels: Option<&BTreeMap<String, String>>) -> String {
+    match labels {
+        Some(l) => crate::kinds::apps::go_map(l),
+        None => "map[string]string(nil)".to_owned(),
+    }
+}
+
+/// kube's create warning for a Job or CronJob whose name is no DNS label: it becomes
+/// part of pod names and hostnames. Given only once the create is valid, as
+/// kube-apiserver adds its warnings after validation.
+fn warn_unless_dns_label(name: &str) {
+    if is_dns1123_label(name) {
+        return;
+    }
+    let mut problems = Vec::new();
+    if name.len() > 63 {
+        problems.push("must be no more than 63 characters");
+    }
+    let lower = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let b = name.as_bytes();
+    let shaped = b.first().is_some_and(|c| lower(*c))
+        && b.last().is_some_and(|c| lower(*c))
+        && b.iter().all(|c| lower(*c) || *c == b'-');
+    if !shaped {
+        problems.push(DNS1123_LABEL_MSG);
+    }
+    crate::notes::warn(format!(
+        "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [{}]",
+        problems.join(" ")
+    ));
+}
