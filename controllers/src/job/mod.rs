@@ -700,3 +700,10 @@ impl<'a> Sync<'a> {
         self.requeue_after = Some(self.requeue_after.map_or(d, |r| r.min(d)));
     }
 }
+
+#[cfg(test)]
+pub(crate) mod sim;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_policies;
