@@ -706,4 +706,6 @@ pub(crate) mod sim;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_lifecycle;
+#[cfg(test)]
 mod tests_policies;

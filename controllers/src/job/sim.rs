@@ -103,6 +103,20 @@ pub struct World {
     /// Names of the pods deleted, in order.
     pub deleted: Vec<String>,
     pub status_writes: usize,
+    /// Uids as they entered `status.uncountedTerminatedPods`, in order.
+    pub recorded_succeeded: Vec<String>,
+    pub recorded_failed: Vec<String>,
+    /// Uids that entered the uncounted lists a second time (must stay
+    /// empty: a pod counted twice).
+    pub recorded_twice: Vec<String>,
+    /// The pods the API dropped, as they last were.
+    pub gone: Vec<Pod>,
+    /// Uids of the pods not yet terminal when the Job met its success
+    /// criteria: KCM lets them go uncounted.
+    pub unfinished_at_success: Vec<String>,
+    /// Uids of the pods the controller let go and deleted for scale (or
+    /// suspend): never counted.
+    pub scaled_down: Vec<String>,
     next: u64,
 }
 
@@ -119,6 +133,12 @@ impl World {
             created: Vec::new(),
             deleted: Vec::new(),
             status_writes: 0,
+            recorded_succeeded: Vec::new(),
+            recorded_failed: Vec::new(),
+            recorded_twice: Vec::new(),
+            gone: Vec::new(),
+            unfinished_at_success: Vec::new(),
+            scaled_down: Vec::new(),
             next: 0,
         }
     }
@@ -152,10 +172,35 @@ impl World {
     /// Applies every action as the API would, and keeps the backoff
     /// record (every call succeeded).
     pub fn apply(&mut self, s: &JobSync) {
+        let mut last_unfinalized = None;
         for a in &s.reconciled.actions {
+            if let Action::DeletePod { uid, .. } = a
+                && last_unfinalized == Some(uid)
+            {
+                self.scaled_down.push(uid.clone());
+            }
+            last_unfinalized = match a {
+                Action::RemovePodFinalizer { uid, .. } => Some(uid),
+                _ => None,
+            };
             self.apply_action(a);
         }
         self.backoff = s.backoff;
+    }
+
+    /// Applies the first `n` actions only: the runner stopped there (a
+    /// failed call, a crash). The backoff record is kept only if the status
+    /// write went through.
+    pub fn apply_prefix(&mut self, s: &JobSync, n: usize) {
+        let done = &s.reconciled.actions[..n.min(s.reconciled.actions.len())];
+        let mut partial = s.clone();
+        partial.reconciled.actions = done.to_vec();
+        let wrote = done.iter().any(|a| matches!(a, Action::WriteStatus(_)));
+        let kept = self.backoff;
+        self.apply(&partial);
+        if !wrote && s.reconciled.status().is_some() {
+            self.backoff = kept;
+        }
     }
 
     /// A sync, applied.
@@ -230,11 +275,51 @@ impl World {
                 }
             }
             Action::WriteStatus(Status::Job(s)) => {
+                self.record_uncounted(s);
+                let met = |s: Option<&JobStatus>| {
+                    s.into_iter()
+                        .flat_map(|s| s.conditions.iter().flatten())
+                        .any(|c| c.type_ == "SuccessCriteriaMet" && c.status == "True")
+                };
+                if met(Some(s)) && !met(self.job.status.as_ref()) {
+                    self.unfinished_at_success = self
+                        .pods
+                        .iter()
+                        .filter(|p| !matches!(phase(p), "Succeeded" | "Failed"))
+                        .filter_map(|p| p.metadata.uid.clone())
+                        .collect();
+                }
                 self.job.status = Some(s.clone());
                 self.status_writes += 1;
             }
             Action::Event(e) => self.events.push(e.clone()),
             other => panic!("a Job sync asked for {other:?}"),
+        }
+    }
+
+    fn record_uncounted(&mut self, new: &JobStatus) {
+        let lists = |s: Option<&JobStatus>| {
+            let u = s
+                .and_then(|s| s.uncounted_terminated_pods.clone())
+                .unwrap_or_default();
+            (
+                u.succeeded.unwrap_or_default(),
+                u.failed.unwrap_or_default(),
+            )
+        };
+        let (old_s, old_f) = lists(self.job.status.as_ref());
+        let (new_s, new_f) = lists(Some(new));
+        for (new, old, into) in [(new_s, old_s, true), (new_f, old_f, false)] {
+            for u in new.into_iter().filter(|u| !old.contains(u)) {
+                if self.recorded_succeeded.contains(&u) || self.recorded_failed.contains(&u) {
+                    self.recorded_twice.push(u.clone());
+                }
+                if into {
+                    self.recorded_succeeded.push(u);
+                } else {
+                    self.recorded_failed.push(u);
+                }
+            }
         }
     }
 
@@ -247,12 +332,71 @@ impl World {
     /// The API drops a deleted pod once it is terminal (or was never
     /// started) and has no finalizers left.
     fn collect(&mut self) {
-        self.pods.retain(|p| {
-            let gone = p.metadata.deletion_timestamp.is_some()
-                && p.metadata.finalizers.as_ref().is_none_or(|f| f.is_empty())
-                && matches!(phase(p), "Succeeded" | "Failed" | "Pending");
-            !gone
-        });
+        let (gone, kept): (Vec<Pod>, Vec<Pod>) =
+            std::mem::take(&mut self.pods).into_iter().partition(|p| {
+                p.metadata.deletion_timestamp.is_some()
+                    && p.metadata.finalizers.as_ref().is_none_or(|f| f.is_empty())
+                    && matches!(phase(p), "Succeeded" | "Failed" | "Pending")
+            });
+        self.pods = kept;
+        self.gone.extend(gone);
+    }
+
+    /// Every pod the world ever held, as it last was.
+    pub fn all_pods(&self) -> Vec<&Pod> {
+        self.pods.iter().chain(self.gone.iter()).collect()
+    }
+
+    /// The runner restarts: no expectations, the backoff rebuilt from the
+    /// pods.
+    pub fn restart(&mut self) {
+        self.finalizers = FinalizerExpectations::new();
+        self.backoff = BackoffRecord::rebuild(&self.job, &self.pods.iter().collect::<Vec<_>>());
+    }
+
+    /// A sync over `stale` (the pods as an earlier snapshot has them) with
+    /// what a runner whose pod watch lags would pass: the finalizer
+    /// removals the snapshot does not show yet as pending, and
+    /// expectations unsatisfied while pods were created or deleted since.
+    /// Applied to the API, as the runner would.
+    pub fn lagging_step(&mut self, stale: &[Pod]) -> JobSync {
+        let api_uid = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+        let mut pending = FinalizerExpectations::new();
+        for old in stale {
+            let now = self.pods.iter().find(|p| api_uid(p) == api_uid(old));
+            let had = old
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == JOB_TRACKING_FINALIZER);
+            let has = now.is_some_and(|p| {
+                p.metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .any(|f| f == JOB_TRACKING_FINALIZER)
+            });
+            if had && !has {
+                pending.expect_removals("ns/pi", [api_uid(old).as_str()]);
+            }
+        }
+        let same_pods = self.pods.len() == stale.len()
+            && self.pods.iter().all(|p| {
+                stale.iter().any(|o| {
+                    api_uid(o) == api_uid(p)
+                        && o.metadata.deletion_timestamp.is_some()
+                            == p.metadata.deletion_timestamp.is_some()
+                })
+            });
+        let ctx = JobContext {
+            expectations_satisfied: self.expectations_satisfied && same_pods,
+            finalizer_removals_pending: pending.pending("ns/pi"),
+            backoff: &self.backoff,
+        };
+        let s = reconcile(&self.job, &stale.iter().collect::<Vec<_>>(), &ctx, self.now).unwrap();
+        self.apply(&s);
+        s
     }
 
     pub fn pod(&self, name: &str) -> &Pod {

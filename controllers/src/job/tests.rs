@@ -405,7 +405,12 @@ fn indexed_pods_run_each_index_once_and_know_their_index() {
     let per_index: Vec<String> = w
         .created
         .iter()
-        .map(|n| n.rsplitn(2, '-').nth(1).unwrap_or_default().to_owned())
+        .map(|n| {
+            n.rsplit_once('-')
+                .map(|x| x.0)
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect();
     assert_eq!(per_index, ["pi-0", "pi-1", "pi-2", "pi-0"]);
 }
