@@ -29,7 +29,7 @@
 //!    count is brought to `min(parallelism, completions − succeeded)` (no
 //!    completions: `parallelism` until one pod succeeded, then no new
 //!    pods), creating at most [`MAX_POD_CREATE_DELETE_PER_SYNC`] pods,
-//!    none before the re-create [`backoff`] ends. Enough successes with no
+//!    none before the re-create backoff ([`BackoffRecord`]) ends. Enough successes with no
 //!    pod active: interim `SuccessCriteriaMet` (`CompletionsReached`).
 //! 5. Tracking (below), then the terminal condition (`Complete` or
 //!    `Failed`, same reason and message as the interim one) once no pod is
@@ -114,6 +114,7 @@
 mod backoff;
 pub mod conditions;
 mod create;
+mod decide;
 mod expectations;
 mod failure_policy;
 mod indexed;
@@ -135,7 +136,7 @@ use crate::action::{Action, Event, Reconciled};
 use crate::error::ReconcileError;
 use crate::owner::{claim, controller_ref, is_controlled_by};
 use crate::pod_state::{is_active, is_ready};
-use crate::time::{add_secs, until, wire_time};
+use crate::time::wire_time;
 use indexed::Intervals;
 use pods::{has_tracking_finalizer, is_failed, is_terminating, name, phase, uid, valid_index};
 use view::{Mode, View};
@@ -513,186 +514,6 @@ impl<'a> Sync<'a> {
 
     fn is_failed(&self, p: &Pod) -> bool {
         is_failed(p, self.v.only_replace_failed)
-    }
-
-    /// Step 3: whether (and how) the Job ends, and the activeDeadline's
-    /// requeue.
-    fn decide(&mut self) {
-        let conds = self.status.conditions.as_deref().unwrap_or_default();
-        if let Some(c) = conditions::find_true(conds, conditions::SUCCESS_CRITERIA_MET) {
-            self.finish = Some(Finish::Success {
-                reason: c.reason.clone().unwrap_or_default(),
-                message: c.message.clone().unwrap_or_default(),
-            });
-        } else if let Some(c) = conditions::find_true(conds, conditions::FAILURE_TARGET) {
-            self.finish = Some(Finish::Failure {
-                reason: c.reason.clone().unwrap_or_default(),
-                message: c.message.clone().unwrap_or_default(),
-                written: true,
-            });
-        } else if let Some(msg) = self.fail_job_message() {
-            self.finish = Some(Finish::failure(conditions::REASON_POD_FAILURE_POLICY, &msg));
-        }
-        if self.finish.is_none() {
-            if self.failed > self.v.backoff_limit || self.past_backoff_limit_on_failure() {
-                self.finish = Some(Finish::failure(
-                    conditions::REASON_BACKOFF_LIMIT_EXCEEDED,
-                    conditions::MESSAGE_BACKOFF_LIMIT_EXCEEDED,
-                ));
-            } else if let Some(deadline) = self.deadline() {
-                if self.now >= deadline {
-                    self.finish = Some(Finish::failure(
-                        conditions::REASON_DEADLINE_EXCEEDED,
-                        conditions::MESSAGE_DEADLINE_EXCEEDED,
-                    ));
-                } else {
-                    self.requeue(until(self.now, deadline));
-                }
-            }
-        }
-        if self.v.indexed {
-            self.decide_indexed();
-        }
-    }
-
-    /// When `activeDeadlineSeconds` ends (not while suspended).
-    fn deadline(&self) -> Option<Timestamp> {
-        let ads = self.v.active_deadline_seconds?;
-        if self.v.suspended {
-            return None;
-        }
-        add_secs(self.status.start_time.as_ref()?.0, ads)
-    }
-
-    fn decide_indexed(&mut self) {
-        let completions = self.v.index_limit();
-        let stored = self.v.job.status.as_ref();
-        self.prev_succeeded_indexes = Intervals::parse(
-            stored
-                .and_then(|s| s.completed_indexes.as_deref())
-                .unwrap_or_default(),
-            completions,
-        );
-        let newly: BTreeSet<i64> = self
-            .pods
-            .iter()
-            .filter(|p| phase(p) == "Succeeded" && self.tracked(p))
-            .filter_map(|p| valid_index(p, completions))
-            .collect();
-        self.succeeded_indexes = self.prev_succeeded_indexes.with_indexes(newly);
-        self.succeeded = self.succeeded_indexes.total_i32();
-        if let Some(per_index) = self.v.backoff_limit_per_index {
-            let prev = Intervals::parse(
-                stored
-                    .and_then(|s| s.failed_indexes.as_deref())
-                    .unwrap_or_default(),
-                completions,
-            );
-            let newly: BTreeSet<i64> = self
-                .pods
-                .iter()
-                .filter(|p| self.tracked(p) && self.index_failed(p, per_index))
-                .filter_map(|p| valid_index(p, completions))
-                .collect();
-            let failed = prev.with_indexes(newly);
-            if self.finish.is_none() {
-                let n = failed.total();
-                if self
-                    .v
-                    .max_failed_indexes
-                    .is_some_and(|max| n > i64::from(max))
-                {
-                    self.finish = Some(Finish::failure(
-                        conditions::REASON_MAX_FAILED_INDEXES_EXCEEDED,
-                        conditions::MESSAGE_MAX_FAILED_INDEXES_EXCEEDED,
-                    ));
-                } else if n > 0
-                    && n.saturating_add(self.succeeded_indexes.total()) >= i64::from(completions)
-                {
-                    self.finish = Some(Finish::failure(
-                        conditions::REASON_FAILED_INDEXES,
-                        conditions::MESSAGE_FAILED_INDEXES,
-                    ));
-                }
-            }
-            let active_indexes = indexed::indexes_of(&self.active);
-            let candidates: Vec<(i64, &'a Pod)> = self
-                .pods
-                .iter()
-                .copied()
-                .filter(|p| self.is_new(p, &BTreeSet::new()) && self.is_failed(p))
-                .filter_map(|p| valid_index(p, completions).map(|ix| (ix, p)))
-                .collect();
-            self.delayed = indexed::delayed_deletion_per_index(candidates, |ix| {
-                self.succeeded_indexes.has(ix) || failed.has(ix) || active_indexes.contains(&ix)
-            });
-            self.failed_indexes = Some(failed);
-        }
-        if self.finish.is_none()
-            && let Some(msg) = success_policy::matched_rule(
-                self.v.success_policy,
-                completions,
-                &self.succeeded_indexes,
-            )
-        {
-            self.finish = Some(Finish::Success {
-                reason: conditions::REASON_SUCCESS_POLICY.to_owned(),
-                message: msg,
-            });
-        }
-    }
-
-    /// KCM's `isIndexFailed`: the pod failed and either a FailIndex rule
-    /// matched, or the failure counts and the index had already failed
-    /// `backoffLimitPerIndex` times before it.
-    fn index_failed(&self, p: &Pod, per_index: i32) -> bool {
-        if !self.is_failed(p) {
-            return false;
-        }
-        let counts = match failure_policy::matching_action(self.v.pod_failure_policy, p) {
-            Some(failure_policy::PolicyAction::FailIndex) => return true,
-            Some(a) => a.counts(),
-            None => true,
-        };
-        counts && pods::index_failure_count(p) >= per_index
-    }
-
-    /// A failed pod that a podFailurePolicy FailJob rule matches: its
-    /// message (KCM's `getFailJobMessage`, over every claimed pod).
-    fn fail_job_message(&self) -> Option<String> {
-        let policy = self.v.pod_failure_policy?;
-        self.pods
-            .iter()
-            .filter(|p| self.is_failed(p))
-            .find_map(|p| match failure_policy::matching_action(Some(policy), p) {
-                Some(failure_policy::PolicyAction::FailJob(msg)) => Some(msg),
-                _ => None,
-            })
-    }
-
-    /// KCM's `pastBackoffLimitOnFailure`: with restartPolicy OnFailure, the
-    /// container restarts of the pending and running pods reach the limit.
-    fn past_backoff_limit_on_failure(&self) -> bool {
-        if !self.v.restart_on_failure {
-            return false;
-        }
-        let restarts = self
-            .pods
-            .iter()
-            .filter(|p| matches!(phase(p), "Running" | "Pending"))
-            .filter_map(|p| p.status.as_ref())
-            .flat_map(|s| {
-                s.init_container_statuses
-                    .iter()
-                    .flatten()
-                    .chain(s.container_statuses.iter().flatten())
-            })
-            .fold(0i32, |n, c| n.saturating_add(c.restart_count));
-        if self.v.backoff_limit == 0 {
-            restarts > 0
-        } else {
-            restarts >= self.v.backoff_limit
-        }
     }
 
     /// Look again after `d` at the latest.
