@@ -29,8 +29,9 @@
 //!    count is brought to `min(parallelism, completions − succeeded)` (no
 //!    completions: `parallelism` until one pod succeeded, then no new
 //!    pods), creating at most [`MAX_POD_CREATE_DELETE_PER_SYNC`] pods,
-//!    none before the re-create backoff ([`BackoffRecord`]) ends. Enough successes with no
-//!    pod active: interim `SuccessCriteriaMet` (`CompletionsReached`).
+//!    none before the re-create backoff ([`BackoffRecord`]) ends. Enough
+//!    successes with no pod active: interim `SuccessCriteriaMet`
+//!    (`CompletionsReached`).
 //! 5. Tracking (below), then the terminal condition (`Complete` or
 //!    `Failed`, same reason and message as the interim one) once no pod is
 //!    left uncounted or terminating, and its events.
@@ -66,6 +67,10 @@
 //! # The runner's duties
 //! - Perform the actions in order and stop at the first failure (a
 //!   `NotFound` answer to a delete or a finalizer removal is no failure).
+//!   [`Action::patch`] gives the strategic-merge bodies of
+//!   [`Action::AdoptPod`], [`Action::ReleasePod`] and
+//!   [`Action::RemovePodFinalizer`]. Before adopting, re-read the Job live,
+//!   as for ReplicaSets: a cache may show a Job already being deleted.
 //!   The status write must go to `…/status` with the resourceVersion the
 //!   reconciled Job was read at; on a conflict, requeue and reconcile
 //!   again. Never put this status onto a newer Job: its uncounted lists
@@ -88,7 +93,8 @@
 //! - The backoff record: keep one [`BackoffRecord`] per Job; store
 //!   [`JobSync::backoff`] once the sync's status write succeeded (at once
 //!   if it has none). With no record (a restart, a new leader), start from
-//!   [`BackoffRecord::rebuild`].
+//!   [`BackoffRecord::rebuild`]. A finished Job's is [`BackoffRecord::NONE`];
+//!   drop the record when the Job is gone.
 //! - Requeue after [`Reconciled::requeue_after`] (the backoff's end, the
 //!   activeDeadline), and on every change of the Job or of a pod it
 //!   controls or selects.
@@ -248,7 +254,11 @@ pub fn reconcile(
         return Ok(only(Vec::new()));
     }
     if is_finished(job) {
-        return Ok(only(finished_cleanup(job, pods, ctx)));
+        // KCM drops a finished Job's backoff record.
+        return Ok(JobSync {
+            backoff: BackoffRecord::NONE,
+            ..only(finished_cleanup(job, pods, ctx))
+        });
     }
     let indexed = match view::mode(spec) {
         Mode::NonIndexed => false,

@@ -311,7 +311,7 @@ fn a_finished_job_only_lets_its_pods_go_and_orphans_lose_the_finalizer() {
         ["late-uid"]
     );
     assert_eq!(s.reconciled.actions.len(), 1);
-    assert_eq!(s.backoff, w.backoff);
+    assert_eq!(s.backoff, BackoffRecord::NONE);
 
     assert!(
         orphan_finalizer_removal(&late, Some(&w.job)).is_some(),
