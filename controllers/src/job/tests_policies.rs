@@ -342,3 +342,40 @@ fn a_success_policy_completes_the_job_early_and_deletes_the_rest_uncounted() {
     );
     assert!(st.completion_time.is_some());
 }
+
+#[test]
+fn with_restart_policy_on_failure_container_restarts_count_towards_the_backoff_limit() {
+    let mut j = job(Some(1), 1);
+    spec(&mut j).backoff_limit = Some(2);
+    if let Some(ps) = spec(&mut j).template.spec.as_mut() {
+        ps.restart_policy = Some("OnFailure".into());
+    }
+    let mut w = World::new(j);
+    w.step();
+    w.run_all();
+    let p = w.created[0].clone();
+    let restart = |w: &mut World, n: i32| {
+        if let Some(pod) = w
+            .pods
+            .iter_mut()
+            .find(|x| x.metadata.name.as_deref() == Some(p.as_str()))
+            && let Some(st) = pod.status.as_mut()
+        {
+            st.container_statuses = Some(vec![k8s_openapi::api::core::v1::ContainerStatus {
+                name: "main".into(),
+                restart_count: n,
+                ..Default::default()
+            }]);
+        }
+    };
+    restart(&mut w, 1);
+    w.step();
+    assert!(w.condition("FailureTarget").is_none());
+    restart(&mut w, 2);
+    let s = w.step();
+    assert_eq!(s.reconciled.pod_deletions().count(), 1);
+    assert_eq!(
+        w.condition("FailureTarget").and_then(|c| c.reason),
+        Some("BackoffLimitExceeded".into())
+    );
+}
