@@ -57,13 +57,24 @@ impl<'a> Sync<'a> {
         }
     }
 
-    /// When `activeDeadlineSeconds` ends (not while suspended).
+    /// When `activeDeadlineSeconds` ends (not while suspended). A Job being
+    /// resumed (`Suspended` still True) counts from now, the `startTime`
+    /// its resume writes: KCM 1.33 checks the deadline against the
+    /// `startTime` from before the suspension first, and so fails a Job
+    /// resumed after its deadline at once, against the field's contract
+    /// (the timer is "stopped and reset when the Job is resumed").
     fn deadline(&self) -> Option<Timestamp> {
         let ads = self.v.active_deadline_seconds?;
         if self.v.suspended {
             return None;
         }
-        add_secs(self.status.start_time.as_ref()?.0, ads)
+        let conds = self.status.conditions.as_deref().unwrap_or_default();
+        let start = if conditions::find_true(conds, conditions::SUSPENDED).is_some() {
+            self.now
+        } else {
+            self.status.start_time.as_ref()?.0
+        };
+        add_secs(start, ads)
     }
 
     fn decide_indexed(&mut self) {

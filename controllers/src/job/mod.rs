@@ -116,6 +116,9 @@
 //!   ([`crate::replicaset::rank`]), a refinement of the order KCM's Job
 //!   controller uses.
 //! - The backoff record survives a restart ([`BackoffRecord::rebuild`]).
+//! - A Job resumed after its `activeDeadlineSeconds` has its deadline
+//!   counted from the resume; KCM 1.33 checks the old `startTime` first
+//!   and fails it at once.
 
 mod backoff;
 pub mod conditions;

@@ -88,6 +88,35 @@ fn suspend_deletes_the_active_pods_uncounted_and_resume_restarts_the_clock() {
 }
 
 #[test]
+fn a_job_resumed_after_its_deadline_gets_the_whole_deadline_again() {
+    let mut j = job(Some(1), 1);
+    spec(&mut j).active_deadline_seconds = Some(60);
+    let mut w = World::new(j);
+    w.step();
+    w.advance(30);
+    spec(&mut w.job).suspend = Some(true);
+    w.step();
+    w.kill_terminating();
+    w.settle(3);
+    w.advance(3600);
+    spec(&mut w.job).suspend = Some(false);
+    let s = w.step();
+    assert!(
+        w.condition("FailureTarget").is_none(),
+        "{:?}",
+        w.conditions()
+    );
+    assert_eq!(s.reconciled.pod_creations(), 1);
+    assert_eq!(s.reconciled.requeue_after, Some(Duration::from_secs(60)));
+    w.advance(60);
+    w.step();
+    assert_eq!(
+        w.condition("FailureTarget").and_then(|c| c.reason),
+        Some("DeadlineExceeded".into())
+    );
+}
+
+#[test]
 fn a_job_created_suspended_has_no_start_time_until_resumed() {
     let mut j = job(Some(1), 1);
     spec(&mut j).suspend = Some(true);
