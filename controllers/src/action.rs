@@ -6,6 +6,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSetStatus, DeploymentStatus, ReplicaSet, ReplicaSetStatus,
     StatefulSetStatus,
 };
+use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{Pod, ReplicationControllerStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Value, json};
@@ -16,7 +17,9 @@ use serde_json::{Value, json};
 /// # Ordering
 /// Actions are listed in the order kube-controller-manager issues them:
 /// adoptions and releases, then creates/updates/deletes of children, then
-/// the owner's annotation and status. The runner performs them in order
+/// the owner's annotation and status (a Job's finalizer removals come
+/// after its status, which must record the pods first: see
+/// [`crate::job`]), then events. The runner performs them in order
 /// and **stops at the first failure** (dropping the rest, events included,
 /// since an event reports a write that succeeded), then requeues with
 /// backoff; the next reconcile starts again from what the API then holds.
@@ -40,7 +43,8 @@ pub enum Action {
         uid: String,
     },
     /// Strategic merge patch of the orphan pod that makes the owner its
-    /// controller ([`Action::patch`] gives the body).
+    /// controller ([`Action::patch`] gives the body; a Job's also adds its
+    /// tracking finalizer, as KCM's `ClaimPods` does for Jobs).
     AdoptPod {
         /// Pod name.
         name: String,
@@ -58,6 +62,17 @@ pub enum Action {
         uid: String,
         /// The owner whose reference goes.
         owner_uid: String,
+    },
+    /// Strategic merge patch removing the Job's tracking finalizer
+    /// (`batch.kubernetes.io/job-tracking`) from the pod, under its uid
+    /// ([`Action::patch`] gives the body, [`remove_tracking_finalizer_patch`]).
+    /// A `NotFound` answer means the pod is gone, which is as good: not a
+    /// failure. See [`crate::job`] for why the order around it matters.
+    RemovePodFinalizer {
+        /// Pod name.
+        name: String,
+        /// Pod uid.
+        uid: String,
     },
     /// POST the ReplicaSet (fixed name: an `AlreadyExists` answer goes to
     /// [`crate::deployment::on_create_conflict`]; any other error to
@@ -129,17 +144,48 @@ pub enum Action {
 }
 
 impl Action {
-    /// The strategic-merge-patch body for [`Action::AdoptPod`] and
-    /// [`Action::ReleasePod`], as KCM sends it (the pod's uid makes the
-    /// patch fail if the name now belongs to another pod); `None` for the
-    /// other actions.
+    /// The strategic-merge-patch body for [`Action::AdoptPod`],
+    /// [`Action::ReleasePod`] and [`Action::RemovePodFinalizer`], as KCM
+    /// sends it (the pod's uid makes the patch fail if the name now belongs
+    /// to another pod); `None` for the other actions.
+    ///
+    /// A pod adopted by a `batch/v1` Job also gets the Job's tracking
+    /// finalizer in the same patch (KCM's `NewPodControllerRefManager` is
+    /// given `batch.kubernetes.io/job-tracking` for Jobs only), so the Job
+    /// counts it once it finishes.
     pub fn patch(&self) -> Option<Value> {
         match self {
-            Action::AdoptPod { uid, owner_ref, .. } => Some(adopt_patch(owner_ref, uid)),
+            Action::AdoptPod { uid, owner_ref, .. } => {
+                let mut body = adopt_patch(owner_ref, uid);
+                if owner_ref.api_version == "batch/v1"
+                    && owner_ref.kind == "Job"
+                    && let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    meta.insert(
+                        "finalizers".into(),
+                        json!([crate::job::JOB_TRACKING_FINALIZER]),
+                    );
+                }
+                Some(body)
+            }
             Action::ReleasePod { uid, owner_uid, .. } => Some(release_patch(owner_uid, uid)),
+            Action::RemovePodFinalizer { uid, .. } => Some(remove_tracking_finalizer_patch(uid)),
             _ => None,
         }
     }
+}
+
+/// `{"metadata":{"$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"],"uid":POD}}`:
+/// KCM's `removeTrackingFinalizerPatch`, with the pod's uid as the
+/// precondition (as [`adopt_patch`] carries it), so a pod made anew under
+/// the name keeps its finalizer.
+pub fn remove_tracking_finalizer_patch(pod_uid: &str) -> Value {
+    json!({
+        "metadata": {
+            "$deleteFromPrimitiveList/finalizers": [crate::job::JOB_TRACKING_FINALIZER],
+            "uid": pod_uid,
+        }
+    })
 }
 
 /// `{"metadata":{"ownerReferences":[<ref>],"uid":CHILD}}`: adopt an orphan
@@ -185,6 +231,8 @@ pub enum Status {
     DaemonSet(DaemonSetStatus),
     /// A StatefulSet's status.
     StatefulSet(StatefulSetStatus),
+    /// A Job's status.
+    Job(JobStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.
@@ -270,6 +318,16 @@ impl Reconciled {
         })
     }
 
+    /// The uids of the pods whose tracking finalizer this sync removes, in
+    /// order (the Job runner records them as expected removals before the
+    /// patches: see [`crate::job::FinalizerExpectations`]).
+    pub fn finalizer_removals(&self) -> impl Iterator<Item = &str> {
+        self.actions.iter().filter_map(|a| match a {
+            Action::RemovePodFinalizer { uid, .. } => Some(uid.as_str()),
+            _ => None,
+        })
+    }
+
     /// The status write, if any.
     pub fn status(&self) -> Option<&Status> {
         self.actions.iter().find_map(|a| match a {
@@ -340,5 +398,42 @@ mod tests {
             .patch(),
             None
         );
+    }
+
+    #[test]
+    fn remove_finalizer_patch_deletes_the_tracking_finalizer_under_the_pods_uid() {
+        let a = Action::RemovePodFinalizer {
+            name: "p".into(),
+            uid: "pod-uid".into(),
+        };
+        assert_eq!(
+            a.patch(),
+            Some(json!({"metadata":{
+                "$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"],
+                "uid":"pod-uid"}}))
+        );
+        let r = Reconciled {
+            actions: vec![a],
+            requeue_after: None,
+        };
+        assert_eq!(r.finalizer_removals().collect::<Vec<_>>(), ["pod-uid"]);
+    }
+
+    #[test]
+    fn a_job_adopting_a_pod_adds_its_tracking_finalizer() {
+        let mut job_ref = owner_ref();
+        job_ref.api_version = "batch/v1".into();
+        job_ref.kind = "Job".into();
+        let a = Action::AdoptPod {
+            name: "p".into(),
+            uid: "pod-uid".into(),
+            owner_ref: job_ref,
+        };
+        let body = a.patch().unwrap_or_default();
+        assert_eq!(
+            body["metadata"]["finalizers"],
+            json!(["batch.kubernetes.io/job-tracking"])
+        );
+        assert_eq!(body["metadata"]["uid"], json!("pod-uid"));
     }
 }

@@ -28,4 +28,8 @@ pub enum ReconcileError {
     /// The pod template cannot make a pod (no labels).
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// A spec that cannot be acted on, e.g. an Indexed Job without
+    /// `spec.completions` (the field path and what is wrong).
+    #[error("invalid spec: {0}")]
+    InvalidSpec(&'static str),
 }

@@ -39,6 +39,11 @@
 //! - [`statefulset`]: StatefulSets (ordinal pods, OrderedReady and Parallel,
 //!   RollingUpdate with a partition, OnDelete), their history in
 //!   ControllerRevisions through [`history`], which a DaemonSet can share.
+//! - [`job`]: Jobs (NonIndexed and Indexed completions, parallelism,
+//!   suspend, activeDeadlineSeconds, backoffLimit with the exponential
+//!   re-create backoff, backoffLimitPerIndex, podFailurePolicy,
+//!   successPolicy), each finished pod counted exactly once through the
+//!   `batch.kubernetes.io/job-tracking` finalizer.
 
 mod action;
 pub mod daemonset;
@@ -47,6 +52,7 @@ mod error;
 mod expectations;
 pub mod history;
 mod intstr;
+pub mod job;
 mod owner;
 mod pod_state;
 pub mod replicaset;
@@ -56,7 +62,10 @@ pub mod statefulset;
 mod template;
 mod time;
 
-pub use action::{Action, Event, EventType, Reconciled, Status, adopt_patch, release_patch};
+pub use action::{
+    Action, Event, EventType, Reconciled, Status, adopt_patch, release_patch,
+    remove_tracking_finalizer_patch,
+};
 pub use error::ReconcileError;
 pub use expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 pub use intstr::{IntOrPercentError, scaled_value};
