@@ -56,7 +56,9 @@ pub mod statefulset;
 mod template;
 mod time;
 
-pub use action::{Action, Event, EventType, Reconciled, Status, adopt_patch, release_patch};
+pub use action::{
+    Action, Event, EventType, Propagation, Reconciled, Status, adopt_patch, release_patch,
+};
 pub use error::ReconcileError;
 pub use expectations::{EXPECTATIONS_TIMEOUT, Expectations};
 pub use intstr::{IntOrPercentError, scaled_value};
