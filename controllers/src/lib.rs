@@ -39,8 +39,13 @@
 //! - [`statefulset`]: StatefulSets (ordinal pods, OrderedReady and Parallel,
 //!   RollingUpdate with a partition, OnDelete), their history in
 //!   ControllerRevisions through [`history`], which a DaemonSet can share.
+//! - [`cronjob`]: CronJobs (one Job per slot of the schedule, named from the
+//!   slot so its existence is the tick's dedup guard; concurrency policies,
+//!   starting deadline, suspend, history limits within a floor that keeps a
+//!   tick's Job while any replica could still evaluate the tick).
 
 mod action;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 mod error;
