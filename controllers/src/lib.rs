@@ -43,6 +43,8 @@
 //!   slot so its existence is the tick's dedup guard; concurrency policies,
 //!   starting deadline, suspend, history limits within a floor that keeps a
 //!   tick's Job while any replica could still evaluate the tick).
+//! - [`ttl`]: `ttlSecondsAfterFinished` of finished Jobs, within the same
+//!   floor for the Jobs a CronJob scheduled.
 
 mod action;
 pub mod cronjob;
@@ -60,6 +62,7 @@ mod selector;
 pub mod statefulset;
 mod template;
 mod time;
+pub mod ttl;
 
 pub use action::{
     Action, Event, EventType, Propagation, Reconciled, Status, adopt_patch, release_patch,

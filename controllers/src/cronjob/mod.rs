@@ -128,9 +128,10 @@ use crate::time::until;
 pub use children::{INSTANTIATE_ANNOTATION, SCHEDULED_TIMESTAMP_ANNOTATION};
 pub use schedule::{NEXT_SCHEDULE_DELTA, job_name};
 
-use children::{
-    controlled_by_name, finished, job_for_slot, job_ref, name, pending_ref, succeeded, uid,
-};
+pub(crate) use children::finished;
+pub(crate) use retention::{Hold, Recorded, hold};
+
+use children::{controlled_by_name, job_for_slot, job_ref, name, pending_ref, succeeded, uid};
 use schedule::{Missed, Resolved};
 
 /// How long a tick's Job is kept at least, from the later of its slot and

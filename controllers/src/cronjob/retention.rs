@@ -12,6 +12,10 @@ use super::children::{annotated_slot, finished};
 /// What the owning CronJob's stored status says of the ticks it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Recorded {
+    /// The CronJob is not known (gone, or not looked up): only the floor
+    /// protects its Jobs, since no controller re-creates a tick of a CronJob
+    /// that does not exist.
+    Unknown,
     /// Its `status.lastScheduleTime`.
     LastSchedule(Option<Timestamp>),
 }
