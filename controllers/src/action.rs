@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSetStatus, DeploymentStatus, ReplicaSet, ReplicaSetStatus,
     StatefulSetStatus,
 };
-use k8s_openapi::api::batch::v1::JobStatus;
+use k8s_openapi::api::batch::v1::{CronJobStatus, Job, JobStatus};
 use k8s_openapi::api::core::v1::{Pod, ReplicationControllerStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Value, json};
@@ -26,6 +26,10 @@ use serde_json::{Value, json};
 /// Creates of pods are the exception KCM makes: they may go in slow-start
 /// batches, and a `NotFound` answer to an adopt, release or delete is not
 /// a failure.
+// A Job is the largest payload (its template); actions are built once per
+// sync and moved, never stored in bulk, so boxing would only add noise to
+// every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     /// POST the pod (it carries `generateName`, so the server names it).
@@ -124,6 +128,37 @@ pub enum Action {
         /// Revision uid, for a precondition.
         uid: String,
     },
+    /// POST the Job (a CronJob's run). Its name is fixed, derived from the
+    /// scheduled time (`<cronjob>-<unix minutes>`), so the create is a
+    /// create-if-absent and `AlreadyExists` is the dedup guard of the tick.
+    ///
+    /// The runner hands the API's answer to [`crate::cronjob::after_create`]
+    /// before it goes on with the rest of the list: on 201 that puts the new
+    /// Job's uid into the `status.active` reference the status write carries;
+    /// on `AlreadyExists` the runner GETs the Job under that name, and
+    /// `after_create` adopts it into `status.active` (with `lastScheduleTime`)
+    /// if the CronJob controls it, as KCM does, and otherwise drops the
+    /// reference and the `SuccessfulCreate` event (someone else's Job holds the
+    /// name; KCM leaves the status alone then). Any other error: Warning
+    /// `FailedCreate` "Error creating job: ERR", then requeue with backoff.
+    CreateJob {
+        /// The Job, built from the CronJob's `jobTemplate`.
+        job: Job,
+    },
+    /// DELETE the Job with this propagation policy and a uid precondition,
+    /// so a Job made anew under the name is not taken. `NotFound` is not a
+    /// failure (it is gone already); another error is, and the runner emits
+    /// Warning `FailedDelete` "Deleted job: ERR" (KCM's text) for it.
+    DeleteJob {
+        /// Job name.
+        name: String,
+        /// Job uid, for the precondition (empty: a `status.active` reference
+        /// written without one; delete by name only).
+        uid: String,
+        /// Background (a CronJob's history and Replace, as KCM's cronjob
+        /// controller) or Foreground (the TTL-after-finished controller).
+        propagation: Propagation,
+    },
     /// Set an annotation on the reconciled owner (the Deployment's
     /// `deployment.kubernetes.io/revision`). KCM writes it in the same
     /// `PUT …/status` as the status: the status strategy keeps the body's
@@ -217,6 +252,27 @@ pub fn release_patch(owner_uid: &str, child_uid: &str) -> Value {
     })
 }
 
+/// `DeleteOptions.propagationPolicy` of a [`Action::DeleteJob`]. (A Job
+/// deleted with none is orphaning its pods, which no controller wants.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// The Job goes at once; the garbage collector deletes its pods after.
+    Background,
+    /// The Job stays, with the `foregroundDeletion` finalizer, until the
+    /// garbage collector has deleted its pods.
+    Foreground,
+}
+
+impl Propagation {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
+}
+
 /// The new status of the reconciled owner, of the owner's own kind (one
 /// writer per status: a controller writes only its own kind's status).
 #[derive(Clone, Debug, PartialEq)]
@@ -233,6 +289,8 @@ pub enum Status {
     StatefulSet(StatefulSetStatus),
     /// A Job's status.
     Job(JobStatus),
+    /// A CronJob's status.
+    CronJob(CronJobStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.

@@ -44,8 +44,15 @@
 //!   re-create backoff, backoffLimitPerIndex, podFailurePolicy,
 //!   successPolicy), each finished pod counted exactly once through the
 //!   `batch.kubernetes.io/job-tracking` finalizer.
+//! - [`cronjob`]: CronJobs (one Job per slot of the schedule, named from the
+//!   slot so its existence is the tick's dedup guard; concurrency policies,
+//!   starting deadline, suspend, history limits within a floor that keeps a
+//!   tick's Job while any replica could still evaluate the tick).
+//! - [`ttl`]: `ttlSecondsAfterFinished` of finished Jobs, within the same
+//!   floor for the Jobs a CronJob scheduled.
 
 mod action;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 mod error;
@@ -61,9 +68,10 @@ mod selector;
 pub mod statefulset;
 mod template;
 mod time;
+pub mod ttl;
 
 pub use action::{
-    Action, Event, EventType, Reconciled, Status, adopt_patch, release_patch,
+    Action, Event, EventType, Propagation, Reconciled, Status, adopt_patch, release_patch,
     remove_tracking_finalizer_patch,
 };
 pub use error::ReconcileError;
