@@ -383,10 +383,28 @@ async fn every_example_manifest_is_accepted_and_its_workloads_run() {
             .await;
         assert!(ok(&rollout).contains("successfully rolled out"), "{name}");
     }
+    assert!(text.contains("job.batch/squares created"), "{text}");
+    assert!(text.contains("cronjob.batch/heartbeat created"), "{text}");
     wait_pod(app.api(), "default", "hello", T, |p| {
         phase(p) == "Succeeded"
     })
     .await;
+    // The Indexed Job runs each index once and completes.
+    let done = Kubectl::new(&server)
+        .run(&[
+            "wait",
+            "--for=condition=complete",
+            "job/squares",
+            "--timeout=90s",
+        ])
+        .await;
+    assert!(ok(&done).contains("condition met"), "{}", ok(&done));
+    let squares = app
+        .api()
+        .list_pods(Some("default"), "batch.kubernetes.io/job-name=squares", "")
+        .unwrap()
+        .items;
+    assert_eq!(squares.len(), 5);
     let pods = |name: &str| {
         app.api()
             .list_pods(Some("default"), &format!("app={name}"), "")

@@ -330,3 +330,26 @@ typed_workload_api!(
     replace_cronjob_status,
     delete_cronjob
 );
+
+impl Api {
+    /// Deletes a Job with `opts` (the controllers' propagation policy and uid
+    /// precondition).
+    ///
+    /// # Errors
+    /// 404 if there is none of that name, 409 if the precondition fails.
+    pub async fn delete_job_with(
+        &self,
+        namespace: &str,
+        name: &str,
+        opts: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
+    ) -> Result<(), ApiError> {
+        self.delete_object(
+            <k8s_openapi::api::batch::v1::Job as crate::kinds::Kind>::RESOURCE,
+            namespace,
+            name,
+            opts,
+        )
+        .await
+        .map(|_| ())
+    }
+}

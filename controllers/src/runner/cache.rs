@@ -129,6 +129,22 @@ struct StatusView {
 struct RestartsOnly {
     name: String,
     restart_count: i32,
+    /// How a finished container ended: a Job's podFailurePolicy matches exit codes,
+    /// and its re-create backoff counts from when the pod finished.
+    #[serde(default)]
+    state: Option<StateView>,
+}
+
+#[derive(Deserialize)]
+struct StateView {
+    terminated: Option<EndOnly>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EndOnly {
+    exit_code: i32,
+    finished_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 impl PodView {
@@ -139,6 +155,18 @@ impl PodView {
                     .map(|c| k8s_openapi::api::core::v1::ContainerStatus {
                         name: c.name,
                         restart_count: c.restart_count,
+                        state: c.state.and_then(|s| s.terminated).map(|t| {
+                            k8s_openapi::api::core::v1::ContainerState {
+                                terminated: Some(
+                                    k8s_openapi::api::core::v1::ContainerStateTerminated {
+                                        exit_code: t.exit_code,
+                                        finished_at: t.finished_at,
+                                        ..Default::default()
+                                    },
+                                ),
+                                ..Default::default()
+                            }
+                        }),
                         ..Default::default()
                     })
                     .collect()
@@ -193,6 +221,24 @@ impl Watched for DaemonSet {
     }
     fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
         api.watch_daemonsets(None, from)
+    }
+}
+
+impl Watched for k8s_openapi::api::batch::v1::Job {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_jobs(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_jobs(None, from)
+    }
+}
+
+impl Watched for k8s_openapi::api::batch::v1::CronJob {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_cronjobs(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_cronjobs(None, from)
     }
 }
 

@@ -26,10 +26,13 @@
 //! - One writer per status: a controller writes only its own kind's status.
 
 mod cache;
+mod cronjobs;
 mod daemonsets;
+mod deadlines;
 mod deployments;
 mod events;
 mod gc;
+mod jobs;
 mod queue;
 mod replicasets;
 mod statefulsets;
@@ -42,6 +45,7 @@ use apiserver::{Api, ApiError};
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use k8s_openapi::jiff::Timestamp;
 
@@ -69,6 +73,8 @@ pub(crate) struct Caches {
     pub(crate) nodes: Arc<Objects<Node>>,
     pub(crate) statefulsets: Arc<Objects<StatefulSet>>,
     pub(crate) revisions: Arc<Objects<ControllerRevision>>,
+    pub(crate) jobs: Arc<Objects<Job>>,
+    pub(crate) cronjobs: Arc<Objects<CronJob>>,
 }
 
 /// What the controllers share.
@@ -92,6 +98,17 @@ pub(crate) struct Cx {
     statefulsets: Queue,
     gc: Queue,
     gc_graph: Arc<gc::graph::Graph>,
+    jobs: Queue,
+    /// Pods that hold a Job's tracking finalizer after their Job is gone or finished.
+    job_orphans: Queue,
+    job_memory: Mutex<jobs::Memory>,
+    cronjobs: Queue,
+    cronjobs_written: cronjobs::Written,
+    job_ttl: Queue,
+    /// The run controllers' deadlines, by the API's clock (see [`deadlines`]).
+    job_deadlines: deadlines::Deadlines,
+    cronjob_deadlines: deadlines::Deadlines,
+    ttl_deadlines: deadlines::Deadlines,
 }
 
 impl Cx {
@@ -126,6 +143,15 @@ pub async fn run(api: Api) {
         statefulsets: Queue::default(),
         gc: Queue::default(),
         gc_graph: Arc::default(),
+        jobs: Queue::default(),
+        job_orphans: Queue::default(),
+        job_memory: Mutex::default(),
+        cronjobs: Queue::default(),
+        cronjobs_written: cronjobs::Written::default(),
+        job_ttl: Queue::default(),
+        job_deadlines: deadlines::Deadlines::default(),
+        cronjob_deadlines: deadlines::Deadlines::default(),
+        ttl_deadlines: deadlines::Deadlines::default(),
     });
     // ReplicaSets and Deployments are always kept whole.
     let (_whole, whole) = tokio::sync::watch::channel(true);
@@ -192,9 +218,31 @@ pub async fn run(api: Api) {
             move |c: &Change<StatefulSet>| statefulset_changed(&cx, c)
         },
     );
-    let revisions = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.revisions), whole, {
+    let revisions = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.revisions),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<ControllerRevision>| revision_changed(&cx, c)
+        },
+    );
+    let jobs = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.jobs),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<Job>| job_changed(&cx, c)
+        },
+    );
+    let cronjobs = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.cronjobs), whole, {
         let cx = Arc::clone(&cx);
-        move |c: &Change<ControllerRevision>| revision_changed(&cx, c)
+        move |c: &Change<CronJob>| {
+            if let Some(cj) = c.new.as_deref().or(c.old.as_deref()) {
+                cx.cronjobs.add(key_of(&cj.metadata));
+            }
+        }
     });
     let rs_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::ReplicaSets)));
@@ -214,6 +262,25 @@ pub async fn run(api: Api) {
     }));
     let sts_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
+    let run_workers = futures::future::join_all(
+        [
+            Controller::Jobs,
+            Controller::JobOrphans,
+            Controller::CronJobs,
+            Controller::JobTtl,
+        ]
+        .into_iter()
+        .flat_map(|c| std::iter::repeat_n(c, WORKERS))
+        .map(|c| work(&cx, c)),
+    );
+    let now = || cx.api.now();
+    let sweeps = async {
+        tokio::join!(
+            deadlines::sweep(&cx.job_deadlines, &cx.jobs, now),
+            deadlines::sweep(&cx.cronjob_deadlines, &cx.cronjobs, now),
+            deadlines::sweep(&cx.ttl_deadlines, &cx.job_ttl, now),
+        )
+    };
     tokio::join!(
         pods,
         replicasets,
@@ -224,6 +291,7 @@ pub async fn run(api: Api) {
         async { tokio::join!(rcs, rc_workers) },
         async { tokio::join!(dses, nodes, ds_workers) },
         async { tokio::join!(statefulsets, revisions, sts_workers) },
+        async { tokio::join!(jobs, cronjobs, run_workers, sweeps) },
         gc_graph
     );
 }
@@ -237,6 +305,10 @@ enum Controller {
     DaemonSets,
     StatefulSets,
     GarbageCollector,
+    Jobs,
+    JobOrphans,
+    CronJobs,
+    JobTtl,
 }
 
 /// One worker: takes keys from its controller's queue and syncs them, for ever.
@@ -248,6 +320,17 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::DaemonSets => &cx.daemonsets,
         Controller::StatefulSets => &cx.statefulsets,
         Controller::GarbageCollector => &cx.gc,
+        Controller::Jobs => &cx.jobs,
+        Controller::JobOrphans => &cx.job_orphans,
+        Controller::CronJobs => &cx.cronjobs,
+        Controller::JobTtl => &cx.job_ttl,
+    };
+    // Deadlines of the run controllers are also kept by the API's clock, for the sweep.
+    let deadlines = match which {
+        Controller::Jobs => Some(&cx.job_deadlines),
+        Controller::CronJobs => Some(&cx.cronjob_deadlines),
+        Controller::JobTtl => Some(&cx.ttl_deadlines),
+        _ => None,
     };
     loop {
         let key = queue.next().await;
@@ -260,12 +343,19 @@ async fn work(cx: &Cx, which: Controller) {
             Controller::Deployments => deployments::sync(cx, &key).await,
             Controller::StatefulSets => statefulsets::sync(cx, &key).await,
             Controller::GarbageCollector => gc::sync(cx, &key).await,
+            Controller::Jobs => jobs::sync(cx, &key).await,
+            Controller::JobOrphans => jobs::sync_orphan(cx, &key).await,
+            Controller::CronJobs => cronjobs::sync(cx, &key).await,
+            Controller::JobTtl => cronjobs::sync_ttl(cx, &key).await,
         };
         match synced {
             Ok(after) => {
                 queue.succeeded(&key);
                 if let Some(after) = after {
                     queue.add_after(key.clone(), after);
+                    if let Some(d) = deadlines {
+                        d.set(key.clone(), cx.api.now() + after);
+                    }
                 }
             }
             Err(e) => {
@@ -280,6 +370,7 @@ async fn work(cx: &Cx, which: Controller) {
 /// A pod changed: its ReplicaSet (or, an orphan, the ReplicaSets that select it) is
 /// queued, and its expectations lowered.
 fn pod_changed(cx: &Cx, c: &Change<Pod>) {
+    jobs::pod_changed(cx, c.old.as_deref(), c.new.as_deref());
     for pod in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let meta = &pod.metadata;
         let (ns, _) = key_of(meta);
@@ -472,6 +563,20 @@ fn statefulset_changed(cx: &Cx, c: &Change<StatefulSet>) {
     if let Some(set) = c.new.as_deref().or(c.old.as_deref()) {
         cx.statefulsets.add(key_of(&set.metadata));
     }
+}
+
+/// A Job changed: it is queued (and, once one exists, pods without owners are cached,
+/// so that a Job with a manual selector can adopt them), with its CronJob and the TTL
+/// controller.
+fn job_changed(cx: &Cx, c: &Change<Job>) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(job) = c.new.as_deref().or(c.old.as_deref()) {
+        cx.jobs.add(key_of(&job.metadata));
+    }
+    cronjobs::job_changed(cx, c.old.as_deref(), c.new.as_deref());
 }
 
 /// A ControllerRevision changed: its StatefulSet or DaemonSet is queued.

@@ -42,7 +42,7 @@ use crate::launch::ExecutorCommand;
 /// Flags of `mesopod bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// basic, large, constrained, or store (the store alone: CPU per commit).
+    /// basic, large, constrained, deployment, jobs, or store (the store alone: CPU per commit).
     #[arg(long, default_value = "basic")]
     pub scenario: String,
     /// Overrides the scenario's agent count.
@@ -76,6 +76,8 @@ struct Scenario {
     pods: usize,
     warmup: usize,
     constrained: bool,
+    /// How long a simulated task runs before it finishes; `None`: until killed.
+    task_duration: Option<Duration>,
 }
 
 fn scenario(name: &str) -> anyhow::Result<Scenario> {
@@ -87,6 +89,7 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             pods: 10_000,
             warmup: 1000,
             constrained: false,
+            task_duration: None,
         },
         "large" => Scenario {
             name: "large",
@@ -94,6 +97,7 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             pods: 50_000,
             warmup: 0,
             constrained: false,
+            task_duration: None,
         },
         "constrained" => Scenario {
             name: "constrained",
@@ -101,6 +105,7 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             pods: 10_000,
             warmup: 0,
             constrained: true,
+            task_duration: None,
         },
         // basic's agents and warm-up, its 10,000 pods as one Deployment's replicas.
         "deployment" => Scenario {
@@ -109,9 +114,20 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             pods: 10_000,
             warmup: 1000,
             constrained: false,
+            task_duration: None,
+        },
+        // basic's agents, no warm-up (its pods would finish too), 10,000 completions
+        // of one Job whose tasks finish after a short run.
+        "jobs" => Scenario {
+            name: "jobs",
+            agents: 5000,
+            pods: 10_000,
+            warmup: 0,
+            constrained: false,
+            task_duration: Some(super::bench_jobs::TASK_RUN),
         },
         other => anyhow::bail!(
-            "unknown scenario {other:?}: basic, large, constrained, deployment or store"
+            "unknown scenario {other:?}: basic, large, constrained, deployment, jobs or store"
         ),
     })
 }
@@ -164,6 +180,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let store = if etcd.is_some() { "etcd" } else { "redb" };
     if sc.name == "deployment" {
         return runtime.block_on(run_deployment(sc, args, etcd, store));
+    }
+    if sc.name == "jobs" {
+        return runtime.block_on(run_jobs(sc, args, etcd, store));
     }
     let report = runtime.block_on(run_scenario(
         sc,
@@ -239,7 +258,7 @@ fn app_config(
         let zone = format!("zone:z{}", i % 10);
         agents.push(
             AgentConfig::from_flags("cpus:4;mem:16384;disk:100000;ports:[31000-31099]", &zone, i)?
-                .simulated(None),
+                .simulated(sc.task_duration),
         );
     }
     Ok(AppConfig {
@@ -494,6 +513,36 @@ async fn run_deployment(
         peak_rss_mib(),
         m.cpu_s,
         m.update_cpu_s,
+    );
+    Ok(())
+}
+
+/// `--scenario jobs` (see `bench_jobs.rs`).
+async fn run_jobs(
+    sc: Scenario,
+    args: Args,
+    etcd: Option<apiserver::store::EtcdConfig>,
+    store: &str,
+) -> anyhow::Result<()> {
+    let tmp = tempdir_for_bench()?;
+    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
+    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
+        .await
+        .context("mesopod could not start")?;
+    let api = app.api().clone();
+    let m = super::bench_jobs::run(&api, sc.pods, args.timeout).await;
+    app.shutdown().await;
+    let _ = std::fs::remove_dir_all(&tmp);
+    let m = m?;
+    println!(
+        "bench scenario=jobs agents={} pods={} completions_per_s={:.0} complete_s={:.2} created_s={:.2} rss_mib={:.0} cpu_s={:.1} store={store}",
+        sc.agents,
+        sc.pods,
+        sc.pods as f64 / m.complete_s.max(1e-9),
+        m.complete_s,
+        m.created_s,
+        peak_rss_mib(),
+        m.cpu_s,
     );
     Ok(())
 }

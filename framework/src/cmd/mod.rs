@@ -2,6 +2,7 @@
 
 pub mod bench;
 mod bench_deployment;
+mod bench_jobs;
 mod bench_store;
 pub mod containers;
 pub mod etcd;
