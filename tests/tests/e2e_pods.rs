@@ -404,7 +404,20 @@ async fn every_example_manifest_is_accepted_and_its_workloads_run() {
         .list_pods(Some("default"), "batch.kubernetes.io/job-name=squares", "")
         .unwrap()
         .items;
-    assert_eq!(squares.len(), 5);
+    let seen: Vec<(String, String, Option<i32>)> = squares
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.annotations.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"].clone(),
+                phase(p).to_owned(),
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.container_statuses.as_ref())
+                    .and_then(|c| c[0].state.as_ref()?.terminated.as_ref().map(|t| t.exit_code)),
+            )
+        })
+        .collect();
+    assert_eq!(squares.len(), 5, "{seen:?}");
     let pods = |name: &str| {
         app.api()
             .list_pods(Some("default"), &format!("app={name}"), "")

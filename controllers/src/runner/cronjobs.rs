@@ -7,7 +7,6 @@
 //! recording it) or drops the tick otherwise. Nothing here remembers a tick: a new
 //! leader starts from the stored CronJob and Jobs.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,51 +22,6 @@ use crate::{Action, Event, Propagation, Status, controller_of};
 
 /// The controllers' names on their events.
 const COMPONENT: &str = "cronjob-controller";
-
-/// The CronJobs this controller last wrote, by key: the cache may not show its own
-/// write yet, and a sync that read the older CronJob would call the Job it just
-/// recorded unexpected.
-#[derive(Default)]
-pub(super) struct Written(std::sync::Mutex<HashMap<Key, Arc<CronJob>>>);
-
-impl Written {
-    fn newest(&self, key: &Key, cached: Arc<CronJob>) -> Arc<CronJob> {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let rv = |c: &CronJob| {
-            c.metadata
-                .resource_version
-                .as_deref()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        match map.get(key) {
-            Some(w) if w.metadata.uid == cached.metadata.uid && rv(w) > rv(&cached) => {
-                Arc::clone(w)
-            }
-            _ => {
-                map.remove(key);
-                cached
-            }
-        }
-    }
-
-    fn store(&self, key: Key, cj: CronJob) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key, Arc::new(cj));
-    }
-
-    fn forget(&self, key: &Key) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(key);
-    }
-}
 
 /// Syncs the CronJob `key`; returns when to look again (its next slot).
 pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {

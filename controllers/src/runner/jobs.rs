@@ -53,13 +53,15 @@ pub(super) fn job_key(ns: &str, name: &str) -> String {
 pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
     let now = super::timestamp(cx.api.now());
     let owner = job_key(&key.0, &key.1);
-    let Some(job) = cx.caches.jobs.get(key) else {
+    let Some(cached) = cx.caches.jobs.get(key) else {
+        cx.jobs_written.forget(key);
         cx.expectations().forget(&owner);
         let mut memory = cx.job_memory();
         memory.finalizers.forget(&owner);
         memory.backoff.remove(&owner);
         return Ok(None);
     };
+    let job = cx.jobs_written.newest(key, cached);
     let uid = job.metadata.uid.as_deref().unwrap_or_default();
     let mine = cx.caches.pods.controlled_or_orphans(&key.0, uid);
     let pods: Vec<&Pod> = mine.iter().map(AsRef::as_ref).collect();
@@ -152,7 +154,8 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
                 // Under the resourceVersion the reconcile read (the cached Job's).
                 let mut new = (*job).clone();
                 new.status = Some(status);
-                cx.api.replace_job_status(&key.0, &key.1, new).await?;
+                let written = cx.api.replace_job_status(&key.0, &key.1, new).await?;
+                cx.jobs_written.store(key.clone(), written);
                 cx.job_memory()
                     .backoff
                     .insert(owner.clone(), synced.backoff);

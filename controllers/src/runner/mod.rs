@@ -36,6 +36,7 @@ mod jobs;
 mod queue;
 mod replicasets;
 mod statefulsets;
+mod written;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -103,7 +104,8 @@ pub(crate) struct Cx {
     job_orphans: Queue,
     job_memory: Mutex<jobs::Memory>,
     cronjobs: Queue,
-    cronjobs_written: cronjobs::Written,
+    cronjobs_written: written::Written<CronJob>,
+    jobs_written: written::Written<Job>,
     job_ttl: Queue,
     /// The run controllers' deadlines, by the API's clock (see [`deadlines`]).
     job_deadlines: deadlines::Deadlines,
@@ -147,7 +149,8 @@ pub async fn run(api: Api) {
         job_orphans: Queue::default(),
         job_memory: Mutex::default(),
         cronjobs: Queue::default(),
-        cronjobs_written: cronjobs::Written::default(),
+        cronjobs_written: written::Written::default(),
+        jobs_written: written::Written::default(),
         job_ttl: Queue::default(),
         job_deadlines: deadlines::Deadlines::default(),
         cronjob_deadlines: deadlines::Deadlines::default(),
