@@ -19,6 +19,7 @@
 //!   kube-apiserver's warning (`crate::api::finalizers::default_orphans`).
 
 mod cronjob;
+mod indexes;
 mod job;
 mod spec;
 mod table;
