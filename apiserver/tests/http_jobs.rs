@@ -455,3 +455,37 @@ async fn a_delete_without_a_policy_orphans_the_pods_with_kubes_warning() {
     let (_, e) = http.get(&format!("{JOBS}/e")).await;
     assert_eq!(e["metadata"]["finalizers"], json!(["orphan"]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valid_jobs_may_still_get_kubes_warnings() {
+    let server = Server::start().await;
+    let create = async |obj: Value| {
+        let resp = reqwest::Client::new()
+            .post(format!("{}{JOBS}", server.url))
+            .json(&obj)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 201);
+        resp.headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    // A name that is a DNS subdomain but no label becomes odd pod hostnames.
+    let warnings = create(batch_job("a.b")).await;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("299 - \"metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [a lowercase RFC 1123 label must consist of"),
+        "{warnings:?}"
+    );
+    let big = json!({"completionMode": "Indexed", "completions": 200000, "parallelism": 20000});
+    assert_eq!(
+        create(batch_job_with("big", big)).await,
+        [
+            "299 - \"spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail\""
+        ]
+    );
+    assert!(create(batch_job("quiet")).await.is_empty());
+}
