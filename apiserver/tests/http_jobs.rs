@@ -1,7 +1,8 @@
 //! Job (`batch/v1`) over HTTP: kube-apiserver 1.33's defaults and generated selector,
-//! its validation messages and field paths, the fields an update may not change (with
-//! the exceptions kube makes), `metadata.generation` and the `status` subresource, the
-//! Table, and a delete without a policy that orphans the pods with kube's warning.
+//! the fields an update may not change (with the exceptions kube makes),
+//! `metadata.generation` and the `status` subresource, the Table, and a delete without
+//! a policy that orphans the pods with kube's warning. Validation is in
+//! `http_jobs_validation.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -16,43 +17,15 @@ const MERGE: &str = "application/merge-patch+json";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const ORPHAN_WARNING: &str = "299 - \"child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning\"";
 
-/// A Job with one busybox container that runs to completion once.
-fn job(name: &str) -> Value {
-    json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {"template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "busybox:1.36"}]
-        }}}
-    })
-}
-
-/// `job(name)` with `spec` merged into its spec.
-fn job_with(name: &str, spec: Value) -> Value {
-    let mut j = job(name);
-    for (k, v) in spec.as_object().unwrap() {
-        j["spec"][k] = v.clone();
-    }
-    j
-}
-
 fn body(v: Value) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
-}
-
-/// The causes of a refused create of `obj`.
-async fn refused(http: &Http, obj: &Value) -> Vec<String> {
-    let (code, status) = http.json("POST", JOBS, obj).await;
-    assert_eq!(code, 422, "{status}");
-    causes(&status)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_gets_kubes_defaults_and_a_selector_made_from_its_uid() {
     let server = Server::start().await;
     let http = Http::new(&server);
-    let (code, j) = http.json("POST", JOBS, &job("pi")).await;
+    let (code, j) = http.json("POST", JOBS, &batch_job("pi")).await;
     assert_eq!(code, 201, "{j}");
     let uid = j["metadata"]["uid"].as_str().unwrap();
     let spec = &j["spec"];
@@ -92,7 +65,11 @@ async fn a_job_gets_kubes_defaults_and_a_selector_made_from_its_uid() {
     // index takes the Job-wide one out of reach; a pod failure policy replaces pods
     // only once they failed, and its patterns match True unless told.
     let (code, j) = http
-        .json("POST", JOBS, &job_with("queue", json!({"parallelism": 3})))
+        .json(
+            "POST",
+            JOBS,
+            &batch_job_with("queue", json!({"parallelism": 3})),
+        )
         .await;
     assert_eq!(code, 201, "{j}");
     assert!(j["spec"]["completions"].is_null(), "{j}");
@@ -102,7 +79,9 @@ async fn a_job_gets_kubes_defaults_and_a_selector_made_from_its_uid() {
             {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
         ]}
     });
-    let (code, j) = http.json("POST", JOBS, &job_with("indexed", indexed)).await;
+    let (code, j) = http
+        .json("POST", JOBS, &batch_job_with("indexed", indexed))
+        .await;
     assert_eq!(code, 201, "{j}");
     assert_eq!(j["spec"]["backoffLimit"], 2147483647);
     assert_eq!(j["spec"]["podReplacementPolicy"], "Failed");
@@ -120,7 +99,7 @@ async fn a_job_gets_kubes_defaults_and_a_selector_made_from_its_uid() {
             "containers": [{"name": "main", "image": "busybox:1.36"}]
         }}
     });
-    let mut m = job_with("manual", manual);
+    let mut m = batch_job_with("manual", manual);
     m["metadata"]["labels"] = json!({"team": "a"});
     let (code, j) = http.json("POST", JOBS, &m).await;
     assert_eq!(code, 201, "{j}");
@@ -136,230 +115,6 @@ async fn a_job_gets_kubes_defaults_and_a_selector_made_from_its_uid() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counts_modes_and_the_restart_policy_are_refused_with_kubes_messages() {
-    let server = Server::start().await;
-    let http = Http::new(&server);
-    let mut always = job("a");
-    always["spec"]["template"]["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("restartPolicy");
-    assert_eq!(
-        refused(&http, &always).await,
-        [
-            "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
-        ]
-    );
-    let negative = json!({
-        "parallelism": -1, "completions": -2, "activeDeadlineSeconds": -3,
-        "backoffLimit": -4, "ttlSecondsAfterFinished": -5
-    });
-    assert_eq!(
-        refused(&http, &job_with("a", negative)).await,
-        [
-            "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
-            "spec.completions: Invalid value: -2: must be greater than or equal to 0",
-            "spec.activeDeadlineSeconds: Invalid value: -3: must be greater than or equal to 0",
-            "spec.backoffLimit: Invalid value: -4: must be greater than or equal to 0",
-            "spec.ttlSecondsAfterFinished: Invalid value: -5: must be greater than or equal to 0",
-        ]
-    );
-    let indexed = json!({"completionMode": "Indexed", "parallelism": 100001});
-    assert_eq!(
-        refused(&http, &job_with("a", indexed)).await,
-        [
-            "spec.completions: Required value: when completion mode is Indexed",
-            "spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
-        ]
-    );
-    assert_eq!(
-        refused(&http, &job_with("a", json!({"completionMode": "Random"}))).await,
-        [
-            "spec.completionMode: Unsupported value: \"Random\": supported values: \"NonIndexed\", \"Indexed\""
-        ]
-    );
-    let per_index = json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 1});
-    assert_eq!(
-        refused(&http, &job_with("a", per_index)).await,
-        [
-            "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
-            "spec.maxFailedIndexes: Invalid value: 1: requires indexed completion mode",
-        ]
-    );
-    let failed = json!({"completionMode": "Indexed", "completions": 2, "maxFailedIndexes": 3});
-    assert_eq!(
-        refused(&http, &job_with("a", failed)).await,
-        [
-            "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified",
-            "spec.maxFailedIndexes: Invalid value: 3: must be less than or equal to completions",
-        ]
-    );
-    let huge = json!({
-        "completionMode": "Indexed", "completions": 200000, "parallelism": 20000,
-        "backoffLimitPerIndex": 1
-    });
-    assert_eq!(
-        refused(&http, &job_with("a", huge)).await,
-        [
-            "spec.maxFailedIndexes: Required value: must be specified when completions is above 100000",
-            "spec.parallelism: Invalid value: 20000: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index",
-        ]
-    );
-    // kube sets no bound between an Indexed Job's completions and its parallelism:
-    // fewer completions than parallelism is a Job that runs at most that many pods.
-    let fewer = json!({"completionMode": "Indexed", "completions": 2, "parallelism": 5});
-    let (code, j) = http.json("POST", JOBS, &job_with("fewer", fewer)).await;
-    assert_eq!(code, 201, "{j}");
-    // The last index's hostname must be a DNS label.
-    let dotted = json!({"completionMode": "Indexed", "completions": 3});
-    assert_eq!(
-        refused(&http, &job_with("a.b", dotted)).await,
-        [
-            "metadata.name: Invalid value: \"a.b\": will not able to create pod with invalid DNS label: a.b-2"
-        ]
-    );
-    let managed = json!({"managedBy": "mesopod"});
-    assert_eq!(
-        refused(&http, &job_with("a", managed)).await,
-        [
-            "spec.managedBy: Invalid value: \"mesopod\": must be a domain-prefixed path (such as \"acme.io/foo\")"
-        ]
-    );
-    let mut bad = job("a");
-    bad["spec"]["template"]["spec"]["restartPolicy"] = json!("Sometimes");
-    let found = refused(&http, &bad).await;
-    assert_eq!(
-        found.last().unwrap(),
-        "spec.template.spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"OnFailure\", \"Never\"",
-        "{found:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pod_failure_and_success_policies_are_refused_with_kubes_messages() {
-    let server = Server::start().await;
-    let http = Http::new(&server);
-    let policy = |rules: Value| json!({"podFailurePolicy": {"rules": rules}});
-    let mut on_failure = job_with(
-        "a",
-        policy(json!([{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}])),
-    );
-    on_failure["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
-    on_failure["spec"]["podReplacementPolicy"] = json!("TerminatingOrFailed");
-    assert_eq!(
-        refused(&http, &on_failure).await,
-        [
-            "spec.podReplacementPolicy: Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"",
-            "spec.template.spec.restartPolicy: Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified",
-        ]
-    );
-    let rules = json!([
-        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [0, 3, 1, 1]}},
-        {"action": "", "onExitCodes": {"operator": "", "containerName": "sidecar", "values": []}},
-        {"action": "Retry", "onExitCodes": {"operator": "Between", "values": [1]},
-         "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]},
-        {"action": "Ignore"},
-    ]);
-    assert_eq!(
-        refused(&http, &job_with("a", policy(rules))).await,
-        [
-            "spec.podFailurePolicy.rules[0].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set",
-            "spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
-            "spec.podFailurePolicy.rules[0].onExitCodes.values[3]: Duplicate value: 1",
-            "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{0, 3, 1, 1}: must be ordered",
-            "spec.podFailurePolicy.rules[1].action: Required value: valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]",
-            "spec.podFailurePolicy.rules[1].onExitCodes.operator: Required value: valid values: [\"In\" \"NotIn\"]",
-            "spec.podFailurePolicy.rules[1].onExitCodes.containerName: Invalid value: \"sidecar\": must be one of the container or initContainer names in the pod template",
-            "spec.podFailurePolicy.rules[1].onExitCodes.values: Invalid value: []int32{}: at least one value is required",
-            "spec.podFailurePolicy.rules[2].action: Unsupported value: \"Retry\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\"",
-            "spec.podFailurePolicy.rules[2].onExitCodes.operator: Unsupported value: \"Between\": supported values: \"In\", \"NotIn\"",
-            "spec.podFailurePolicy.rules[2].onPodConditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
-            "spec.podFailurePolicy.rules[2]: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported",
-            "spec.podFailurePolicy.rules[3]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
-        ]
-    );
-    // FailIndex with a backoff limit per index, on exit codes of a named container.
-    let mut fail_index = job_with(
-        "fail-index",
-        json!({"completionMode": "Indexed", "completions": 3, "backoffLimitPerIndex": 2}),
-    );
-    fail_index["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailIndex",
-        "onExitCodes": {"containerName": "main", "operator": "NotIn", "values": [0, 1]}}]});
-    let (code, j) = http.json("POST", JOBS, &fail_index).await;
-    assert_eq!(code, 201, "{j}");
-
-    let success = json!({"successPolicy": {"rules": [{"succeededCount": 1}]}});
-    let found = refused(&http, &job_with("a", success)).await;
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(
-        found[0].starts_with("spec.successPolicy: Invalid value: ")
-            && found[0].ends_with(": requires indexed completion mode"),
-        "{found:?}"
-    );
-    let success = json!({
-        "completionMode": "Indexed", "completions": 3,
-        "successPolicy": {"rules": [
-            {}, {"succeededIndexes": "0-9"}, {"succeededIndexes": "0,2", "succeededCount": 4}
-        ]}
-    });
-    assert_eq!(
-        refused(&http, &job_with("a", success)).await,
-        [
-            "spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified",
-            "spec.successPolicy.rules[1].succeededIndexes: Invalid value: \"0-9\": error parsing succeededIndexes: too large index: \"9\"",
-            "spec.successPolicy.rules[2].succeededCount: Invalid value: 4: must be less than or equal to 3 (the number of specified completions)",
-            "spec.successPolicy.rules[2].succeededCount: Invalid value: 4: must be less than or equal to 2 (the number of indexes in the specified succeededIndexes field)",
-        ]
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn selectors_must_be_generated_or_given_and_select_the_template() {
-    let server = Server::start().await;
-    let http = Http::new(&server);
-    let manual = json!({"manualSelector": true});
-    assert_eq!(
-        refused(&http, &job_with("a", manual)).await,
-        [
-            "spec.selector: Required value",
-            "spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`",
-        ]
-    );
-    let mut other = job_with(
-        "a",
-        json!({"manualSelector": true, "selector": {"matchLabels": {"app": "x"}}}),
-    );
-    other["spec"]["template"]["metadata"] = json!({"labels": {"app": "y"}});
-    assert_eq!(
-        refused(&http, &other).await,
-        [
-            "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"y\"}: `selector` does not match template `labels`"
-        ]
-    );
-    // Without manualSelector a selector of the user's own is more than was generated.
-    let mut own = job_with("a", json!({"selector": {"matchLabels": {"app": "x"}}}));
-    own["spec"]["template"]["metadata"] = json!({"labels": {"app": "x"}});
-    let found = refused(&http, &own).await;
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(
-        found[0].starts_with("spec.selector: Invalid value: v1.LabelSelector{")
-            && found[0].ends_with("`selector` not auto-generated"),
-        "{found:?}"
-    );
-    // A generated label the user set otherwise is judged, not overwritten.
-    let mut named = job("a");
-    named["spec"]["template"]["metadata"] = json!({"labels": {"job-name": "b"}});
-    let found = refused(&http, &named).await;
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(
-        found[0].starts_with(
-            "spec.template.metadata.labels[job-name]: Invalid value: map[string]string{"
-        ) && found[0].ends_with("\"job-name\":\"b\"}: must be 'a'"),
-        "{found:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_template_and_other_fields_are_immutable_but_where_kube_allows_changes() {
     let server = Server::start().await;
     let http = Http::new(&server);
@@ -368,7 +123,7 @@ async fn the_template_and_other_fields_are_immutable_but_where_kube_allows_chang
             .await
     };
     let (code, _) = http
-        .json("POST", JOBS, &job_with("s", json!({"suspend": true})))
+        .json("POST", JOBS, &batch_job_with("s", json!({"suspend": true})))
         .await;
     assert_eq!(code, 201);
     let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}}});
@@ -427,7 +182,9 @@ async fn the_template_and_other_fields_are_immutable_but_where_kube_allows_chang
     );
     // An Indexed Job's completions change along with its parallelism, or not at all.
     let indexed = json!({"completionMode": "Indexed", "completions": 3, "parallelism": 3});
-    let (code, _) = http.json("POST", JOBS, &job_with("ix", indexed)).await;
+    let (code, _) = http
+        .json("POST", JOBS, &batch_job_with("ix", indexed))
+        .await;
     assert_eq!(code, 201);
     let (code, j) = patch("ix", json!({"spec": {"completions": 4, "parallelism": 4}})).await;
     assert_eq!(code, 200, "{j}");
@@ -473,7 +230,7 @@ async fn the_template_and_other_fields_are_immutable_but_where_kube_allows_chang
 async fn the_status_subresource_writes_only_the_status() {
     let server = Server::start().await;
     let http = Http::new(&server);
-    let (code, _) = http.json("POST", JOBS, &job("st")).await;
+    let (code, _) = http.json("POST", JOBS, &batch_job("st")).await;
     assert_eq!(code, 201);
     let path = format!("{JOBS}/st");
     let (code, j) = http
@@ -560,7 +317,7 @@ async fn the_table_has_kubes_columns_status_completions_and_duration() {
         ("target", json!({})),
         ("leaving", json!({})),
     ] {
-        let (code, j) = http.json("POST", JOBS, &job_with(name, spec)).await;
+        let (code, j) = http.json("POST", JOBS, &batch_job_with(name, spec)).await;
         assert_eq!(code, 201, "{j}");
     }
     let status = async |name: &str, s: Value| {
@@ -639,7 +396,7 @@ async fn a_delete_without_a_policy_orphans_the_pods_with_kubes_warning() {
     let server = Server::start().await;
     let http = Http::new(&server);
     for name in ["a", "b", "c", "d"] {
-        let (code, _) = http.json("POST", JOBS, &job(name)).await;
+        let (code, _) = http.json("POST", JOBS, &batch_job(name)).await;
         assert_eq!(code, 201);
     }
     let delete = async |path: String, body: &str| {
@@ -687,7 +444,7 @@ async fn a_delete_without_a_policy_orphans_the_pods_with_kubes_warning() {
     assert_eq!((code, warnings), (404, vec![ORPHAN_WARNING.to_owned()]));
     // A collection delete warns once.
     for name in ["e", "f"] {
-        let (code, _) = http.json("POST", JOBS, &job(name)).await;
+        let (code, _) = http.json("POST", JOBS, &batch_job(name)).await;
         assert_eq!(code, 201);
     }
     let (code, warnings, list) =
@@ -697,4 +454,38 @@ async fn a_delete_without_a_policy_orphans_the_pods_with_kubes_warning() {
     assert_eq!(list["items"].as_array().unwrap().len(), 2);
     let (_, e) = http.get(&format!("{JOBS}/e")).await;
     assert_eq!(e["metadata"]["finalizers"], json!(["orphan"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valid_jobs_may_still_get_kubes_warnings() {
+    let server = Server::start().await;
+    let create = async |obj: Value| {
+        let resp = reqwest::Client::new()
+            .post(format!("{}{JOBS}", server.url))
+            .json(&obj)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 201);
+        resp.headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    // A name that is a DNS subdomain but no label becomes odd pod hostnames.
+    let warnings = create(batch_job("a.b")).await;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("299 - \"metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [a lowercase RFC 1123 label must consist of"),
+        "{warnings:?}"
+    );
+    let big = json!({"completionMode": "Indexed", "completions": 200000, "parallelism": 20000});
+    assert_eq!(
+        create(batch_job_with("big", big)).await,
+        [
+            "299 - \"spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail\""
+        ]
+    );
+    assert!(create(batch_job("quiet")).await.is_empty());
 }

@@ -87,7 +87,10 @@ async fn a_list_or_watch_ahead_of_the_store_is_504_and_unknown_paths_are_kube_ap
             "{body}"
         );
     }
-    for path in ["/api/v1/namespaces/default/widgets", "/apis/batch/v1/jobs"] {
+    for path in [
+        "/api/v1/namespaces/default/widgets",
+        "/apis/policy/v1/poddisruptionbudgets",
+    ] {
         let (code, body) = http.get(path).await;
         assert_eq!(code, 404);
         assert_eq!(

@@ -278,6 +278,31 @@ async fn every_supported_kubectl_creates_and_lists_batch_objects() {
         );
         let explained = ok(&k.run(&["explain", "cj.spec.timeZone"]).await);
         assert!(explained.contains("time zone"), "{v}: {explained}");
+        // Applying a manifest again, changed or not, leaves the generated selector and
+        // labels alone, client-side and server-side alike.
+        let name = format!("applied-{v}");
+        for (labels, extra) in [
+            ("{}", "--server-side=false"),
+            ("{team: a}", "--server-side=true"),
+        ] {
+            let manifest = format!(
+                "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  labels: {labels}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: main\n        image: busybox:1.36\n"
+            );
+            for _ in 0..2 {
+                let out = k
+                    .run_stdin(&["apply", extra, "-f", "-"], Some(&manifest))
+                    .await;
+                assert!(out.status.success(), "{v} {extra}: {}", stderr(&out));
+            }
+        }
+        let described = ok(&k.run(&["describe", "job", &name]).await);
+        assert!(
+            described.contains("Selector:")
+                && described.contains("batch.kubernetes.io/controller-uid="),
+            "{v}: {described}"
+        );
+        let described = ok(&k.run(&["describe", "cronjob", &cj]).await);
+        assert!(described.contains("@hourly"), "{v}: {described}");
     }
     server.stop().await;
 }

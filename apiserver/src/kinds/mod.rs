@@ -61,9 +61,10 @@ pub(crate) trait Kind:
     fn validate_update(_old: &Self, _new: &Self, _causes: &mut Causes) {}
 
     /// [`Kind::validate`] knowing the stored object an update replaces (`None` on
-    /// create), for a kind whose checks differ between the two in the middle of an order
-    /// kube-apiserver keeps (CronJob: `TZ` in the schedule, the time zone, the name's
-    /// length). Every other kind's is [`Kind::validate`].
+    /// create), for a kind whose checks differ between the two in an order
+    /// kube-apiserver keeps (Job: what may not change comes after the Job's own checks;
+    /// CronJob: `TZ` in the schedule, the time zone and the name's length sit amid the
+    /// rest). Every other kind's is [`Kind::validate`].
     fn validate_against(&self, _old: Option<&Self>, causes: &mut Causes) {
         self.validate(causes);
     }

@@ -212,6 +212,27 @@ pub fn apps_workload(kind: &str, name: &str) -> Value {
     })
 }
 
+/// A `batch/v1` Job whose one busybox container runs to completion once.
+pub fn batch_job(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": "busybox:1.36"}]
+        }}}
+    })
+}
+
+/// [`batch_job`] with the fields of `spec` set in its spec.
+pub fn batch_job_with(name: &str, spec: Value) -> Value {
+    let mut j = batch_job(name);
+    for (k, v) in spec.as_object().into_iter().flatten() {
+        j["spec"][k] = v.clone();
+    }
+    j
+}
+
 /// The `field: message` of each cause of a 422 Invalid Status.
 pub fn causes(status: &Value) -> Vec<String> {
     status["details"]["causes"]

@@ -8,7 +8,7 @@ use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec};
 
 use super::job::default_pod_failure_policy;
 use super::spec::check_job_spec;
-use super::warn_unless_dns_label;
+use super::{warn_job_spec, warn_unless_dns_label};
 use crate::CauseKind;
 use crate::cron::Schedule;
 use crate::kinds::Kind;
@@ -97,21 +97,27 @@ impl Kind for CronJob {
         ] {
             crate::kinds::apps::non_negative(causes, field, limit);
         }
-        if old.is_some() {
-            // The name cannot change, and a CronJob with a longer one, made elsewhere,
-            // must stay updatable and deletable.
-            return;
-        }
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        if name.len() > MAX_NAME {
+        // Only on create: the name cannot change, and a CronJob with a longer one, made
+        // elsewhere, must stay updatable and deletable.
+        if old.is_none() && name.len() > MAX_NAME {
             causes.invalid(
                 "metadata.name",
                 name,
                 &format!("must be no more than {MAX_NAME} characters"),
             );
         }
-        if causes.0.is_empty() {
+        // Warnings only for a valid write, as kube-apiserver's: on create, and on an
+        // update that changed the spec.
+        let spec_changed = old.is_none_or(|o| o.metadata.generation != self.metadata.generation);
+        if !causes.0.is_empty() || !spec_changed {
+            return;
+        }
+        if old.is_none() {
             warn_unless_dns_label(name);
+        }
+        if let Some(job) = &spec.job_template.spec {
+            warn_job_spec("spec.jobTemplate.spec", job);
         }
     }
 

@@ -19,12 +19,14 @@
 //!   kube-apiserver's warning (`crate::api::finalizers::default_orphans`).
 
 mod cronjob;
+mod indexes;
 mod job;
 mod spec;
 mod table;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::batch::v1::JobSpec;
 use serde::Serialize;
 
 pub(crate) use table::{cronjob_cells, cronjob_columns, job_cells, job_columns};
@@ -103,4 +105,17 @@ fn warn_unless_dns_label(name: &str) {
         "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [{}]",
         problems.join(" ")
     ));
+}
+
+/// kube's warning (`WarningsForJobSpec`) on a valid Indexed spec at `path` too large for
+/// `status.completedIndexes` to keep up with many failed indexes.
+fn warn_job_spec(path: &str, spec: &JobSpec) {
+    let big = spec.completion_mode.as_deref() == Some(INDEXED)
+        && spec.completions.unwrap_or(0) > 100_000
+        && spec.parallelism.unwrap_or(0) > 10_000;
+    if big {
+        crate::notes::warn(format!(
+            "{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"
+        ));
+    }
 }
