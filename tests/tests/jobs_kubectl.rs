@@ -2,7 +2,8 @@
 //! embedded runtime, and time from an injected clock (the controllers', not the
 //! executors'): a failing Job waits out its re-create backoff and ends
 //! BackoffLimitExceeded; a podFailurePolicy FailJob exit code ends a Job at once; an
-//! Indexed Job runs each index once and each pod sees its index; a Job of 5
+//! executor SIGKILLed under a Job's running pod costs it nothing (the next executor
+//! adopts the container, and the Job completes with no failure); an Indexed Job runs each index once and each pod sees its index; a Job of 5
 //! completions 2 at a time reaches Complete and its pods' exit codes and logs stay
 //! readable until its TTL, which deletes them. (The backoff is checked first: the
 //! executors stamp finish times by the real clock, and later steps move the injected
@@ -128,6 +129,38 @@ async fn scenario(registry: &Registry) {
         "{c:?}"
     );
     assert_eq!(pods_of(api, "policy").len(), 1);
+
+    // The executor SIGKILLed under a running pod: the agent's next executor adopts
+    // the container, which finishes; nothing failed, nothing ran twice.
+    k.apply(&job(
+        "survives",
+        image,
+        "  backoffLimit: 0\n",
+        "echo started; sleep 6; echo finished",
+    ))
+    .await;
+    wait_until(
+        "the pod running",
+        T,
+        async || pods_of(api, "survives"),
+        |pods| pods.len() == 1 && phase(&pods[0]) == "Running",
+    )
+    .await;
+    let work = app.local().unwrap().work_dir().to_path_buf();
+    let old = kill_the_executor(&work);
+    let done = job_when(api, "survives", |j| {
+        condition(j, "Complete").is_some() || condition(j, "Failed").is_some()
+    })
+    .await;
+    assert!(condition(&done, "Complete").is_some(), "{:?}", done.status);
+    assert_eq!(done.status.unwrap().failed, None);
+    assert!(!executors_under(&work).contains(&old));
+    let pods = pods_of(api, "survives");
+    assert_eq!(pods.len(), 1, "the pod ran once");
+    let log = ok(&k
+        .run(&["logs", pods[0].metadata.name.as_deref().unwrap()])
+        .await);
+    assert_eq!(log.lines().collect::<Vec<_>>(), ["started", "finished"]);
 
     // Indexed: each index once, each pod seeing its own.
     k.apply(&job(

@@ -221,7 +221,7 @@ pub(super) fn selecting(cx: &Cx, ns: &str, pod: &Pod) -> Vec<Key> {
         .daemonsets
         .in_namespace(ns)
         .iter()
-        .filter(|d| super::selects(d.spec.as_ref().map(|s| &s.selector), pod))
+        .filter(|d| super::changes::selects(d.spec.as_ref().map(|s| &s.selector), pod))
         .map(|d| super::cache::key_of(&d.metadata))
         .collect()
 }

@@ -272,7 +272,10 @@ pub(super) fn pod_changed(cx: &Cx, old: Option<&Pod>, new: Option<&Pod>) {
                     .get(&(ns.clone(), r.name.clone()))
                     .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
                 match job {
-                    Some(j) if !job::is_finished(&j) => cx.jobs.add((ns.clone(), r.name.clone())),
+                    Some(j) if !job::is_finished(&j) => {
+                        cx.jobs
+                            .add_within((ns.clone(), r.name.clone()), super::POD_EVENTS_WINDOW);
+                    }
                     _ if has_tracking_finalizer(pod) => cx.job_orphans.add((ns, name)),
                     _ => {}
                 }
