@@ -481,22 +481,8 @@ async fn run_deployment(
     etcd: Option<apiserver::store::EtcdConfig>,
     store: &str,
 ) -> anyhow::Result<()> {
-    let tmp = tempdir_for_bench()?;
-    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
-    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
-        .await
-        .context("mesopod could not start")?;
-    let api = app.api().clone();
-    if sc.warmup > 0 {
-        let (_, running, ..) = wave(&api, 1_000_000, sc.warmup, false, args.timeout).await?;
-        anyhow::ensure!(
-            running.len() == sc.warmup,
-            "warm-up placed only {} of {} pods",
-            running.len(),
-            sc.warmup
-        );
-    }
-    let m = super::bench_deployment::run(&api, sc.pods, args.timeout).await;
+    let (app, tmp) = started(sc, &args, etcd).await?;
+    let m = super::bench_deployment::run(app.api(), sc.pods, args.timeout).await;
     app.shutdown().await;
     let _ = std::fs::remove_dir_all(&tmp);
     let m = m?;
@@ -524,13 +510,8 @@ async fn run_jobs(
     etcd: Option<apiserver::store::EtcdConfig>,
     store: &str,
 ) -> anyhow::Result<()> {
-    let tmp = tempdir_for_bench()?;
-    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
-    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
-        .await
-        .context("mesopod could not start")?;
-    let api = app.api().clone();
-    let m = super::bench_jobs::run(&api, sc.pods, args.timeout).await;
+    let (app, tmp) = started(sc, &args, etcd).await?;
+    let m = super::bench_jobs::run(app.api(), sc.pods, args.timeout).await;
     app.shutdown().await;
     let _ = std::fs::remove_dir_all(&tmp);
     let m = m?;
@@ -545,6 +526,56 @@ async fn run_jobs(
         m.cpu_s,
     );
     Ok(())
+}
+
+/// Starts mesopod for `sc` in a fresh directory (unless `--data-dir`), with its
+/// warm-up placed; returns it with the directory to remove after.
+async fn started(
+    sc: Scenario,
+    args: &Args,
+    etcd: Option<apiserver::store::EtcdConfig>,
+) -> anyhow::Result<(App, std::path::PathBuf)> {
+    let tmp = tempdir_for_bench()?;
+    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
+    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
+        .await
+        .context("mesopod could not start")?;
+    if sc.warmup > 0 {
+        let (_, running, ..) = wave(app.api(), 1_000_000, sc.warmup, false, args.timeout).await?;
+        anyhow::ensure!(
+            running.len() == sc.warmup,
+            "warm-up placed only {} of {} pods",
+            running.len(),
+            sc.warmup
+        );
+    }
+    Ok((app, tmp))
+}
+
+/// When `done` first says so of an object: its `current` state, then each change on
+/// `watch`; `done` may also fail the run. `what` names it in the errors.
+pub(super) async fn first_watched<K>(
+    what: &str,
+    current: &K,
+    mut watch: apiserver::ObjectStream<K>,
+    timeout: Duration,
+    done: impl Fn(&K) -> anyhow::Result<bool>,
+) -> anyhow::Result<Instant> {
+    if done(current)? {
+        return Ok(Instant::now());
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, watch.next()).await {
+            Err(_) => anyhow::bail!("{what}: not done within {timeout:?}"),
+            Ok(None) => anyhow::bail!("{what}: the watch ended"),
+            Ok(Some(ev)) => {
+                if done(&ev?.object)? {
+                    return Ok(Instant::now());
+                }
+            }
+        }
+    }
 }
 
 fn tempdir_for_bench() -> anyhow::Result<std::path::PathBuf> {

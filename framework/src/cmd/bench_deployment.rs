@@ -128,22 +128,14 @@ async fn settled(
             && s.available_replicas == Some(replicas)
             && s.replicas == Some(replicas)
     };
-    if done(&api.get_deployment("default", "bench")?) {
-        return Ok(Instant::now());
-    }
-    let mut watch = api.watch_deployments(Some("default"), from)?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        match tokio::time::timeout_at(deadline, watch.next()).await {
-            Err(_) => anyhow::bail!("the deployment did not roll out within {timeout:?}"),
-            Ok(None) => anyhow::bail!("the deployment watch ended"),
-            Ok(Some(ev)) => {
-                if done(&ev?.object) {
-                    return Ok(Instant::now());
-                }
-            }
-        }
-    }
+    super::bench::first_watched(
+        "the deployment's rollout",
+        &api.get_deployment("default", "bench")?,
+        api.watch_deployments(Some("default"), from)?,
+        timeout,
+        |d| Ok(done(d)),
+    )
+    .await
 }
 
 fn deployment(replicas: i32, image: &str) -> Deployment {

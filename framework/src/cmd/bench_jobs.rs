@@ -103,27 +103,18 @@ async fn completed(api: &Api, from: u64, timeout: Duration) -> anyhow::Result<In
                 _ => None,
             })
     };
-    let check = |j: &Job| match finished(j) {
-        Some(Ok(())) => Ok(Some(Instant::now())),
-        Some(Err(why)) => anyhow::bail!("the job failed: {why}"),
-        None => Ok(None),
-    };
-    if let Some(t) = check(&api.get_job("default", "bench")?)? {
-        return Ok(t);
-    }
-    let mut watch = api.watch_jobs(Some("default"), from)?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        match tokio::time::timeout_at(deadline, watch.next()).await {
-            Err(_) => anyhow::bail!("the job did not complete within {timeout:?}"),
-            Ok(None) => anyhow::bail!("the job watch ended"),
-            Ok(Some(ev)) => {
-                if let Some(t) = check(&ev?.object)? {
-                    return Ok(t);
-                }
-            }
-        }
-    }
+    super::bench::first_watched(
+        "the job",
+        &api.get_job("default", "bench")?,
+        api.watch_jobs(Some("default"), from)?,
+        timeout,
+        |j| match finished(j) {
+            Some(Ok(())) => Ok(true),
+            Some(Err(why)) => anyhow::bail!("the job failed: {why}"),
+            None => Ok(false),
+        },
+    )
+    .await
 }
 
 fn job(completions: i32) -> Job {
