@@ -187,3 +187,54 @@ fn the_store_scenario_refuses_flags_it_has_no_use_for() {
         "{stderr}"
     );
 }
+
+/// The controllers' scenarios, small: a Deployment's create and rolling update,
+/// and a Job's completions, each one summary line with its figures.
+#[test]
+fn the_deployment_and_jobs_scenarios_print_their_figures() {
+    for (scenario, keys) in [
+        (
+            "deployment",
+            &[
+                "create_s",
+                "created_s",
+                "pods_per_s",
+                "running_s",
+                "update_ratio",
+                "update_s",
+            ][..],
+        ),
+        (
+            "jobs",
+            &["complete_s", "completions_per_s", "created_s"][..],
+        ),
+    ] {
+        let out = bench(&[
+            "--scenario",
+            scenario,
+            "--agents",
+            "20",
+            "--pods",
+            "40",
+            "--warmup",
+            "0",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{scenario}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = stdout.lines().next().unwrap_or_default();
+        assert!(
+            line.starts_with(&format!("bench scenario={scenario} ")),
+            "{stdout}"
+        );
+        let f = fields(line);
+        assert_eq!(f["pods"], "40");
+        for k in keys {
+            let v: f64 = f[*k].parse().unwrap();
+            assert!(v > 0.0, "{scenario}: {k}={v} in {line}");
+        }
+    }
+}
