@@ -73,7 +73,7 @@ pub(super) fn pod_changed(cx: &Cx, c: &Change<Pod>) {
             cx.deployments.add((ns, d.name.clone()));
         }
     }
-    // Expectations: a pod of a ReplicaSet (or ReplicationController) seen created,
+    // Expectations: a pod of a ReplicaSet, ReplicationController, DaemonSet or Job seen created,
     // or seen going.
     let owner = |p: &Pod| {
         let r = controller_of(&p.metadata)?;
@@ -83,6 +83,7 @@ pub(super) fn pod_changed(cx: &Cx, c: &Change<Pod>) {
                 <ReplicationController as replicasets::Replicated>::EXPECTATIONS_PREFIX
             }
             "DaemonSet" => daemonsets::EXPECTATIONS_PREFIX,
+            "Job" => jobs::EXPECTATIONS_PREFIX,
             _ => return None,
         };
         Some(format!(

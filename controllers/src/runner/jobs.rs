@@ -284,36 +284,15 @@ pub(super) fn pod_changed(cx: &Cx, old: Option<&Pod>, new: Option<&Pod>) {
             _ => {}
         }
     }
-    // Expectations: the pod of a Job seen created, gone, or without its finalizer.
-    let owner = |p: &Pod| {
-        let r = controller_of(&p.metadata).filter(|r| r.kind == "Job")?;
-        Some(job_key(
-            p.metadata.namespace.as_deref().unwrap_or(""),
-            &r.name,
-        ))
-    };
-    match (old, new) {
-        (None, Some(new)) => {
-            if let Some(o) = owner(new) {
-                cx.expectations().creation_observed(&o);
-            }
-        }
-        (Some(old), new) => {
-            let Some(o) = owner(old) else { return };
-            let gone = new.is_none()
-                || (old.metadata.deletion_timestamp.is_none()
-                    && new.is_some_and(|n| n.metadata.deletion_timestamp.is_some()));
-            if gone {
-                let (ns, name) = super::cache::key_of(&old.metadata);
-                cx.expectations()
-                    .deletion_observed(&o, &format!("{ns}/{name}"));
-            }
-            if new.is_none_or(|n| !has_tracking_finalizer(n)) {
-                let uid = old.metadata.uid.as_deref().unwrap_or_default();
-                cx.job_memory().finalizers.removal_observed(&o, uid);
-            }
-        }
-        (None, None) => {}
+    // The creation and deletion expectations are lowered with the other owners'
+    // (`changes::pod_changed`); a finalizer removal is seen here.
+    if let Some(old) = old
+        && new.is_none_or(|n| !has_tracking_finalizer(n))
+        && let Some(r) = controller_of(&old.metadata).filter(|r| r.kind == "Job")
+    {
+        let owner = job_key(old.metadata.namespace.as_deref().unwrap_or(""), &r.name);
+        let uid = old.metadata.uid.as_deref().unwrap_or_default();
+        cx.job_memory().finalizers.removal_observed(&owner, uid);
     }
 }
 

@@ -305,18 +305,8 @@ fn bench_pod(i: usize, constrained: bool) -> Pod {
     let mut pod = Pod::default();
     pod.metadata.name = Some(format!("bench-{i}"));
     pod.metadata.namespace = Some("default".into());
-    let requests = [
-        ("cpu".to_owned(), Quantity("100m".into())),
-        ("memory".to_owned(), Quantity("128Mi".into())),
-    ];
     pod.spec = Some(PodSpec {
         containers: vec![Container {
-            name: "main".into(),
-            image: Some("registry.k8s.io/pause:3.9".into()),
-            resources: Some(ResourceRequirements {
-                requests: Some(requests.into_iter().collect()),
-                ..Default::default()
-            }),
             ports: constrained.then(|| {
                 vec![ContainerPort {
                     container_port: 8080,
@@ -324,7 +314,7 @@ fn bench_pod(i: usize, constrained: bool) -> Pod {
                     ..Default::default()
                 }]
             }),
-            ..Default::default()
+            ..bench_container("registry.k8s.io/pause:3.9")
         }],
         node_selector: constrained.then(|| {
             [("zone".to_owned(), format!("z{}", i % 10))]
@@ -334,6 +324,23 @@ fn bench_pod(i: usize, constrained: bool) -> Pod {
         ..Default::default()
     });
     pod
+}
+
+/// Every scenario's container: `main`, running `image`, asking 100m and 128Mi.
+pub(super) fn bench_container(image: &str) -> Container {
+    let requests = [
+        ("cpu".to_owned(), Quantity("100m".into())),
+        ("memory".to_owned(), Quantity("128Mi".into())),
+    ];
+    Container {
+        name: "main".into(),
+        image: Some(image.into()),
+        resources: Some(ResourceRequirements {
+            requests: Some(requests.into_iter().collect()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -469,8 +476,7 @@ async fn run_scenario(
         etcd_cpu_s,
         placed: running.len(),
     };
-    app.shutdown().await;
-    let _ = std::fs::remove_dir_all(&tmp);
+    stopped(app, &tmp).await;
     Ok(report)
 }
 
@@ -483,8 +489,7 @@ async fn run_deployment(
 ) -> anyhow::Result<()> {
     let (app, tmp) = started(sc, &args, etcd).await?;
     let m = super::bench_deployment::run(app.api(), sc.pods, args.timeout).await;
-    app.shutdown().await;
-    let _ = std::fs::remove_dir_all(&tmp);
+    stopped(app, &tmp).await;
     let m = m?;
     println!(
         "bench scenario=deployment agents={} pods={} pods_per_s={:.0} create_s={:.2} created_s={:.2} running_s={:.2} update_s={:.2} update_ratio={:.2} rss_mib={:.0} cpu_s={:.1} update_cpu_s={:.1} store={store}",
@@ -512,8 +517,7 @@ async fn run_jobs(
 ) -> anyhow::Result<()> {
     let (app, tmp) = started(sc, &args, etcd).await?;
     let m = super::bench_jobs::run(app.api(), sc.pods, args.timeout).await;
-    app.shutdown().await;
-    let _ = std::fs::remove_dir_all(&tmp);
+    stopped(app, &tmp).await;
     let m = m?;
     println!(
         "bench scenario=jobs agents={} pods={} completions_per_s={:.0} complete_s={:.2} created_s={:.2} rss_mib={:.0} cpu_s={:.1} store={store}",
@@ -576,6 +580,12 @@ pub(super) async fn first_watched<K>(
             }
         }
     }
+}
+
+/// Stops mesopod and removes the directory [`started`] (or a scenario) made.
+async fn stopped(app: App, tmp: &std::path::Path) {
+    app.shutdown().await;
+    let _ = std::fs::remove_dir_all(tmp);
 }
 
 fn tempdir_for_bench() -> anyhow::Result<std::path::PathBuf> {

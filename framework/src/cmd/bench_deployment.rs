@@ -22,8 +22,7 @@ use anyhow::Context as _;
 use apiserver::Api;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 /// What one run measured.
@@ -143,10 +142,6 @@ fn deployment(replicas: i32, image: &str) -> Deployment {
         [("app".to_owned(), "bench".to_owned())]
             .into_iter()
             .collect();
-    let requests = [
-        ("cpu".to_owned(), Quantity("100m".into())),
-        ("memory".to_owned(), Quantity("128Mi".into())),
-    ];
     Deployment {
         metadata: ObjectMeta {
             name: Some("bench".into()),
@@ -165,15 +160,7 @@ fn deployment(replicas: i32, image: &str) -> Deployment {
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "main".into(),
-                        image: Some(image.into()),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(requests.into_iter().collect()),
-                            ..ResourceRequirements::default()
-                        }),
-                        ..Container::default()
-                    }],
+                    containers: vec![super::bench::bench_container(image)],
                     ..PodSpec::default()
                 }),
             },

@@ -18,8 +18,7 @@ use anyhow::Context as _;
 use apiserver::Api;
 use futures::StreamExt as _;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// How long each simulated task runs before it finishes.
@@ -118,10 +117,6 @@ async fn completed(api: &Api, from: u64, timeout: Duration) -> anyhow::Result<In
 }
 
 fn job(completions: i32) -> Job {
-    let requests = [
-        ("cpu".to_owned(), Quantity("100m".into())),
-        ("memory".to_owned(), Quantity("128Mi".into())),
-    ];
     Job {
         metadata: ObjectMeta {
             name: Some("bench".into()),
@@ -138,15 +133,7 @@ fn job(completions: i32) -> Job {
                 metadata: None,
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".into()),
-                    containers: vec![Container {
-                        name: "main".into(),
-                        image: Some("registry.k8s.io/pause:3.9".into()),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(requests.into_iter().collect()),
-                            ..ResourceRequirements::default()
-                        }),
-                        ..Container::default()
-                    }],
+                    containers: vec![super::bench::bench_container("registry.k8s.io/pause:3.9")],
                     ..PodSpec::default()
                 }),
             },
