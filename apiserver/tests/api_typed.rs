@@ -2,7 +2,7 @@
 //! injected clock, finalization, nodes, events, typed watches, meta values.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

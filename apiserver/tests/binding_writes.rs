@@ -6,7 +6,7 @@
 //! under `CI=true`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use apiserver::{Api, ApiError, Binding};
 use common::{api_with_clock, etcd_api_with_clock, pod_yaml};

@@ -4,7 +4,7 @@
 //! Needs etcd (`.ci/install-etcd.sh`): skipped without it, failed under `CI=true`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! latest; a quiet group starts afresh after 10 minutes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! dropped connection), and a Secret's error never quotes its values.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

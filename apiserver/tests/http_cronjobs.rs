@@ -5,7 +5,7 @@
 //! strict field validation, field selectors, and the etcd store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

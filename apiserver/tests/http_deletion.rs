@@ -5,7 +5,7 @@
 //! answers the list of them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use apiserver::Binding;
 use common::*;

@@ -5,7 +5,7 @@
 //! `http_jobs_validation.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the pod failure and success policies, and the selector, generated or given.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

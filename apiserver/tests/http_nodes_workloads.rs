@@ -4,7 +4,7 @@
 //! subresource, an RC's `scale` subresource, discovery, OpenAPI and the Table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

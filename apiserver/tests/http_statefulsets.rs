@@ -5,7 +5,7 @@
 //! Tables, and a ControllerRevision's immutable `data`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! the `scale` subresource as `autoscaling/v1` Scale, discovery and the Table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! leaves empty query parameters and sends `{}` as a DELETE body.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

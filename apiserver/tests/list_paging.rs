@@ -5,7 +5,7 @@
 //! is 410 Expired. The etcd half needs etcd (skipped without it, failed under CI=true).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

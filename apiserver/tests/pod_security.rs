@@ -3,7 +3,7 @@
 //! finalizers and status, and the refusal is kube-apiserver's 403 Status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

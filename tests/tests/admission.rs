@@ -3,7 +3,7 @@
 //! fail-closed, the hold window, and the contract's example hook.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 #[path = "../../framework/examples/tenant_hook.rs"]
 #[allow(dead_code)]
 mod tenant_hook;

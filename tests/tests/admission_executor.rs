@@ -2,7 +2,7 @@
 //! run with, on a real agent with the real executor.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

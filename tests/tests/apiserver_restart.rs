@@ -2,7 +2,7 @@
 //! as it was, resourceVersions included.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::shim::*;
 use common::*;

@@ -6,8 +6,7 @@
 //! the embedded runtime of the mesopod binary (which needs root).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::containers_support;
 
 use std::sync::Arc;
 use std::time::Duration;

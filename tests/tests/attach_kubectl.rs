@@ -6,8 +6,8 @@
 //! kubectl with it, status 0. Its log holds the whole conversation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::Duration;
 

@@ -10,8 +10,8 @@
 //! and `kubectl logs` shows the session as the terminal printed it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! scenarios are run by hand on a release build; see README.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};

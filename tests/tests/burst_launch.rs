@@ -9,7 +9,7 @@
 //! process), so the test measures the launch, not 5,000 processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};

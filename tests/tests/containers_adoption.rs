@@ -5,8 +5,8 @@
 //! nothing runs twice, and nothing is left once the pods go.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -186,10 +186,7 @@ fn sorted(mut v: Vec<u32>) -> Vec<u32> {
 }
 
 async fn scenario(runtime: &str) {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
-        .with_test_writer()
-        .try_init();
+    common::logs::install();
     let (_keep, store) = store();
     load_image(&store, IMAGE).await;
     let app = cluster_with(runtime, &store, |cfg| {

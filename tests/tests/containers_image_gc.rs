@@ -5,8 +5,7 @@
 //! filesystem past them, so every unused image goes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::containers_support;
 
 use std::path::Path;
 use std::time::Duration;

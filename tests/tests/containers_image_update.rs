@@ -4,8 +4,8 @@
 //! pulled shows as at launch, and fixing it brings the container back.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::Duration;
 

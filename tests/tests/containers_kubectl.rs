@@ -3,8 +3,8 @@
 //! Debian's runc, through the same executor path.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::Duration;
 

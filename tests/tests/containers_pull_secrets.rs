@@ -6,8 +6,7 @@
 //! runtime of the mesopod binary, against a registry that wants basic auth.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::containers_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

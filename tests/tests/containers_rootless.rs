@@ -16,9 +16,8 @@
 //! off without breaking every other test that runs beside it.)
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "common/mod.rs"]
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;

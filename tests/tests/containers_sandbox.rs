@@ -4,8 +4,8 @@
 //! pod. On the embedded runtime and on runc, through kubectl.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::collections::HashMap;
 use std::time::Duration;

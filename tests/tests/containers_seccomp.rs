@@ -6,8 +6,8 @@
 //! on the embedded runtime), and a missing one leaves the container in `CreateContainerError`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::path::Path;
 use std::time::Duration;

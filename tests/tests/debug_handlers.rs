@@ -2,7 +2,7 @@
 //! whose pods are in several states.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

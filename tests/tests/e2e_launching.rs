@@ -2,7 +2,7 @@
 //! is deleted after it was bound but before Mesos has its task.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! under the real `mesopod executor`, on localmesos agents.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

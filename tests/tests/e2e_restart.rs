@@ -6,8 +6,8 @@
 //! the executors register again with the new mesopod on their own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod faults;
+use crate::common;
+use crate::faults;
 
 use common::restart::{
     framework_id, get_json, localmesos, reconciled_as, run_sleepers, running_pods, scheduler,

@@ -5,7 +5,7 @@
 //! skipped without it, failed under `CI=true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::restart::{
     framework_id, localmesos, reconciled_as, run_sleepers, running_pods, scheduler,

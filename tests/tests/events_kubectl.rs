@@ -5,7 +5,7 @@
 //! count climbs, which `kubectl describe pod` shows.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

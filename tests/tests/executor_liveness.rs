@@ -6,8 +6,8 @@
 //! test takes seconds, not a minute.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod faults;
+use crate::common;
+use crate::faults;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! containers, or cannot be decoded; logs read back through `/files/read`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

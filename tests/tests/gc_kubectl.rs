@@ -6,7 +6,7 @@
 //! sends them) and `delete --raw` on a collection URL (a `deletecollection`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@
 //! Needs etcd (`.ci/install-etcd.sh`): skipped without it, failed under `CI=true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -7,7 +7,7 @@
 //! (`.ci/install-etcd.sh`): skipped without it, failed under `CI=true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};

@@ -6,7 +6,7 @@
 //! changed while no leader ran is restarted with it by the next leader.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! with kube's warning and whose pods the garbage collector orphans.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -10,8 +10,8 @@
 //! one far ahead of it.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -4,7 +4,7 @@
 //! so, without the test sleeping for the deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -1,7 +1,7 @@
 //! The real kubectl against the shim: create, get in every output form, and errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::shim::*;
 use common::*;

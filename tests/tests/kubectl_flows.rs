@@ -2,7 +2,7 @@
 //! watch, describe with events, delete that waits for the framework, nodes, logs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! edit, apply, delete, and Kubernetes' validation messages.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::shim::*;
 use common::*;

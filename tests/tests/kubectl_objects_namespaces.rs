@@ -3,7 +3,7 @@
 //! stopped with its grace period, its other objects go, then the namespace itself.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

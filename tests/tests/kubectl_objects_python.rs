@@ -3,7 +3,7 @@
 //! not installed (`.ci/install-python-kubernetes.sh`), unless `CI=true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //!   agent of the cluster has no offer out.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

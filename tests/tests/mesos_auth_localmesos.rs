@@ -12,7 +12,7 @@
 //! credentials too.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

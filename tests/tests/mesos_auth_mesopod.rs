@@ -6,7 +6,7 @@
 //! 401 and why, and retries with backoff, never registering.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -8,9 +8,9 @@
 //! CI=true without them, skipped with a message elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod cni_support;
-mod common;
-mod containers_support;
+use crate::cni_support;
+use crate::common;
+use crate::containers_support;
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};

@@ -3,7 +3,7 @@
 //! multi-document file with a ConfigMap and a Pod.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::shim::*;
 use common::*;

@@ -20,7 +20,7 @@
 //! reconciliation; executors keep their agent). Pods run in containers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod faults;
+use crate::faults;
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! Admission happens before scheduling, so no cluster is needed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use apiserver::pod_security::{Exemptions, Level, PodSecurity};
 use common::shim::*;

@@ -20,8 +20,8 @@
 //!   and on the host the process is the range's id for it.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -119,9 +119,18 @@ fn waiting(p: &Option<Pod>) -> Option<(String, String)> {
     Some((w.reason?, w.message.unwrap_or_default()))
 }
 
-/// The host uid of process `pid` (`/proc/<pid>/status`).
+/// The host uid of process `pid` (`/proc/<pid>/status`), while it runs: a zombie
+/// has ended. (Another test in this binary may have made it a child subreaper, so an
+/// orphan of this test's cluster can end as its zombie rather than init's.)
 fn host_uid(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let zombie = status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .is_some_and(|s| s.trim_start().starts_with('Z'));
+    if zombie {
+        return None;
+    }
     status
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))?

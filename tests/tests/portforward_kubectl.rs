@@ -10,9 +10,9 @@
 //! with a message elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
-mod spdy_support;
+use crate::common;
+use crate::containers_support;
+use crate::spdy_support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -11,9 +11,9 @@
 //! fails under CI=true without them, skipped with a message elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod cni_support;
-mod common;
-mod containers_support;
+use crate::cni_support;
+use crate::common;
+use crate::containers_support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -5,8 +5,8 @@
 //! Event with a count; httpGet (busybox httpd), tcpSocket and exec.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::{Duration, Instant};
 

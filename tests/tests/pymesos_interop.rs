@@ -3,7 +3,7 @@
 //! when python or pymesos is missing and `CI` is not `true`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

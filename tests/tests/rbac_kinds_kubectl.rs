@@ -6,7 +6,7 @@
 //! roleRef stays as written. Escalation prevention is `security_api_kubectl`'s.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;

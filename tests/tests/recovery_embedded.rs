@@ -10,7 +10,7 @@
 //! cgroup (`faults::copies`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod faults;
+use crate::faults;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //! pods end Failed, `ExecutorTerminated`, with no orphan.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod faults;
+use crate::faults;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! a delete whose pods go with it through the garbage collector.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -14,32 +14,15 @@
 //! Kubernetes node.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
 use common::cluster::{Setup, agent, app_config};
 use containers_support::{IMAGE, load_image, prerequisites, store};
-
-/// mesopod's log output, captured at TRACE for the whole test process.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        std::io::stderr().write_all(buf)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Every regular file under `dir`, as (path, bytes), but the container
 /// runtime's own state (see [`runtime_state_is_private`]).
@@ -108,14 +91,7 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
     }
     let (_images, images) = store();
     load_image(&images, IMAGE).await;
-    let logs = Captured::default();
-    let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .try_init()
-        .unwrap();
+    let logs = common::logs::Capture::start();
     let value = format!("planted-{}", std::process::id() as u64 * 7919 + 104_729);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&value);
     let data = tempfile::tempdir().unwrap();
@@ -287,7 +263,7 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
     localmesos::LocalMesos::reset(&work_dir, Duration::from_secs(5))
         .await
         .expect("the agent's work dir is removed");
-    let captured = logs.0.lock().unwrap().clone();
+    let captured = logs.take();
     assert!(
         contains(&captured, "reader"),
         "the TRACE log output was captured and speaks of the pod"
@@ -300,5 +276,4 @@ async fn a_secret_value_appears_only_in_the_apis_answer_for_the_secret() {
         .map(|(what, _)| what.as_str())
         .collect();
     assert!(leaks.is_empty(), "the Secret's value leaked into {leaks:?}");
-    let _ = std::io::stderr().flush();
 }

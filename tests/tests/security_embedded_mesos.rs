@@ -13,7 +13,7 @@
 //! after a restart, when the recovered executors still authenticate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod faults;
+use crate::faults;
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;

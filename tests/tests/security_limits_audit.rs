@@ -4,7 +4,7 @@
 //! gets ResponseStarted, then ResponseComplete when it ends.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

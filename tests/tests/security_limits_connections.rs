@@ -6,7 +6,7 @@
 //! localmesos' master.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

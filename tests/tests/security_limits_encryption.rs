@@ -6,7 +6,7 @@
 //! with kubectl on mesopod.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! per client address.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

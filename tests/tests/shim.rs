@@ -19,8 +19,8 @@
 //! that mounts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;

@@ -6,7 +6,7 @@
 //! the highest ordinals first, and a delete that cascades to pods and revisions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! list (a malformed or unsupported field selector) is refused here with its words.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::shim::*;
 use common::*;

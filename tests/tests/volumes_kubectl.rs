@@ -4,8 +4,8 @@
 //! working inside, and the downward API showing the pod's name and node.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 //! not a `subPath` mount of it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::time::Duration;
 

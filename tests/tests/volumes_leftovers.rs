@@ -7,8 +7,8 @@
 //! sandbox.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::common;
+use crate::containers_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,8 +3,7 @@
 //! fails) while the old pods keep serving, and `rollout undo` restores it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod containers_support;
+use crate::containers_support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! deleted pod and adopting orphans it selects, and cascading deletes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

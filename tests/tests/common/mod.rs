@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod ha;
 pub mod harness;
+pub mod logs;
 pub mod mesosgo;
 pub mod pymesos;
 pub mod restart;
