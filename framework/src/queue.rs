@@ -10,7 +10,7 @@
 //!   twice: pushing a key that is already queued updates it in place.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use std::time::{Duration, SystemTime};
 
@@ -55,6 +55,9 @@ pub struct PodQueue<K: Ord + Hash + Clone> {
     entries: HashMap<K, QueueEntry<K>>,
     /// Every entry, in scheduling order.
     order: BTreeSet<OrderKey<K>>,
+    /// The entries deferred (not backed off) since the last offer came: the next
+    /// offer is what they wait for, whatever the clock says.
+    deferred: HashSet<K>,
     initial: Duration,
     max: Duration,
 }
@@ -71,6 +74,7 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         Self {
             entries: HashMap::new(),
             order: BTreeSet::new(),
+            deferred: HashSet::new(),
             initial,
             max,
         }
@@ -112,6 +116,7 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         let entry = self.entries.remove(key)?;
         self.order
             .remove(&(Reverse(entry.priority), entry.created, key.clone()));
+        self.deferred.remove(key);
         Some(entry)
     }
 
@@ -148,6 +153,7 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         now: SystemTime,
         reason: impl Into<String>,
     ) -> Option<Duration> {
+        self.deferred.remove(key);
         let entry = self.entries.get_mut(key)?;
         entry.attempts += 1;
         let delay = entry.failure_backoff.next_delay();
@@ -156,11 +162,25 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         Some(delay)
     }
 
-    /// Tries the pod again at `until`, without counting a failure: the
-    /// attempt saw only part of the cluster (offers in flight).
+    /// Tries the pod again at `until`, or when the next offer comes
+    /// ([`PodQueue::wake_deferred`]) if that is sooner, without counting a
+    /// failure: the attempt saw only part of the cluster (offers in flight).
     pub fn defer(&mut self, key: &K, until: SystemTime) {
         if let Some(entry) = self.entries.get_mut(key) {
             entry.next_try = until;
+            self.deferred.insert(key.clone());
+        }
+    }
+
+    /// An offer came: the deferred pods are due now. (A pod backed off after
+    /// a failure keeps its backoff, as kube-scheduler's does.)
+    pub fn wake_deferred(&mut self, now: SystemTime) {
+        for key in self.deferred.drain() {
+            if let Some(entry) = self.entries.get_mut(&key)
+                && entry.next_try > now
+            {
+                entry.next_try = now;
+            }
         }
     }
 
@@ -171,6 +191,7 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         now: SystemTime,
         reason: impl Into<String>,
     ) -> Option<Duration> {
+        self.deferred.remove(key);
         let entry = self.entries.get_mut(key)?;
         entry.holds += 1;
         entry.first_hold.get_or_insert(now);
@@ -274,6 +295,23 @@ mod tests {
         assert!(q.ready_up_to(t(1), 0).is_empty());
         assert_eq!(q.get(&"p").unwrap().attempts, 0);
         assert_eq!(q.backoff(&"p", t(1), "x"), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn an_offer_makes_deferred_pods_due_but_not_backed_off_ones() {
+        let mut q = PodQueue::default();
+        q.push("deferred", 0, t(0), t(0));
+        q.push("failed", 0, t(1), t(0));
+        q.defer(&"deferred", t(0) + Duration::from_millis(200));
+        q.backoff(&"failed", t(0), "no fit");
+        assert!(q.ready(t(0)).is_empty());
+        q.wake_deferred(t(0));
+        assert_eq!(q.ready(t(0)), ["deferred"]);
+        // Woken once: deferring again waits for the next offer.
+        q.defer(&"deferred", t(0) + Duration::from_millis(200));
+        assert!(q.ready(t(0)).is_empty());
+        q.wake_deferred(t(0));
+        assert_eq!(q.ready(t(0)), ["deferred"]);
     }
 
     #[test]

@@ -85,10 +85,14 @@ impl Core {
             self.emit(Effect::Store(vec![Write::Node(Box::new(node))]));
         }
         let id = offer.id.clone();
-        if let Err(e) = self.offers.add(offer, now) {
-            tracing::warn!(error = %e, "declining an offer mesopod cannot use");
-            if let Some(id) = id {
-                self.decline(vec![id]);
+        match self.offers.add(offer, now) {
+            // What deferred pods waited for; the clock need not move for them.
+            Ok(()) => self.pending.queue_mut().wake_deferred(now),
+            Err(e) => {
+                tracing::warn!(error = %e, "declining an offer mesopod cannot use");
+                if let Some(id) = id {
+                    self.decline(vec![id]);
+                }
             }
         }
     }

@@ -102,6 +102,11 @@ fn a_pod_that_saw_only_part_of_the_cluster_is_deferred_quietly() {
     // The pod fits neither offer, but h2 can hold it once it is free.
     let _ = core.step(Step::Input(Input::PodUpsert(pod("big", "2"))), at(1));
     assert!(core.step(Step::Schedule, at(1)).is_empty());
+    // h2's offer comes back: the pod goes on it at once, though the clock has not
+    // moved (a test's frozen clock, or a deferral longer than the offer took).
+    let _ = core.step(offers(vec![offer("h2", 4.0)]), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(describe(&effects), ["launch big on offer-h2"]);
 }
 
 /// The message of the one FailedScheduling event among `effects`.
