@@ -165,7 +165,7 @@ pub use api::{
     Api, Binding, EventKind, Fence, Finalized, LogOptions, ObjectEvent, ObjectList, ObjectStream,
     PodHead, RawStream, Renewal, StatusWrite, WriteOptions, k8s_time, system_time,
 };
-pub use api::{EVENT_TTL, SYSTEM_NAMESPACES};
+pub use api::{EVENT_TTL, MetadataEdit, SYSTEM_NAMESPACES};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
 pub use http::{

@@ -35,6 +35,7 @@ use crate::error::ApiError;
 use crate::logs::{LogSource, NoLogs};
 use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 
+pub use collection::MetadataEdit;
 pub use events::EVENT_TTL;
 pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{Deleted, decode_kind_body};

@@ -9,15 +9,15 @@
 //! - The Job's status is written under the resourceVersion the reconcile read, never
 //!   onto a newer Job: its `uncountedTerminatedPods` must not drop what another write
 //!   added. A conflict is a retry.
-//! - A finalizer removal is expected before its patch is sent, and the expectation
-//!   is lowered by the pod watch (or at once for a patch that failed or was not
-//!   sent), so a pod is counted once whatever order the watches deliver in.
+//! - A finalizer removal is expected before it is written, and the expectation is
+//!   lowered by the pod watch (or at once for a write that failed, or a pod gone), so
+//!   a pod is counted once whatever order the watches deliver in.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use apiserver::ApiError;
-use apiserver::patch::PatchType;
+use apiserver::resource::Resource;
+use apiserver::{ApiError, MetadataEdit};
 use futures::StreamExt as _;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -195,7 +195,7 @@ async fn remove_finalizers(
                 Action::RemovePodFinalizer { uid, .. } => uid.clone(),
                 _ => String::new(),
             };
-            (uid, patch_finalizer(cx, ns, &a).await)
+            (uid, remove_one_finalizer(cx, ns, owner, &a).await)
         })
         .buffer_unordered(IN_FLIGHT)
         .collect()
@@ -211,20 +211,31 @@ async fn remove_finalizers(
     failure.map_or(Ok(()), Err)
 }
 
-/// One finalizer removal: a strategic merge patch under the pod's uid; a pod gone is
-/// as good as one without the finalizer.
-async fn patch_finalizer(cx: &Cx, ns: &str, action: &Action) -> Result<(), ApiError> {
-    let (Some(patch), Action::RemovePodFinalizer { name, .. }) = (action.patch(), action) else {
+/// One finalizer removal, as KCM's strategic merge patch under the pod's uid does it
+/// but through [`apiserver::Api::edit_metadata`] (the pod's metadata alone is read and
+/// written). A pod gone, or its name another pod's now, is as good as one without the
+/// finalizer; as no change of it will come, its removal is no longer expected.
+async fn remove_one_finalizer(
+    cx: &Cx,
+    ns: &str,
+    owner: &str,
+    action: &Action,
+) -> Result<(), ApiError> {
+    let Action::RemovePodFinalizer { name, uid } = action else {
         return Ok(());
     };
-    match cx
+    let edit = cx
         .api
-        .patch_pod(ns, name, PatchType::Strategic, &patch)
-        .await
-    {
-        Ok(_) | Err(ApiError::NotFound { .. }) => Ok(()),
-        Err(e) => Err(e),
+        .edit_metadata(Resource::Pods, ns, name, uid, |m| {
+            if let Some(f) = m.finalizers.as_mut() {
+                f.retain(|x| x != job::JOB_TRACKING_FINALIZER);
+            }
+        })
+        .await?;
+    if edit == MetadataEdit::Gone && !owner.is_empty() {
+        cx.job_memory().finalizers.removal_observed(owner, uid);
     }
+    Ok(())
 }
 
 /// kube-controller-manager's `canAdopt`: the Job as stored now, not as cached, must
@@ -253,7 +264,9 @@ pub(super) async fn sync_orphan(cx: &Cx, key: &Key) -> Result<Option<Duration>, 
             .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()))
     });
     match job::orphan_finalizer_removal(&pod, controller.as_deref()) {
-        Some(a) => patch_finalizer(cx, &key.0, &a).await.map(|()| None),
+        Some(a) => remove_one_finalizer(cx, &key.0, "", &a)
+            .await
+            .map(|()| None),
         None => Ok(None),
     }
 }
