@@ -194,7 +194,10 @@ pub struct Stored {
 impl Stored {
     /// Encodes `object`, whose resourceVersion is `rv`.
     pub(crate) fn encode(object: &Value, rv: u64) -> Result<Self, StoreError> {
-        let json = serde_json::to_vec(object).map_err(|e| StoreError::Storage(e.to_string()))?;
+        // About a pod's size: growing from empty cost a dozen copies of every pod
+        // written (the text is copied once more into its `Arc` anyway).
+        let mut json = Vec::with_capacity(4096);
+        serde_json::to_writer(&mut json, object).map_err(|e| StoreError::Storage(e.to_string()))?;
         Ok(Self {
             rv,
             json: json.into(),

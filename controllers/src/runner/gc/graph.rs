@@ -40,13 +40,14 @@ pub(crate) struct Node {
     raw: Vec<Value>,
 }
 
-/// What the collector reads of an object's metadata.
-const KEPT_FIELDS: [&str; 4] = [
-    "/metadata/uid",
-    "/metadata/ownerReferences",
-    "/metadata/finalizers",
-    "/metadata/deletionTimestamp",
-];
+/// What the collector reads of an object's metadata (fields of `metadata`).
+const KEPT_FIELDS: [&str; 4] = ["uid", "ownerReferences", "finalizers", "deletionTimestamp"];
+
+/// The field `f` of `v`'s metadata. (`Value::pointer` would allocate to unescape the
+/// path, on every change of every object.)
+fn meta_field<'v>(v: &'v Value, f: &str) -> Option<&'v Value> {
+    v.get("metadata")?.get(f)
+}
 
 /// The stored JSON of [`KEPT_FIELDS`] of `v` is `raw`.
 fn same_fields(raw: &[Value], v: &Value) -> bool {
@@ -54,7 +55,7 @@ fn same_fields(raw: &[Value], v: &Value) -> bool {
         && KEPT_FIELDS
             .iter()
             .zip(raw)
-            .all(|(p, r)| v.pointer(p).unwrap_or(&Value::Null) == r)
+            .all(|(f, r)| meta_field(v, f).unwrap_or(&Value::Null) == r)
 }
 
 impl Node {
@@ -80,8 +81,8 @@ impl Node {
 
 /// Whether a stored object is worth decoding: it names owners or carries finalizers.
 fn interesting(v: &Value) -> bool {
-    let non_empty = |p: &str| matches!(v.pointer(p), Some(Value::Array(a)) if !a.is_empty());
-    non_empty("/metadata/ownerReferences") || non_empty("/metadata/finalizers")
+    let non_empty = |f: &str| matches!(meta_field(v, f), Some(Value::Array(a)) if !a.is_empty());
+    non_empty("ownerReferences") || non_empty("finalizers")
 }
 
 fn node_of(v: &Value) -> Option<Node> {
@@ -91,14 +92,14 @@ fn node_of(v: &Value) -> Option<Node> {
         .filter(Node::kept)?;
     node.raw = KEPT_FIELDS
         .iter()
-        .map(|p| v.pointer(p).cloned().unwrap_or(Value::Null))
+        .map(|f| meta_field(v, f).cloned().unwrap_or(Value::Null))
         .collect();
     Some(node)
 }
 
 fn key_of(resource: Resource, v: &Value) -> ObjKey {
     let field = |f: &str| {
-        v.pointer(&format!("/metadata/{f}"))
+        meta_field(v, f)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
@@ -244,7 +245,7 @@ impl Graph {
             _ => None,
         };
         let gone_uid = deleted
-            .then(|| v.pointer("/metadata/uid").and_then(Value::as_str))
+            .then(|| meta_field(v, "uid").and_then(Value::as_str))
             .flatten();
         let mut inner = self.write();
         let old = match &new {
