@@ -51,6 +51,10 @@ pub fn pods_to_delete<'a>(
     count: usize,
     now: Timestamp,
 ) -> Vec<&'a Pod> {
+    // A Job asks on every sync, mostly for none: no need to rank its active pods.
+    if count == 0 {
+        return Vec::new();
+    }
     let mut on_node: HashMap<&str, usize> = HashMap::new();
     for p in related.iter().filter(|p| is_active(p)) {
         *on_node.entry(node_name(p)).or_default() += 1;
