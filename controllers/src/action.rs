@@ -67,11 +67,11 @@ pub enum Action {
         /// The owner whose reference goes.
         owner_uid: String,
     },
-    /// Strategic merge patch removing the Job's tracking finalizer
-    /// (`batch.kubernetes.io/job-tracking`) from the pod, under its uid
-    /// ([`Action::patch`] gives the body, [`remove_tracking_finalizer_patch`]).
-    /// A `NotFound` answer means the pod is gone, which is as good: not a
-    /// failure. See [`crate::job`] for why the order around it matters.
+    /// Remove the Job's tracking finalizer (`batch.kubernetes.io/job-tracking`)
+    /// from the pod, under its uid (KCM sends a strategic merge patch; the
+    /// runner edits the pod's metadata alone, to the same effect). A pod gone
+    /// is as good: not a failure. See [`crate::job`] for why the order around
+    /// it matters.
     RemovePodFinalizer {
         /// Pod name.
         name: String,
@@ -179,8 +179,8 @@ pub enum Action {
 }
 
 impl Action {
-    /// The strategic-merge-patch body for [`Action::AdoptPod`],
-    /// [`Action::ReleasePod`] and [`Action::RemovePodFinalizer`], as KCM
+    /// The strategic-merge-patch body for [`Action::AdoptPod`] and
+    /// [`Action::ReleasePod`], as KCM
     /// sends it (the pod's uid makes the patch fail if the name now belongs
     /// to another pod); `None` for the other actions.
     ///
@@ -204,23 +204,9 @@ impl Action {
                 Some(body)
             }
             Action::ReleasePod { uid, owner_uid, .. } => Some(release_patch(owner_uid, uid)),
-            Action::RemovePodFinalizer { uid, .. } => Some(remove_tracking_finalizer_patch(uid)),
             _ => None,
         }
     }
-}
-
-/// `{"metadata":{"$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"],"uid":POD}}`:
-/// KCM's `removeTrackingFinalizerPatch`, with the pod's uid as the
-/// precondition (as [`adopt_patch`] carries it), so a pod made anew under
-/// the name keeps its finalizer.
-pub fn remove_tracking_finalizer_patch(pod_uid: &str) -> Value {
-    json!({
-        "metadata": {
-            "$deleteFromPrimitiveList/finalizers": [crate::job::JOB_TRACKING_FINALIZER],
-            "uid": pod_uid,
-        }
-    })
 }
 
 /// `{"metadata":{"ownerReferences":[<ref>],"uid":CHILD}}`: adopt an orphan
@@ -459,17 +445,11 @@ mod tests {
     }
 
     #[test]
-    fn remove_finalizer_patch_deletes_the_tracking_finalizer_under_the_pods_uid() {
+    fn a_finalizer_removal_is_listed_by_its_pods_uid() {
         let a = Action::RemovePodFinalizer {
             name: "p".into(),
             uid: "pod-uid".into(),
         };
-        assert_eq!(
-            a.patch(),
-            Some(json!({"metadata":{
-                "$deleteFromPrimitiveList/finalizers":["batch.kubernetes.io/job-tracking"],
-                "uid":"pod-uid"}}))
-        );
         let r = Reconciled {
             actions: vec![a],
             requeue_after: None,

@@ -72,7 +72,6 @@ pub mod ttl;
 
 pub use action::{
     Action, Event, EventType, Propagation, Reconciled, Status, adopt_patch, release_patch,
-    remove_tracking_finalizer_patch,
 };
 pub use error::ReconcileError;
 pub use expectations::{EXPECTATIONS_TIMEOUT, Expectations};

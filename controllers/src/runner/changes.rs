@@ -8,7 +8,11 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 
+use k8s_openapi::Metadata;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use super::cache::{Change, key_of};
+use super::queue::Queue;
 use super::{Cx, POD_EVENTS_WINDOW, cronjobs, daemonsets, jobs, replicasets};
 use crate::{Selector, controller_of};
 
@@ -117,10 +121,7 @@ pub(super) fn pod_changed(cx: &Cx, c: &Change<Pod>) {
 /// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
 /// Deployments that select it).
 pub(super) fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
-    if c.new.is_some() {
-        cx.pods_wanted
-            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
-    }
+    pod_owner_changed(cx, c, &cx.replicasets);
     for rs in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let ns = rs.metadata.namespace.clone().unwrap_or_default();
         match controller_of(&rs.metadata) {
@@ -140,31 +141,16 @@ pub(super) fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
             }
         }
     }
-    if let Some(rs) = c.new.as_deref().or(c.old.as_deref()) {
-        cx.replicasets.add(key_of(&rs.metadata));
-    }
 }
 
 /// A ReplicationController changed: it is queued.
 pub(super) fn rc_changed(cx: &Cx, c: &Change<ReplicationController>) {
-    if c.new.is_some() {
-        cx.pods_wanted
-            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
-    }
-    if let Some(rc) = c.new.as_deref().or(c.old.as_deref()) {
-        cx.replicationcontrollers.add(key_of(&rc.metadata));
-    }
+    pod_owner_changed(cx, c, &cx.replicationcontrollers);
 }
 
 /// A DaemonSet changed: it is queued.
 pub(super) fn daemonset_changed(cx: &Cx, c: &Change<DaemonSet>) {
-    if c.new.is_some() {
-        cx.pods_wanted
-            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
-    }
-    if let Some(ds) = c.new.as_deref().or(c.old.as_deref()) {
-        cx.daemonsets.add(key_of(&ds.metadata));
-    }
+    pod_owner_changed(cx, c, &cx.daemonsets);
 }
 
 /// A node came, went, or changed its labels or taints: every DaemonSet looks again.
@@ -202,26 +188,14 @@ pub(super) fn deployment_changed(cx: &Cx, c: &Change<Deployment>) {
 /// A StatefulSet changed: it is queued (and, once one exists, pods without owners are
 /// cached, so that it can adopt them).
 pub(super) fn statefulset_changed(cx: &Cx, c: &Change<StatefulSet>) {
-    if c.new.is_some() {
-        cx.pods_wanted
-            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
-    }
-    if let Some(set) = c.new.as_deref().or(c.old.as_deref()) {
-        cx.statefulsets.add(key_of(&set.metadata));
-    }
+    pod_owner_changed(cx, c, &cx.statefulsets);
 }
 
 /// A Job changed: it is queued (and, once one exists, pods without owners are cached,
 /// so that a Job with a manual selector can adopt them), with its CronJob and the TTL
 /// controller.
 pub(super) fn job_changed(cx: &Cx, c: &Change<Job>) {
-    if c.new.is_some() {
-        cx.pods_wanted
-            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
-    }
-    if let Some(job) = c.new.as_deref().or(c.old.as_deref()) {
-        cx.jobs.add(key_of(&job.metadata));
-    }
+    pod_owner_changed(cx, c, &cx.jobs);
     cronjobs::job_changed(cx, c.old.as_deref(), c.new.as_deref());
 }
 
@@ -246,4 +220,16 @@ pub(super) fn selects(
     selector
         .and_then(|s| Selector::new(s).ok())
         .is_some_and(|s| s.matches(pod.metadata.labels.as_ref()))
+}
+
+/// An owner of pods changed: it is queued, and once one exists, pods without owners
+/// are cached too (it may adopt them).
+fn pod_owner_changed<K: Metadata<Ty = ObjectMeta>>(cx: &Cx, c: &Change<K>, queue: &Queue) {
+    if c.new.is_some() {
+        cx.pods_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+    if let Some(owner) = c.new.as_deref().or(c.old.as_deref()) {
+        queue.add(key_of(owner.metadata()));
+    }
 }
