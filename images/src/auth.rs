@@ -110,7 +110,7 @@ fn decode_auth(auth: &str) -> Option<(String, String)> {
 }
 
 /// `https://index.docker.io/v1/` -> `docker.io`, `http://h:5000/x` -> `h:5000`.
-fn normalise_registry(key: &str) -> String {
+pub(crate) fn normalise_registry(key: &str) -> String {
     let host = key
         .trim_start_matches("https://")
         .trim_start_matches("http://");

@@ -26,6 +26,15 @@
 //!   the pull with containerd's `x509: ...` words. The process must have
 //!   installed a rustls crypto provider (the `mesopod` binary installs
 //!   ring) before a store is opened.
+//! - A registry's content may come from other hosts first: Docker Hub's
+//!   mirrors (`--registry-mirror`) and the hosts of containerd's
+//!   `hosts.toml` files ([`RegistryHosts`], [`StoreConfig::hosts`]). A tag
+//!   is resolved on the first host that answers; a host that is down,
+//!   silent past 1.5 s, 5xx, 404 or refusing is passed over for the next;
+//!   content whose digest is wrong fails the pull whoever served it. The
+//!   image's identity stays its name (`imageID` is `docker.io/...@sha256:…`
+//!   whichever host served it); [`Fetched::Pulled`] names the mirror.
+//!   Each host gets its own credentials only.
 //!   Credentials come from [`StoreConfig::registry_config`] (a Docker
 //!   `config.json`) and from the caller ([`RegistryAuth`], e.g. a pod's
 //!   imagePullSecrets); no credential is logged.
@@ -58,6 +67,7 @@
 mod archive;
 mod auth;
 mod error;
+mod hosts;
 mod manifest;
 mod policy;
 mod reference;
@@ -70,6 +80,7 @@ mod unpack;
 
 pub use auth::{AuthError, RegistryAuth};
 pub use error::{PullError, StoreError};
+pub use hosts::{HostsError, RegistryHosts};
 pub use manifest::ImageConfig;
 pub use policy::{PullPolicy, PullPolicyError};
 pub use reference::{Reference, ReferenceError};

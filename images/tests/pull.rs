@@ -167,7 +167,7 @@ async fn a_second_pull_is_served_from_the_store_without_the_registry() {
         .ensure_fetched(&reference, PullPolicy::IfNotPresent, &[])
         .await
         .expect("pull");
-    assert_eq!(how, images::Fetched::Pulled);
+    assert_eq!(how, images::Fetched::Pulled { mirror: None });
     registry.stop();
     let (second, how) = store
         .ensure_fetched(&reference, PullPolicy::IfNotPresent, &[])

@@ -59,6 +59,8 @@ pub struct Image {
     pub size: u64,
     /// How long the pull took; `None` when it was already present.
     pub pulled_in: Option<Duration>,
+    /// The mirror that served the pull (`http://host:port`), if one did.
+    pub pulled_from_mirror: Option<String>,
 }
 
 /// Why an image cannot be had: kubelet's waiting reason and message.
@@ -142,7 +144,12 @@ impl Images for StoreImages {
                 },
                 layers: found.layers,
                 size: found.size,
-                pulled_in: (fetched == images::Fetched::Pulled).then(|| started.elapsed()),
+                pulled_in: matches!(fetched, images::Fetched::Pulled { .. })
+                    .then(|| started.elapsed()),
+                pulled_from_mirror: match fetched {
+                    images::Fetched::Pulled { mirror } => mirror,
+                    images::Fetched::Present => None,
+                },
             })
         })
     }

@@ -100,6 +100,8 @@ pub struct ContainerSettings {
     pub insecure_registries: Vec<String>,
     /// `--registry-config FILE`: a Docker `config.json` with credentials.
     pub registry_config: Option<PathBuf>,
+    /// `--registry-mirror` and `--registry-config-dir`, read and checked.
+    pub registry_hosts: images::RegistryHosts,
     /// Image pull back-off ([`IMAGE_PULL_BACKOFF`] in production).
     pub image_backoff: Backoff,
     /// The mesopod binary whose `mesopod runtime` makes pod sandboxes (and
@@ -133,6 +135,7 @@ impl Default for ContainerSettings {
             allow_privileged: false,
             insecure_registries: Vec::new(),
             registry_config: None,
+            registry_hosts: images::RegistryHosts::default(),
             image_backoff: IMAGE_PULL_BACKOFF,
             mesopod_binary: None,
             image_gc: images::ImageGcPolicy::default(),

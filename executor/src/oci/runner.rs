@@ -152,6 +152,7 @@ impl Oci {
         let mut store_config = images::StoreConfig::new(store);
         store_config.insecure_registries = settings.insecure_registries.clone();
         store_config.registry_config = settings.registry_config.clone();
+        store_config.hosts = settings.registry_hosts.clone();
         let images = StoreImages::open(store_config)?;
         let gc = ImageGc::new(images.store().clone(), settings.image_gc);
         let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));

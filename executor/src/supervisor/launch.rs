@@ -109,9 +109,17 @@ impl Start {
             events.push(self.event("Normal", "Pulling", pulling(&plan.image)));
         }
         let pulled = match image.pulled_in {
+            // kubelet's words, and the mirror that served it: the image's
+            // name stays what the pod asked for.
             Some(took) => format!(
-                "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.",
-                plan.image, image.size
+                "Successfully pulled image {:?} in {took:.3?} ({took:.3?} including waiting). Image size: {} bytes.{}",
+                plan.image,
+                image.size,
+                image
+                    .pulled_from_mirror
+                    .as_ref()
+                    .map(|m| format!(" Pulled from mirror {m}."))
+                    .unwrap_or_default()
             ),
             None => format!(
                 "Container image {:?} already present on machine",

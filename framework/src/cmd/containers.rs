@@ -29,6 +29,15 @@ pub struct ContainerFlags {
     /// A Docker `config.json` whose `auths` the agents pull with.
     #[arg(long, value_name = "FILE")]
     pub registry_config: Option<PathBuf>,
+    /// A mirror of Docker Hub (`http(s)://host[:port]`), asked before Docker
+    /// Hub (repeatable, tried in order), as dockerd's flag of that name.
+    #[arg(long = "registry-mirror", value_name = "URL")]
+    pub registry_mirrors: Vec<String>,
+    /// containerd's registry host directory (its `config_path`):
+    /// `DIR/<registry>/hosts.toml` lists that registry's mirrors and TLS
+    /// settings, `DIR/_default/hosts.toml` applies to the rest.
+    #[arg(long, value_name = "DIR")]
+    pub registry_config_dir: Option<PathBuf>,
     /// Image gc runs once the image store's filesystem is this percent
     /// full (kubelet's flag and default; 100 turns gc off).
     #[arg(long, value_name = "PERCENT", default_value_t = 85)]
@@ -98,6 +107,8 @@ impl Default for ContainerFlags {
             image_store: None,
             insecure_registries: Vec::new(),
             registry_config: None,
+            registry_mirrors: Vec::new(),
+            registry_config_dir: None,
             image_gc_high_threshold: 85,
             image_gc_low_threshold: 80,
             minimum_image_ttl_duration: "2m".into(),
@@ -132,6 +143,12 @@ impl ContainerFlags {
         }
         if let Some(c) = &self.registry_config {
             args.push(format!("--registry-config={}", absolute(c).display()));
+        }
+        for m in &self.registry_mirrors {
+            args.push(format!("--registry-mirror={m}"));
+        }
+        if let Some(d) = &self.registry_config_dir {
+            args.push(format!("--registry-config-dir={}", absolute(d).display()));
         }
         let gc = ContainerFlags::default();
         if (
@@ -212,6 +229,21 @@ impl ContainerFlags {
         executor::logs::LogSettings::new(bytes as u64, self.container_log_max_files)
     }
 
+    /// The mirrors and host files the flags name, read and checked: a bad
+    /// mirror or `hosts.toml` stops the scheduler and the executor at
+    /// startup, with the file and line.
+    ///
+    /// # Errors
+    ///
+    /// The mirror or file refused, and why.
+    pub fn registry_hosts(&self) -> Result<images::RegistryHosts, String> {
+        let dir = self.registry_config_dir.as_deref().map(absolute);
+        images::RegistryHosts::load(&self.registry_mirrors, dir.as_deref()).map_err(|e| match e {
+            images::HostsError::Mirror(_) => format!("--registry-mirror: {e}"),
+            _ => format!("--registry-config-dir: {e}"),
+        })
+    }
+
     /// The image gc policy the flags give.
     ///
     /// # Errors
@@ -239,6 +271,7 @@ impl ContainerFlags {
             allow_privileged: self.allow_privileged,
             insecure_registries: self.insecure_registries.clone(),
             registry_config: self.registry_config.clone(),
+            registry_hosts: self.registry_hosts()?,
             image_gc: self.image_gc()?,
             logs: self.log_settings()?,
             cni: self.cni(),
@@ -349,6 +382,8 @@ mod tests {
             image_store: None,
             insecure_registries: vec!["reg.lan:5000".into()],
             registry_config: Some(PathBuf::from("/etc/mesopod/config.json")),
+            registry_mirrors: vec!["http://mirror.lan:5000".into(), "https://m2.lan".into()],
+            registry_config_dir: Some(PathBuf::from("/etc/containerd/certs.d")),
             image_gc_high_threshold: 90,
             cni_conf_dir: Some(PathBuf::from("/etc/cni/net.d")),
             cni_bin_dir: vec![PathBuf::from("/usr/lib/cni"), PathBuf::from("/opt/cni/bin")],
@@ -364,6 +399,9 @@ mod tests {
                 "--image-store=/data/images",
                 "--insecure-registry=reg.lan:5000",
                 "--registry-config=/etc/mesopod/config.json",
+                "--registry-mirror=http://mirror.lan:5000",
+                "--registry-mirror=https://m2.lan",
+                "--registry-config-dir=/etc/containerd/certs.d",
                 "--image-gc-high-threshold=90",
                 "--image-gc-low-threshold=80",
                 "--minimum-image-ttl-duration=2m",

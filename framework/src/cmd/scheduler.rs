@@ -345,6 +345,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::cmd::init_logging("info");
     args.containers.warn_at_startup();
     args.containers.image_gc().map_err(anyhow::Error::msg)?;
+    args.containers
+        .registry_hosts()
+        .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     if args.reset {
         return runtime.block_on(reset(&args));

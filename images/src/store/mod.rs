@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::auth::RegistryAuth;
 use crate::error::{PullError, StoreError};
+use crate::hosts::RegistryHosts;
 use crate::manifest::{self, ConfigError, ImageConfig, Manifest};
 use crate::policy::PullPolicy;
 use crate::reference::Reference;
@@ -34,6 +35,9 @@ pub struct StoreConfig {
     pub certs_dir: PathBuf,
     /// `gc` removes unused images while the store holds more than this.
     pub gc_threshold_bytes: u64,
+    /// Mirrors and per-registry hosts (`--registry-mirror`,
+    /// `--registry-config-dir`), loaded and checked beforehand.
+    pub hosts: RegistryHosts,
 }
 
 impl StoreConfig {
@@ -46,6 +50,7 @@ impl StoreConfig {
             registry_config: None,
             certs_dir: PathBuf::from(crate::remote::DOCKER_CERTS_DIR),
             gc_threshold_bytes: 10 << 30,
+            hosts: RegistryHosts::default(),
         }
     }
 }
@@ -66,12 +71,16 @@ pub struct Image {
 }
 
 /// What [`ImageStore::ensure`] did, for the `Pulled` event's two forms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fetched {
     /// It was in the store: `Container image "IMG" already present on machine`.
     Present,
-    /// It was pulled from its registry.
-    Pulled,
+    /// It was pulled from its registry, or from the mirror named.
+    Pulled {
+        /// The mirror that resolved it (`http://host:port`); `None`: the
+        /// registry itself.
+        mirror: Option<String>,
+    },
 }
 
 /// A content-addressed store of images, shared by clones (and by
@@ -123,11 +132,15 @@ impl ImageStore {
             }
         };
         record::remove_stale_temps(&layout);
-        let clients = Clients::new(config.insecure_registries.clone(), config.certs_dir.clone())
-            .map_err(|e| StoreError::Io {
-                path: config.root.clone(),
-                source: std::io::Error::other(e),
-            })?;
+        let clients = Clients::new(
+            config.insecure_registries.clone(),
+            config.certs_dir.clone(),
+            config.hosts.clone(),
+        )
+        .map_err(|e| StoreError::Io {
+            path: config.root.clone(),
+            source: std::io::Error::other(e),
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 layout,
@@ -205,7 +218,7 @@ impl ImageStore {
                 {
                     rest = &rest[i + 1..];
                 }
-                (pulled, _) => return pulled.map(|i| (i, Fetched::Pulled)),
+                (pulled, _) => return pulled.map(|(i, mirror)| (i, Fetched::Pulled { mirror })),
             }
         }
     }
@@ -234,14 +247,15 @@ impl ImageStore {
         .flatten()
     }
 
+    /// Pulls `reference`, saying which mirror served it, if one did.
     async fn pull(
         &self,
         reference: &Reference,
         creds: &[RegistryAuth],
-    ) -> Result<Image, PullError> {
+    ) -> Result<(Image, Option<String>), PullError> {
         let full = reference.to_string();
         let remote = self.inner.clients.remote(reference, creds)?;
-        let (bytes, top_digest) = remote.manifest(None).await?;
+        let (bytes, top_digest, remote) = remote.resolve().await?;
         let bad = |detail: String| PullError::BadManifest {
             reference: full.clone(),
             detail,
@@ -255,18 +269,21 @@ impl ImageStore {
                         detail,
                     })?;
                 let digest = entry.digest().to_string();
-                remote.manifest(Some(&digest)).await?
+                remote.manifest(&digest).await?
             }
         };
         let image_id = reference.with_digest(&top_digest);
-        self.import(
-            reference,
-            &image_id,
-            &manifest_bytes,
-            &manifest_digest,
-            &Source::Remote(remote),
-        )
-        .await
+        let mirror = remote.mirror();
+        let image = self
+            .import(
+                reference,
+                &image_id,
+                &manifest_bytes,
+                &manifest_digest,
+                &Source::Remote(remote),
+            )
+            .await?;
+        Ok((image, mirror))
     }
 
     /// Stores the image whose platform manifest is `manifest_bytes`,
