@@ -173,10 +173,7 @@ impl Clients {
             Some(Scheme::Https) => false,
             // Docker's rule, with its certs.d: a loopback registry speaks
             // plain HTTP unless a CA directory says it serves TLS.
-            None => {
-                (is_loopback(&host.host) && !has_cas)
-                    || self.insecure.contains(&host.host)
-            }
+            None => (is_loopback(&host.host) && !has_cas) || self.insecure.contains(&host.host),
         };
         let mut identity = Vec::new();
         if let Some((cert, key)) = host.client.first() {

@@ -242,6 +242,41 @@ pub fn busybox_layer() -> Vec<u8> {
     layer.tar()
 }
 
+/// A layer of `/bin/busybox` with every applet it lists (`httpd`, `date`,
+/// `wget`…) linked in `/bin`: enough of an image for `examples/`, whose
+/// pods name `busybox`.
+///
+/// # Panics
+///
+/// When `/bin/busybox` cannot be read or run.
+pub fn busybox_full_layer() -> Vec<u8> {
+    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
+    let list = std::process::Command::new("/bin/busybox")
+        .arg("--list")
+        .output()
+        .expect("busybox --list");
+    let mut layer = Layer::new()
+        .dir("bin")
+        .file("bin/busybox", 0o755, &busybox)
+        .dir("etc")
+        .file(MARKER_PATH, 0o644, MARKER.as_bytes())
+        .file(
+            "etc/passwd",
+            0o644,
+            b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+        )
+        .file("etc/group", 0o644, b"root:x:0:\nnogroup:x:65534:\n");
+    for dir in ["tmp", "proc", "dev", "sys", "root"] {
+        layer = layer.dir(dir);
+    }
+    for applet in String::from_utf8_lossy(&list.stdout).split_whitespace() {
+        if applet != "busybox" {
+            layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
+        }
+    }
+    layer.tar()
+}
+
 /// The busybox image with the default [`Spec`] (Cmd `sh`).
 pub fn busybox_image() -> TestImage {
     image(vec![busybox_layer()], &Spec::default())

@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 pub use build::{
-    Layer, MARKER, MARKER_PATH, Spec, TestImage, busybox_image, busybox_layer, docker_save, gzip,
-    image, image_with_blobs, oci_archive, sha256,
+    Layer, MARKER, MARKER_PATH, Spec, TestImage, busybox_full_layer, busybox_image, busybox_layer,
+    docker_save, gzip, image, image_with_blobs, oci_archive, sha256,
 };
 
 use crate::manifest::OCI_INDEX;
