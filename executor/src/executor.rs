@@ -171,6 +171,22 @@ pub struct Executor<A: Agent> {
     streaming: Option<crate::streaming::server::StreamServer>,
     /// The node key registration the scheduler has not answered yet.
     key_resend: crate::apiclient::resend::KeyResend,
+    /// The image store's listing for the Node ([`crate::node_images`]).
+    node_images: Option<NodeImagesWatch>,
+}
+
+type NodeImagesWatch =
+    tokio::sync::watch::Receiver<Option<std::sync::Arc<crate::node_images::NodeImages>>>;
+
+/// The listing's next change; never, without a store or once it is gone.
+async fn images_changed(watch: Option<&mut NodeImagesWatch>) {
+    let changed = match watch {
+        Some(w) => w.changed().await.is_ok(),
+        None => false,
+    };
+    if !changed {
+        std::future::pending::<()>().await;
+    }
 }
 
 impl<A: Agent> Executor<A> {
@@ -191,7 +207,9 @@ impl<A: Agent> Executor<A> {
             },
             objects: options.objects.clone(),
         });
+        let node_images = runtime.node_images();
         Executor {
+            node_images,
             env,
             agent,
             options,
@@ -362,6 +380,7 @@ impl<A: Agent> Executor<A> {
                     }
                 }
                 _ = node_status.tick() => self.send_node_status().await,
+                () = images_changed(self.node_images.as_mut()) => self.send_node_images().await,
                 () = sleep_until(shutdown_by), if shutdown_by.is_some() => {
                     return if self.stop_fired { SessionEnd::Stopped } else { SessionEnd::Shutdown };
                 }
@@ -400,6 +419,7 @@ impl<A: Agent> Executor<A> {
                     }
                 }
                 self.send_node_key().await;
+                self.send_node_images().await;
             }
             Some(event::Type::Launch) => match event.launch.and_then(|l| l.task) {
                 Some(task) => self.launch(task),
@@ -441,6 +461,8 @@ impl<A: Agent> Executor<A> {
                 } else if data == crate::apiclient::protocol::REGISTER_AGAIN_MESSAGE {
                     tracing::info!("a new scheduler asked for the node key");
                     self.send_node_key().await;
+                    // Its Nodes know no images yet.
+                    self.send_node_images().await;
                 } else if !credential.is_some_and(|c| c.on_message(&data)) {
                     tracing::info!("MESSAGE from the scheduler (ignored)");
                 }
@@ -477,6 +499,31 @@ impl<A: Agent> Executor<A> {
         };
         if let Err(e) = self.agent.call(call).await {
             tracing::debug!(error = %e, "node status not sent; the next one goes in time");
+        }
+    }
+
+    /// The image store's listing ([`crate::node_images`]), once there is
+    /// one; one that is lost is made up by the next change or the next
+    /// scheduler's request.
+    async fn send_node_images(&mut self) {
+        let Some(listed) = self
+            .node_images
+            .as_mut()
+            .and_then(|w| w.borrow_and_update().clone())
+        else {
+            return;
+        };
+        let call = Call {
+            executor_id: Some(self.env.executor_id.clone()),
+            framework_id: Some(self.env.framework_id.clone()),
+            r#type: Some(call::Type::Message as i32),
+            message: Some(call::Message {
+                data: listed.encode(),
+            }),
+            ..Default::default()
+        };
+        if let Err(e) = self.agent.call(call).await {
+            tracing::debug!(error = %e, "node images not sent; they go again with the next change");
         }
     }
 

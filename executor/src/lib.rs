@@ -59,6 +59,8 @@
 //! - [`UPDATE_IMAGES_MESSAGE`] from the scheduler gives a running pod's
 //!   containers new images: a running container restarts with its new
 //!   image as kubelet restarts a container whose definition changed.
+//! - [`NODE_IMAGES_MESSAGE`] to the scheduler says what the agent's image
+//!   store holds ([`NodeImages`]), for its Node's `status.images`.
 //! - Containers run in real containers ([`oci`]): the image's root
 //!   filesystem, their own mount, PID, UTS and IPC namespaces, cgroups under
 //!   their shims' anchors beside the executor's, through a runc-compatible
@@ -78,6 +80,7 @@ pub mod images_message;
 pub mod layout;
 pub mod logs;
 pub mod network;
+pub mod node_images;
 pub mod objects;
 pub mod oci;
 pub mod pod;
@@ -98,5 +101,6 @@ pub use executor::{
     Options, POD_DIR_LABEL, RESEND_STATUS_MESSAGE,
 };
 pub use images_message::{ContainerImage, ImageUpdate, UPDATE_IMAGES_MESSAGE};
+pub use node_images::{NODE_IMAGES_MESSAGE, NodeImages};
 pub use pod::{PodError, PodPlan};
 pub use runtime::{PodState, PodUpdate, Runtime, RuntimeConfig};

@@ -249,6 +249,14 @@ impl Runtime {
         (rt, rx)
     }
 
+    /// The agent's image store as last listed, for its Node; `None` in
+    /// process mode or when the runtime could not be set up.
+    pub(crate) fn node_images(
+        &self,
+    ) -> Option<tokio::sync::watch::Receiver<Option<Arc<crate::node_images::NodeImages>>>> {
+        self.oci.as_ref().map(|oci| oci.gc.listed())
+    }
+
     /// The node name for pods launched from now on that carry no
     /// `spec.nodeName` (the agent's hostname, known once subscribed).
     pub fn set_node_name(&mut self, node_name: &str) {

@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+use executor::NodeImages;
 use k8s_openapi::api::core::v1::{
-    Event, EventSource, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo,
-    ObjectReference, Pod, Taint,
+    ContainerImage, Event, EventSource, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus,
+    NodeSystemInfo, ObjectReference, Pod, Taint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
@@ -89,6 +90,48 @@ pub fn node_for(view: &NodeView, capacity: &BTreeMap<&'static str, f64>, now: Sy
     };
     set_node_ready(&mut node, true, now);
     node
+}
+
+/// Puts what the agent's executor says of its image store on its Node, as
+/// kubelet reports its own:
+///
+/// - `status.images`: each image's names (its digest name, then its tags)
+///   and size, largest first, at most kubelet's `--node-status-max-images`
+///   default (50) of at most 5 names each, whatever the executor sent.
+/// - `ephemeral-storage`. kubelet's capacity is its root directory's
+///   filesystem, and its allocatable that less the reservations
+///   (`--kube-reserved`, `--system-reserved`) and the hard eviction
+///   threshold. On Mesos, the agent's `disk` resource is that allocatable
+///   already: the agent offers its work directory's filesystem less what
+///   it keeps for itself (or the operator's `--resources=disk:`), and pods
+///   may use no more. So allocatable stays the offered `disk` ([`node_for`]),
+///   and capacity is the work directory's filesystem as the executor
+///   measured it. When that is not known, or is less than the offered
+///   `disk` (an operator may declare more than the disk has), capacity
+///   stays the offered `disk`: mesopod reports no number it has not read.
+///   `disk_mb` is the offered `disk`, in Mesos' megabytes.
+pub fn set_node_images(node: &mut Node, images: &NodeImages, disk_mb: f64) {
+    let status = node.status.get_or_insert_with(Default::default);
+    let listed: Vec<ContainerImage> = executor::node_images::largest_first(images.images.clone())
+        .into_iter()
+        .map(|i| ContainerImage {
+            names: Some(i.names),
+            size_bytes: i64::try_from(i.size_bytes).ok(),
+        })
+        .collect();
+    status.images = Some(listed);
+    let offered = disk_mb.max(0.0).floor();
+    // Mesos' `disk` is in MiB (it calls them megabytes): exact in f64 far
+    // beyond any disk.
+    let offered_bytes = offered * 1024.0 * 1024.0;
+    let capacity = match images.filesystem_bytes {
+        Some(fs) if fs as f64 >= offered_bytes => Quantity(format!("{}Ki", fs / 1024)),
+        _ => Quantity(format!("{offered}Mi")),
+    };
+    status
+        .capacity
+        .get_or_insert_with(Default::default)
+        .insert("ephemeral-storage".to_owned(), capacity);
 }
 
 /// The taint kube-controller-manager puts on a node whose kubelet went
@@ -227,6 +270,75 @@ mod tests {
     fn cpu_quantities_read_like_kubernetes() {
         assert_eq!(format_cpu(4.0), "4");
         assert_eq!(format_cpu(0.25), "250m");
+    }
+
+    fn image(name: &str, size: u64) -> executor::node_images::NodeImage {
+        executor::node_images::NodeImage {
+            names: (0..7).map(|i| format!("{name}:{i}")).collect(),
+            size_bytes: size,
+        }
+    }
+
+    fn node() -> Node {
+        let mut cap = BTreeMap::new();
+        cap.insert("ephemeral-storage".to_owned(), Quantity("1000Mi".into()));
+        Node {
+            status: Some(NodeStatus {
+                capacity: Some(cap.clone()),
+                allocatable: Some(cap),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_node_lists_the_largest_fifty_images_largest_first_with_five_names_each() {
+        // As an executor that neither sorts nor caps might send them.
+        let images = NodeImages {
+            version: 1,
+            images: (0..80u64)
+                .map(|i| image(&format!("r/i{i}"), i * 10))
+                .collect(),
+            filesystem_bytes: None,
+        };
+        let mut node = node();
+        set_node_images(&mut node, &images, 1000.0);
+        let listed = node.status.as_ref().unwrap().images.clone().unwrap();
+        assert_eq!(listed.len(), 50);
+        let sizes: Vec<i64> = listed.iter().map(|i| i.size_bytes.unwrap()).collect();
+        let expected: Vec<i64> = (30..80).rev().map(|i| i * 10).collect();
+        assert_eq!(sizes, expected);
+        let names = listed[0].names.clone().unwrap();
+        assert_eq!(
+            names,
+            ["r/i79:0", "r/i79:1", "r/i79:2", "r/i79:3", "r/i79:4"]
+        );
+        // Unknown filesystem: capacity is the offered disk, as before.
+        let status = node.status.unwrap();
+        let cap = &status.capacity.unwrap()["ephemeral-storage"];
+        assert_eq!(cap.0, "1000Mi");
+        assert_eq!(status.allocatable.unwrap()["ephemeral-storage"].0, "1000Mi");
+    }
+
+    #[test]
+    fn ephemeral_storage_capacity_is_the_measured_filesystem_and_allocatable_the_offered_disk() {
+        let mut images = NodeImages {
+            version: 1,
+            images: Vec::new(),
+            filesystem_bytes: Some(2000 << 20),
+        };
+        let mut node = node();
+        set_node_images(&mut node, &images, 1000.0);
+        let status = node.status.clone().unwrap();
+        assert_eq!(status.capacity.unwrap()["ephemeral-storage"].0, "2048000Ki");
+        assert_eq!(status.allocatable.unwrap()["ephemeral-storage"].0, "1000Mi");
+        assert_eq!(status.images, Some(Vec::new()), "an empty store lists none");
+        // A filesystem smaller than the declared disk: no capacity below allocatable.
+        images.filesystem_bytes = Some(500 << 20);
+        set_node_images(&mut node, &images, 1000.0);
+        let status = node.status.unwrap();
+        assert_eq!(status.capacity.unwrap()["ephemeral-storage"].0, "1000Mi");
     }
 
     #[test]

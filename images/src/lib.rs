@@ -54,6 +54,8 @@
 //!   [`rootfs::Rootfs::release`] unmounts.
 //! - [`ImageStore::gc`] removes images not in use, least recently used
 //!   first, while the store is over [`StoreConfig::gc_threshold_bytes`].
+//! - [`ImageStore::list`] says what the store holds ([`StoredImage`]:
+//!   id, references, size), for a node's `status.images`.
 //! - [`ImageStore::load_archive`] imports a `docker save` tarball or an
 //!   OCI image layout archive (`mesopod image load`).
 //! - Every failure of `ensure` is a [`PullError`] whose
@@ -85,4 +87,4 @@ pub use manifest::ImageConfig;
 pub use policy::{PullPolicy, PullPolicyError};
 pub use reference::{Reference, ReferenceError};
 pub use rootfs::{Rootfs, RootfsError, assemble, assemble_copy};
-pub use store::{Fetched, GcReport, Image, ImageGcPolicy, ImageStore, StoreConfig};
+pub use store::{Fetched, GcReport, Image, ImageGcPolicy, ImageStore, StoreConfig, StoredImage};

@@ -65,6 +65,7 @@ mod mesos_auth_tls;
 mod network_cni;
 mod network_kubectl;
 mod node_credential;
+mod node_images_kubectl;
 mod openapi_kubectl;
 mod partition_heal;
 mod pod_security_kubectl;

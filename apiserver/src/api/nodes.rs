@@ -40,6 +40,13 @@ impl Api {
                     {
                         st.daemon_endpoints.clone_from(&old_st.daemon_endpoints);
                     }
+                    // So are the images its executor reported: a scheduler
+                    // that has not heard it yet (a new leader) keeps them.
+                    if let (Some(st), Some(old_st)) = (new.status.as_mut(), old.status.as_ref())
+                        && st.images.is_none()
+                    {
+                        st.images.clone_from(&old_st.images);
+                    }
                     if new == *old {
                         return Ok(new);
                     }

@@ -12,7 +12,13 @@
 //! owner of the image's, since the uppermost layer's directory is the one
 //! a container sees. An image whose `/etc` is not a directory gets no init
 //! layer (the runtime then makes what it needs, as before).
+//!
+//! Collected with the images ([`super::gc`]): a layer goes once the store
+//! no longer has its image and no live pod's container runs it
+//! ([`collect`]). A layer is only ever made or removed whole: the
+//! executor's image gc and its container starts exclude each other.
 
+use std::collections::HashSet;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -38,13 +44,18 @@ fn topmost(layers: &[PathBuf], path: &str) -> Option<std::fs::Metadata> {
     (!whiteout).then_some(m)
 }
 
+/// The directory name of `image_id`'s layer.
+fn dir_name(image_id: &str) -> String {
+    image_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
 /// The image's init layer, made if it does not exist yet; `None` when the
 /// image needs none or cannot have one.
 pub(crate) fn ensure(dir: &Path, image_id: &str, layers: &[PathBuf]) -> Option<PathBuf> {
-    let name: String = image_id
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
+    let name = dir_name(image_id);
     let at = dir.join(&name);
     if at.is_dir() {
         return Some(at);
@@ -76,6 +87,39 @@ pub(crate) fn ensure(dir: &Path, image_id: &str, layers: &[PathBuf]) -> Option<P
             None
         }
     }
+}
+
+/// Removes from `dir` the layers of images not in `keep` (image ids), and
+/// what a start cut short by its process' death left half made; returns
+/// the layers removed. The caller keeps starts out meanwhile.
+pub(crate) fn collect(dir: &Path, keep: &HashSet<String>) -> Vec<PathBuf> {
+    let kept: HashSet<String> = keep.iter().map(|id| dir_name(id)).collect();
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stale = match name.strip_prefix('.') {
+            // `.<layer>.<pid>`, a layer being made: only a dead maker's.
+            Some(tmp) => tmp
+                .rsplit_once('.')
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .is_none_or(|pid| {
+                    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+                }),
+            None => !kept.contains(&name),
+        };
+        if !stale {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(layer = %path.display(), error = %e, "cannot remove an init layer")
+            }
+        }
+    }
+    removed
 }
 
 fn make(
@@ -137,5 +181,36 @@ mod tests {
         // An /etc that is not a directory gets no layer.
         std::os::unix::fs::symlink("/x", top.join("etc")).unwrap();
         assert_eq!(ensure(&dir, "other", &layers), None);
+    }
+
+    #[test]
+    fn collect_removes_the_layers_of_images_not_kept_and_dead_starts_leftovers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("l0");
+        std::fs::create_dir_all(base.join("etc")).unwrap();
+        let dir = tmp.path().join("init");
+        let kept = ensure(&dir, "r/kept@sha256:aa", std::slice::from_ref(&base)).unwrap();
+        let gone = ensure(&dir, "r/gone@sha256:bb", std::slice::from_ref(&base)).unwrap();
+        // A start of this process making one, and one of a process long gone.
+        let making = dir.join(format!(".r_new.{}", std::process::id()));
+        let dead = dir.join(".r_old.4294967295");
+        std::fs::create_dir_all(making.join("etc")).unwrap();
+        std::fs::create_dir_all(dead.join("etc")).unwrap();
+
+        let keep: HashSet<String> = ["r/kept@sha256:aa".to_owned()].into();
+        let mut removed = collect(&dir, &keep);
+        removed.sort();
+        let mut expected = vec![dead.clone(), gone.clone()];
+        expected.sort();
+        assert_eq!(removed, expected);
+        assert!(
+            kept.join("etc/hosts").is_file(),
+            "the kept image's layer stays whole"
+        );
+        assert!(!gone.exists() && !dead.exists());
+        assert!(making.is_dir(), "a layer being made is not touched");
+        // Nothing to do: nothing more goes.
+        assert!(collect(&dir, &keep).is_empty());
+        assert!(collect(&tmp.path().join("absent"), &keep).is_empty());
     }
 }

@@ -154,9 +154,14 @@ impl Oci {
         store_config.registry_config = settings.registry_config.clone();
         store_config.hosts = settings.registry_hosts.clone();
         let images = StoreImages::open(store_config)?;
-        let gc = ImageGc::new(images.store().clone(), settings.image_gc);
         let sandboxes = PathBuf::from(format!("{}-sandboxes", root.display()));
         let init_layers = PathBuf::from(format!("{}-init", root.display()));
+        let gc = ImageGc::new(
+            images.store().clone(),
+            settings.image_gc,
+            init_layers.clone(),
+            work.clone(),
+        );
         let cni = settings
             .cni
             .clone()
@@ -281,6 +286,9 @@ impl Oci {
         let layers = req.image.layers.clone();
         let read_only = req.plan.security.read_only_root_filesystem;
         let (init_layers, image_id) = (self.init_layers.clone(), req.image.image_id.clone());
+        // Once mounted, the init layer is the container's: gc keeps it for
+        // the pod that holds its image. Until then, gc waits.
+        let no_gc = self.gc.starting().await;
         let assembled = tokio::task::spawn_blocking(move || {
             let init = super::init_layer::ensure(&init_layers, &image_id, &layers);
             let made = assemble(&layers, init.as_deref(), &dirs, read_only);
@@ -289,8 +297,9 @@ impl Oci {
             }
             made
         });
+        let assembled = assembled.await;
+        drop(no_gc);
         assembled
-            .await
             .map_err(|e| StartError::Runtime(e.to_string()))?
             .map_err(StartError::Runtime)?;
         // The first container of a pod on the embedded runtime makes the

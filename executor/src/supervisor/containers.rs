@@ -129,6 +129,7 @@ impl Supervisor {
                 record.image_id = running.image_id.clone();
                 // What runs, even if the image changed while it started.
                 record.image = started_image;
+                self.hold_images();
                 self.pull_attempts.remove(&which);
                 if let Which::Main(j) = which {
                     self.started_once[j] = true;

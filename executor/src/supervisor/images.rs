@@ -69,7 +69,9 @@ impl Supervisor {
     }
 
     /// Keeps the images the pod names and the ones its runs use (an old one
-    /// until its run ends) from the image gc.
+    /// until its run ends) from the image gc; the latter by image id too,
+    /// since a tag may have moved on (or another agent's executor removed
+    /// it from a shared store) while they run.
     pub(super) fn hold_images(&self) {
         let Some(oci) = &self.oci else { return };
         let planned = self
@@ -80,6 +82,11 @@ impl Supervisor {
         let mut images: Vec<String> = planned
             .map(|c| c.image.clone())
             .chain(self.all().map(|r| r.image.clone()))
+            .chain(
+                self.all()
+                    .filter(|r| !r.image_id.is_empty())
+                    .map(|r| r.image_id.clone()),
+            )
             .collect();
         images.sort();
         images.dedup();

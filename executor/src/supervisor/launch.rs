@@ -105,6 +105,10 @@ impl Start {
             )),
         );
         let image = image.map_err(StartError::Pull)?;
+        if image.pulled_in.is_some() {
+            // The Node lists the store's images.
+            self.oci.gc.report();
+        }
         if !self.pulling_announced && image.pulled_in.is_some() {
             events.push(self.event("Normal", "Pulling", pulling(&plan.image)));
         }

@@ -6,13 +6,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use executor::NodeImages;
 use k8s_openapi::api::core::v1::Node;
 use mesos::proto::{ExecutorInfo, Offer};
 use procurement::{NodeView, Owner, ProcureError, ResourceKind};
 
 use super::Lookup;
 use super::effect::Placed;
-use crate::objects::{node_for, set_node_ready};
+
+use crate::objects::{node_for, set_node_images, set_node_ready};
 
 /// What the core remembers of an agent.
 #[derive(Debug, Clone)]
@@ -34,6 +36,9 @@ pub(crate) struct Agents {
     /// The exact `ExecutorInfo` each agent's executor was launched with, so
     /// a reused executor is named identically.
     executors: HashMap<String, Arc<ExecutorInfo>>,
+    /// What each agent's executor last said of its image store; kept
+    /// apart from `agents`, since it may come before the agent's offers.
+    images: HashMap<String, Arc<NodeImages>>,
 }
 
 impl Agents {
@@ -110,6 +115,10 @@ impl Agents {
         }
         let view = NodeView::from_offer(offer).ok()?;
         let mut node = node_for(&view, &entry.capacity, now);
+        if let Some(images) = self.images.get(&view.agent_id().value) {
+            let disk = entry.capacity.get("disk").copied().unwrap_or(0.0);
+            set_node_images(&mut node, images, disk);
+        }
         if !entry.ready {
             set_node_ready(&mut node, false, now);
         }
@@ -127,6 +136,25 @@ impl Agents {
         entry.ready = ready;
         let node = entry.node.as_mut()?;
         set_node_ready(node, ready, now);
+        Some(node.clone())
+    }
+
+    /// The agent's Node with what its executor now says of its image store;
+    /// `None` when the agent has no Node yet or nothing changed.
+    pub(crate) fn set_images(&mut self, agent: &str, images: NodeImages) -> Option<Node> {
+        if self
+            .images
+            .get(agent)
+            .is_some_and(|known| **known == images)
+        {
+            return None;
+        }
+        let images = Arc::new(images);
+        self.images.insert(agent.to_owned(), Arc::clone(&images));
+        let entry = self.agents.get_mut(agent)?;
+        let disk = entry.capacity.get("disk").copied().unwrap_or(0.0);
+        let node = entry.node.as_mut()?;
+        set_node_images(node, &images, disk);
         Some(node.clone())
     }
 

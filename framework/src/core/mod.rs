@@ -64,6 +64,7 @@ mod launch;
 mod launching;
 mod leadership;
 mod liveness;
+mod node_images;
 mod pending;
 mod pods;
 mod recover;

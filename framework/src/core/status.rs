@@ -48,6 +48,7 @@ impl Core {
                 // Whatever an executor says, it is alive.
                 if let Some(message) = &event.message {
                     self.on_executor_message(message, now);
+                    self.on_node_images(message);
                 }
             }
             _ => {}

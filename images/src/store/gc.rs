@@ -178,7 +178,7 @@ impl ImageStore {
 }
 
 /// The image ids `names` (references or ids) stand for in the store.
-fn image_ids(layout: &Layout, names: &[String]) -> HashSet<String> {
+pub(super) fn image_ids(layout: &Layout, names: &[String]) -> HashSet<String> {
     names
         .iter()
         .filter_map(|name| {
@@ -198,7 +198,7 @@ fn usage(layout: &Layout) -> u64 {
     record::disk_usage(&layout.root.join("blobs")) + record::disk_usage(&layout.root.join("layers"))
 }
 
-fn records(layout: &Layout) -> Result<Vec<ImageRecord>, StoreError> {
+pub(super) fn records(layout: &Layout) -> Result<Vec<ImageRecord>, StoreError> {
     let dir = layout.root.join("images");
     let entries = std::fs::read_dir(&dir).map_err(StoreError::io(&dir))?;
     Ok(entries

@@ -4,6 +4,8 @@
 mod fetch;
 mod gc;
 pub use gc::{GcReport, ImageGcPolicy};
+mod list;
+pub use list::StoredImage;
 pub(crate) mod record;
 
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@ mod images;
 mod launching;
 mod leadership;
 mod liveness;
+mod node_images;
 mod relaunch;
 mod scheduling;
 mod updates;
