@@ -249,11 +249,96 @@ async fn through_a_registry_mirror(mirror: &Registry) {
     for tag in ["latest", "1.36", "1.37"] {
         mirror.push("library/busybox", tag, &busybox).await;
     }
+    // A first mirror that lies: it has only `library/tampered`, whose layer
+    // it serves with other bytes; for everything else it says 404, and the
+    // pull falls through to the good mirror.
+    let liar = Registry::start().await;
+    let tampered = testing::image(
+        vec![
+            testing::Layer::new()
+                .file("tampered", 0o644, b"not what the digest says")
+                .tar(),
+        ],
+        &Spec::default(),
+    );
+    liar.push("library/tampered", "1", &tampered).await;
+    let layer = tampered.layer_digest(0);
+    let blob = liar.storage().join(format!(
+        "docker/registry/v2/blobs/sha256/{}/{}/data",
+        &layer[7..9],
+        &layer[7..]
+    ));
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&blob, &bytes).unwrap();
+
     let dir = tempfile::tempdir().unwrap();
     let mirror_url = format!("http://{}", mirror.host());
-    let (proc, server) = cluster(dir.path(), &["--registry-mirror", &mirror_url]).await;
+    let liar_url = format!("http://{}", liar.host());
+    let (proc, server) = cluster(
+        dir.path(),
+        &[
+            "--registry-mirror",
+            &liar_url,
+            "--registry-mirror",
+            &mirror_url,
+        ],
+    )
+    .await;
     let k = Kubectl::new(&server);
     let messages = run_every_example(&k).await;
+
+    // `image: busybox` is Docker Hub's `library/busybox:latest`.
+    let plain = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: plain\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    command: [\"echo\", \"latest from the mirror\"]\n";
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(plain)).await);
+    ok(&k
+        .run(&[
+            "wait",
+            "--for=jsonpath={.status.phase}=Succeeded",
+            "pod/plain",
+            WAIT,
+        ])
+        .await);
+    assert_eq!(
+        ok(&k.run(&["logs", "plain"]).await).trim(),
+        "latest from the mirror"
+    );
+
+    // The wrong bytes are refused, and the pod says so.
+    let liar_pod = plain
+        .replace("name: plain", "name: tampered")
+        .replace("image: busybox", "image: tampered:1");
+    ok(&k.run_stdin(&["apply", "-f", "-"], Some(&liar_pod)).await);
+    ok(&k
+        .run(&[
+            "wait",
+            "--for=jsonpath={.status.containerStatuses[0].state.waiting.reason}=ErrImagePull",
+            "pod/tampered",
+            WAIT,
+        ])
+        .await);
+    // The waiting message may already be the back-off's; the Failed event
+    // keeps the pull's error.
+    let failed = testkit::wait_until(
+        "the Failed event of the tampered pull",
+        Duration::from_secs(55),
+        async || {
+            ok(&k
+                .run(&[
+                    "get",
+                    "events",
+                    "--field-selector",
+                    "involvedObject.name=tampered,reason=Failed",
+                    "-o",
+                    "jsonpath={.items[*].message}",
+                ])
+                .await)
+        },
+        |m| m.contains("unexpected commit digest"),
+    )
+    .await;
+    assert!(failed.contains(&layer), "{failed}");
 
     // Every pull came through the mirror, and the pods show the image by
     // its own name.
