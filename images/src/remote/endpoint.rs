@@ -14,6 +14,17 @@ use crate::error::{PullError, error_chain};
 use crate::manifest::ACCEPTED;
 use crate::reference::Reference;
 
+/// How long a request may wait for the host's answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Patience {
+    /// The host's response timeout (a mirror's 1.5 s): a host not yet
+    /// known to be alive.
+    Quick,
+    /// The client's own timeouts: the host that resolved the tag, which a
+    /// pull-through cache may need a while to fill.
+    Full,
+}
+
 /// A host that may serve an image, with its client and credentials.
 pub(super) struct Endpoint {
     pub(super) clients: Clients,
@@ -31,7 +42,8 @@ pub(super) struct Endpoint {
     pub(super) basic: Option<(String, String)>,
     /// A host file's extra headers.
     pub(super) headers: Vec<(String, String)>,
-    /// How long the host may take to answer before the next is asked.
+    /// How long the host may take to answer before the next is asked,
+    /// when it is not the host that resolved the tag ([`Patience::Quick`]).
     pub(super) response_timeout: Option<Duration>,
     pub(super) reference: Reference,
 }
@@ -73,7 +85,12 @@ impl Endpoint {
 
     /// GETs `path` under `<API root>/<repository>/`, answering one auth
     /// challenge.
-    async fn get(&self, path: &str, accept: &[&str]) -> Result<reqwest::Response, PullError> {
+    async fn get(
+        &self,
+        path: &str,
+        accept: &[&str],
+        patience: Patience,
+    ) -> Result<reqwest::Response, PullError> {
         let url = format!("{}/{}/{path}", self.base, self.reference.repository());
         let send = |auth: Option<String>| {
             let mut req = self.http.get(&url);
@@ -86,7 +103,7 @@ impl Endpoint {
             if let Some(auth) = auth {
                 req = req.header(reqwest::header::AUTHORIZATION, auth);
             }
-            self.answered(req.send())
+            self.answered(req.send(), patience)
         };
         let cached = self.cached_auth();
         let resp = send(cached.clone()).await?;
@@ -99,7 +116,7 @@ impl Endpoint {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let auth = self.answer(&challenge).await?;
+        let auth = self.answer(&challenge, patience).await?;
         let resp = send(Some(auth)).await?;
         if resp.status() == reqwest::StatusCode::UNAUTHORIZED {
             return Err(PullError::Unauthorized {
@@ -116,8 +133,12 @@ impl Endpoint {
     async fn answered(
         &self,
         sent: impl std::future::Future<Output = Result<reqwest::Response, reqwest::Error>>,
+        patience: Patience,
     ) -> Result<reqwest::Response, PullError> {
-        let result = match self.response_timeout {
+        let limit = self
+            .response_timeout
+            .filter(|_| patience == Patience::Quick);
+        let result = match limit {
             None => sent.await,
             Some(limit) => match tokio::time::timeout(limit, sent).await {
                 Ok(result) => result,
@@ -144,7 +165,7 @@ impl Endpoint {
 
     /// The Authorization value a challenge asks for: basic credentials,
     /// or a bearer token from the challenge's realm.
-    async fn answer(&self, challenge: &str) -> Result<String, PullError> {
+    async fn answer(&self, challenge: &str, patience: Patience) -> Result<String, PullError> {
         use base64::Engine as _;
         let unauthorized = |detail: String| PullError::Unauthorized {
             reference: self.reference(),
@@ -177,7 +198,7 @@ impl Endpoint {
             if let Some(basic) = basic.filter(|_| self.may_send_credentials_to(realm)) {
                 req = req.header(reqwest::header::AUTHORIZATION, basic);
             }
-            let resp = self.answered(req.send()).await?;
+            let resp = self.answered(req.send(), patience).await?;
             if !resp.status().is_success() {
                 return Err(unauthorized(format!(
                     "token server {realm} answered {}",
@@ -245,13 +266,16 @@ impl Endpoint {
     pub(crate) async fn manifest(
         &self,
         digest: Option<&str>,
+        patience: Patience,
     ) -> Result<(Vec<u8>, String), PullError> {
         let at = digest
             .or(self.reference.digest())
             .or(self.reference.tag())
             .unwrap_or("latest")
             .to_string();
-        let resp = self.get(&format!("manifests/{at}"), ACCEPTED).await?;
+        let resp = self
+            .get(&format!("manifests/{at}"), ACCEPTED, patience)
+            .await?;
         if !resp.status().is_success() {
             return Err(self.status_error(resp.status(), "the manifest"));
         }
@@ -268,8 +292,13 @@ impl Endpoint {
     }
 
     /// Streams the blob `digest` into the file `out`, checking its digest.
-    pub(crate) async fn blob(&self, digest: &str, out: &Path) -> Result<(), PullError> {
-        let resp = self.get(&format!("blobs/{digest}"), &[]).await?;
+    pub(crate) async fn blob(
+        &self,
+        digest: &str,
+        out: &Path,
+        patience: Patience,
+    ) -> Result<(), PullError> {
+        let resp = self.get(&format!("blobs/{digest}"), &[], patience).await?;
         if !resp.status().is_success() {
             return Err(self.status_error(resp.status(), &format!("blob {digest}")));
         }

@@ -7,7 +7,9 @@
 //!   the other `pull` hosts in order.
 //! - A host that is down, answers 5xx or 404, refuses the credentials, or
 //!   (for a mirror) does not answer within [`MIRROR_RESPONSE_TIMEOUT`] is
-//!   passed over for the next. Content whose digest is wrong is never
+//!   passed over for the next. The host that resolved the tag has shown it
+//!   is alive: it gets the registry's full timeouts for the content, which
+//!   a pull-through cache may take a while to fetch. Content whose digest is wrong is never
 //!   passed over: it fails the pull, whoever served it.
 //! - Each host gets only its own credentials and its own TLS settings.
 
@@ -24,7 +26,7 @@ use crate::auth::{self, RegistryAuth};
 use crate::error::{PullError, error_chain};
 use crate::hosts::{HostEntry, RegistryHosts, Scheme};
 use crate::reference::Reference;
-use endpoint::Endpoint;
+use endpoint::{Endpoint, Patience};
 
 pub(crate) use tls::DOCKER_CERTS_DIR;
 
@@ -258,7 +260,7 @@ impl Remote {
     /// that is not "not found" (containerd's choice), else "not found".
     async fn each<T, F, Fut>(&self, need: Need, op: F) -> Result<(T, usize), PullError>
     where
-        F: Fn(usize) -> Fut,
+        F: Fn(usize, Patience) -> Fut,
         Fut: std::future::Future<Output = Result<T, PullError>>,
     {
         let mut first_error: Option<PullError> = None;
@@ -272,7 +274,12 @@ impl Remote {
         }
         for i in order {
             let endpoint = &self.endpoints[i];
-            match op(i).await {
+            let patience = if Some(i) == self.first {
+                Patience::Full
+            } else {
+                Patience::Quick
+            };
+            match op(i, patience).await {
                 Ok(found) => return Ok((found, i)),
                 Err(e) if !passable(&e) => return Err(e),
                 Err(e) => {
@@ -307,7 +314,7 @@ impl Remote {
             Need::Resolve
         };
         let ((bytes, digest), i) = self
-            .each(need, |i| self.endpoints[i].manifest(None))
+            .each(need, |i, p| self.endpoints[i].manifest(None, p))
             .await?;
         let mut preferring = self.clone();
         preferring.first = Some(i);
@@ -316,14 +323,16 @@ impl Remote {
 
     /// The manifest `digest`.
     pub(crate) async fn manifest(&self, digest: &str) -> Result<(Vec<u8>, String), PullError> {
-        self.each(Need::Pull, |i| self.endpoints[i].manifest(Some(digest)))
-            .await
-            .map(|(found, _)| found)
+        self.each(Need::Pull, |i, p| {
+            self.endpoints[i].manifest(Some(digest), p)
+        })
+        .await
+        .map(|(found, _)| found)
     }
 
     /// Streams the blob `digest` into the file `out`, checking its digest.
     pub(crate) async fn blob(&self, digest: &str, out: &Path) -> Result<(), PullError> {
-        self.each(Need::Pull, |i| self.endpoints[i].blob(digest, out))
+        self.each(Need::Pull, |i, p| self.endpoints[i].blob(digest, out, p))
             .await
             .map(|((), _)| ())
     }
