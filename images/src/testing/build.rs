@@ -219,27 +219,9 @@ pub fn image_with_blobs(layer_tars: Vec<Vec<u8>>, layers: Vec<Vec<u8>>, spec: &S
 ///
 /// When `/bin/busybox` cannot be read (see [`require_busybox`]).
 pub fn busybox_layer() -> Vec<u8> {
-    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
-    let mut layer = Layer::new()
-        .dir("bin")
-        .file("bin/busybox", 0o755, &busybox)
-        .dir("etc")
-        .file(MARKER_PATH, 0o644, MARKER.as_bytes())
-        .file(
-            "etc/passwd",
-            0o644,
-            b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
-        )
-        .file("etc/group", 0o644, b"root:x:0:\nnogroup:x:65534:\n");
-    for dir in ["tmp", "proc", "dev", "sys", "root"] {
-        layer = layer.dir(dir);
-    }
-    for applet in [
+    busybox_with_applets(&[
         "sh", "cat", "id", "ls", "echo", "sleep", "hostname", "env", "true", "false", "head", "dd",
-    ] {
-        layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
-    }
-    layer.tar()
+    ])
 }
 
 /// A layer of `/bin/busybox` with every applet it lists (`httpd`, `date`,
@@ -250,11 +232,22 @@ pub fn busybox_layer() -> Vec<u8> {
 ///
 /// When `/bin/busybox` cannot be read or run.
 pub fn busybox_full_layer() -> Vec<u8> {
-    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
     let list = std::process::Command::new("/bin/busybox")
         .arg("--list")
         .output()
         .expect("busybox --list");
+    let list = String::from_utf8_lossy(&list.stdout);
+    let applets: Vec<&str> = list
+        .split_whitespace()
+        .filter(|a| *a != "busybox")
+        .collect();
+    busybox_with_applets(&applets)
+}
+
+/// `/bin/busybox`, `applets` linked to it, a passwd and group file, the
+/// usual empty directories and [`MARKER_PATH`].
+fn busybox_with_applets(applets: &[&str]) -> Vec<u8> {
+    let busybox = std::fs::read("/bin/busybox").expect("/bin/busybox (busybox-static)");
     let mut layer = Layer::new()
         .dir("bin")
         .file("bin/busybox", 0o755, &busybox)
@@ -269,10 +262,8 @@ pub fn busybox_full_layer() -> Vec<u8> {
     for dir in ["tmp", "proc", "dev", "sys", "root"] {
         layer = layer.dir(dir);
     }
-    for applet in String::from_utf8_lossy(&list.stdout).split_whitespace() {
-        if applet != "busybox" {
-            layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
-        }
+    for applet in applets {
+        layer = layer.symlink(&format!("bin/{applet}"), "/bin/busybox");
     }
     layer.tar()
 }
