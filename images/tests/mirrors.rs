@@ -145,8 +145,10 @@ async fn hosts_toml_falls_through_a_mirror_without_the_image_to_the_server() {
     );
     assert_eq!(
         how,
-        Fetched::Pulled { mirror: None },
-        "the server is no mirror"
+        Fetched::Pulled {
+            mirror: Some(url(&upstream))
+        },
+        "the file's server stands in for Docker Hub, and the event says so"
     );
     assert_eq!(
         upstream.blob_fetches("library/busybox", &image.layer_digest(0)),

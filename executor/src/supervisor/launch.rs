@@ -122,7 +122,7 @@ impl Start {
                 image
                     .pulled_from_mirror
                     .as_ref()
-                    .map(|m| format!(" Pulled from mirror {m}."))
+                    .map(|m| format!(" Pulled from {m}."))
                     .unwrap_or_default()
             ),
             None => format!(

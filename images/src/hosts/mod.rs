@@ -92,7 +92,7 @@ pub(crate) struct HostEntry {
 }
 
 impl HostEntry {
-    pub(super) fn upstream(registry: &str) -> Self {
+    pub(crate) fn upstream(registry: &str) -> Self {
         let (scheme, host) = if registry == DOCKER_HUB {
             (Some(Scheme::Https), "registry-1.docker.io".to_string())
         } else {

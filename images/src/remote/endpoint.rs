@@ -37,7 +37,9 @@ pub(super) struct Endpoint {
     pub(super) host: String,
     pub(super) pull: bool,
     pub(super) resolve: bool,
-    pub(super) mirror: bool,
+    /// Not the registry's own host (a mirror, or a `server` a host file
+    /// names instead): the `Pulled` event says so.
+    pub(super) elsewhere: bool,
     /// This host's own credentials, never another's.
     pub(super) basic: Option<(String, String)>,
     /// A host file's extra headers.

@@ -208,7 +208,7 @@ impl Clients {
             host: host.host.clone(),
             pull: host.pull,
             resolve: host.resolve,
-            mirror: host.mirror,
+            elsewhere: host.mirror || host.host != HostEntry::upstream(reference.registry()).host,
             basic: auth::for_registry(creds, &auth::normalise_registry(&host.host))
                 .map(RegistryAuth::user_password),
             headers: host.header,
@@ -337,11 +337,12 @@ impl Remote {
             .map(|((), _)| ())
     }
 
-    /// The host that served the tag, when it is a mirror (for the `Pulled`
-    /// event), as `http(s)://host:port`.
+    /// The host that served the tag when it is not the registry's own (a
+    /// mirror, or a host file's `server`), as `http(s)://host:port`, for
+    /// the `Pulled` event.
     pub(crate) fn mirror(&self) -> Option<String> {
         let e = &self.endpoints[self.first?];
-        e.mirror.then(|| e.shown.clone())
+        e.elsewhere.then(|| e.shown.clone())
     }
 }
 

@@ -79,8 +79,8 @@ pub enum Fetched {
     Present,
     /// It was pulled from its registry, or from the mirror named.
     Pulled {
-        /// The mirror that resolved it (`http://host:port`); `None`: the
-        /// registry itself.
+        /// The host that resolved it (`http://host:port`) when it is not
+        /// the registry's own: a mirror, or a host file's `server`.
         mirror: Option<String>,
     },
 }
