@@ -22,8 +22,7 @@ async fn decode_pod(
     let opts = params.write_options()?;
     let ct = object_content_type(headers)?.to_string();
     let bytes = read_body(headers, body).await?;
-    let (pod, mut warnings) = decode_resource_body::<Pod>(&bytes, &ct, opts.field_validation)?;
-    warnings.extend(crate::validation::seccomp_annotation_warnings(&pod));
+    let (pod, warnings) = decode_resource_body::<Pod>(&bytes, &ct, opts.field_validation)?;
     Ok((pod, warnings, opts))
 }
 

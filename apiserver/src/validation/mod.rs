@@ -14,6 +14,7 @@ pub mod fields;
 mod fields_walk;
 mod names;
 mod pod;
+mod pod_warnings;
 mod probes;
 mod seccomp;
 mod security;
@@ -26,7 +27,10 @@ pub(crate) use names::{
 };
 pub use names::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name};
 pub use pod::{validate_pod, validate_pod_update};
-pub use seccomp::annotation_warnings as seccomp_annotation_warnings;
+pub(crate) use pod_warnings::name_not_dns_label;
+pub use pod_warnings::{
+    for_pod_create as pod_create_warnings, for_template as pod_template_warnings,
+};
 
 /// Every container of `spec`, init containers first, with its field path
 /// (`spec.initContainers[i]`, `spec.containers[i]`), as Kubernetes walks them.

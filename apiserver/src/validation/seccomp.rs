@@ -2,7 +2,7 @@
 //! (`validateSeccompProfileField`): a known type, and `localhostProfile`
 //! exactly when the type is `Localhost`, as a descending relative path.
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, SeccompProfile};
+use k8s_openapi::api::core::v1::{PodSpec, SeccompProfile};
 
 use super::Causes;
 use crate::error::CauseKind;
@@ -28,49 +28,6 @@ pub(super) fn check(causes: &mut Causes, spec: &PodSpec) {
         }
     }
 }
-
-/// Kubernetes' warnings for the seccomp annotations, which do nothing
-/// since 1.27: one per annotation whose field is not set.
-pub fn annotation_warnings(pod: &Pod) -> Vec<String> {
-    let Some(annotations) = pod.metadata.annotations.as_ref() else {
-        return Vec::new();
-    };
-    let Some(spec) = pod.spec.as_ref() else {
-        return Vec::new();
-    };
-    let warn = |key: &str| {
-        format!(
-            "metadata.annotations[{key}]: non-functional in v1.27+; use the \"seccompProfile\" field instead"
-        )
-    };
-    let mut out = Vec::new();
-    let pod_field = spec
-        .security_context
-        .as_ref()
-        .is_some_and(|s| s.seccomp_profile.is_some());
-    if !pod_field && annotations.contains_key(POD_ANNOTATION) {
-        out.push(warn(POD_ANNOTATION));
-    }
-    let containers = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers);
-    for c in containers {
-        let key = format!("{CONTAINER_ANNOTATION_PREFIX}{}", c.name);
-        let field = c
-            .security_context
-            .as_ref()
-            .is_some_and(|s| s.seccomp_profile.is_some());
-        if !field && annotations.contains_key(&key) {
-            out.push(warn(&key));
-        }
-    }
-    out
-}
-
-const POD_ANNOTATION: &str = "seccomp.security.alpha.kubernetes.io/pod";
-const CONTAINER_ANNOTATION_PREFIX: &str = "container.seccomp.security.alpha.kubernetes.io/";
 
 fn check_profile(causes: &mut Causes, path: &str, p: &SeccompProfile) {
     match p.type_.as_str() {
@@ -118,28 +75,6 @@ mod tests {
         c.0.into_iter()
             .map(|c| format!("{}|{}", c.field, c.message))
             .collect()
-    }
-
-    #[test]
-    fn the_deprecated_annotations_are_warned_about_as_kubernetes_does() {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "annotations": {
-                "seccomp.security.alpha.kubernetes.io/pod": "runtime/default",
-                "container.seccomp.security.alpha.kubernetes.io/a": "runtime/default",
-                "container.seccomp.security.alpha.kubernetes.io/b": "runtime/default"}},
-            "spec": {"containers": [
-                {"name": "a"},
-                {"name": "b", "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
-            ]}
-        }))
-        .unwrap();
-        assert_eq!(
-            annotation_warnings(&pod),
-            [
-                "metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]: non-functional in v1.27+; use the \"seccompProfile\" field instead",
-                "metadata.annotations[container.seccomp.security.alpha.kubernetes.io/a]: non-functional in v1.27+; use the \"seccompProfile\" field instead",
-            ]
-        );
     }
 
     #[test]
