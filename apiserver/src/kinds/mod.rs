@@ -77,6 +77,12 @@ pub(crate) trait Kind:
     /// the status) and `metadata.generation`, which counts spec changes.
     fn prepare_update(&mut self, _old: &Self) {}
 
+    /// kube's `WarningsOnCreate` (`old` is `None`) or `WarningsOnUpdate` for a write
+    /// [`validate`] found valid; [`validate`] adds them to the request.
+    fn warnings(&self, _old: Option<&Self>) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The checks of who writes, after validation, on every create and update in `ns`
     /// (RBAC: no escalation). `writer` is `None` without authentication and RBAC.
     fn admit(&self, _ns: &str, _writer: Option<&Writer>) -> Result<(), crate::ApiError> {
@@ -84,7 +90,8 @@ pub(crate) trait Kind:
     }
 }
 
-/// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own.
+/// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own;
+/// then, for a valid object, its [`Kind::warnings`].
 pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
     let mut causes = Causes::default();
     check_metadata(&mut causes, obj.metadata(), K::NAME_RULE);
@@ -101,7 +108,9 @@ pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::A
         "" => K::KIND.to_owned(),
         group => format!("{}.{group}", K::KIND),
     };
-    causes.into_result(&kind, &name)
+    causes.into_result(&kind, &name)?;
+    obj.warnings(old).into_iter().for_each(crate::notes::warn);
+    Ok(())
 }
 
 /// The Table columns of a plain kind (`None` for the others).

@@ -68,6 +68,17 @@ impl Kind for DaemonSet {
         }
     }
 
+    /// kube's warnings: the name (it names pods) and the template on create, the
+    /// template on an update that changed the spec.
+    fn warnings(&self, old: Option<&Self>) -> Vec<String> {
+        super::template_warnings(
+            &self.metadata,
+            old.map(|o| &o.metadata),
+            self.spec.as_ref().map(|s| &s.template),
+            true,
+        )
+    }
+
     fn prepare_create(&mut self) {
         self.metadata.generation = Some(1);
         self.status = None;

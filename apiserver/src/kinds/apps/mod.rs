@@ -121,6 +121,33 @@ pub(super) fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: b
     });
 }
 
+/// kube's warnings for a workload with a pod `template` at `spec.template`: on create
+/// the name when `names_pods` and it is no DNS label, then the template's; on an
+/// update, the template's only when the generation moved (the spec changed).
+pub(super) fn template_warnings(
+    meta: &ObjectMeta,
+    old: Option<&ObjectMeta>,
+    template: Option<&PodTemplateSpec>,
+    names_pods: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    match old {
+        None if names_pods => {
+            let name = meta.name.as_deref().unwrap_or_default();
+            out.extend(crate::validation::name_not_dns_label(
+                name,
+                "Pod names and hostnames",
+            ));
+        }
+        Some(old) if old.generation == meta.generation => return out,
+        _ => {}
+    }
+    if let Some(t) = template {
+        out.extend(crate::validation::pod_template_warnings("spec.template", t));
+    }
+    out
+}
+
 /// What `/status` keeps of the stored metadata besides what every update keeps: the
 /// generation, and for a Deployment the labels (kube-apiserver's status strategies;
 /// annotations do change through `/status`, which is how the deployment controller

@@ -121,6 +121,17 @@ impl Kind for StatefulSet {
         }
     }
 
+    /// kube's warnings: the template's, on create and on an update that changed the
+    /// spec (a StatefulSet's name is not warned about).
+    fn warnings(&self, old: Option<&Self>) -> Vec<String> {
+        super::template_warnings(
+            &self.metadata,
+            old.map(|o| &o.metadata),
+            self.spec.as_ref().map(|s| &s.template),
+            false,
+        )
+    }
+
     fn prepare_create(&mut self) {
         self.metadata.generation = Some(1);
         self.status = None;

@@ -32,7 +32,7 @@ use serde::Serialize;
 pub(crate) use table::{cronjob_cells, cronjob_columns, job_cells, job_columns};
 
 use crate::CauseKind;
-use crate::validation::{Causes, DNS1123_LABEL_MSG, is_dns1123_label};
+use crate::validation::Causes;
 
 /// `completionMode` of a Job whose pods are interchangeable (the default).
 pub(crate) const NON_INDEXED: &str = "NonIndexed";
@@ -86,29 +86,14 @@ fn go_labels(labels: Option<&BTreeMap<String, String>>) -> String {
 /// part of pod names and hostnames. Given only once the create is valid, as
 /// kube-apiserver adds its warnings after validation.
 fn warn_unless_dns_label(name: &str) {
-    if is_dns1123_label(name) {
-        return;
+    if let Some(w) = crate::validation::name_not_dns_label(name, "Pod names and hostnames") {
+        crate::notes::warn(w);
     }
-    let mut problems = Vec::new();
-    if name.len() > 63 {
-        problems.push("must be no more than 63 characters");
-    }
-    let lower = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let b = name.as_bytes();
-    let shaped = b.first().is_some_and(|c| lower(*c))
-        && b.last().is_some_and(|c| lower(*c))
-        && b.iter().all(|c| lower(*c) || *c == b'-');
-    if !shaped {
-        problems.push(DNS1123_LABEL_MSG);
-    }
-    crate::notes::warn(format!(
-        "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [{}]",
-        problems.join(" ")
-    ));
 }
 
-/// kube's warning (`WarningsForJobSpec`) on a valid Indexed spec at `path` too large for
-/// `status.completedIndexes` to keep up with many failed indexes.
+/// kube's warnings (`WarningsForJobSpec`) on a valid spec at `path`: an Indexed one too
+/// large for `status.completedIndexes` to keep up with many failed indexes, then its
+/// pod template's.
 fn warn_job_spec(path: &str, spec: &JobSpec) {
     let big = spec.completion_mode.as_deref() == Some(INDEXED)
         && spec.completions.unwrap_or(0) > 100_000
@@ -118,4 +103,7 @@ fn warn_job_spec(path: &str, spec: &JobSpec) {
             "{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"
         ));
     }
+    crate::validation::pod_template_warnings(&format!("{path}.template"), &spec.template)
+        .into_iter()
+        .for_each(crate::notes::warn);
 }
