@@ -23,5 +23,6 @@ mod http_objects;
 mod http_statefulsets;
 mod http_workloads;
 mod kube_client;
+mod kubectl_pod_warnings;
 mod list_paging;
 mod pod_security;

@@ -472,13 +472,13 @@ fn fractional_bytes(text: &str) -> Option<String> {
         nanos = nanos.div_ceil(10u128.checked_pow(shift.unsigned_abs())?);
     }
     let millis = nanos.div_ceil(1_000_000);
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         return None;
     }
     // Canonical: the digits without trailing zeros, the exponent then lowered to a
     // multiple of three. A fraction always ends up in milli, micro or nano.
     let mut exponent: i32 = -9;
-    while nanos % 10 == 0 {
+    while nanos.is_multiple_of(10) {
         nanos /= 10;
         exponent += 1;
     }
