@@ -139,11 +139,15 @@ async fn scenario(registry: &Registry) {
         "echo started; sleep 6; echo finished",
     ))
     .await;
-    wait_until(
+    // Once, in CI, this pod was never placed and had no event: the
+    // scheduler's pages say why, should it happen again.
+    let base = app.api_url();
+    testkit::wait_until_explained(
         "the pod running",
         T,
         async || pods_of(api, "survives"),
         |pods| pods.len() == 1 && phase(&pods[0]) == "Running",
+        async || scheduler_pages(&base).await,
     )
     .await;
     let work = app.local().unwrap().work_dir().to_path_buf();

@@ -30,7 +30,7 @@ mod wait;
 
 pub use kubectl::{KUBECTL, Kubectl, KubectlChild, ok, stderr, stdout};
 pub use process::{GroupCommand, ProcessGuard, Reap};
-pub use wait::{wait_until, wait_until_blocking};
+pub use wait::{wait_until, wait_until_blocking, wait_until_explained};
 
 /// Installs ring as rustls' process-wide crypto provider, as `mesopod`'s
 /// main does. reqwest is built without a provider of its own (the workspace

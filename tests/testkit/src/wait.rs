@@ -14,8 +14,25 @@ const POLL: Duration = Duration::from_millis(20);
 pub async fn wait_until<T: Debug>(
     what: &str,
     within: Duration,
+    look: impl AsyncFnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    wait_until_explained(what, within, look, done, async || String::new()).await
+}
+
+/// [`wait_until`], whose timeout also shows what `explain` gathers then (a
+/// component's debug pages): for a wait that failed once in CI and could
+/// not be made to fail again.
+///
+/// # Panics
+///
+/// As [`wait_until`].
+pub async fn wait_until_explained<T: Debug>(
+    what: &str,
+    within: Duration,
     mut look: impl AsyncFnMut() -> T,
     done: impl Fn(&T) -> bool,
+    explain: impl AsyncFnOnce() -> String,
 ) -> T {
     let deadline = tokio::time::Instant::now() + within;
     loop {
@@ -24,7 +41,8 @@ pub async fn wait_until<T: Debug>(
             return seen;
         }
         if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {within:?} waiting for {what}; last saw: {seen:?}");
+            let context = explain().await;
+            panic!("timed out after {within:?} waiting for {what}; last saw: {seen:?}{context}");
         }
         tokio::time::sleep(POLL).await;
     }

@@ -244,3 +244,23 @@ pub fn pod_yaml(name: &str, extra_spec: &str, command: &str) -> String {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n{extra_spec}  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", {command:?}]\n    resources:\n      requests:\n        cpu: 100m\n        memory: 32Mi\n"
     )
 }
+
+/// The scheduler's own account of why nothing moves: its debug pages for
+/// the framework and subscription, the queue, the live offers and the
+/// tasks, for a wait's timeout ([`testkit::wait_until_explained`]).
+pub async fn scheduler_pages(base: &str) -> String {
+    let mut out = String::new();
+    for page in [
+        "/debug/framework",
+        "/debug/queue",
+        "/debug/offers",
+        "/debug/registry/tasks?format=text",
+    ] {
+        let body = match reqwest::get(format!("{base}{page}")).await {
+            Ok(resp) => resp.text().await.unwrap_or_else(|e| e.to_string()),
+            Err(e) => e.to_string(),
+        };
+        out.push_str(&format!("\n--- {page}\n{body}"));
+    }
+    out
+}
