@@ -118,6 +118,12 @@ impl WithStatus for Job {
         self.spec.clone_from(&old.spec);
         keep_metadata(&mut self.metadata, &old.metadata, false);
     }
+
+    /// kube's `ValidateJobUpdateStatus`: the status and its transition from the stored
+    /// one, and nothing of the spec (which `/status` keeps as stored).
+    fn validate_status(&self, old: &Self, causes: &mut Causes) {
+        super::status_rules::check(causes, self, old);
+    }
 }
 
 /// `SetDefaults_Job` (batch/v1) but for the labels, and the template's pod defaults.

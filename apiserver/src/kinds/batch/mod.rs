@@ -22,6 +22,7 @@ mod cronjob;
 mod indexes;
 mod job;
 mod spec;
+mod status_rules;
 mod table;
 
 use std::collections::BTreeMap;
