@@ -63,7 +63,7 @@ async fn a_complete_condition_out_of_order_is_refused_and_the_controllers_sequen
     ] {
         assert!(err.contains(message), "{message} in {err}");
     }
-    assert!(err.contains(r#"Job.batch "x" is invalid"#), "{err}");
+    assert!(err.contains(r#"The Job "x" is invalid"#), "{err}");
 
     // The controller's writes: started, the success criteria met, then Complete.
     let api = &server.api;

@@ -323,7 +323,7 @@ fn check_selector(causes: &mut Causes, spec: &JobSpec) {
 
 /// `validateJobStatus`'s checks that hold whatever the status was before: counts are
 /// not negative and an uncounted pod is named once.
-fn check_status(causes: &mut Causes, status: Option<&JobStatus>) {
+pub(super) fn check_status(causes: &mut Causes, status: Option<&JobStatus>) {
     let Some(status) = status else {
         return;
     };

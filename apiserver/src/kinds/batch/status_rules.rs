@@ -138,16 +138,8 @@ impl Rules {
 fn check_status(causes: &mut Causes, job: &Job, rules: &Rules) {
     let s = status(job);
     let spec = spec(job);
-    for (field, value) in [
-        ("status.active", s.active),
-        ("status.succeeded", s.succeeded),
-        ("status.failed", s.failed),
-        ("status.ready", s.ready),
-        ("status.terminating", s.terminating),
-    ] {
-        crate::kinds::apps::non_negative(causes, field, value);
-    }
-    check_uncounted_uids(causes, s.uncounted_terminated_pods.as_ref());
+    // What holds whatever the status was before, as on create.
+    super::job::check_status(causes, Some(s));
     let complete = is_complete(job);
     let failed = is_failed(job);
     let finished = complete || failed;
@@ -280,28 +272,6 @@ fn check_status(causes: &mut Causes, job: &Job, rules: &Rules) {
             conditions,
             "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True",
         );
-    }
-}
-
-/// An uncounted pod is named, and named once across both lists.
-fn check_uncounted_uids(causes: &mut Causes, uncounted: Option<&UncountedTerminatedPods>) {
-    let Some(u) = uncounted else {
-        return;
-    };
-    let mut seen = std::collections::HashSet::new();
-    for (list, uids) in [("succeeded", &u.succeeded), ("failed", &u.failed)] {
-        for (i, uid) in uids.iter().flatten().enumerate() {
-            let field = format!("status.uncountedTerminatedPods.{list}[{i}]");
-            if uid.is_empty() {
-                causes.invalid(field, uid, "must not be empty");
-            } else if !seen.insert(uid.as_str()) {
-                causes.push(
-                    CauseKind::Duplicate,
-                    field,
-                    format!("Duplicate value: {uid:?}"),
-                );
-            }
-        }
     }
 }
 
