@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::*;
-use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use testkit::{Kubectl, ok, stderr};
 
