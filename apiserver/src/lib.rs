@@ -172,4 +172,5 @@ pub use http::{
     Deletions, SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep,
     sweep_with,
 };
+pub use kinds::batch::check_job_status_update;
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

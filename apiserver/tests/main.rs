@@ -16,6 +16,7 @@ mod fuzz_objects;
 mod http_api;
 mod http_cronjobs;
 mod http_deletion;
+mod http_job_status;
 mod http_jobs;
 mod http_jobs_validation;
 mod http_nodes_workloads;

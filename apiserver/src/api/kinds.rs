@@ -23,6 +23,7 @@ use crate::kinds::{self, Kind};
 use crate::patch::{self, PatchType};
 use crate::resource::Resource;
 use crate::store::{Change, Precondition, WriteOp, object_rv};
+use crate::validation::Causes;
 
 impl Api {
     /// The check that guards every create in `ns`: the namespace exists (else 404) and is
@@ -257,7 +258,12 @@ impl Api {
         n.generate_name.clone_from(&o.generate_name);
         new.normalize();
         endpoint.prepare(&mut new, old);
-        kinds::validate(&new, Some(old))?;
+        match endpoint {
+            Endpoint::Main => kinds::validate(&new, Some(old))?,
+            Endpoint::Sub(_, check) => {
+                kinds::validate_with(&new, Some(old), |causes| check(&new, old, causes))?;
+            }
+        }
         new.admit(ns, writer)?;
         if new == *old || opts.dry_run {
             return Ok(new);
@@ -418,15 +424,17 @@ pub(super) struct At<'a> {
 pub(crate) enum Endpoint<K> {
     /// The object itself: [`Kind::prepare_update`].
     Main,
-    /// A subresource that keeps what its function keeps (`/status`: all but the status).
-    Sub(fn(&mut K, &K)),
+    /// A subresource that keeps what its first function keeps (`/status`: all but the
+    /// status) and checks the write by its second, given the stored object, in place of
+    /// [`Kind::validate_against`].
+    Sub(fn(&mut K, &K), fn(&K, &K, &mut Causes)),
 }
 
 impl<K: Kind> Endpoint<K> {
     fn prepare(&self, new: &mut K, old: &K) {
         match self {
             Endpoint::Main => new.prepare_update(old),
-            Endpoint::Sub(keep) => keep(new, old),
+            Endpoint::Sub(keep, _) => keep(new, old),
         }
     }
 }

@@ -25,7 +25,7 @@ impl Api {
         opts: WriteOptions,
         writer: Option<&Writer>,
     ) -> Result<K, ApiError> {
-        let keep = Endpoint::Sub(K::keep_for_status);
+        let keep = Endpoint::Sub(K::keep_for_status, K::validate_status);
         self.replace_object_via(ns, name, obj, opts, writer, keep)
             .await
     }
@@ -40,7 +40,7 @@ impl Api {
         opts: WriteOptions,
         writer: Option<&Writer>,
     ) -> Result<(K, Vec<String>), ApiError> {
-        let keep = Endpoint::Sub(K::keep_for_status);
+        let keep = Endpoint::Sub(K::keep_for_status, K::validate_status);
         self.patch_object_via(ns, name, ty, patch, opts, writer, keep)
             .await
     }

@@ -93,6 +93,16 @@ pub(crate) trait Kind:
 /// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own;
 /// then, for a valid object, its [`Kind::warnings`].
 pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
+    validate_with(obj, old, |causes| obj.validate_against(old, causes))
+}
+
+/// [`validate`] with `own` checks in place of the kind's [`Kind::validate_against`] (a
+/// subresource's, such as a Job's status rules).
+pub(crate) fn validate_with<K: Kind>(
+    obj: &K,
+    old: Option<&K>,
+    own: impl FnOnce(&mut Causes),
+) -> Result<(), crate::ApiError> {
     let mut causes = Causes::default();
     check_metadata(&mut causes, obj.metadata(), K::NAME_RULE);
     match old {
@@ -102,7 +112,7 @@ pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::A
         }
         None => crate::api::finalizers::check(&mut causes, obj.metadata()),
     }
-    obj.validate_against(old, &mut causes);
+    own(&mut causes);
     let name = obj.metadata().name.clone().unwrap_or_default();
     let kind = match K::RESOURCE.group() {
         "" => K::KIND.to_owned(),

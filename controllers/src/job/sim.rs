@@ -275,6 +275,15 @@ impl World {
                 }
             }
             Action::WriteStatus(Status::Job(s)) => {
+                // The API judges every status write by kube-apiserver's rules.
+                let mut written = self.job.clone();
+                written.status = Some(s.clone());
+                if let Err(e) = apiserver::check_job_status_update(&written, &self.job) {
+                    panic!(
+                        "the API refuses this status write: {e}\nstored: {:?}\nwritten: {s:?}",
+                        self.job.status
+                    );
+                }
                 self.record_uncounted(s);
                 let met = |s: Option<&JobStatus>| {
                     s.into_iter()

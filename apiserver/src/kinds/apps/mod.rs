@@ -79,6 +79,14 @@ use crate::validation::Causes;
 pub(crate) trait WithStatus: Kind {
     /// Through `/status`: everything but the status stays as stored.
     fn keep_for_status(&mut self, old: &Self);
+
+    /// The kind's own checks of a write through `/status` over the stored `old`
+    /// (metadata is checked besides). Unless the kind says otherwise, those of any
+    /// update; a Job's are kube's rules for status transitions alone
+    /// (`crate::kinds::batch`).
+    fn validate_status(&self, old: &Self, causes: &mut Causes) {
+        self.validate_against(Some(old), causes);
+    }
 }
 
 impl<K: Workload> WithStatus for K {

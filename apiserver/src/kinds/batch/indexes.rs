@@ -24,7 +24,7 @@ pub(super) fn count_indexes(text: &str, completions: i32) -> Result<i32, String>
 }
 
 /// One interval, `x` or `x-y`, as `parseIndexInterval` reads it (`strconv.Atoi`).
-fn parse_interval(interval: &str, completions: i32) -> Result<(i64, i64), String> {
+pub(super) fn parse_interval(interval: &str, completions: i32) -> Result<(i64, i64), String> {
     let limits: Vec<&str> = interval.split('-').collect();
     if limits.len() > 2 {
         return Err(format!(

@@ -118,6 +118,12 @@ impl WithStatus for Job {
         self.spec.clone_from(&old.spec);
         keep_metadata(&mut self.metadata, &old.metadata, false);
     }
+
+    /// kube's `ValidateJobUpdateStatus`: the status and its transition from the stored
+    /// one, and nothing of the spec (which `/status` keeps as stored).
+    fn validate_status(&self, old: &Self, causes: &mut Causes) {
+        super::status_rules::check(causes, self, old);
+    }
 }
 
 /// `SetDefaults_Job` (batch/v1) but for the labels, and the template's pod defaults.
@@ -317,7 +323,7 @@ fn check_selector(causes: &mut Causes, spec: &JobSpec) {
 
 /// `validateJobStatus`'s checks that hold whatever the status was before: counts are
 /// not negative and an uncounted pod is named once.
-fn check_status(causes: &mut Causes, status: Option<&JobStatus>) {
+pub(super) fn check_status(causes: &mut Causes, status: Option<&JobStatus>) {
     let Some(status) = status else {
         return;
     };

@@ -22,11 +22,12 @@ mod cronjob;
 mod indexes;
 mod job;
 mod spec;
+mod status_rules;
 mod table;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::batch::v1::JobSpec;
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use serde::Serialize;
 
 pub(crate) use table::{cronjob_cells, cronjob_columns, job_cells, job_columns};
@@ -39,6 +40,21 @@ pub(crate) const NON_INDEXED: &str = "NonIndexed";
 
 /// `completionMode` of a Job whose pods each get one index.
 pub(crate) const INDEXED: &str = "Indexed";
+
+/// kube-apiserver 1.33's judgement of a Job status written through `/status` over the
+/// stored `old` (`ValidateJobUpdateStatus`), as [`crate::Api`] judges every such write;
+/// for the Job controller's tests, which hold each status it writes to it.
+///
+/// # Errors
+/// The 422 `Invalid` the API answers, with kube's causes.
+pub fn check_job_status_update(new: &Job, old: &Job) -> Result<(), crate::ApiError> {
+    let mut causes = Causes::default();
+    status_rules::check(&mut causes, new, old);
+    causes.into_result(
+        "Job.batch",
+        new.metadata.name.as_deref().unwrap_or_default(),
+    )
+}
 
 /// `field: Required value: detail`.
 fn required(causes: &mut Causes, field: &str, detail: &str) {
