@@ -93,11 +93,14 @@ pub(crate) trait Kind:
 /// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own;
 /// then, for a valid object, its [`Kind::warnings`].
 pub(crate) fn validate<K: Kind>(obj: &K, old: Option<&K>) -> Result<(), crate::ApiError> {
-    validate_with(obj, old, |causes| obj.validate_against(old, causes))
+    validate_with(obj, old, |causes| obj.validate_against(old, causes))?;
+    obj.warnings(old).into_iter().for_each(crate::notes::warn);
+    Ok(())
 }
 
 /// [`validate`] with `own` checks in place of the kind's [`Kind::validate_against`] (a
-/// subresource's, such as a Job's status rules).
+/// subresource's, such as a Job's status rules), and no warnings: kube-apiserver gives
+/// none on a status write.
 pub(crate) fn validate_with<K: Kind>(
     obj: &K,
     old: Option<&K>,
@@ -118,9 +121,7 @@ pub(crate) fn validate_with<K: Kind>(
         "" => K::KIND.to_owned(),
         group => format!("{}.{group}", K::KIND),
     };
-    causes.into_result(&kind, &name)?;
-    obj.warnings(old).into_iter().for_each(crate::notes::warn);
-    Ok(())
+    causes.into_result(&kind, &name)
 }
 
 /// The Table columns of a plain kind (`None` for the others).
