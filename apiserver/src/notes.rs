@@ -31,6 +31,13 @@ tokio::task_local! {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditAnnotations(pub Vec<(String, String)>);
 
+/// Whether a request's scope is open: outside one (the embedder's in-process writes,
+/// such as the controllers' pod creates) warnings are dropped, so they need not be
+/// worked out at all.
+pub(crate) fn listening() -> bool {
+    NOTES.try_with(|_| ()).is_ok()
+}
+
 /// Adds a warning to the current request's answer.
 pub(crate) fn warn(text: String) {
     let _ = NOTES.try_with(|n| n.borrow_mut().warnings.push(text));

@@ -20,7 +20,6 @@ use std::time::Duration;
 use common::MESOPOD;
 use images::testing::{self, Registry, Spec};
 use testkit::{Kubectl, ProcessGuard, ok};
-use tokio::io::AsyncBufReadExt as _;
 
 /// Within testkit's 60 s for one kubectl, so kubectl says what it waited for.
 const WAIT: &str = "--timeout=55s";
@@ -48,22 +47,7 @@ async fn cluster(dir: &Path, extra: &[&str]) -> (ProcessGuard<tokio::process::Ch
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(std::fs::File::create(dir.join("mesopod.log")).unwrap());
-    let mut proc = ProcessGuard::spawn(&mut cmd).expect("mesopod starts");
-    let mut lines = tokio::io::BufReader::new(proc.stdout.take().unwrap()).lines();
-    let url = loop {
-        match lines.next_line().await {
-            Ok(Some(l)) if l.contains("Kubernetes API:") => {
-                break l.split_whitespace().last().unwrap().to_owned();
-            }
-            Ok(Some(_)) => continue,
-            _ => panic!(
-                "mesopod exited before it served: {}",
-                std::fs::read_to_string(dir.join("mesopod.log")).unwrap_or_default()
-            ),
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (proc, url)
+    common::cluster::serving(&mut cmd, &dir.join("mesopod.log"), String::new).await
 }
 
 /// Deletes what the examples made and waits for their pods to go (their

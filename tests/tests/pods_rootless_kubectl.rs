@@ -36,7 +36,6 @@ use containers_support::{
 use images::testing::Registry;
 use k8s_openapi::api::core::v1::Pod;
 use testkit::{Kubectl, ProcessGuard, ok, wait_until};
-use tokio::io::AsyncBufReadExt as _;
 
 /// The unprivileged user the cluster runs as (no passwd entry needed).
 const UID: u32 = 41_617;
@@ -70,26 +69,16 @@ async fn cluster(dir: &Path, uid: u32) -> (ProcessGuard<tokio::process::Child>, 
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(std::fs::File::create(dir.join("mesopod.log")).unwrap());
-    let mut proc = ProcessGuard::spawn(&mut cmd).expect("mesopod starts");
-    let mut lines = tokio::io::BufReader::new(proc.stdout.take().unwrap()).lines();
-    let url = loop {
-        match lines.next_line().await {
-            Ok(Some(l)) if l.contains("Kubernetes API:") => {
-                break l.split_whitespace().last().unwrap().to_owned();
-            }
-            Ok(Some(_)) => continue,
-            _ => panic!(
-                "mesopod exited before it served: {}\n{:?}",
-                log(dir),
-                std::process::Command::new("ls")
-                    .arg("-laR")
-                    .arg(dir)
-                    .output()
-            ),
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (proc, url)
+    common::cluster::serving(&mut cmd, &dir.join("mesopod.log"), || {
+        format!(
+            "{:?}",
+            std::process::Command::new("ls")
+                .arg("-laR")
+                .arg(dir)
+                .output()
+        )
+    })
+    .await
 }
 
 fn log(dir: &Path) -> String {

@@ -191,9 +191,11 @@ impl Api {
         self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
         // kube's pod strategy warns once the pod is valid, before validating admission.
-        crate::validation::pod_create_warnings(&pod)
-            .into_iter()
-            .for_each(crate::notes::warn);
+        if crate::notes::listening() {
+            crate::validation::pod_create_warnings(&pod)
+                .into_iter()
+                .for_each(crate::notes::warn);
+        }
         self.admit_pod_security(ns, &name, &pod, None)?;
         if opts.dry_run {
             if self.get_value(&pod_key(ns, &name)).is_some() {

@@ -264,3 +264,35 @@ pub async fn scheduler_pages(base: &str) -> String {
     }
     out
 }
+
+/// Spawns `cmd` (a `mesopod` whose stdout is piped and whose stderr goes to
+/// `log`) and reads its stdout until it says where its Kubernetes API
+/// listens: the process and that URL. Its stdout is drained afterwards.
+///
+/// # Panics
+///
+/// When it exits first: with its log, and what `context` adds.
+pub async fn serving(
+    cmd: &mut tokio::process::Command,
+    log: &std::path::Path,
+    context: impl FnOnce() -> String,
+) -> (testkit::ProcessGuard<tokio::process::Child>, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut proc = testkit::ProcessGuard::spawn(cmd).expect("mesopod starts");
+    let mut lines = tokio::io::BufReader::new(proc.stdout.take().unwrap()).lines();
+    let url = loop {
+        match lines.next_line().await {
+            Ok(Some(l)) if l.contains("Kubernetes API:") => {
+                break l.split_whitespace().last().unwrap().to_owned();
+            }
+            Ok(Some(_)) => continue,
+            _ => panic!(
+                "mesopod exited before it served: {}\n{}",
+                std::fs::read_to_string(log).unwrap_or_default(),
+                context()
+            ),
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (proc, url)
+}

@@ -7,8 +7,8 @@
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec};
 
 use super::job::default_pod_failure_policy;
+use super::job_warnings;
 use super::spec::check_job_spec;
-use super::{warn_job_spec, warn_unless_dns_label};
 use crate::CauseKind;
 use crate::cron::Schedule;
 use crate::kinds::Kind;
@@ -107,18 +107,18 @@ impl Kind for CronJob {
                 &format!("must be no more than {MAX_NAME} characters"),
             );
         }
-        // Warnings only for a valid write, as kube-apiserver's: on create, and on an
-        // update that changed the spec.
-        let spec_changed = old.is_none_or(|o| o.metadata.generation != self.metadata.generation);
-        if !causes.0.is_empty() || !spec_changed {
-            return;
-        }
-        if old.is_none() {
-            warn_unless_dns_label(name);
-        }
-        if let Some(job) = &spec.job_template.spec {
-            warn_job_spec("spec.jobTemplate.spec", job);
-        }
+    }
+
+    /// On create, and on an update that changed the spec.
+    fn warnings(&self, old: Option<&Self>) -> Vec<String> {
+        job_warnings(
+            &self.metadata,
+            old.map(|o| &o.metadata),
+            "spec.jobTemplate.spec",
+            self.spec
+                .as_ref()
+                .and_then(|s| s.job_template.spec.as_ref()),
+        )
     }
 
     fn prepare_create(&mut self) {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::spec::{check_job_spec, is_indexed};
-use super::{INDEXED, NON_INDEXED, go_json, go_labels, warn_job_spec, warn_unless_dns_label};
+use super::{INDEXED, NON_INDEXED, go_json, go_labels, job_warnings};
 use crate::CauseKind;
 use crate::kinds::Kind;
 use crate::kinds::apps::{
@@ -73,23 +73,21 @@ impl Kind for Job {
     }
 
     /// kube's order: the Job as a new one would be checked, then what may not change.
-    /// Warnings, as kube-apiserver's, only for a write that is valid: on create, and on
-    /// an update that changed the spec.
     fn validate_against(&self, old: Option<&Self>, causes: &mut Causes) {
         self.validate(causes);
         if let Some(old) = old {
             check_update(causes, old, self);
         }
-        let spec_changed = old.is_none_or(|o| o.metadata.generation != self.metadata.generation);
-        if !causes.0.is_empty() || !spec_changed {
-            return;
-        }
-        if old.is_none() {
-            warn_unless_dns_label(self.metadata.name.as_deref().unwrap_or_default());
-        }
-        if let Some(spec) = &self.spec {
-            warn_job_spec("spec", spec);
-        }
+    }
+
+    /// On create, and on an update that changed the spec.
+    fn warnings(&self, old: Option<&Self>) -> Vec<String> {
+        job_warnings(
+            &self.metadata,
+            old.map(|o| &o.metadata),
+            "spec",
+            self.spec.as_ref(),
+        )
     }
 
     fn prepare_create(&mut self) {

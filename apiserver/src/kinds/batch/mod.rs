@@ -28,6 +28,7 @@ mod table;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 pub(crate) use table::{cronjob_cells, cronjob_columns, job_cells, job_columns};
@@ -98,28 +99,40 @@ fn go_labels(labels: Option<&BTreeMap<String, String>>) -> String {
     }
 }
 
-/// kube's create warning for a Job or CronJob whose name is no DNS label: it becomes
-/// part of pod names and hostnames. Given only once the create is valid, as
-/// kube-apiserver adds its warnings after validation.
-fn warn_unless_dns_label(name: &str) {
-    if let Some(w) = crate::validation::name_not_dns_label(name, "Pod names and hostnames") {
-        crate::notes::warn(w);
+/// kube's warnings for a valid Job or CronJob write (`WarningsOnCreate`, and
+/// `WarningsOnUpdate` when the generation moved): on create, a name that is no DNS label
+/// (it becomes part of pod names and hostnames); then `WarningsForJobSpec` on the spec
+/// at `path`: an Indexed one too large for `status.completedIndexes` to keep up with many
+/// failed indexes, then its pod template's.
+fn job_warnings(
+    meta: &ObjectMeta,
+    old: Option<&ObjectMeta>,
+    path: &str,
+    spec: Option<&JobSpec>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.is_some_and(|o| o.generation == meta.generation) {
+        return out;
     }
-}
-
-/// kube's warnings (`WarningsForJobSpec`) on a valid spec at `path`: an Indexed one too
-/// large for `status.completedIndexes` to keep up with many failed indexes, then its
-/// pod template's.
-fn warn_job_spec(path: &str, spec: &JobSpec) {
+    if old.is_none() {
+        let name = meta.name.as_deref().unwrap_or_default();
+        out.extend(crate::validation::name_not_dns_label(
+            name,
+            "Pod names and hostnames",
+        ));
+    }
+    let Some(spec) = spec else { return out };
     let big = spec.completion_mode.as_deref() == Some(INDEXED)
         && spec.completions.unwrap_or(0) > 100_000
         && spec.parallelism.unwrap_or(0) > 10_000;
     if big {
-        crate::notes::warn(format!(
+        out.push(format!(
             "{path}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"
         ));
     }
-    crate::validation::pod_template_warnings(&format!("{path}.template"), &spec.template)
-        .into_iter()
-        .for_each(crate::notes::warn);
+    out.extend(crate::validation::pod_template_warnings(
+        &format!("{path}.template"),
+        &spec.template,
+    ));
+    out
 }
