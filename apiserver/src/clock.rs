@@ -57,6 +57,38 @@ impl Clock for ManualClock {
     }
 }
 
+/// A clock that runs with the system's and that tests move forward: for a
+/// whole cluster under test, where rate limits and timeouts measured by the
+/// same clock must see time pass (a standing clock would hold a REVIVE back
+/// for ever), while a test still jumps over a backoff or a TTL.
+#[derive(Debug, Default)]
+pub struct OffsetClock(Mutex<Duration>);
+
+impl OffsetClock {
+    /// The system's clock, not yet moved.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the clock forward by `by`, on top of the time that passes.
+    pub fn advance(&self, by: Duration) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += by;
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+            + *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Formats a time as Kubernetes does on the wire (RFC 3339, whole seconds, UTC).
 pub fn format_time(t: SystemTime) -> String {
     let secs = t
@@ -143,5 +175,21 @@ pub fn since(at: Option<SystemTime>, now: SystemTime) -> String {
     match at {
         Some(t) => human_duration(now.duration_since(t).unwrap_or_default()),
         None => "<unknown>".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offset_clock_is_the_systems_plus_what_it_was_moved() {
+        let clock = OffsetClock::new();
+        let before = SystemTime::now();
+        assert!(clock.now() >= before);
+        clock.advance(Duration::from_secs(3600));
+        let moved = clock.now();
+        assert!(moved >= before + Duration::from_secs(3600), "{moved:?}");
+        assert!(moved < SystemTime::now() + Duration::from_secs(3601));
     }
 }

@@ -166,7 +166,7 @@ pub use api::{
     PodHead, RawStream, Renewal, StatusWrite, WriteOptions, k8s_time, system_time,
 };
 pub use api::{EVENT_TTL, MetadataEdit, SYSTEM_NAMESPACES};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
 pub use http::{
     Deletions, SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep,
