@@ -49,6 +49,7 @@ ROOTS = [
     "api/discovery/v1",
     "api/authentication/v1",
     "api/authorization/v1",
+    "api/scheduling/v1",
 ]
 
 HEADER = """\

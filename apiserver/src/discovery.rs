@@ -154,7 +154,12 @@ pub(crate) async fn batch_v1() -> Response {
 
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
-    let mut groups = vec![apps_group(), batch_group(), coordination_group()];
+    let mut groups = vec![
+        apps_group(),
+        batch_group(),
+        coordination_group(),
+        scheduling_group(),
+    ];
     groups.extend(crate::auth::api_groups());
     json(
         StatusCode::OK,
@@ -180,6 +185,35 @@ pub(crate) async fn coordination_v1() -> Response {
             "apiVersion": "v1",
             "groupVersion": format!("{COORDINATION}/v1"),
             "resources": [{"name": "leases", "singularName": "lease", "namespaced": true, "kind": "Lease", "verbs": verbs}],
+        }),
+    )
+}
+
+/// The group of PriorityClass.
+const SCHEDULING: &str = "scheduling.k8s.io";
+
+fn scheduling_group() -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{SCHEDULING}/v1"), "version": "v1"});
+    json!({"name": SCHEDULING, "versions": [v], "preferredVersion": v})
+}
+
+/// `GET /apis/scheduling.k8s.io`.
+pub(crate) async fn scheduling() -> Response {
+    let mut g = scheduling_group();
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
+}
+
+/// `GET /apis/scheduling.k8s.io/v1`.
+pub(crate) async fn scheduling_v1() -> Response {
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{SCHEDULING}/v1"),
+            "resources": [{"name": "priorityclasses", "singularName": "priorityclass", "namespaced": false, "kind": "PriorityClass", "verbs": ALL_VERBS, "shortNames": ["pc"]}],
         }),
     )
 }

@@ -45,6 +45,8 @@ pub enum Resource {
     Jobs,
     /// `cronjobs` of `batch/v1`, namespaced, with `status`.
     CronJobs,
+    /// `priorityclasses` of `scheduling.k8s.io/v1`, cluster-scoped.
+    PriorityClasses,
 }
 
 impl Resource {
@@ -72,7 +74,7 @@ impl Resource {
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 17] = [
+    pub const COLLECTED: [Resource; 18] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -90,6 +92,7 @@ impl Resource {
         Self::ControllerRevisions,
         Self::Jobs,
         Self::CronJobs,
+        Self::PriorityClasses,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -128,6 +131,7 @@ impl Resource {
             Self::ControllerRevisions => "controllerrevisions",
             Self::Jobs => "jobs",
             Self::CronJobs => "cronjobs",
+            Self::PriorityClasses => "priorityclasses",
         }
     }
 
@@ -154,6 +158,7 @@ impl Resource {
             Self::ControllerRevisions => "ControllerRevision",
             Self::Jobs => "Job",
             Self::CronJobs => "CronJob",
+            Self::PriorityClasses => "PriorityClass",
         }
     }
 
@@ -180,6 +185,7 @@ impl Resource {
             Self::ControllerRevisions => "ControllerRevisionList",
             Self::Jobs => "JobList",
             Self::CronJobs => "CronJobList",
+            Self::PriorityClasses => "PriorityClassList",
         }
     }
 
@@ -196,6 +202,7 @@ impl Resource {
             | Self::StatefulSets
             | Self::ControllerRevisions => "apps",
             Self::Jobs | Self::CronJobs => "batch",
+            Self::PriorityClasses => "scheduling.k8s.io",
             _ => "",
         }
     }
@@ -213,6 +220,7 @@ impl Resource {
             | Self::StatefulSets
             | Self::ControllerRevisions => "apps/v1",
             Self::Jobs | Self::CronJobs => "batch/v1",
+            Self::PriorityClasses => "scheduling.k8s.io/v1",
             _ => "v1",
         }
     }
@@ -255,7 +263,11 @@ impl Resource {
     pub fn namespaced(self) -> bool {
         !matches!(
             self,
-            Self::Nodes | Self::Namespaces | Self::ClusterRoles | Self::ClusterRoleBindings
+            Self::Nodes
+                | Self::Namespaces
+                | Self::ClusterRoles
+                | Self::ClusterRoleBindings
+                | Self::PriorityClasses
         )
     }
 
@@ -353,7 +365,8 @@ impl Resource {
             | Self::DaemonSets
             | Self::StatefulSets
             | Self::ControllerRevisions
-            | Self::CronJobs => match label {
+            | Self::CronJobs
+            | Self::PriorityClasses => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

@@ -25,5 +25,6 @@ mod http_statefulsets;
 mod http_workloads;
 mod kube_client;
 mod kubectl_pod_warnings;
+mod kubectl_priority;
 mod list_paging;
 mod pod_security;

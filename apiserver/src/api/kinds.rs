@@ -93,6 +93,7 @@ impl Api {
         obj.prepare_create();
         kinds::validate(&obj, None)?;
         obj.admit(ns, writer)?;
+        obj.admit_stored(self, None)?;
         let name = obj.metadata().name.clone().unwrap_or_default();
         let key = K::RESOURCE.key(ns, &name);
         let namespaced = K::RESOURCE.namespaced();
@@ -265,6 +266,7 @@ impl Api {
             }
         }
         new.admit(ns, writer)?;
+        new.admit_stored(self, Some(old))?;
         if new == *old || opts.dry_run {
             return Ok(new);
         }
@@ -298,6 +300,9 @@ impl Api {
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         finalizers::validate_delete_options(opts)?;
+        if resource == Resource::PriorityClasses {
+            crate::kinds::priorityclass::refuse_delete(name)?;
+        }
         let dry_run = opts.dry_run.iter().flatten().any(|d| d == "All");
         let key = resource.key(ns, name);
         for _ in 0..RETRIES {

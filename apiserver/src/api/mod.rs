@@ -18,6 +18,7 @@ mod pod_deletion;
 mod pod_security;
 mod pod_status;
 mod pods;
+mod priority;
 mod revisions;
 pub mod sa_token;
 mod watch;
@@ -106,7 +107,8 @@ impl std::fmt::Debug for Api {
 
 impl Api {
     /// An API over `store`, reading time from `clock` and logs from `logs`. Creates the
-    /// namespaces that always exist (`default`, `kube-system`) if they are missing.
+    /// namespaces that always exist (`default`, `kube-system`) and the system
+    /// PriorityClasses if they are missing.
     pub async fn start(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
@@ -128,6 +130,7 @@ impl Api {
             fence: None,
         };
         api.ensure_system_namespaces().await?;
+        api.ensure_system_priority_classes().await?;
         Ok(api)
     }
 

@@ -190,6 +190,7 @@ impl Api {
         // A missing or terminating namespace is the first thing a create is told.
         self.namespace_guard(PODS, ns, &name)?;
         self.admit_service_account(ns, &name, &mut pod)?;
+        self.admit_priority(&name, &mut pod)?;
         // kube's pod strategy warns once the pod is valid, before validating admission.
         if crate::notes::listening() {
             crate::validation::pod_create_warnings(&pod)
@@ -406,6 +407,26 @@ impl Api {
             new_spec
                 .service_account
                 .clone_from(&old_spec.service_account);
+        }
+        // So did priority admission with the priority, its class and policy.
+        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref()) {
+            if new_spec.priority.is_none() {
+                new_spec.priority = old_spec.priority;
+            }
+            if new_spec.preemption_policy.is_none() {
+                new_spec
+                    .preemption_policy
+                    .clone_from(&old_spec.preemption_policy);
+            }
+            if new_spec
+                .priority_class_name
+                .as_deref()
+                .is_none_or(str::is_empty)
+            {
+                new_spec
+                    .priority_class_name
+                    .clone_from(&old_spec.priority_class_name);
+            }
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;

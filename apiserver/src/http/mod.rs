@@ -90,6 +90,8 @@ pub fn router(api: Api) -> Router {
             "/apis/coordination.k8s.io/v1",
             get(discovery::coordination_v1),
         )
+        .route("/apis/scheduling.k8s.io", get(discovery::scheduling))
+        .route("/apis/scheduling.k8s.io/v1", get(discovery::scheduling_v1))
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/api/v1", get(openapi::core_v1))
@@ -145,6 +147,7 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<Secret>(router);
     let router = kinds::routes::<ServiceAccount>(router);
     let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
+    let router = kinds::routes::<k8s_openapi::api::scheduling::v1::PriorityClass>(router);
     let router = kinds::routes::<Role>(router);
     let router = kinds::routes::<ClusterRole>(router);
     let router = kinds::routes::<RoleBinding>(router);

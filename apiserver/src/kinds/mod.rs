@@ -1,5 +1,5 @@
-//! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, and RBAC's Role,
-//! ClusterRole, RoleBinding, ClusterRoleBinding), and the workloads of `apps` and
+//! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, PriorityClass, and RBAC's
+//! Role, ClusterRole, RoleBinding, ClusterRoleBinding), and the workloads of `apps` and
 //! `batch` built on them: what differs between them —
 //! defaulting, validation, admission of the writer, the Table they print as — behind
 //! one trait, so that create, get, list, watch, replace, patch and delete are written
@@ -9,6 +9,7 @@ pub(crate) mod apps;
 pub(crate) mod batch;
 mod configmap;
 mod lease;
+pub(crate) mod priorityclass;
 mod rbac;
 mod secret;
 mod serviceaccount;
@@ -88,6 +89,16 @@ pub(crate) trait Kind:
     fn admit(&self, _ns: &str, _writer: Option<&Writer>) -> Result<(), crate::ApiError> {
         Ok(())
     }
+
+    /// The admission that reads other stored objects, after [`Kind::admit`], on every
+    /// create (`old` is `None`) and update (PriorityClass: one global default).
+    fn admit_stored(
+        &self,
+        _api: &crate::api::Api,
+        _old: Option<&Self>,
+    ) -> Result<(), crate::ApiError> {
+        Ok(())
+    }
 }
 
 /// All of an object's checks: metadata (name by [`Kind::NAME_RULE`]), then the kind's own;
@@ -145,6 +156,7 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::ControllerRevisions => Some(apps::controllerrevision_columns()),
         Resource::Jobs => Some(batch::job_columns()),
         Resource::CronJobs => Some(batch::cronjob_columns()),
+        Resource::PriorityClasses => Some(priorityclass::columns()),
         _ => None,
     }
 }
@@ -177,6 +189,10 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         Resource::Secrets => row.extend(secret::type_and_count(obj)),
         Resource::ServiceAccounts => row.push(serviceaccount::secret_count(obj)),
         Resource::Leases => row.push(lease::holder(obj)),
+        Resource::PriorityClasses => {
+            row.extend(priorityclass::cells(obj, age));
+            return Some(row);
+        }
         Resource::RoleBindings | Resource::ClusterRoleBindings => {
             row.push(rbac::role_ref(obj));
             row.push(Value::String(age));

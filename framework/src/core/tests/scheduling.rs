@@ -35,6 +35,26 @@ fn a_pod_that_fits_is_placed_and_handed_to_a_launch_task() {
 }
 
 #[test]
+fn the_pod_of_higher_priority_takes_the_only_room_though_it_came_later() {
+    let mut core = cluster(&["h1"]);
+    let batch = pod("batch", "3");
+    let mut urgent = (*pod("urgent", "3")).clone();
+    // As priority admission wrote it from the pod's PriorityClass.
+    urgent.spec.as_mut().unwrap().priority = Some(1000);
+    let _ = core.step(Step::Input(Input::PodUpsert(batch)), at(1));
+    let _ = core.step(Step::Input(Input::PodUpsert(Arc::new(urgent))), at(2));
+    let effects = core.step(Step::Schedule, at(2));
+    // The lower one waits, told why; the higher one runs.
+    assert_eq!(
+        describe(&effects),
+        [
+            "event FailedScheduling batch, then status batch Pending",
+            "launch urgent on offer-h1"
+        ]
+    );
+}
+
+#[test]
 fn subscribe_disconnect_and_subscribe_again() {
     let mut core = core();
     let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(0));
