@@ -174,7 +174,7 @@ pub const FIELDS: &[Field] = &[
         "PodSpec",
         "preemptionPolicy",
         Ignored,
-        "mesopod never preempts pods, so no policy applies",
+        "priority admission sets it from the class; mesopod never preempts pods",
     ),
     f(
         "PodSpec",
