@@ -24,6 +24,7 @@ mod http_objects;
 mod http_statefulsets;
 mod http_workloads;
 mod kube_client;
+mod kubectl_pod_defaults;
 mod kubectl_pod_warnings;
 mod kubectl_priority;
 mod list_paging;

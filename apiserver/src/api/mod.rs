@@ -14,6 +14,7 @@ mod namespaces;
 pub(crate) mod node_scope;
 mod nodes;
 mod objects;
+mod pod_defaults;
 mod pod_deletion;
 mod pod_security;
 mod pod_status;
@@ -43,8 +44,8 @@ pub(crate) use kinds::{Deleted, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub use objects::{k8s_time, system_time};
+pub(crate) use pod_defaults::default_pod_spec;
 pub use pod_status::{PodHead, StatusWrite};
-pub(crate) use pods::default_pod_spec;
 pub use pods::{Binding, Finalized};
 pub use watch::{EventKind, ObjectEvent, ObjectStream, RawStream};
 

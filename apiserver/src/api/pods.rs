@@ -73,44 +73,8 @@ pub enum Finalized {
 /// Fills in what Kubernetes defaults on pods, so stored pods look as kubectl expects.
 fn default_pod(pod: &mut Pod) {
     if let Some(spec) = pod.spec.as_mut() {
-        default_pod_spec(spec);
-    }
-}
-
-/// [`default_pod`] of a spec alone (a workload's pod template is defaulted as its pods
-/// will be, so that a controller comparing templates compares like with like).
-pub(crate) fn default_pod_spec(spec: &mut k8s_openapi::api::core::v1::PodSpec) {
-    spec.restart_policy.get_or_insert_with(|| "Always".into());
-    spec.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
-    spec.scheduler_name
-        .get_or_insert_with(|| "default-scheduler".into());
-    spec.termination_grace_period_seconds
-        .get_or_insert(DEFAULT_GRACE_SECONDS);
-    for c in spec
-        .containers
-        .iter_mut()
-        .chain(spec.init_containers.iter_mut().flatten())
-    {
-        if c.image_pull_policy.is_none() {
-            let image = c.image.as_deref().unwrap_or("");
-            let tag = image.rsplit('/').next().unwrap_or("");
-            let latest = !tag.contains(':') || tag.ends_with(":latest");
-            c.image_pull_policy = Some(
-                if latest && !image.contains('@') {
-                    "Always"
-                } else {
-                    "IfNotPresent"
-                }
-                .into(),
-            );
-        }
-        c.termination_message_path
-            .get_or_insert_with(|| "/dev/termination-log".into());
-        c.termination_message_policy
-            .get_or_insert_with(|| "File".into());
-        for p in c.ports.iter_mut().flatten() {
-            p.protocol.get_or_insert_with(|| "TCP".into());
-        }
+        super::pod_defaults::default_pod_spec(spec);
+        super::pod_defaults::default_pod_requests(spec);
     }
 }
 
@@ -373,6 +337,11 @@ impl Api {
         mut new: Pod,
         opts: WriteOptions,
     ) -> Result<Pod, ApiError> {
+        // A pod stored before a default was added is judged as if it had it, as
+        // kube-apiserver defaults what it reads from etcd.
+        let mut defaulted = old.clone();
+        default_pod(&mut defaulted);
+        let old = &defaulted;
         new.metadata.uid.clone_from(&old.metadata.uid);
         new.metadata
             .creation_timestamp
