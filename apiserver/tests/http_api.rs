@@ -350,6 +350,31 @@ async fn watches_stream_tables_bookmarks_and_expire_old_versions() {
         "true"
     );
 
+    // The streaming list's other form: from now on, without the state. The watch
+    // is registered before its answer's head is sent, so a pod made after it shows.
+    let from_now = format!(
+        "{}{PODS}?watch=true&sendInitialEvents=false&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan",
+        server.url
+    );
+    let resp = reqwest::Client::new().get(&from_now).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let p: k8s_openapi::api::core::v1::Pod = serde_json::from_value(pod("later")).unwrap();
+    api.create_pod("default", p).await.unwrap();
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    while !buf.contains(&b'\n') {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .expect("an event in time")
+            .unwrap()
+            .unwrap();
+        buf.extend_from_slice(&chunk);
+    }
+    let first: Value =
+        serde_json::from_slice(&buf[..buf.iter().position(|b| *b == b'\n').unwrap()]).unwrap();
+    assert_eq!(first["type"], "ADDED");
+    assert_eq!(first["object"]["metadata"]["name"], "later", "{first}");
+
     for i in 0..6 {
         let p: k8s_openapi::api::core::v1::Pod =
             serde_json::from_value(pod(&format!("x{i}"))).unwrap();

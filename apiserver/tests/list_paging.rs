@@ -145,3 +145,91 @@ async fn etcd_lists_page_consistently_and_a_too_old_token_is_410() {
         "{gone}"
     );
 }
+
+/// `resourceVersionMatch` as client-go sends it: `Exact` reads the list as it was,
+/// from the store's history, and 410 once the history no longer reaches back;
+/// kube-apiserver's checks of the options are a 422 naming `ListOptions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_at_an_exact_resource_version_is_the_state_then() {
+    let store = apiserver::store::MemoryStore::with_history(8).unwrap();
+    let api = Api::start(Arc::new(store), Arc::new(SystemClock), Arc::new(TestLogs))
+        .await
+        .unwrap();
+    let server = Server::serve(api).await;
+    let http = Http::new(&server);
+    const PODS: &str = "/api/v1/namespaces/default/pods";
+    for name in ["p1", "p2"] {
+        assert_eq!(http.json("POST", PODS, &pod(name)).await.0, 201);
+    }
+    let (_, then) = http.get(PODS).await;
+    let rv = then["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    http.json("POST", PODS, &pod("p3")).await;
+    http.send("DELETE", &format!("{PODS}/p1"), "", Vec::new())
+        .await;
+
+    let (code, exact) = http
+        .get(&format!(
+            "{PODS}?resourceVersion={rv}&resourceVersionMatch=Exact"
+        ))
+        .await;
+    assert_eq!(code, 200, "{exact}");
+    assert_eq!(names(&exact), ["p1", "p2"]);
+    assert_eq!(exact["metadata"]["resourceVersion"], rv.as_str());
+    let (code, newer) = http
+        .get(&format!(
+            "{PODS}?resourceVersion={rv}&resourceVersionMatch=NotOlderThan"
+        ))
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(names(&newer), ["p2", "p3"]);
+    // An exact list can be paged too, every page at that version.
+    let (_, page) = http
+        .get(&format!(
+            "{PODS}?resourceVersion={rv}&resourceVersionMatch=Exact&limit=1"
+        ))
+        .await;
+    assert_eq!(names(&page), ["p1"]);
+    let token = page["metadata"]["continue"].as_str().unwrap();
+    let (_, rest) = http.get(&format!("{PODS}?limit=1&continue={token}")).await;
+    assert_eq!(names(&rest), ["p2"]);
+
+    // Past the history: kube-apiserver's 410.
+    for i in 0..10 {
+        http.json("POST", PODS, &pod(&format!("x{i}"))).await;
+    }
+    let (code, gone) = http
+        .get(&format!(
+            "{PODS}?resourceVersion={rv}&resourceVersionMatch=Exact"
+        ))
+        .await;
+    assert_eq!(code, 410, "{gone}");
+    assert_eq!(
+        gone["message"],
+        "The resourceVersion for the provided list is too old."
+    );
+
+    let (code, bad) = http
+        .get(&format!(
+            "{PODS}?resourceVersion=0&resourceVersionMatch=Exact"
+        ))
+        .await;
+    assert_eq!(code, 422, "{bad}");
+    assert_eq!(
+        bad["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+    );
+    assert_eq!(bad["details"]["kind"], "ListOptions");
+    assert_eq!(bad["details"]["group"], "meta.k8s.io");
+    let (code, bad) = http
+        .get(&format!("{PODS}?watch=true&sendInitialEvents=true"))
+        .await;
+    assert_eq!(code, 422, "{bad}");
+    assert_eq!(
+        bad["details"]["causes"][0]["message"],
+        "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+    );
+    server.stop().await;
+}

@@ -3,6 +3,7 @@
 mod collection;
 pub(crate) mod extract;
 mod kinds;
+mod list_options;
 mod logs;
 mod objects;
 mod others;

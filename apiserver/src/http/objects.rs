@@ -4,6 +4,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::extract::{Params, negotiate};
+use super::list_options::{self, ListAt};
 use super::{paging, respond, watch};
 use crate::api::Api;
 use crate::error::ApiError;
@@ -24,19 +25,31 @@ pub(crate) async fn list(
         params.get("fieldSelector").unwrap_or(""),
         resource,
     )?;
+    let at = list_options::check(&params)?;
     check_not_ahead(&api, &params)?;
     if params.flag("watch") {
         return watch::respond(api, resource, ns, &params, &headers, sel);
     }
     let limit = params.int("limit")?.filter(|l| *l > 0);
     let cont = params.get("continue");
-    if limit.is_some() || cont.is_some() {
+    if limit.is_some() || cont.is_some() || at != ListAt::Current {
         let selective =
             params.get("labelSelector").is_some() || params.get("fieldSelector").is_some();
         let limit = limit
             .and_then(|l| usize::try_from(l).ok())
             .unwrap_or(usize::MAX);
-        let page = paging::page(&api, resource, ns.as_deref(), &sel, limit, cont, selective)?;
+        let exact = match at {
+            ListAt::Exact(rv) => Some(rv),
+            ListAt::Current => None,
+        };
+        let page = paging::page(
+            &api,
+            resource,
+            ns.as_deref(),
+            &sel,
+            paging::Window { limit, cont, exact },
+            selective,
+        )?;
         let more = page.next.as_deref().map(|t| (t, page.remaining));
         return Ok(respond::list(
             &api,

@@ -83,18 +83,43 @@ fn relative_key(resource: Resource, prefix: &str, object: &Value) -> Option<Stri
         .map(str::to_string)
 }
 
-/// The page `limit` (and `cont`, a continue token) ask for.
+/// Which part of a list a page is.
+pub(crate) struct Window<'a> {
+    /// At most this many items.
+    pub(crate) limit: usize,
+    /// After this continue token.
+    pub(crate) cont: Option<&'a str>,
+    /// The list as it was at this resourceVersion (`resourceVersionMatch=Exact`; a
+    /// continue token carries its own).
+    pub(crate) exact: Option<u64>,
+}
+
+/// kube-apiserver's words for a list at a resourceVersion older than the history.
+const LIST_TOO_OLD: &str = "The resourceVersion for the provided list is too old.";
+
+/// The page `window` asks for.
 pub(crate) fn page(
     api: &Api,
     resource: Resource,
     ns: Option<&str>,
     sel: &Selectors,
-    limit: usize,
-    cont: Option<&str>,
+    window: Window<'_>,
     selective: bool,
 ) -> Result<Page, ApiError> {
+    let Window { limit, cont, exact } = window;
     let prefix = resource.prefix(ns);
-    let token = cont.map(decode).transpose()?;
+    let (token, too_old) = match (cont.map(decode).transpose()?, exact) {
+        (Some(t), _) => (Some(t), TOO_OLD),
+        (None, Some(rv)) => (
+            Some(Token {
+                v: TOKEN_VERSION.into(),
+                rv,
+                start: String::new(),
+            }),
+            LIST_TOO_OLD,
+        ),
+        (None, None) => (None, TOO_OLD),
+    };
     let (current, now) = api.store().list(&prefix);
     let mut state: BTreeMap<String, Arc<Value>> = current
         .into_iter()
@@ -107,7 +132,7 @@ pub(crate) fn page(
             let changes = api
                 .store()
                 .changes_since(&prefix, t.rv)
-                .ok_or_else(|| ApiError::Expired(TOO_OLD.into()))?;
+                .ok_or_else(|| ApiError::Expired(too_old.into()))?;
             // The earliest change of each key after the token holds its value then.
             let mut undone = std::collections::HashSet::new();
             for change in changes {

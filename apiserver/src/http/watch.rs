@@ -108,7 +108,7 @@ pub(crate) fn respond(
     // client asks for initial events explicitly; a plain watch without resourceVersion
     // just gets the ADDED events.
     let streaming_list = params.flag("sendInitialEvents");
-    let send_initial = streaming_list || requested.is_none();
+    let send_initial = super::list_options::send_initial_events(params);
     let bookmarks = params.flag("allowWatchBookmarks");
     let timeout = params
         .int("timeoutSeconds")?
@@ -126,7 +126,11 @@ pub(crate) fn respond(
         let (items, rv) = api.list_raw(resource, ns.as_deref(), &sel);
         (items, rv)
     } else {
-        (Vec::new(), requested.unwrap_or(0))
+        // `sendInitialEvents=false` without a resourceVersion: from now on.
+        (
+            Vec::new(),
+            requested.unwrap_or_else(|| api.resource_version()),
+        )
     };
     let stream = api.watch_raw(resource, ns.as_deref(), Some(from), sel);
     let (tx, rx) = mpsc::channel::<Bytes>(QUEUE);
