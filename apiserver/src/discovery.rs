@@ -258,7 +258,7 @@ pub(crate) async fn core_v1() -> Response {
                 pods,
                 r("pods/log", "", true, "Pod", &["get"], &[]),
                 r("pods/status", "", true, "Pod", &["get", "patch", "update"], &[]),
-                r("nodes", "node", false, "Node", &["get", "list", "watch"], &["no"]),
+                r("nodes", "node", false, "Node", &["get", "list", "patch", "update", "watch"], &["no"]),
                 r("nodes/status", "", false, "Node", &["get"], &[]),
                 r("events", "event", true, "Event", &["create", "delete", "deletecollection", "get", "list", "watch"], &["ev"]),
                 r("namespaces", "namespace", false, "Namespace", &["create", "delete", "get", "list", "patch", "update", "watch"], &["ns"]),

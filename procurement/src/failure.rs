@@ -204,6 +204,10 @@ impl ProcureError {
             NodeNameMismatch { .. } => "node name mismatch".into(),
             NodeSelectorMismatch { .. } => "node selector mismatch".into(),
             NodeAffinityMismatch => "node affinity mismatch".into(),
+            // A cordon is a taint here; kube-scheduler names it apart.
+            UntoleratedTaint { taint } if taint.key == crate::node::UNSCHEDULABLE => {
+                "unschedulable".into()
+            }
             UntoleratedTaint { taint } => {
                 format!("untolerated taint {{{}: {}}}", taint.key, taint.value).into()
             }

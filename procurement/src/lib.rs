@@ -71,7 +71,7 @@ pub use demand::{
 pub use failure::{AggregateFailure, Owner, ProcureError, Stage};
 pub use node::{
     AGENT_ID_LABEL, HOSTNAME_LABEL, NodeView, OfferError, TAINT_ATTRIBUTE_PREFIX, Taint,
-    TaintEffect,
+    TaintEffect, UNSCHEDULABLE,
 };
 pub use offer::OfferView;
 pub use pipeline::{

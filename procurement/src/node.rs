@@ -103,6 +103,9 @@ impl TaintEffect {
     }
 }
 
+/// The taint of a cordoned Node (`kubectl cordon`).
+pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
 /// A taint carried by an agent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Taint {
@@ -231,6 +234,21 @@ impl NodeView {
     #[must_use]
     pub fn with_running_executor(mut self, info: Arc<ExecutorInfo>) -> Self {
         self.running_executor = Some(info);
+        self
+    }
+
+    /// The view of a cordoned agent: with the `node.kubernetes.io/unschedulable`
+    /// NoSchedule taint its Node carries, which only pods that tolerate it (a
+    /// DaemonSet's) pass.
+    #[must_use]
+    pub fn cordoned(mut self) -> Self {
+        if !self.taints.iter().any(|t| t.key == UNSCHEDULABLE) {
+            self.taints.push(Taint {
+                key: UNSCHEDULABLE.into(),
+                value: String::new(),
+                effect: TaintEffect::NoSchedule,
+            });
+        }
         self
     }
 

@@ -1,4 +1,5 @@
-//! Nodes: users read, list and watch them; only the framework writes them, through here.
+//! Nodes: the framework writes them from its agents, through here; users read them,
+//! and cordon them and annotate them through the plain kinds' path (`kinds/node.rs`).
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -47,6 +48,15 @@ impl Api {
                     {
                         st.images.clone_from(&old_st.images);
                     }
+                    // A cordon and annotations are the users' (`kinds/node.rs`).
+                    let spec = new.spec.get_or_insert_default();
+                    spec.unschedulable = old.spec.as_ref().and_then(|s| s.unschedulable);
+                    if new.metadata.annotations.is_none() {
+                        new.metadata
+                            .annotations
+                            .clone_from(&old.metadata.annotations);
+                    }
+                    crate::kinds::node::sync_unschedulable_taint(&mut new);
                     if new == *old {
                         return Ok(new);
                     }

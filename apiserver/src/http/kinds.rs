@@ -57,6 +57,19 @@ pub(crate) fn routes<K: Kind>(router: Router<Api>) -> Router<Api> {
         )
 }
 
+/// Adds the routes of cluster-scoped kind `K` that users may read and update but
+/// neither create nor delete (Node: the agents' own).
+pub(crate) fn update_routes<K: Kind>(router: Router<Api>) -> Router<Api> {
+    let r = K::RESOURCE;
+    let (base, plural) = (r.base_path(), r.plural());
+    router
+        .route(&format!("{base}/{plural}"), list_all(r))
+        .route(
+            &format!("{base}/{plural}/{{name}}"),
+            get_cluster_scoped(r).put(replace::<K>).patch(patch::<K>),
+        )
+}
+
 /// What every write takes from its request's head: the API, the writer (put in the
 /// extensions by the authorization layer when authentication and RBAC are on), the
 /// namespace (`""` for a cluster-scoped kind) and name in the path, the query and the

@@ -118,8 +118,6 @@ pub fn router(api: Api) -> Router {
                 .patch(pods::patch_status),
         )
         .route("/api/v1/namespaces/{ns}/pods/{name}/log", get(logs::get))
-        .route("/api/v1/nodes", list_all(Nodes))
-        .route("/api/v1/nodes/{name}", get_cluster_scoped(Nodes))
         .route("/api/v1/nodes/{name}/status", get_cluster_scoped(Nodes))
         .route("/api/v1/events", list_all(Events))
         .route(
@@ -144,6 +142,7 @@ pub fn router(api: Api) -> Router {
                 .delete(others::delete_namespace),
         );
     let router = crate::streams::http::routes(router);
+    let router = kinds::update_routes::<k8s_openapi::api::core::v1::Node>(router);
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
     let router = kinds::routes::<ServiceAccount>(router);

@@ -9,6 +9,7 @@ pub(crate) mod apps;
 pub(crate) mod batch;
 mod configmap;
 mod lease;
+pub(crate) mod node;
 pub(crate) mod priorityclass;
 mod rbac;
 mod secret;

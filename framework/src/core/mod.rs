@@ -144,6 +144,14 @@ pub enum Input {
     /// This replica lost the leader lease (see `leadership`): the core
     /// answers [`Effect::StepDown`] and nothing, ever again.
     LeaseLost,
+    /// A Node was cordoned (`spec.unschedulable`) or uncordoned: by name,
+    /// which is its agent's hostname.
+    NodeCordoned {
+        /// The Node's name.
+        node: String,
+        /// Whether it is cordoned now.
+        cordoned: bool,
+    },
 }
 
 /// Why the core stopped.
@@ -217,6 +225,9 @@ pub struct Core {
     launching: Launching,
     agents: Agents,
     liveness: Liveness,
+    /// The hostnames of cordoned Nodes: their agents take no pod that does not
+    /// tolerate the cordon's taint.
+    cordoned: std::collections::HashSet<String>,
     /// New images sent to executors of running pods.
     images: ImageOrders,
     subscription: Subscription,
@@ -241,6 +252,7 @@ impl Core {
             launching: Launching::default(),
             agents: Agents::default(),
             liveness: Liveness::default(),
+            cordoned: std::collections::HashSet::new(),
             images: ImageOrders::default(),
             subscription: Subscription::new(reconciler),
             cursor: Cursor::default(),
@@ -300,6 +312,13 @@ impl Core {
             Input::Launch(Launch::Bound(results)) => self.on_bound(results, now),
             Input::Launch(Launch::Accepted(results)) => self.on_accepted(results, now),
             Input::LeaseLost => self.on_lease_lost(),
+            Input::NodeCordoned { node, cordoned } => {
+                if cordoned {
+                    self.cordoned.insert(node);
+                } else {
+                    self.cordoned.remove(&node);
+                }
+            }
             Input::Reconcile { explicit } => {
                 if explicit {
                     self.start_explicit_reconciliation(now);

@@ -154,7 +154,7 @@ impl Core {
             );
         }
         let (agents, lookup) = (&mut self.agents, self.lookup.as_ref());
-        let liveness = &self.liveness;
+        let (liveness, cordoned) = (&self.liveness, &self.cordoned);
         // A NotReady agent (its executor quiet) takes no pod, as
         // kube-scheduler keeps off a node with the unreachable taint.
         let mut live: Vec<_> = self
@@ -179,7 +179,14 @@ impl Core {
                         o.view = o.view.take().map(|v| v.with_running_executor(info));
                     }
                 }
-                o.view.clone()
+                let view = o.view.clone()?;
+                // A cordon can come after the offer: its taint goes on here.
+                Some(if cordoned.contains(view.node().hostname()) {
+                    let node = view.node().clone().cordoned();
+                    view.with_node(node)
+                } else {
+                    view
+                })
             })
             .collect()
     }

@@ -2,6 +2,7 @@
 //! the core, performs the effects and steps their results.
 
 mod launch;
+mod node_watch;
 mod perform;
 mod watch;
 
@@ -133,6 +134,7 @@ impl Runner {
         let effects = self.core.step(Step::Recovered(pods), self.clock.now());
         self.perform(effects).await?;
         watch::spawn_pod_watch(self.api.clone(), list.resource_version, self.inputs.clone());
+        node_watch::spawn_node_watch(self.api.clone(), self.inputs.clone());
         self.publish();
         // Turn at least as often as the snapshot is due, so the debug
         // pages trail the core by one publish interval at most.

@@ -55,6 +55,50 @@ fn the_pod_of_higher_priority_takes_the_only_room_though_it_came_later() {
 }
 
 #[test]
+fn a_cordoned_agent_takes_only_pods_that_tolerate_the_cordon() {
+    let mut core = cluster(&["h1"]);
+    let cordon = |cordoned| {
+        Step::Input(Input::NodeCordoned {
+            node: "h1".into(),
+            cordoned,
+        })
+    };
+    let _ = core.step(cordon(true), at(1));
+    let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(1));
+    let effects = core.step(Step::Schedule, at(1));
+    assert_eq!(
+        failed_scheduling(&effects),
+        "0/1 agents available: 1 unschedulable."
+    );
+    // A DaemonSet's pod tolerates the cordon, as kube's DaemonSet controller
+    // makes it.
+    let mut daemon = (*pod("daemon", "1")).clone();
+    daemon.spec.as_mut().unwrap().tolerations =
+        Some(vec![k8s_openapi::api::core::v1::Toleration {
+            key: Some("node.kubernetes.io/unschedulable".into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }]);
+    let _ = core.step(Step::Input(Input::PodUpsert(Arc::new(daemon))), at(2));
+    let effects = core.step(Step::Schedule, at(40));
+    assert!(
+        describe(&effects).contains(&"launch daemon on offer-h1".to_owned()),
+        "{:?}",
+        describe(&effects)
+    );
+    // Uncordoned, with a new offer: web runs.
+    let _ = core.step(cordon(false), at(41));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(41));
+    let effects = core.step(Step::Schedule, at(80));
+    assert!(
+        describe(&effects).contains(&"launch web on offer-h1".to_owned()),
+        "{:?}",
+        describe(&effects)
+    );
+}
+
+#[test]
 fn subscribe_disconnect_and_subscribe_again() {
     let mut core = core();
     let _ = core.step(Step::Input(Input::PodUpsert(pod("web", "1"))), at(0));
