@@ -27,6 +27,7 @@ mod containers_pull_secrets;
 mod containers_rootless;
 mod containers_sandbox;
 mod containers_seccomp;
+mod cordon_kubectl;
 mod cronjobs_kubectl;
 mod daemonsets_kubectl;
 mod debug_handlers;
