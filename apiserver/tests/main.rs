@@ -7,6 +7,7 @@ mod common;
 
 mod api_typed;
 mod binding_writes;
+mod defaults_golden;
 mod etcd_compaction;
 mod etcd_namespace;
 mod etcd_shim;

@@ -80,6 +80,7 @@ impl Api {
                 Err(e) => return Err(e),
             }
         }
+        self.label_stored_namespaces().await?;
         let (all, _) = self.store().list(&NAMESPACES.prefix(None));
         for ns in all {
             let name = ns
@@ -125,6 +126,7 @@ impl Api {
             phase: Some("Active".into()),
             ..Default::default()
         });
+        label_with_name(&mut ns);
         let mut causes = Causes::default();
         check_metadata(&mut causes, &ns.metadata, check_label_name);
         let name = ns.metadata.name.clone().unwrap_or_default();
@@ -239,6 +241,7 @@ impl Api {
         n.generate_name.clone_from(&o.generate_name);
         new.spec.clone_from(&old.spec);
         new.status.clone_from(&old.status);
+        label_with_name(&mut new);
         let mut causes = Causes::default();
         check_metadata(&mut causes, &new.metadata, check_label_name);
         causes.into_result("Namespace", name)?;
@@ -252,6 +255,35 @@ impl Api {
             precondition: Precondition::ResourceVersion(old_rv),
         };
         first_object(&self.commit(vec![op]).await?)
+    }
+
+    /// Labels with its name every stored namespace that lacks the label (one written
+    /// before the label was), as kube-apiserver labels each write.
+    async fn label_stored_namespaces(&self) -> Result<(), ApiError> {
+        let (all, _) = self.store().list(&NAMESPACES.prefix(None));
+        for v in all {
+            let Ok(mut ns) = serde_json::from_value::<Namespace>((*v).clone()) else {
+                continue;
+            };
+            let before = ns.clone();
+            label_with_name(&mut ns);
+            if ns == before {
+                continue;
+            }
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            let rv = crate::store::object_rv(&v).unwrap_or(0);
+            let op = WriteOp::Put {
+                key: NAMESPACES.key("", &name),
+                object: to_value(&ns)?,
+                precondition: Precondition::ResourceVersion(rv),
+            };
+            match self.commit(vec![op]).await {
+                // Another replica wrote it meanwhile: its write labelled it too.
+                Ok(_) | Err(ApiError::Conflict { .. } | ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// The namespace `name`; 404 if missing.
@@ -428,4 +460,14 @@ impl Api {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The label kube-apiserver keeps on every namespace: its name
+/// (`kubernetes.io/metadata.name`, the namespace strategy's `Canonicalize`).
+fn label_with_name(ns: &mut Namespace) {
+    let name = ns.metadata.name.clone().unwrap_or_default();
+    ns.metadata
+        .labels
+        .get_or_insert_default()
+        .insert("kubernetes.io/metadata.name".into(), name);
 }
