@@ -51,9 +51,18 @@ pub(crate) async fn api_versions(headers: HeaderMap) -> Response {
 /// The group of Lease, served here as the plain kinds are.
 const COORDINATION: &str = "coordination.k8s.io";
 
-fn coordination_group() -> serde_json::Value {
-    let v = json!({"groupVersion": format!("{COORDINATION}/v1"), "version": "v1"});
-    json!({"name": COORDINATION, "versions": [v], "preferredVersion": v})
+/// A group served in `v1` alone, as `/apis` lists it.
+fn group_v1(name: &str) -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+    json!({"name": name, "versions": [v], "preferredVersion": v})
+}
+
+/// `GET /apis/<name>` of a group served in `v1` alone.
+fn api_group_v1(name: &str) -> Response {
+    let mut g = group_v1(name);
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
 }
 
 /// The workload kinds' group.
@@ -72,17 +81,9 @@ pub(crate) const ALL_VERBS: [&str; 8] = [
     "watch",
 ];
 
-fn apps_group() -> serde_json::Value {
-    let v = json!({"groupVersion": format!("{APPS}/v1"), "version": "v1"});
-    json!({"name": APPS, "versions": [v], "preferredVersion": v})
-}
-
 /// `GET /apis/apps`.
 pub(crate) async fn apps() -> Response {
-    let mut g = apps_group();
-    g["kind"] = "APIGroup".into();
-    g["apiVersion"] = "v1".into();
-    json(StatusCode::OK, &g)
+    api_group_v1(APPS)
 }
 
 /// `GET /apis/apps/v1`: each workload kind with its `status` and `scale` subresources;
@@ -118,17 +119,9 @@ pub(crate) async fn apps_v1() -> Response {
 /// The group of Job and CronJob.
 const BATCH: &str = "batch";
 
-fn batch_group() -> serde_json::Value {
-    let v = json!({"groupVersion": format!("{BATCH}/v1"), "version": "v1"});
-    json!({"name": BATCH, "versions": [v], "preferredVersion": v})
-}
-
 /// `GET /apis/batch`.
 pub(crate) async fn batch() -> Response {
-    let mut g = batch_group();
-    g["kind"] = "APIGroup".into();
-    g["apiVersion"] = "v1".into();
-    json(StatusCode::OK, &g)
+    api_group_v1(BATCH)
 }
 
 /// `GET /apis/batch/v1`: Jobs and CronJobs with their `status` subresources (no
@@ -154,12 +147,10 @@ pub(crate) async fn batch_v1() -> Response {
 
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
-    let mut groups = vec![
-        apps_group(),
-        batch_group(),
-        coordination_group(),
-        scheduling_group(),
-    ];
+    let mut groups: Vec<_> = [APPS, BATCH, COORDINATION, SCHEDULING]
+        .into_iter()
+        .map(group_v1)
+        .collect();
     groups.extend(crate::auth::api_groups());
     json(
         StatusCode::OK,
@@ -169,10 +160,7 @@ pub(crate) async fn api_groups() -> Response {
 
 /// `GET /apis/coordination.k8s.io`.
 pub(crate) async fn coordination() -> Response {
-    let mut g = coordination_group();
-    g["kind"] = "APIGroup".into();
-    g["apiVersion"] = "v1".into();
-    json(StatusCode::OK, &g)
+    api_group_v1(COORDINATION)
 }
 
 /// `GET /apis/coordination.k8s.io/v1`.
@@ -192,17 +180,9 @@ pub(crate) async fn coordination_v1() -> Response {
 /// The group of PriorityClass.
 const SCHEDULING: &str = "scheduling.k8s.io";
 
-fn scheduling_group() -> serde_json::Value {
-    let v = json!({"groupVersion": format!("{SCHEDULING}/v1"), "version": "v1"});
-    json!({"name": SCHEDULING, "versions": [v], "preferredVersion": v})
-}
-
 /// `GET /apis/scheduling.k8s.io`.
 pub(crate) async fn scheduling() -> Response {
-    let mut g = scheduling_group();
-    g["kind"] = "APIGroup".into();
-    g["apiVersion"] = "v1".into();
-    json(StatusCode::OK, &g)
+    api_group_v1(SCHEDULING)
 }
 
 /// `GET /apis/scheduling.k8s.io/v1`.

@@ -19,13 +19,8 @@ pub(crate) fn spawn_node_watch(
     api: Api,
     inputs: mpsc::UnboundedSender<Input>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let core = inputs.clone();
-        tokio::select! {
-            () = core.closed() => {}
-            () = follow(api, inputs) => {}
-        }
-    })
+    let core = inputs.clone();
+    super::watch::while_core_lives(core, follow(api, inputs))
 }
 
 fn cordoned(node: &Node) -> bool {

@@ -20,12 +20,21 @@ pub(crate) fn spawn_pod_watch(
     from: u64,
     inputs: mpsc::UnboundedSender<Input>,
 ) -> tokio::task::JoinHandle<()> {
+    let core = inputs.clone();
+    while_core_lives(core, follow(api, from, inputs))
+}
+
+/// Runs `work` until it ends or the core does (a scheduler term that
+/// stopped), whichever comes first: a watch ends with its core, not at its
+/// next change.
+pub(super) fn while_core_lives(
+    core: mpsc::UnboundedSender<Input>,
+    work: impl Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        // Ends with its core (a scheduler term that stopped), not at the next change.
-        let core = inputs.clone();
         tokio::select! {
             () = core.closed() => {}
-            () = follow(api, from, inputs) => {}
+            () = work => {}
         }
     })
 }
