@@ -43,6 +43,7 @@ pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{Deleted, decode_kind_body};
 pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
+pub(crate) use objects::typed;
 pub use objects::{k8s_time, system_time};
 pub(crate) use pod_defaults::default_pod_spec;
 pub use pod_status::{PodHead, StatusWrite};

@@ -154,13 +154,24 @@ impl Kind for PriorityClass {
 
 /// The global default class, if any: of several (two creates that raced), the one of
 /// lowest value, as kube's admission picks.
+///
+/// Every pod create without a class asks, so the classes are read as stored and only
+/// the default is decoded.
 pub(crate) fn global_default(api: &Api) -> Result<Option<PriorityClass>, ApiError> {
-    let classes = api.list_typed::<PriorityClass>(Resource::PriorityClasses, None, "", "")?;
-    Ok(classes
-        .items
-        .into_iter()
-        .filter(|c| c.global_default == Some(true) && c.metadata.deletion_timestamp.is_none())
-        .min_by_key(|c| c.value))
+    let (classes, _) = api.list_raw(
+        Resource::PriorityClasses,
+        None,
+        &crate::selectors::Selectors::default(),
+    );
+    let chosen = classes
+        .iter()
+        .filter(|c| c.get("globalDefault") == Some(&Value::Bool(true)))
+        .filter(|c| {
+            c.pointer("/metadata/deletionTimestamp")
+                .is_none_or(Value::is_null)
+        })
+        .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0));
+    chosen.map(|c| crate::api::typed(c.as_ref())).transpose()
 }
 
 pub(super) fn columns() -> Vec<Value> {
