@@ -1,5 +1,5 @@
-//! What kube-apiserver fills in on every pod and pod template, read back through the
-//! real kubectl: what clients dereference must be there (`kubectl debug` read a
+//! What kube-apiserver fills in on every pod, read back through the real kubectl:
+//! what clients dereference must be there (`kubectl debug` read a
 //! `spec.securityContext` the API left out, and crashed).
 
 use common::Server;
@@ -85,11 +85,13 @@ async fn pods_and_templates_come_back_with_kube_apiservers_defaults() {
     // A label is an update: the defaults it brings change no spec field.
     ok(&k.run(&["label", "pod", "p", "x=y"]).await);
 
-    // A template gets the pod spec's defaults, but its limits stay limits only.
+    // A template keeps the defaults mesopod always gave it (see
+    // `api/pod_defaults.rs`), and its limits stay limits only.
     k.apply(DEPLOYMENT).await;
     let d = json_of(&k, &["deployment", "d"]).await;
     let spec = &d["spec"]["template"]["spec"];
-    assert_eq!(spec["securityContext"], serde_json::json!({}), "{spec}");
+    assert_eq!(spec["restartPolicy"], "Always", "{spec}");
+    assert!(spec["securityContext"].is_null(), "{spec}");
     assert_eq!(
         spec["containers"][0]["resources"],
         serde_json::json!({"limits": {"memory": "64Mi"}})

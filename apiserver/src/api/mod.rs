@@ -45,7 +45,7 @@ pub use logs::LogOptions;
 pub use namespaces::SYSTEM_NAMESPACES;
 pub(crate) use objects::typed;
 pub use objects::{k8s_time, system_time};
-pub(crate) use pod_defaults::default_pod_spec;
+pub(crate) use pod_defaults::default_template_spec;
 pub use pod_status::{PodHead, StatusWrite};
 pub use pods::{Binding, Finalized};
 pub use watch::{EventKind, ObjectEvent, ObjectStream, RawStream};

@@ -1,7 +1,14 @@
 //! The defaults kube-apiserver fills in a pod spec (`pkg/apis/core/v1/defaults.go`),
-//! on every pod and every workload's pod template, so that what a client reads back is
-//! what kube-apiserver would return: kubectl itself dereferences some of them
-//! (`kubectl debug` reads `spec.securityContext`).
+//! so that what a client reads back is what kube-apiserver would return: kubectl
+//! itself dereferences some of them (`kubectl debug` reads `spec.securityContext`).
+//!
+//! A pod gets all of them. A workload's pod template gets the ones mesopod has
+//! always filled in ([`default_template_spec`]) and not the rest: the controllers
+//! tell a changed template by comparing it with what they stored (a Deployment with
+//! its ReplicaSets', a DaemonSet or StatefulSet by its revisions' hashes), so a
+//! template stored by an earlier mesopod that took a new default at its next write
+//! would roll all of its pods once, for nothing. The pods made from a template get
+//! every default when they are created.
 //!
 //! One default is left out on purpose: kube gives a `hostNetwork` pod's container
 //! ports a `hostPort` equal to the `containerPort`. mesopod procures host ports from
@@ -21,15 +28,27 @@ const DEFAULT_MODE: i32 = 0o644;
 /// A projected token's lifetime when it names none.
 const DEFAULT_TOKEN_SECONDS: i64 = 3600;
 
-/// `SetDefaults_PodSpec` and what it reaches: containers, probes, handlers, env and
-/// volumes.
-pub(crate) fn default_pod_spec(spec: &mut PodSpec) {
+/// The part of `SetDefaults_PodSpec` a pod template gets (see the module doc).
+pub(crate) fn default_template_spec(spec: &mut PodSpec) {
     spec.restart_policy.get_or_insert_with(|| "Always".into());
     spec.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
     spec.scheduler_name
         .get_or_insert_with(|| "default-scheduler".into());
     spec.termination_grace_period_seconds
         .get_or_insert(DEFAULT_GRACE_SECONDS);
+    for c in spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+    {
+        default_template_container(c);
+    }
+}
+
+/// `SetDefaults_PodSpec` and what it reaches (containers, probes, handlers, env and
+/// volumes), for a pod.
+pub(crate) fn default_pod_spec(spec: &mut PodSpec) {
+    default_template_spec(spec);
     spec.security_context
         .get_or_insert_with(PodSecurityContext::default);
     spec.enable_service_links.get_or_insert(true);
@@ -65,7 +84,7 @@ pub(crate) fn default_pod_requests(spec: &mut PodSpec) {
     }
 }
 
-fn default_container(c: &mut Container) {
+fn default_template_container(c: &mut Container) {
     if c.image_pull_policy.is_none() {
         c.image_pull_policy = Some(pull_policy(c.image.as_deref().unwrap_or("")).into());
     }
@@ -76,6 +95,10 @@ fn default_container(c: &mut Container) {
     for p in c.ports.iter_mut().flatten() {
         p.protocol.get_or_insert_with(|| "TCP".into());
     }
+}
+
+/// A pod's container, beyond [`default_template_container`].
+fn default_container(c: &mut Container) {
     // A struct in Go, so always there (`resources: {}`).
     c.resources
         .get_or_insert_with(ResourceRequirements::default);

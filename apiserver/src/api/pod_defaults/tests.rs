@@ -36,8 +36,9 @@ fn spec_in() -> Value {
     })
 }
 
-/// What kube-apiserver returns for [`spec_in`] in a pod template (no `SetDefaults_Pod`).
-fn template_out() -> Value {
+/// What kube-apiserver's `SetDefaults_PodSpec` makes of [`spec_in`] (a pod gets
+/// `SetDefaults_Pod` besides).
+fn kube_spec_out() -> Value {
     json!({
         // SetDefaults_PodSpec.
         "restartPolicy": "Always",
@@ -98,24 +99,56 @@ fn template_out() -> Value {
 
 fn defaulted(spec: Value, pod: bool) -> Value {
     let mut spec: PodSpec = serde_json::from_value(spec).unwrap();
-    default_pod_spec(&mut spec);
     if pod {
+        default_pod_spec(&mut spec);
         default_pod_requests(&mut spec);
+    } else {
+        default_template_spec(&mut spec);
     }
     serde_json::to_value(spec).unwrap()
 }
 
 #[test]
-fn a_templates_spec_is_defaulted_as_kube_apiserver_defaults_it() {
-    assert_eq!(defaulted(spec_in(), false), template_out());
-}
-
-#[test]
-fn a_pods_limits_without_requests_are_its_requests_too() {
-    let mut want = template_out();
+fn a_pods_spec_is_defaulted_as_kube_apiserver_defaults_it() {
+    let mut want = kube_spec_out();
     // SetDefaults_Pod: memory had a limit and no request.
     want["containers"][0]["resources"]["requests"] = json!({"cpu": "500m", "memory": "64Mi"});
     assert_eq!(defaulted(spec_in(), true), want);
+}
+
+#[test]
+fn a_template_gets_the_defaults_mesopod_always_gave_and_they_are_kubes() {
+    let got = defaulted(spec_in(), false);
+    let kube = kube_spec_out();
+    for field in [
+        "restartPolicy",
+        "dnsPolicy",
+        "schedulerName",
+        "terminationGracePeriodSeconds",
+    ] {
+        assert_eq!(got[field], kube[field], "{field}");
+    }
+    for (i, list) in [(0, "containers"), (0, "initContainers")] {
+        for field in [
+            "imagePullPolicy",
+            "terminationMessagePath",
+            "terminationMessagePolicy",
+        ] {
+            assert_eq!(got[list][i][field], kube[list][i][field], "{list}.{field}");
+        }
+    }
+    assert_eq!(
+        got["containers"][0]["ports"],
+        kube["containers"][0]["ports"]
+    );
+    // And no more: what kube adds beyond them stays out of a stored template.
+    assert!(got["securityContext"].is_null(), "{got}");
+    assert!(got["enableServiceLinks"].is_null());
+    assert_eq!(got["volumes"], spec_in()["volumes"]);
+    assert_eq!(
+        got["containers"][0]["livenessProbe"],
+        spec_in()["containers"][0]["livenessProbe"]
+    );
 }
 
 #[test]

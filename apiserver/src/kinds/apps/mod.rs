@@ -170,7 +170,7 @@ pub(super) fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool
 /// Defaults a pod template as its pods are defaulted.
 pub(super) fn default_template(template: &mut PodTemplateSpec) {
     if let Some(spec) = template.spec.as_mut() {
-        crate::api::default_pod_spec(spec);
+        crate::api::default_template_spec(spec);
     }
 }
 
