@@ -109,11 +109,6 @@ pub struct TaskSnapshot {
 }
 
 impl ClusterState {
-    /// The agent with this hostname.
-    pub fn agent_by_hostname(&self, hostname: &str) -> Option<&AgentSnapshot> {
-        self.agents.iter().find(|a| a.hostname == hostname)
-    }
-
     /// A task of any framework by id.
     pub fn task(&self, task_id: &str) -> Option<&TaskSnapshot> {
         self.frameworks

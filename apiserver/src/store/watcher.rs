@@ -112,11 +112,6 @@ impl Watcher {
         }
     }
 
-    /// The resourceVersion of the last change delivered (or the start).
-    pub fn last_rv(&self) -> u64 {
-        self.last
-    }
-
     /// The next change under the prefix. [`StoreError::Expired`] if this watcher fell too far
     /// behind; [`StoreError::Closed`] when the store is gone.
     pub async fn next(&mut self) -> Result<Arc<Change>, StoreError> {

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use registry::PodTask;
 
 use crate::demand::{PodDemand, RolesAnnotation};
@@ -46,15 +45,6 @@ impl RolesProcurement {
             framework_roles: framework_roles.to_vec(),
             default: take_order(default_pod_roles).into(),
         })
-    }
-
-    /// The roles `pod` may use, in the order resources are taken: what the
-    /// framework should store as the task's roles.
-    ///
-    /// # Errors
-    /// As [`Procurement::procure`] would fail for the pod.
-    pub fn roles_of(&self, pod: &Arc<Pod>) -> Result<Arc<[String]>, ProcureError> {
-        self.resolve(&PodDemand::new(pod.clone()))
     }
 
     fn resolve(&self, demand: &PodDemand) -> Result<Arc<[String]>, ProcureError> {

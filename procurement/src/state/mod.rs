@@ -27,7 +27,7 @@ use crate::failure::{Owner, ProcureError};
 use crate::node::{NodeView, OfferError};
 use crate::pipeline::Procurement;
 use crate::pool::{OfferPool, ResourceKind};
-use crate::quantity::{f64_to_millis, millis_to_f64};
+use crate::quantity::millis_to_f64;
 
 /// The most distinct reservation roles one procurement takes from. An offer
 /// to one framework holds its few roles plus `*`; a pod listing more roles
@@ -338,27 +338,6 @@ impl ProcureState {
                 }
             }
         }
-    }
-
-    /// Takes `amount` of scalar `kind` from `roles`, in role order; all of it
-    /// or nothing.
-    ///
-    /// # Errors
-    /// [`ProcureError::Insufficient`] with what was asked and what is left.
-    pub fn take_scalar(
-        &mut self,
-        kind: ResourceKind,
-        amount: f64,
-        roles: &[String],
-        owner: Owner,
-    ) -> Result<(), ProcureError> {
-        let millis = if amount > 0.0 {
-            f64_to_millis(amount).max(1)
-        } else {
-            0
-        };
-        let roles = self.role_ids(roles);
-        self.take_millis(kind, millis, &roles, owner)
     }
 
     pub(crate) fn take_millis(
