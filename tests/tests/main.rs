@@ -14,6 +14,7 @@ mod spdy_support;
 mod admission;
 mod admission_executor;
 mod apiserver_restart;
+mod architecture_invariants;
 mod attach_executor;
 mod attach_kubectl;
 mod attach_tty_kubectl;
