@@ -34,6 +34,7 @@ use localmesos::{AgentConfig, Timing};
 use mesos::codec::Codec;
 use procurement::{PortStrategy, ResourceDefaults, Scoring, Strategy};
 
+use super::bench_measure::{cpu_seconds, peak_rss_mib, percentile};
 use crate::admission::Admission;
 use crate::app::{App, AppConfig};
 use crate::config::{FrameworkConfig, SchedulingConfig};
@@ -343,14 +344,6 @@ pub(super) fn bench_container(image: &str) -> Container {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
 /// Creates `pods` pods and waits for all to run; returns create→bound and
 /// create→Running latencies in ms, and the instants of the first create
 /// and the last Running.
@@ -592,32 +585,4 @@ fn tempdir_for_bench() -> anyhow::Result<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!("mesopod-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
-}
-
-/// Peak resident set size of this process (VmHWM), in MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// User + system CPU time of this process, in seconds.
-pub(crate) fn cpu_seconds() -> f64 {
-    // Fields 14 and 15 of /proc/self/stat, in clock ticks (100 per second on Linux).
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let after = s.rsplit_once(')')?.1;
-            let f: Vec<&str> = after.split_whitespace().collect();
-            let utime: f64 = f.get(11)?.parse().ok()?;
-            let stime: f64 = f.get(12)?.parse().ok()?;
-            Some((utime + stime) / 100.0)
-        })
-        .unwrap_or(0.0)
 }

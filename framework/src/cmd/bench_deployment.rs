@@ -40,7 +40,7 @@ pub(super) struct Measured {
 /// and waits until all new replicas are available.
 pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow::Result<Measured> {
     let replicas = i32::try_from(replicas).context("too many replicas")?;
-    let cpu_before = super::bench::cpu_seconds();
+    let cpu_before = super::bench_measure::cpu_seconds();
     let start = Instant::now();
     let milestones = tokio::spawn(milestones(
         api.clone(),
@@ -55,9 +55,9 @@ pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow
     let create_s = created.saturating_duration_since(start).as_secs_f64();
     let (all_created, all_running) = milestones.await.context("the pod watch")??;
     let since = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
-    let cpu_s = super::bench::cpu_seconds() - cpu_before;
+    let cpu_s = super::bench_measure::cpu_seconds() - cpu_before;
 
-    let cpu_before = super::bench::cpu_seconds();
+    let cpu_before = super::bench_measure::cpu_seconds();
     let start = Instant::now();
     let mut d = api.get_deployment("default", "bench")?;
     if let Some(pod) = d.spec.as_mut().and_then(|s| s.template.spec.as_mut())
@@ -76,7 +76,7 @@ pub(super) async fn run(api: &Api, replicas: usize, timeout: Duration) -> anyhow
         running_s: since(all_running),
         update_s: updated.saturating_duration_since(start).as_secs_f64(),
         cpu_s,
-        update_cpu_s: super::bench::cpu_seconds() - cpu_before,
+        update_cpu_s: super::bench_measure::cpu_seconds() - cpu_before,
     })
 }
 

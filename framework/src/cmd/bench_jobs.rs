@@ -42,7 +42,7 @@ pub(super) async fn run(
     timeout: Duration,
 ) -> anyhow::Result<Measured> {
     let completions = i32::try_from(completions).context("too many completions")?;
-    let cpu_before = super::bench::cpu_seconds();
+    let cpu_before = super::bench_measure::cpu_seconds();
     let start = Instant::now();
     let created = tokio::spawn(last_created(
         api.clone(),
@@ -59,7 +59,7 @@ pub(super) async fn run(
     Ok(Measured {
         complete_s: since(complete),
         created_s: since(created),
-        cpu_s: super::bench::cpu_seconds() - cpu_before,
+        cpu_s: super::bench_measure::cpu_seconds() - cpu_before,
     })
 }
 

@@ -82,7 +82,7 @@ pub(crate) async fn run(
     };
     let on_etcd = servers.is_some();
     let etcd_meter = crate::cmd::etcd_cpu::Meter::start(servers).await;
-    let cpu_before = super::bench::cpu_seconds();
+    let cpu_before = super::bench_measure::cpu_seconds();
     let start = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let mut writers = tokio::task::JoinSet::new();
@@ -102,7 +102,7 @@ pub(crate) async fn run(
         done.context("a writer panicked")??;
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-9);
-    let cpu = super::bench::cpu_seconds() - cpu_before;
+    let cpu = super::bench_measure::cpu_seconds() - cpu_before;
     let commits = (pods * COMMITS_PER_POD) as f64;
     let per_commit = |seconds: f64| seconds * 1e6 / commits.max(1.0);
     let etcd_part = match etcd_meter.elapsed().await {
