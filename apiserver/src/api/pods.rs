@@ -260,7 +260,7 @@ impl Api {
                 return Err(ApiError::stale("pods", name));
             }
             match self
-                .update_from(ns, name, &old, old_rv, pod.clone(), opts)
+                .update_from(ns, name, old, old_rv, pod.clone(), opts)
                 .await
             {
                 Err(e) if is_conflict(&e) && explicit.is_none() => continue,
@@ -319,7 +319,7 @@ impl Api {
             check_name(&mut new.metadata, name)?;
             bind_namespace(&mut new.metadata, ns)?;
             let old: Pod = typed(&live)?;
-            match self.update_from(ns, name, &old, live_rv, new, opts).await {
+            match self.update_from(ns, name, old, live_rv, new, opts).await {
                 Err(e) if is_conflict(&e) && explicit.is_none() => continue,
                 other => return other.map(|p| (p, warnings)),
             }
@@ -332,16 +332,15 @@ impl Api {
         &self,
         ns: &str,
         name: &str,
-        old: &Pod,
+        mut old: Pod,
         old_rv: u64,
         mut new: Pod,
         opts: WriteOptions,
     ) -> Result<Pod, ApiError> {
         // A pod stored before a default was added is judged as if it had it, as
         // kube-apiserver defaults what it reads from etcd.
-        let mut defaulted = old.clone();
-        default_pod(&mut defaulted);
-        let old = &defaulted;
+        default_pod(&mut old);
+        let old = &old;
         new.metadata.uid.clone_from(&old.metadata.uid);
         new.metadata
             .creation_timestamp
@@ -358,44 +357,17 @@ impl Api {
             .clone_from(&old.metadata.managed_fields);
         new.status.clone_from(&old.status);
         default_pod(&mut new);
-        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
-            && new_spec.node_name.as_deref().is_none_or(str::is_empty)
-        {
-            new_spec.node_name.clone_from(&old_spec.node_name);
-        }
-        // Admission filled the account in at create; a replace that leaves it out keeps it.
-        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref())
-            && new_spec
-                .service_account_name
-                .as_deref()
-                .is_none_or(str::is_empty)
-        {
-            new_spec
-                .service_account_name
-                .clone_from(&old_spec.service_account_name);
-            new_spec
-                .service_account
-                .clone_from(&old_spec.service_account);
-        }
-        // So did priority admission with the priority, its class and policy.
-        if let (Some(new_spec), Some(old_spec)) = (new.spec.as_mut(), old.spec.as_ref()) {
-            if new_spec.priority.is_none() {
-                new_spec.priority = old_spec.priority;
+        // What the server filled in at create (the node; admission's account, and
+        // priority with its class and policy), a replace that leaves out keeps.
+        if let (Some(n), Some(o)) = (new.spec.as_mut(), old.spec.as_ref()) {
+            keep_if_unset(&mut n.node_name, &o.node_name);
+            if n.service_account_name.as_deref().is_none_or(str::is_empty) {
+                n.service_account_name.clone_from(&o.service_account_name);
+                n.service_account.clone_from(&o.service_account);
             }
-            if new_spec.preemption_policy.is_none() {
-                new_spec
-                    .preemption_policy
-                    .clone_from(&old_spec.preemption_policy);
-            }
-            if new_spec
-                .priority_class_name
-                .as_deref()
-                .is_none_or(str::is_empty)
-            {
-                new_spec
-                    .priority_class_name
-                    .clone_from(&old_spec.priority_class_name);
-            }
+            keep_if_unset(&mut n.priority_class_name, &o.priority_class_name);
+            keep_if_unset(&mut n.preemption_policy, &o.preemption_policy);
+            n.priority = n.priority.or(o.priority);
         }
         validate_pod(&new)?;
         validate_pod_update(old, &new)?;
@@ -484,4 +456,11 @@ pub(crate) fn first_object<T: serde::de::DeserializeOwned>(
         .first()
         .ok_or_else(|| ApiError::Internal("the store reported no change".into()))?;
     typed(&change.object)
+}
+
+/// `new` takes `old` when a write left it out (unset or empty).
+fn keep_if_unset(new: &mut Option<String>, old: &Option<String>) {
+    if new.as_deref().is_none_or(str::is_empty) {
+        new.clone_from(old);
+    }
 }
