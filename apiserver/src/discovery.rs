@@ -147,7 +147,7 @@ pub(crate) async fn batch_v1() -> Response {
 
 /// `GET /apis`: the groups beyond the core group.
 pub(crate) async fn api_groups() -> Response {
-    let mut groups: Vec<_> = [APPS, BATCH, COORDINATION, SCHEDULING]
+    let mut groups: Vec<_> = [APPS, BATCH, COORDINATION, POLICY, SCHEDULING]
         .into_iter()
         .map(group_v1)
         .collect();
@@ -173,6 +173,30 @@ pub(crate) async fn coordination_v1() -> Response {
             "apiVersion": "v1",
             "groupVersion": format!("{COORDINATION}/v1"),
             "resources": [{"name": "leases", "singularName": "lease", "namespaced": true, "kind": "Lease", "verbs": verbs}],
+        }),
+    )
+}
+
+/// The group of PodDisruptionBudget (and of Eviction, a pods subresource).
+const POLICY: &str = "policy";
+
+/// `GET /apis/policy`.
+pub(crate) async fn policy() -> Response {
+    api_group_v1(POLICY)
+}
+
+/// `GET /apis/policy/v1`.
+pub(crate) async fn policy_v1() -> Response {
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{POLICY}/v1"),
+            "resources": [
+                {"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": true, "kind": "PodDisruptionBudget", "verbs": ALL_VERBS, "shortNames": ["pdb"]},
+                {"name": "poddisruptionbudgets/status", "singularName": "", "namespaced": true, "kind": "PodDisruptionBudget", "verbs": ["get", "patch", "update"]},
+            ],
         }),
     )
 }
@@ -225,6 +249,10 @@ pub(crate) async fn core_v1() -> Response {
         &["rc"],
     );
     rcs["categories"] = json!(["all"]);
+    // kubectl drain evicts through policy/v1 only when this entry names that version.
+    let mut eviction = r("pods/eviction", "", true, "Eviction", &["create"], &[]);
+    eviction["group"] = json!("policy");
+    eviction["version"] = json!("v1");
     let mut rc_scale = r("replicationcontrollers/scale", "", true, "Scale", &sub, &[]);
     rc_scale["group"] = json!("autoscaling");
     rc_scale["version"] = json!("v1");
@@ -236,6 +264,7 @@ pub(crate) async fn core_v1() -> Response {
             "groupVersion": "v1",
             "resources": [
                 pods,
+                eviction,
                 r("pods/log", "", true, "Pod", &["get"], &[]),
                 r("pods/status", "", true, "Pod", &["get", "patch", "update"], &[]),
                 r("nodes", "node", false, "Node", &["get", "list", "patch", "update", "watch"], &["no"]),

@@ -154,6 +154,20 @@ pub enum ApiError {
     /// 503: a dependency (e.g. the log source) cannot serve now.
     #[error("{0}")]
     Unavailable(String),
+    /// 429: refused for now, to be tried again (an eviction its disruption budget does
+    /// not allow); `cause` is the budget's reason, `retry_after_seconds` 0 for none.
+    #[error("{message}")]
+    TooManyRequests {
+        /// kube-apiserver's message.
+        message: String,
+        /// The `DisruptionBudget` cause's message, if any.
+        cause: Option<String>,
+        /// `details.retryAfterSeconds` (left out when 0).
+        retry_after_seconds: u32,
+    },
+    /// 504: an operation gave up after too many conflicts.
+    #[error("{0}")]
+    Timeout(String),
     /// 500: the store failed; nothing was changed.
     #[error("{0}")]
     Internal(String),
@@ -179,7 +193,8 @@ impl ApiError {
             Self::Invalid { .. } => (422, "Invalid"),
             Self::BadRequest(_) => (400, "BadRequest"),
             Self::Forbidden(_) | Self::NamespaceTerminating { .. } => (403, "Forbidden"),
-            Self::TooLargeResourceVersion { .. } => (504, "Timeout"),
+            Self::TooLargeResourceVersion { .. } | Self::Timeout(_) => (504, "Timeout"),
+            Self::TooManyRequests { .. } => (429, "TooManyRequests"),
             Self::MethodNotAllowed(_) => (405, "MethodNotAllowed"),
             Self::Expired(_) => (410, "Expired"),
             Self::NotAcceptable(_) => (406, "NotAcceptable"),
@@ -241,6 +256,21 @@ impl ApiError {
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             }),
+            Self::TooManyRequests {
+                cause,
+                retry_after_seconds,
+                ..
+            } => {
+                let mut d = json!({});
+                if let Some(c) = cause {
+                    d["causes"] = json!([{"reason": "DisruptionBudget", "message": c}]);
+                }
+                if *retry_after_seconds > 0 {
+                    d["retryAfterSeconds"] = json!(retry_after_seconds);
+                }
+                d
+            }
+            Self::Timeout(_) => json!({"retryAfterSeconds": 10}),
             // kube-apiserver's answer for a path it does not serve carries empty details.
             Self::NoRoute => json!({}),
             _ => Value::Null,

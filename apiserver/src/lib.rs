@@ -173,4 +173,5 @@ pub use http::{
     sweep_with,
 };
 pub use kinds::batch::check_job_status_update;
+pub use kinds::policy::set_disruption_allowed;
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

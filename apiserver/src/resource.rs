@@ -47,12 +47,14 @@ pub enum Resource {
     CronJobs,
     /// `priorityclasses` of `scheduling.k8s.io/v1`, cluster-scoped.
     PriorityClasses,
+    /// `poddisruptionbudgets` of `policy/v1`, namespaced, with `status`.
+    PodDisruptionBudgets,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 15] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 16] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -68,13 +70,14 @@ impl Resource {
         Self::ControllerRevisions,
         Self::Jobs,
         Self::CronJobs,
+        Self::PodDisruptionBudgets,
     ];
 
     /// The kinds the garbage collector follows: every served kind whose objects may own
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 18] = [
+    pub const COLLECTED: [Resource; 19] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -93,6 +96,7 @@ impl Resource {
         Self::Jobs,
         Self::CronJobs,
         Self::PriorityClasses,
+        Self::PodDisruptionBudgets,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -132,6 +136,7 @@ impl Resource {
             Self::Jobs => "jobs",
             Self::CronJobs => "cronjobs",
             Self::PriorityClasses => "priorityclasses",
+            Self::PodDisruptionBudgets => "poddisruptionbudgets",
         }
     }
 
@@ -159,6 +164,7 @@ impl Resource {
             Self::Jobs => "Job",
             Self::CronJobs => "CronJob",
             Self::PriorityClasses => "PriorityClass",
+            Self::PodDisruptionBudgets => "PodDisruptionBudget",
         }
     }
 
@@ -186,6 +192,7 @@ impl Resource {
             Self::Jobs => "JobList",
             Self::CronJobs => "CronJobList",
             Self::PriorityClasses => "PriorityClassList",
+            Self::PodDisruptionBudgets => "PodDisruptionBudgetList",
         }
     }
 
@@ -203,6 +210,7 @@ impl Resource {
             | Self::ControllerRevisions => "apps",
             Self::Jobs | Self::CronJobs => "batch",
             Self::PriorityClasses => "scheduling.k8s.io",
+            Self::PodDisruptionBudgets => "policy",
             _ => "",
         }
     }
@@ -221,6 +229,7 @@ impl Resource {
             | Self::ControllerRevisions => "apps/v1",
             Self::Jobs | Self::CronJobs => "batch/v1",
             Self::PriorityClasses => "scheduling.k8s.io/v1",
+            Self::PodDisruptionBudgets => "policy/v1",
             _ => "v1",
         }
     }
@@ -366,7 +375,8 @@ impl Resource {
             | Self::StatefulSets
             | Self::ControllerRevisions
             | Self::CronJobs
-            | Self::PriorityClasses => match label {
+            | Self::PriorityClasses
+            | Self::PodDisruptionBudgets => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

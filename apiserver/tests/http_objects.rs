@@ -89,7 +89,7 @@ async fn a_list_or_watch_ahead_of_the_store_is_504_and_unknown_paths_are_kube_ap
     }
     for path in [
         "/api/v1/namespaces/default/widgets",
-        "/apis/policy/v1/poddisruptionbudgets",
+        "/apis/networking.k8s.io/v1/ingresses",
     ] {
         let (code, body) = http.get(path).await;
         assert_eq!(code, 404);

@@ -277,6 +277,8 @@ pub enum Status {
     Job(JobStatus),
     /// A CronJob's status.
     CronJob(CronJobStatus),
+    /// A PodDisruptionBudget's status.
+    PodDisruptionBudget(k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.

@@ -19,7 +19,10 @@
 //!   only writes listed before them. A status is listed only when it
 //!   differs from the stored one, so a steady state costs no writes.
 //! - **One writer per status.** A controller's only status write is its own
-//!   kind's ([`Status`]).
+//!   kind's ([`Status`]). The one status with a second writer is a
+//!   PodDisruptionBudget's, as in Kubernetes: the Eviction subresource takes
+//!   one disruption from it by compare-and-set, and [`disruption`]
+//!   recomputes it from the pods.
 //! - **No panics on any input.** A stored object validation never saw (a
 //!   percentage `"abc%"`, an unknown selector operator) gives a
 //!   [`ReconcileError`] or, where KCM reports it on the object, a
@@ -50,11 +53,14 @@
 //!   tick's Job while any replica could still evaluate the tick).
 //! - [`ttl`]: `ttlSecondsAfterFinished` of finished Jobs, within the same
 //!   floor for the Jobs a CronJob scheduled.
+//! - [`disruption`]: PodDisruptionBudgets' status (healthy, desired and
+//!   expected pods, the disruptions allowed now), which evictions spend.
 
 mod action;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 mod error;
 mod expectations;
 pub mod history;

@@ -5,6 +5,7 @@ mod collection;
 mod event_aggregate;
 mod event_spam;
 mod events;
+mod eviction;
 mod fence;
 pub(crate) mod finalizers;
 mod kinds;

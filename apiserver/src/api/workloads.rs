@@ -320,6 +320,17 @@ typed_workload_api!(
     Some("Background")
 );
 typed_workload_api!(
+    k8s_openapi::api::policy::v1::PodDisruptionBudget,
+    "PodDisruptionBudgets",
+    list_poddisruptionbudgets,
+    get_poddisruptionbudget,
+    watch_poddisruptionbudgets,
+    create_poddisruptionbudget,
+    replace_poddisruptionbudget,
+    replace_poddisruptionbudget_status,
+    delete_poddisruptionbudget
+);
+typed_workload_api!(
     k8s_openapi::api::batch::v1::CronJob,
     "CronJobs",
     list_cronjobs,

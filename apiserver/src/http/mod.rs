@@ -91,6 +91,8 @@ pub fn router(api: Api) -> Router {
             "/apis/coordination.k8s.io/v1",
             get(discovery::coordination_v1),
         )
+        .route("/apis/policy", get(discovery::policy))
+        .route("/apis/policy/v1", get(discovery::policy_v1))
         .route("/apis/scheduling.k8s.io", get(discovery::scheduling))
         .route("/apis/scheduling.k8s.io/v1", get(discovery::scheduling_v1))
         .route("/openapi/v2", get(openapi::v2))
@@ -118,6 +120,10 @@ pub fn router(api: Api) -> Router {
                 .patch(pods::patch_status),
         )
         .route("/api/v1/namespaces/{ns}/pods/{name}/log", get(logs::get))
+        .route(
+            "/api/v1/namespaces/{ns}/pods/{name}/eviction",
+            axum::routing::post(pods::evict),
+        )
         .route("/api/v1/nodes/{name}/status", get_cluster_scoped(Nodes))
         .route("/api/v1/events", list_all(Events))
         .route(
@@ -148,6 +154,8 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ServiceAccount>(router);
     let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
     let router = kinds::routes::<k8s_openapi::api::scheduling::v1::PriorityClass>(router);
+    let router = kinds::routes::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(router);
+    let router = kinds::status_routes::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(router);
     let router = kinds::routes::<Role>(router);
     let router = kinds::routes::<ClusterRole>(router);
     let router = kinds::routes::<RoleBinding>(router);

@@ -161,3 +161,32 @@ pub(crate) async fn patch_status(
 ) -> Result<Response, ApiError> {
     Err(status_is_the_schedulers(&name))
 }
+
+/// `POST /api/v1/namespaces/NS/pods/NAME/eviction` (`policy/v1` Eviction): the pod's
+/// delete, if its disruption budget allows it; 201 with a `Success` Status, as
+/// kube-apiserver answers.
+pub(crate) async fn evict(
+    State(api): State<Api>,
+    ApiPath((ns, name)): ApiPath<(String, String)>,
+    params: Params,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let opts = params.write_options()?;
+    let ct = object_content_type(&headers)?.to_string();
+    let bytes = read_body(&headers, body).await?;
+    let (eviction, _) = decode_resource_body::<k8s_openapi::api::policy::v1::Eviction>(
+        &bytes,
+        &ct,
+        opts.field_validation,
+    )?;
+    api.evict_pod(&ns, &name, eviction, opts.dry_run).await?;
+    let status = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    });
+    Ok(json(StatusCode::CREATED, &status))
+}

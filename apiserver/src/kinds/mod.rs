@@ -1,4 +1,5 @@
-//! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, PriorityClass, and RBAC's
+//! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, PriorityClass,
+//! PodDisruptionBudget, and RBAC's
 //! Role, ClusterRole, RoleBinding, ClusterRoleBinding), and the workloads of `apps` and
 //! `batch` built on them: what differs between them —
 //! defaulting, validation, admission of the writer, the Table they print as — behind
@@ -10,6 +11,7 @@ pub(crate) mod batch;
 mod configmap;
 mod lease;
 pub(crate) mod node;
+pub(crate) mod policy;
 pub(crate) mod priorityclass;
 mod rbac;
 mod secret;
@@ -158,6 +160,7 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::Jobs => Some(batch::job_columns()),
         Resource::CronJobs => Some(batch::cronjob_columns()),
         Resource::PriorityClasses => Some(priorityclass::columns()),
+        Resource::PodDisruptionBudgets => Some(policy::columns()),
         _ => None,
     }
 }
@@ -192,6 +195,10 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         Resource::Leases => row.push(lease::holder(obj)),
         Resource::PriorityClasses => {
             row.extend(priorityclass::cells(obj, age));
+            return Some(row);
+        }
+        Resource::PodDisruptionBudgets => {
+            row.extend(policy::cells(obj, age));
             return Some(row);
         }
         Resource::RoleBindings | Resource::ClusterRoleBindings => {

@@ -53,6 +53,11 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<Secret>(true, "secrets", generator),
         served::<ServiceAccount>(true, "serviceaccounts", generator),
         served::<k8s_openapi::api::coordination::v1::Lease>(true, "leases", generator),
+        served::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
+            true,
+            "poddisruptionbudgets",
+            generator,
+        ),
         served::<k8s_openapi::api::scheduling::v1::PriorityClass>(
             false,
             "priorityclasses",

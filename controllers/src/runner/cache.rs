@@ -252,6 +252,15 @@ impl Watched for Node {
     }
 }
 
+impl Watched for k8s_openapi::api::policy::v1::PodDisruptionBudget {
+    fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
+        api.list_poddisruptionbudgets(None, "")
+    }
+    fn watch(api: &Api, from: u64, _all: bool) -> Result<apiserver::ObjectStream<Self>, ApiError> {
+        api.watch_poddisruptionbudgets(None, from)
+    }
+}
+
 impl Watched for Deployment {
     fn list(api: &Api, _all: bool) -> Result<ObjectList<Self>, ApiError> {
         api.list_deployments(None, "")

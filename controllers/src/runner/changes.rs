@@ -20,6 +20,7 @@ use crate::{Selector, controller_of};
 /// queued, and its expectations lowered.
 pub(super) fn pod_changed(cx: &Cx, c: &Change<Pod>) {
     jobs::pod_changed(cx, c.old.as_deref(), c.new.as_deref());
+    super::disruption::pod_changed(cx, c.old.as_deref(), c.new.as_deref());
     for pod in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let meta = &pod.metadata;
         let (ns, _) = key_of(meta);

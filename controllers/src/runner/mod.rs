@@ -2,11 +2,13 @@
 //! informers and work queues provide it.
 //!
 //! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets,
-//!   Nodes, StatefulSets and ControllerRevisions, kept by list and watch through the
+//!   Nodes, StatefulSets, ControllerRevisions, Jobs, CronJobs and
+//!   PodDisruptionBudgets, kept by list and watch through the
 //!   in-process [`Api`] ([`cache`]). Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
 //!   queues the keys it concerns (a pod's controller, or the owners that select an
-//!   orphan; a ReplicaSet's Deployment; every DaemonSet when a Node comes, goes or
+//!   orphan; a ReplicaSet's Deployment; the disruption budgets that select a pod;
+//!   every DaemonSet when a Node comes, goes or
 //!   changes its labels or taints), a burst of changes costs one reconcile per key,
 //!   and a key is never reconciled by two workers at once ([`queue`]).
 //! - **Retries with backoff** for a sync that fails, and requeues when a reconcile says
@@ -23,7 +25,9 @@
 //!   fenced handle, so a replica that lost its lease writes nothing. The runner runs
 //!   only while its replica leads; a new term starts from a fresh list, never from
 //!   memory.
-//! - One writer per status: a controller writes only its own kind's status.
+//! - One writer per status: a controller writes only its own kind's status (a
+//!   disruption budget's is shared with the Eviction subresource, as in Kubernetes,
+//!   each writing under the resourceVersion it read).
 
 mod cache;
 mod changes;
@@ -31,6 +35,7 @@ mod cronjobs;
 mod daemonsets;
 mod deadlines;
 mod deployments;
+mod disruption;
 mod events;
 mod gc;
 mod jobs;
@@ -49,6 +54,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::{Action, Expectations};
@@ -83,6 +89,7 @@ pub(crate) struct Caches {
     pub(crate) revisions: Arc<Objects<ControllerRevision>>,
     pub(crate) jobs: Arc<Objects<Job>>,
     pub(crate) cronjobs: Arc<Objects<CronJob>>,
+    pub(crate) pdbs: Arc<Objects<PodDisruptionBudget>>,
 }
 
 /// What the controllers share.
@@ -114,6 +121,7 @@ pub(crate) struct Cx {
     cronjobs_written: written::Written<CronJob>,
     jobs_written: written::Written<Job>,
     job_ttl: Queue,
+    pdbs: Queue,
     /// The run controllers' deadlines, by the API's clock (see [`deadlines`]).
     job_deadlines: deadlines::Deadlines,
     cronjob_deadlines: deadlines::Deadlines,
@@ -159,6 +167,7 @@ pub async fn run(api: Api) {
         cronjobs_written: written::Written::default(),
         jobs_written: written::Written::default(),
         job_ttl: Queue::default(),
+        pdbs: Queue::default(),
         job_deadlines: deadlines::Deadlines::default(),
         cronjob_deadlines: deadlines::Deadlines::default(),
         ttl_deadlines: deadlines::Deadlines::default(),
@@ -246,6 +255,17 @@ pub async fn run(api: Api) {
             move |c: &Change<Job>| job_changed(&cx, c)
         },
     );
+    let pdbs = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.pdbs),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<PodDisruptionBudget>| {
+                disruption::pdb_changed(&cx, c.old.as_deref(), c.new.as_deref());
+            }
+        },
+    );
     let cronjobs = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.cronjobs), whole, {
         let cx = Arc::clone(&cx);
         move |c: &Change<CronJob>| {
@@ -270,6 +290,8 @@ pub async fn run(api: Api) {
         let graph = Arc::clone(&cx.gc_graph);
         gc::graph::reflect(cx.api.clone(), graph, r, move |k| cx.gc.add(gc::key(&k)))
     }));
+    let pdb_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Disruption)));
     let sts_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
     let run_workers = futures::future::join_all(
@@ -302,6 +324,7 @@ pub async fn run(api: Api) {
         async { tokio::join!(dses, nodes, ds_workers) },
         async { tokio::join!(statefulsets, revisions, sts_workers) },
         async { tokio::join!(jobs, cronjobs, run_workers, sweeps) },
+        async { tokio::join!(pdbs, pdb_workers) },
         gc_graph
     );
 }
@@ -319,6 +342,7 @@ enum Controller {
     JobOrphans,
     CronJobs,
     JobTtl,
+    Disruption,
 }
 
 /// One worker: takes keys from its controller's queue and syncs them, for ever.
@@ -334,6 +358,7 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::JobOrphans => &cx.job_orphans,
         Controller::CronJobs => &cx.cronjobs,
         Controller::JobTtl => &cx.job_ttl,
+        Controller::Disruption => &cx.pdbs,
     };
     // Deadlines of the run controllers are also kept by the API's clock, for the sweep.
     let deadlines = match which {
@@ -357,6 +382,7 @@ async fn work(cx: &Cx, which: Controller) {
             Controller::JobOrphans => jobs::sync_orphan(cx, &key).await,
             Controller::CronJobs => cronjobs::sync(cx, &key).await,
             Controller::JobTtl => cronjobs::sync_ttl(cx, &key).await,
+            Controller::Disruption => disruption::sync(cx, &key).await,
         };
         match synced {
             Ok(after) => {

@@ -95,6 +95,11 @@ fn view_rules() -> Vec<PolicyRule> {
             READ,
         ),
         rule(&["coordination.k8s.io"], &["leases"], READ),
+        rule(
+            &["policy"],
+            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+            READ,
+        ),
     ]
 }
 
@@ -151,6 +156,7 @@ fn edit_rules() -> Vec<PolicyRule> {
             WRITE,
         ),
         rule(&["batch"], &["cronjobs", "jobs"], WRITE),
+        rule(&["policy"], &["poddisruptionbudgets"], WRITE),
     ]);
     rules
 }

@@ -156,7 +156,7 @@ fn check_strategy(causes: &mut Causes, strategy: &DeploymentStrategy) {
 }
 
 /// An int or a percent (`25%`): its number, or a cause and `None`.
-pub(super) fn check_int_or_percent(
+pub(crate) fn check_int_or_percent(
     causes: &mut Causes,
     field: &str,
     value: Option<&IntOrString>,

@@ -65,7 +65,9 @@ pub(crate) use controllerrevision::{
     cells as controllerrevision_cells, columns as controllerrevision_columns,
 };
 pub(crate) use daemonset::{cells as daemonset_cells, columns as daemonset_columns};
-pub(crate) use deployment::{cells as deployment_cells, columns as deployment_columns};
+pub(crate) use deployment::{
+    cells as deployment_cells, check_int_or_percent, columns as deployment_columns,
+};
 pub(crate) use replicaset::{cells as replicaset_cells, columns as replicaset_columns};
 pub(crate) use replicationcontroller::{cells as rc_cells, columns as rc_columns};
 pub(crate) use statefulset::{cells as statefulset_cells, columns as statefulset_columns};
@@ -120,7 +122,7 @@ pub(crate) trait Workload: Kind {
 
 /// `metadata.generation` on an update through the main endpoint: the stored one, plus
 /// one when `changed`.
-pub(super) fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
+pub(crate) fn next_generation(new: &mut ObjectMeta, old: &ObjectMeta, changed: bool) {
     let old_generation = old.generation.unwrap_or(1);
     new.generation = Some(if changed {
         old_generation + 1
@@ -160,7 +162,7 @@ pub(super) fn template_warnings(
 /// generation, and for a Deployment the labels (kube-apiserver's status strategies;
 /// annotations do change through `/status`, which is how the deployment controller
 /// writes its revision annotation without bumping the generation).
-pub(super) fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
+pub(crate) fn keep_metadata(new: &mut ObjectMeta, old: &ObjectMeta, labels: bool) {
     if labels {
         new.labels.clone_from(&old.labels);
     }
@@ -175,7 +177,7 @@ pub(super) fn default_template(template: &mut PodTemplateSpec) {
 }
 
 /// `field: Invalid value: N: must be greater than or equal to 0`.
-pub(super) fn non_negative(causes: &mut Causes, field: &str, value: Option<i32>) {
+pub(crate) fn non_negative(causes: &mut Causes, field: &str, value: Option<i32>) {
     if let Some(v) = value
         && v < 0
     {
@@ -310,7 +312,7 @@ pub(super) fn go_map(labels: &BTreeMap<String, String>) -> String {
 
 /// A selector as Go prints it in validation messages (`v1.LabelSelector{…}`), shortened
 /// to what a reader needs: its labels and expressions.
-pub(super) fn go_selector(selector: &LabelSelector) -> String {
+pub(crate) fn go_selector(selector: &LabelSelector) -> String {
     let labels = selector.match_labels.clone().unwrap_or_default();
     let expressions: Vec<String> = selector
         .match_expressions
