@@ -1,7 +1,8 @@
 //! `kubectl cordon`, `drain` and `uncordon` on simulated agents: a cordoned Node
 //! shows SchedulingDisabled and carries the cordon's taint, and its agent takes no
 //! new pod but a DaemonSet's; drain moves a Deployment's pods to the other agent
-//! (kubectl deletes them, as it does against a server without the Eviction API);
+//! (through the Eviction API; no budget holds them here, `disruption_kubectl` has
+//! one);
 //! after an uncordon the agent takes pods again. A Node's labels stay its agent's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

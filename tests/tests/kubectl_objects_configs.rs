@@ -359,6 +359,7 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "cronjobs",
                 "jobs",
                 "leases",
+                "poddisruptionbudgets",
                 "clusterrolebindings",
                 "clusterroles",
                 "rolebindings",
@@ -382,6 +383,7 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
         assert_eq!(row(&out, "daemonsets").1[1], "ds", "{v}: {out}");
         assert_eq!(row(&out, "cronjobs").1[1], "cj", "{v}: {out}");
         assert_eq!(row(&out, "priorityclasses").1[1], "pc", "{v}: {out}");
+        assert_eq!(row(&out, "poddisruptionbudgets").1[1], "pdb", "{v}: {out}");
         let out = kubectl(k, &server.url).run(&["get", "widgets"]).await;
         assert!(
             stderr(&out).contains("the server doesn't have a resource type \"widgets\""),

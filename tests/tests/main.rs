@@ -32,6 +32,7 @@ mod cordon_kubectl;
 mod cronjobs_kubectl;
 mod daemonsets_kubectl;
 mod debug_handlers;
+mod disruption_kubectl;
 mod e2e_launching;
 mod e2e_pods;
 mod e2e_restart;
