@@ -135,6 +135,30 @@ async fn drain_evicts_within_the_budget_and_a_budget_that_allows_nothing_stops_i
     );
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "2", "N/A", "1"], "{table}");
+    let described = ok(&k.run(&["describe", "pdb", "web"]).await);
+    for line in [
+        "Min available:  2",
+        "Selector:       app=web",
+        "Allowed disruptions:  1",
+        "Current:              3",
+        "Desired:              2",
+        "Total:                3",
+    ] {
+        assert!(described.contains(line), "{line:?} in {described}");
+    }
+    // Both bounds at once is kube-apiserver's refusal.
+    let both = "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: both, namespace: default}
+spec: {minAvailable: 1, maxUnavailable: 1, selector: {matchLabels: {app: web}}}
+";
+    let out = k.run_stdin(&["apply", "-f", "-"], Some(both)).await;
+    assert!(
+        stderr(&out).contains("The PodDisruptionBudget \"both\" is invalid: spec: Invalid value: ")
+            && stderr(&out).contains("minAvailable and maxUnavailable cannot be both set"),
+        "{}",
+        stderr(&out)
+    );
 
     // One pod at a time may go; the next eviction waits (429) until the replacement
     // is Ready on agent-1.

@@ -199,6 +199,15 @@ async fn two_budgets_a_stale_budget_a_dry_run_and_a_wrong_name_are_kube_apiserve
             .disruptions_allowed,
         1
     );
+    // A pod that does not exist.
+    let e = api
+        .evict_pod("default", "nobody", eviction("nobody"), false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code_and_reason().0, e.to_string()),
+        (404, "pods \"nobody\" not found".to_owned())
+    );
     // The names must agree.
     let e = api
         .evict_pod("default", "a", eviction("b"), false)
