@@ -38,6 +38,7 @@ mod e2e_pods;
 mod e2e_restart;
 mod etcd_restart;
 mod events_kubectl;
+mod examples_manifests;
 mod examples_offline;
 mod exec_kubectl;
 mod exec_rbac;
