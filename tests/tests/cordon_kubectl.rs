@@ -84,22 +84,9 @@ fn total(per: &BTreeMap<String, usize>) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cordoned_agent_takes_no_pod_drain_moves_them_and_uncordon_restores_it() {
-    let app = start(Setup {
-        agents: (0..2)
-            .map(|i| agent("cpus:3;mem:16384;ports:[31000-31100]", "", i).simulated(None))
-            .collect(),
-        ..Setup::default()
-    })
-    .await;
+    let app = two_simulated_agents().await;
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
-    wait_until(
-        "both agents' Nodes",
-        T,
-        async || api.list_nodes("", "").unwrap().items.len(),
-        |n| *n == 2,
-    )
-    .await;
     // agent-1 cordoned first: every web pod goes to agent-0, the daemons to both.
     ok(&k.run(&["cordon", "agent-1"]).await);
     let row = ok(&k.run(&["get", "node", "agent-1", "--no-headers"]).await);

@@ -71,22 +71,9 @@ fn counts(api: &Api) -> (i32, i32, i32, i32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_evicts_within_the_budget_and_a_budget_that_allows_nothing_stops_it() {
-    let app = start(Setup {
-        agents: (0..2)
-            .map(|i| agent("cpus:3;mem:16384;ports:[31000-31100]", "", i).simulated(None))
-            .collect(),
-        ..Setup::default()
-    })
-    .await;
+    let app = two_simulated_agents().await;
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
-    wait_until(
-        "both agents' Nodes",
-        T,
-        async || api.list_nodes("", "").unwrap().items.len(),
-        |n| *n == 2,
-    )
-    .await;
     // Every web pod on agent-0, which the drain then empties.
     ok(&k.run(&["cordon", "agent-1"]).await);
     k.apply(WEB).await;

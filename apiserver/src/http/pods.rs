@@ -14,16 +14,21 @@ use crate::decode::{FieldValidation, decode_resource_body, decode_typed, parse_b
 use crate::error::ApiError;
 use crate::patch::{self, PatchType};
 
-async fn decode_pod(
+/// A body of kind `T` (a Pod, an Eviction) in any content type the endpoint takes,
+/// with its warnings and the request's write options.
+async fn decode_body<T>(
     params: &Params,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Pod, Vec<String>, WriteOptions), ApiError> {
+) -> Result<(T, Vec<String>, WriteOptions), ApiError>
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
     let opts = params.write_options()?;
     let ct = object_content_type(headers)?.to_string();
     let bytes = read_body(headers, body).await?;
-    let (pod, warnings) = decode_resource_body::<Pod>(&bytes, &ct, opts.field_validation)?;
-    Ok((pod, warnings, opts))
+    let (obj, warnings) = decode_resource_body::<T>(&bytes, &ct, opts.field_validation)?;
+    Ok((obj, warnings, opts))
 }
 
 /// `POST /api/v1/namespaces/NS/pods`.
@@ -34,7 +39,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let (pod, warnings, opts) = decode_pod(&params, &headers, body).await?;
+    let (pod, warnings, opts) = decode_body::<Pod>(&params, &headers, body).await?;
     let pod = api.create_pod_with(&ns, pod, opts).await?;
     Ok(json_with_warnings(StatusCode::CREATED, &pod, &warnings))
 }
@@ -47,7 +52,7 @@ pub(crate) async fn replace(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let (pod, warnings, opts) = decode_pod(&params, &headers, body).await?;
+    let (pod, warnings, opts) = decode_body::<Pod>(&params, &headers, body).await?;
     let pod = api.replace_pod_with(&ns, &name, pod, opts).await?;
     Ok(json_with_warnings(StatusCode::OK, &pod, &warnings))
 }
@@ -172,14 +177,8 @@ pub(crate) async fn evict(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let opts = params.write_options()?;
-    let ct = object_content_type(&headers)?.to_string();
-    let bytes = read_body(&headers, body).await?;
-    let (eviction, _) = decode_resource_body::<k8s_openapi::api::policy::v1::Eviction>(
-        &bytes,
-        &ct,
-        opts.field_validation,
-    )?;
+    let (eviction, _, opts) =
+        decode_body::<k8s_openapi::api::policy::v1::Eviction>(&params, &headers, body).await?;
     api.evict_pod(&ns, &name, eviction, opts.dry_run).await?;
     let status = serde_json::json!({
         "kind": "Status",
