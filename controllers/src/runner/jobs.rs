@@ -51,12 +51,9 @@ pub(super) fn job_key(ns: &str, name: &str) -> String {
 
 /// Syncs the Job `key`; returns when to look again without a change.
 pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
-    // What reading and planning cost sizes the Job's next gathering window.
-    let started = std::time::Instant::now();
     let now = super::timestamp(cx.api.now());
     let owner = job_key(&key.0, &key.1);
     let Some(cached) = cx.caches.jobs.get(key) else {
-        cx.jobs.forget(key);
         cx.jobs_written.forget(key);
         cx.expectations().forget(&owner);
         let mut memory = cx.job_memory();
@@ -89,7 +86,6 @@ pub(super) async fn sync(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiErro
             return Ok(None);
         }
     };
-    cx.jobs.cost(key, started.elapsed());
     let planned = synced.reconciled;
     let creations = planned.pod_creations();
     let deletions: Vec<String> = planned
