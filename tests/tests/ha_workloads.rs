@@ -65,7 +65,11 @@ async fn sigkill_of_the_leader_mid_rollout_finishes_it_with_each_pod_launched_on
     let leader = cluster.settled(&[0, 1]).await;
     let follower = 1 - leader;
     let via = cluster.replicas[follower].api.clone();
-    let k = cluster.replicas[follower].kubectl();
+    // `rollout status --timeout=120s` decides how long a rollout may take; the
+    // runner's own bound (30 s for a replica's kubectl) must not cut it shorter.
+    let k = cluster.replicas[follower]
+        .kubectl()
+        .timeout(std::time::Duration::from_secs(130));
     ok(&k
         .run_stdin(&["apply", "-f", "-"], Some(&deployment("busybox:1.36")))
         .await);
