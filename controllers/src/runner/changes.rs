@@ -122,16 +122,7 @@ pub(super) fn pod_changed(cx: &Cx, c: &Change<Pod>) {
 /// A ReplicaSet changed: it is queued, and its Deployment (or, an orphan, the
 /// Deployments that select it).
 pub(super) fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
-    match (c.old.as_deref(), c.new.as_deref()) {
-        // Mostly the controller's own status write: nothing it reads changed, so the
-        // set gathers with its pods' events instead of syncing at once (a status
-        // written by someone else is still put right, one window later).
-        (Some(old), Some(new)) if only_status_changed(old, new) => {
-            cx.replicasets
-                .add_within(key_of(&new.metadata), POD_EVENTS_WINDOW);
-        }
-        _ => pod_owner_changed(cx, c, &cx.replicasets),
-    }
+    pod_owner_changed(cx, c, &cx.replicasets);
     for rs in [c.old.as_deref(), c.new.as_deref()].into_iter().flatten() {
         let ns = rs.metadata.namespace.clone().unwrap_or_default();
         match controller_of(&rs.metadata) {
@@ -151,16 +142,6 @@ pub(super) fn replicaset_changed(cx: &Cx, c: &Change<ReplicaSet>) {
             }
         }
     }
-}
-
-/// Only `status` (and so the resourceVersion and managedFields) differs.
-fn only_status_changed(old: &ReplicaSet, new: &ReplicaSet) -> bool {
-    let meta = |rs: &ReplicaSet| ObjectMeta {
-        resource_version: None,
-        managed_fields: None,
-        ..rs.metadata.clone()
-    };
-    old.spec == new.spec && meta(old) == meta(new)
 }
 
 /// A ReplicationController changed: it is queued.
@@ -251,40 +232,5 @@ fn pod_owner_changed<K: Metadata<Ty = ObjectMeta>>(cx: &Cx, c: &Change<K>, queue
     }
     if let Some(owner) = c.new.as_deref().or(c.old.as_deref()) {
         queue.add(key_of(owner.metadata()));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::only_status_changed;
-    use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn rs(rv: &str, replicas: i32, ready: i32) -> ReplicaSet {
-        ReplicaSet {
-            metadata: ObjectMeta {
-                name: Some("web".into()),
-                resource_version: Some(rv.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(ReplicaSetSpec {
-                replicas: Some(replicas),
-                ..ReplicaSetSpec::default()
-            }),
-            status: Some(ReplicaSetStatus {
-                ready_replicas: Some(ready),
-                ..ReplicaSetStatus::default()
-            }),
-        }
-    }
-
-    #[test]
-    fn a_status_write_is_told_from_a_change_the_sync_reads() {
-        assert!(only_status_changed(&rs("1", 3, 0), &rs("2", 3, 2)));
-        assert!(!only_status_changed(&rs("1", 3, 0), &rs("2", 4, 0)));
-        let mut labelled = rs("2", 3, 0);
-        labelled.metadata.annotations =
-            Some([("deployment.kubernetes.io/revision".into(), "2".into())].into());
-        assert!(!only_status_changed(&rs("1", 3, 0), &labelled));
     }
 }

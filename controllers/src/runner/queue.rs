@@ -16,11 +16,6 @@ pub(crate) type Key = (String, String);
 
 /// The first retry's delay; each failure in a row doubles it.
 const BACKOFF_BASE: Duration = Duration::from_millis(5);
-/// How many times a reconcile's cost its next gathering window lasts at least: while
-/// events keep coming, one key's reconciles take at most a fifth of a core.
-const GATHER_PER_COST: u32 = 4;
-/// The longest a cost-stretched gathering window lasts.
-const GATHER_MAX: Duration = Duration::from_millis(250);
 /// The longest retry delay (client-go's controllers wait up to 1,000 s; a user
 /// fixing a quota should not wait that long).
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -39,9 +34,6 @@ struct State {
     dirty: HashSet<Key>,
     /// Keys in `later` through [`Queue::add_within`]: more such adds are no-ops.
     gathering: HashSet<Key>,
-    /// What each key's last reconcile cost in computation (reading the cache and
-    /// planning; not its API calls), which stretches its gathering window.
-    costs: HashMap<Key, Duration>,
 }
 
 /// One controller's queue.
@@ -69,20 +61,11 @@ impl Queue {
     /// Queues `key` within `window`, gathering every such add until then into one:
     /// events that come in bursts (a ReplicaSet's pods changing by the thousand) cost
     /// one reconcile per window, not one each. A key queued already stays as it is.
-    ///
-    /// The window is at least [`GATHER_PER_COST`] times what the key's last reconcile
-    /// cost (up to [`GATHER_MAX`]): while events keep coming, a reconcile that reads
-    /// every pod of a 10,000-replica set back to back would otherwise keep a core
-    /// recounting, and take it from the placing and starting of those very pods.
     pub(crate) fn add_within(&self, key: Key, window: Duration) {
         let mut s = self.lock();
         if s.queued.contains(&key) || s.dirty.contains(&key) || !s.gathering.insert(key.clone()) {
             return;
         }
-        let window = match s.costs.get(&key) {
-            Some(cost) => window.max(cost.saturating_mul(GATHER_PER_COST).min(GATHER_MAX)),
-            None => window,
-        };
         s.later
             .entry(Instant::now() + window)
             .or_default()
@@ -116,17 +99,6 @@ impl Queue {
             delay
         };
         self.add_after(key, delay);
-    }
-
-    /// `key`'s reconcile cost `cost` in computation: its next gathering window is
-    /// sized by it (see [`Queue::add_within`]).
-    pub(crate) fn cost(&self, key: &Key, cost: Duration) {
-        self.lock().costs.insert(key.clone(), cost);
-    }
-
-    /// `key`'s object is gone: its cost is not kept.
-    pub(crate) fn forget(&self, key: &Key) {
-        self.lock().costs.remove(key);
     }
 
     /// `key` was reconciled without error: its backoff starts over.
@@ -252,36 +224,6 @@ mod tests {
         assert_eq!(q.len(), 1);
         assert_eq!(q.next().await, key("now"));
         assert_eq!(start.elapsed(), window * 2);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_costly_reconcile_stretches_its_own_window_up_to_the_cap() {
-        let q = Queue::default();
-        let window = Duration::from_millis(20);
-        // 10 ms of planning: the next burst gathers for 40 ms, another key's for 20.
-        q.cost(&key("big"), Duration::from_millis(10));
-        let start = Instant::now();
-        q.add_within(key("big"), window);
-        q.add_within(key("small"), window);
-        assert_eq!(q.next().await, key("small"));
-        assert_eq!(start.elapsed(), window);
-        assert_eq!(q.next().await, key("big"));
-        assert_eq!(start.elapsed(), Duration::from_millis(40));
-        q.done(&key("big"));
-        q.done(&key("small"));
-        // A very costly one waits no longer than the cap.
-        q.cost(&key("big"), Duration::from_secs(5));
-        let start = Instant::now();
-        q.add_within(key("big"), window);
-        assert_eq!(q.next().await, key("big"));
-        assert_eq!(start.elapsed(), GATHER_MAX);
-        q.done(&key("big"));
-        // Forgotten (its object gone), a key gathers for the plain window again.
-        q.forget(&key("big"));
-        let start = Instant::now();
-        q.add_within(key("big"), window);
-        assert_eq!(q.next().await, key("big"));
-        assert_eq!(start.elapsed(), window);
     }
 
     #[tokio::test(start_paused = true)]

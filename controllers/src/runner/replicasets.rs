@@ -19,7 +19,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::Cx;
 use super::cache::{Objects, Watched};
-use super::queue::{Key, Queue};
+use super::queue::Key;
 use crate::replicaset::{self, FailureReason, ManageFailure, ReplicaContext, events};
 use crate::{Action, ReconcileError, Reconciled, Status, controller_of};
 
@@ -41,11 +41,11 @@ pub(super) trait Replicated: Watched + k8s_openapi::Resource {
     const EXPECTATIONS_PREFIX: &'static str;
 
     fn objects(cx: &Cx) -> &Objects<Self>;
-    fn queue(cx: &Cx) -> &Queue;
     /// The owner as stored now, read live (not from the cache).
     fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError>
     where
         Self: Sized;
+    fn replicas(&self) -> i32;
     fn reconcile(
         &self,
         pods: &[&Pod],
@@ -77,11 +77,11 @@ impl Replicated for ReplicaSet {
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicasets
     }
-    fn queue(cx: &Cx) -> &Queue {
-        &cx.replicasets
-    }
     fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError> {
         cx.api.get_replicaset(&key.0, &key.1)
+    }
+    fn replicas(&self) -> i32 {
+        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
     }
     fn reconcile(
         &self,
@@ -126,11 +126,11 @@ impl Replicated for ReplicationController {
     fn objects(cx: &Cx) -> &Objects<Self> {
         &cx.caches.replicationcontrollers
     }
-    fn queue(cx: &Cx) -> &Queue {
-        &cx.replicationcontrollers
-    }
     fn live(cx: &Cx, key: &Key) -> Result<Self, ApiError> {
         cx.api.get_replicationcontroller(&key.0, &key.1)
+    }
+    fn replicas(&self) -> i32 {
+        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
     }
     fn reconcile(
         &self,
@@ -202,13 +202,11 @@ const SLOW_START_MAX: usize = 64;
 
 /// Syncs the owner `key` of kind `K`; returns when to look again without a change.
 pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Duration>, ApiError> {
-    // How long the sync's reading and planning took: its queue sizes the next
-    // gathering window by it (and the debug log shows the whole sync's).
+    // For the debug log only: how long a sync of this many pods took.
     let started = std::time::Instant::now();
     let now = super::timestamp(cx.api.now());
     let owner = owner_key::<K>(key);
     let Some(rs) = K::objects(cx).get(key) else {
-        K::queue(cx).forget(key);
         cx.expectations().forget(&owner);
         cx.proven_creators().remove(&owner);
         return Ok(None);
@@ -218,35 +216,30 @@ pub(super) async fn sync<K: Replicated>(cx: &Cx, key: &Key) -> Result<Option<Dur
     let uid = rs.metadata().uid.as_deref().unwrap_or_default();
     let mine = cx.caches.pods.controlled_or_orphans(&key.0, uid);
     let pods: Vec<&Pod> = mine.iter().map(AsRef::as_ref).collect();
+    // Only a scale-down ranks by the family's pods per node, and only a sync whose
+    // expectations are met scales (the others, most of a rollout's, only count).
+    let replicas = usize::try_from(rs.replicas()).unwrap_or(0);
     let satisfied = cx.expectations().satisfied(&owner, now);
+    let ranking = satisfied && pods.len() > replicas;
+    let all = match ranking {
+        true => cx.caches.pods.in_namespace(&key.0),
+        false => Vec::new(),
+    };
+    let related = match ranking {
+        true => rs.related(cx, &all),
+        false => Vec::new(),
+    };
     let ctx = ReplicaContext {
-        related_pods: &[],
+        related_pods: &related,
         expectations_satisfied: satisfied,
     };
-    let mut planned = match rs.reconcile(&pods, &ctx, now) {
+    let planned = match rs.reconcile(&pods, &ctx, now) {
         Ok(p) => p,
         Err(e) => {
             tracing::warn!(replicaset = %owner, error = %e, "cannot reconcile");
             return Ok(None);
         }
     };
-    // Only a scale-down ranks by the family's pods per node: a plan that deletes is
-    // made again with them (the same number of pods, perhaps others). Reading the
-    // namespace's pods for every sync of a large set cost more than its recount.
-    if planned.pod_deletions().next().is_some() {
-        let all = cx.caches.pods.in_namespace(&key.0);
-        let related = rs.related(cx, &all);
-        if !related.is_empty() {
-            let ctx = ReplicaContext {
-                related_pods: &related,
-                ..ctx
-            };
-            if let Ok(p) = rs.reconcile(&pods, &ctx, now) {
-                planned = p;
-            }
-        }
-    }
-    K::queue(cx).cost(key, started.elapsed());
     let creations = planned.pod_creations();
     let deletions: Vec<String> = planned
         .pod_deletions()
