@@ -12,6 +12,9 @@
 //!   caller chooses how to round: the API shim compares in `f64`
 //!   ([`Quantity::to_f64`]), procurement converts into Mesos' fixed-point
 //!   thousandths, rounding up.
+//! - [`Quantity::amount`] is the exact value as kube keeps it (rounded to a
+//!   nano-unit), with the arithmetic and the canonical text (`1536Mi` for
+//!   `1.5Gi`) that quota and limit checks need: see [`Amount`].
 //! - Exponents outside ±30 are refused ([`ParseError::ExponentOutOfRange`]):
 //!   no resource amount lies there, and the bound keeps every caller's
 //!   arithmetic small.
@@ -29,6 +32,10 @@
 //! assert_eq!(q.to_f64(), 1.5 * 1024.0 * 1024.0 * 1024.0);
 //! # Ok::<(), quantity::ParseError>(())
 //! ```
+
+mod amount;
+
+pub use amount::{Amount, Format};
 
 /// The regular expression Kubernetes quotes when a quantity does not parse.
 pub const PATTERN: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
@@ -64,6 +71,8 @@ pub struct Quantity<'a> {
     exp10: i32,
     /// The suffix's power of two.
     exp2: u32,
+    /// Whether the suffix is a decimal exponent (`e3`), not an SI prefix.
+    suffix_is_exponent: bool,
 }
 
 impl<'a> Quantity<'a> {
@@ -118,6 +127,7 @@ impl<'a> Quantity<'a> {
             fraction,
             exp10,
             exp2,
+            suffix_is_exponent: suffix.len() > 1 && suffix.starts_with(['e', 'E']),
         })
     }
 

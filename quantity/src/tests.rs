@@ -151,3 +151,108 @@ proptest! {
         }
     }
 }
+
+fn canonical(s: &str) -> String {
+    Quantity::parse(s).unwrap().amount().unwrap().to_string()
+}
+
+#[test]
+fn amounts_are_written_in_kubes_canonical_form() {
+    // Each pair: what was written, what kube-apiserver gives back (`Quantity.String()`).
+    for (written, kube) in [
+        ("0", "0"),
+        ("0Mi", "0"),
+        ("1", "1"),
+        ("1.5", "1500m"),
+        ("0.5", "500m"),
+        ("1000m", "1"),
+        ("100m", "100m"),
+        ("0.1m", "100u"),
+        ("0.0001n", "1n"),
+        ("1Gi", "1Gi"),
+        ("1.5Gi", "1536Mi"),
+        ("1024Mi", "1Gi"),
+        ("1024Ki", "1Mi"),
+        ("1000Ki", "1000Ki"),
+        ("0.5Ki", "512"),
+        ("1.5Ki", "1536"),
+        ("1.1Ki", "1126400m"),
+        ("1024", "1024"),
+        ("128974848", "128974848"),
+        ("129e6", "129e6"),
+        ("1000e3", "1e6"),
+        ("12e2", "1200"),
+        ("2e-3", "2e-3"),
+        ("1E", "1E"),
+        ("1000P", "1E"),
+        ("3000", "3k"),
+        ("1500k", "1500k"),
+        ("-1", "-1"),
+        ("-0.5", "-500m"),
+        ("-1.5Gi", "-1536Mi"),
+        ("+2.", "2"),
+        ("007", "7"),
+    ] {
+        assert_eq!(canonical(written), kube, "{written}");
+    }
+}
+
+#[test]
+fn amounts_compare_by_value_whatever_their_format() {
+    let a = |s: &str| Quantity::parse(s).unwrap().amount().unwrap();
+    assert_eq!(a("1Ki"), a("1024"));
+    assert_eq!(a("1"), a("1000m"));
+    assert!(a("500m") < a("1"));
+    assert!(a("1Gi") > a("1G"));
+    assert_eq!(a("1.5").millis(), 1500);
+    assert_eq!(a("0.1m").millis(), 1, "kube's MilliValue rounds up");
+    assert_eq!(a("1.2").units(), 2, "kube's Value rounds up");
+    assert_eq!(a("-1.2").units(), -2, "away from zero");
+}
+
+#[test]
+fn sums_keep_the_format_of_the_first_amount_that_is_not_zero() {
+    let a = |s: &str| Quantity::parse(s).unwrap().amount().unwrap();
+    let sum = Amount::ZERO.checked_add(a("1Gi")).unwrap();
+    assert_eq!(
+        sum.to_string(),
+        "1Gi",
+        "a zero sum takes the first term's format"
+    );
+    let sum = sum.checked_add(a("512Mi")).unwrap();
+    assert_eq!(sum.to_string(), "1536Mi");
+    let sum = a("1G").checked_add(a("1Gi")).unwrap();
+    assert_eq!(sum.to_string(), "2073741824");
+    assert_eq!(a("1").checked_sub(a("250m")).unwrap().to_string(), "750m");
+    assert_eq!(Amount::from_millis(2500).to_string(), "2500m");
+    assert_eq!(Amount::from_units(3, Format::DecimalSi).to_string(), "3");
+}
+
+#[test]
+fn amounts_too_large_for_exact_arithmetic_are_none() {
+    assert!(Quantity::parse("1e29").unwrap().amount().is_some());
+    assert!(Quantity::parse("1e30").unwrap().amount().is_none());
+    assert!(
+        Quantity::parse("999999999999999999999999999999999999999")
+            .unwrap()
+            .amount()
+            .is_none()
+    );
+    let big = Quantity::parse("1e29").unwrap().amount().unwrap();
+    let bigger = (0..20).try_fold(big, |acc, _| acc.checked_add(acc));
+    assert!(bigger.is_none());
+}
+
+proptest! {
+    #[test]
+    fn the_canonical_text_parses_back_to_the_same_amount(
+        units in -1_000_000_000i64..1_000_000_000,
+        suffix in prop::sample::select(vec!["", "m", "k", "Ki", "Mi", "Gi", "e3", "n"]),
+    ) {
+        let text = format!("{units}{suffix}");
+        let amount = Quantity::parse(&text).unwrap().amount().unwrap();
+        let written = amount.to_string();
+        let again = Quantity::parse(&written).unwrap().amount().unwrap();
+        prop_assert_eq!(amount, again, "{} written {}", text, written);
+    }
+}

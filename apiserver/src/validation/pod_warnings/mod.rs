@@ -461,43 +461,8 @@ fn fractional_bytes(text: &str) -> Option<String> {
     if q.is_negative() {
         return None;
     }
-    // The value in nanos, rounded up, as kube keeps it.
-    let digits = format!("{}{}", q.integer_digits(), q.fraction_digits());
-    let mut nanos: u128 = digits.parse().ok()?;
-    nanos = nanos.checked_mul(1u128.checked_shl(q.exp2())?)?;
-    let shift = q.exp10() + 9 - i32::try_from(q.fraction_digits().len()).ok()?;
-    if shift >= 0 {
-        nanos = nanos.checked_mul(10u128.checked_pow(shift.unsigned_abs())?)?;
-    } else {
-        nanos = nanos.div_ceil(10u128.checked_pow(shift.unsigned_abs())?);
-    }
-    let millis = nanos.div_ceil(1_000_000);
-    if millis.is_multiple_of(1000) {
-        return None;
-    }
-    // Canonical: the digits without trailing zeros, the exponent then lowered to a
-    // multiple of three. A fraction always ends up in milli, micro or nano.
-    let mut exponent: i32 = -9;
-    while nanos.is_multiple_of(10) {
-        nanos /= 10;
-        exponent += 1;
-    }
-    while exponent % 3 != 0 {
-        nanos *= 10;
-        exponent -= 1;
-    }
-    let suffix_start = text
-        .trim_start_matches(['+', '-'])
-        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let exponent_form = suffix_start.len() > 1 && suffix_start.starts_with(['e', 'E']);
-    let suffix = match (exponent_form, exponent) {
-        (true, e) => format!("e{e}"),
-        (false, -3) => "m".to_owned(),
-        (false, -6) => "u".to_owned(),
-        (false, -9) => "n".to_owned(),
-        (false, _) => return None,
-    };
-    Some(format!("{nanos}{suffix}"))
+    let amount = q.amount()?;
+    (amount.millis() % 1000 != 0).then(|| amount.to_string())
 }
 
 mod paths;
