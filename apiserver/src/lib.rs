@@ -150,6 +150,7 @@ mod openapi;
 pub mod patch;
 pub mod pod_security;
 mod protobuf;
+pub mod quota;
 pub mod resource;
 pub mod selectors;
 pub mod store;

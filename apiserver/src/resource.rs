@@ -49,12 +49,16 @@ pub enum Resource {
     PriorityClasses,
     /// `poddisruptionbudgets` of `policy/v1`, namespaced, with `status`.
     PodDisruptionBudgets,
+    /// `limitranges`, namespaced.
+    LimitRanges,
+    /// `resourcequotas`, namespaced, with `status`.
+    ResourceQuotas,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 16] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 18] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -71,13 +75,15 @@ impl Resource {
         Self::Jobs,
         Self::CronJobs,
         Self::PodDisruptionBudgets,
+        Self::LimitRanges,
+        Self::ResourceQuotas,
     ];
 
     /// The kinds the garbage collector follows: every served kind whose objects may own
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 19] = [
+    pub const COLLECTED: [Resource; 21] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -97,6 +103,8 @@ impl Resource {
         Self::CronJobs,
         Self::PriorityClasses,
         Self::PodDisruptionBudgets,
+        Self::LimitRanges,
+        Self::ResourceQuotas,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -137,6 +145,8 @@ impl Resource {
             Self::CronJobs => "cronjobs",
             Self::PriorityClasses => "priorityclasses",
             Self::PodDisruptionBudgets => "poddisruptionbudgets",
+            Self::LimitRanges => "limitranges",
+            Self::ResourceQuotas => "resourcequotas",
         }
     }
 
@@ -165,6 +175,8 @@ impl Resource {
             Self::CronJobs => "CronJob",
             Self::PriorityClasses => "PriorityClass",
             Self::PodDisruptionBudgets => "PodDisruptionBudget",
+            Self::LimitRanges => "LimitRange",
+            Self::ResourceQuotas => "ResourceQuota",
         }
     }
 
@@ -193,6 +205,8 @@ impl Resource {
             Self::CronJobs => "CronJobList",
             Self::PriorityClasses => "PriorityClassList",
             Self::PodDisruptionBudgets => "PodDisruptionBudgetList",
+            Self::LimitRanges => "LimitRangeList",
+            Self::ResourceQuotas => "ResourceQuotaList",
         }
     }
 
@@ -376,7 +390,9 @@ impl Resource {
             | Self::ControllerRevisions
             | Self::CronJobs
             | Self::PriorityClasses
-            | Self::PodDisruptionBudgets => match label {
+            | Self::PodDisruptionBudgets
+            | Self::LimitRanges
+            | Self::ResourceQuotas => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

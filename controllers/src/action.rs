@@ -279,6 +279,8 @@ pub enum Status {
     CronJob(CronJobStatus),
     /// A PodDisruptionBudget's status.
     PodDisruptionBudget(k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus),
+    /// A ResourceQuota's status.
+    ResourceQuota(k8s_openapi::api::core::v1::ResourceQuotaStatus),
 }
 
 /// `Normal` or `Warning`, the core/v1 Event `type`.

@@ -19,10 +19,11 @@
 //!   only writes listed before them. A status is listed only when it
 //!   differs from the stored one, so a steady state costs no writes.
 //! - **One writer per status.** A controller's only status write is its own
-//!   kind's ([`Status`]). The one status with a second writer is a
-//!   PodDisruptionBudget's, as in Kubernetes: the Eviction subresource takes
-//!   one disruption from it by compare-and-set, and [`disruption`]
-//!   recomputes it from the pods.
+//!   kind's ([`Status`]). Two statuses have a second writer, as in
+//!   Kubernetes, each writing by compare-and-set: a PodDisruptionBudget's
+//!   (the Eviction subresource takes one disruption from it, [`disruption`]
+//!   recomputes it from the pods) and a ResourceQuota's (the quota admission
+//!   charges each create, [`quota`] recounts the namespace).
 //! - **No panics on any input.** A stored object validation never saw (a
 //!   percentage `"abc%"`, an unknown selector operator) gives a
 //!   [`ReconcileError`] or, where KCM reports it on the object, a
@@ -55,6 +56,8 @@
 //!   floor for the Jobs a CronJob scheduled.
 //! - [`disruption`]: PodDisruptionBudgets' status (healthy, desired and
 //!   expected pods, the disruptions allowed now), which evictions spend.
+//! - [`quota`]: ResourceQuotas' status (what the namespace's pods and
+//!   objects use), which the quota admission charges as it admits.
 
 mod action;
 pub mod cronjob;
@@ -68,6 +71,7 @@ mod intstr;
 pub mod job;
 mod owner;
 mod pod_state;
+pub mod quota;
 pub mod replicaset;
 pub mod runner;
 mod selector;

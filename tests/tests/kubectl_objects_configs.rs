@@ -342,10 +342,12 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
             [
                 "configmaps",
                 "events",
+                "limitranges",
                 "namespaces",
                 "nodes",
                 "pods",
                 "replicationcontrollers",
+                "resourcequotas",
                 "secrets",
                 "serviceaccounts",
                 "controllerrevisions",
@@ -384,6 +386,8 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
         assert_eq!(row(&out, "cronjobs").1[1], "cj", "{v}: {out}");
         assert_eq!(row(&out, "priorityclasses").1[1], "pc", "{v}: {out}");
         assert_eq!(row(&out, "poddisruptionbudgets").1[1], "pdb", "{v}: {out}");
+        assert_eq!(row(&out, "limitranges").1[1], "limits", "{v}: {out}");
+        assert_eq!(row(&out, "resourcequotas").1[1], "quota", "{v}: {out}");
         let out = kubectl(k, &server.url).run(&["get", "widgets"]).await;
         assert!(
             stderr(&out).contains("the server doesn't have a resource type \"widgets\""),

@@ -104,6 +104,12 @@ impl Api {
         }
     }
 
+    /// How many objects of `resource` namespace `ns` holds (the quota controller's
+    /// object counts).
+    pub fn count_stored(&self, resource: Resource, ns: &str) -> usize {
+        self.store().list(&resource.prefix(Some(ns))).0.len()
+    }
+
     /// Changes of `resource` after `from`, as stored (relist on `Expired`).
     ///
     /// # Errors

@@ -88,6 +88,7 @@ impl Api {
         let meta = obj.metadata_mut();
         bind_scope::<K>(meta, ns)?;
         let generated = name_is_generated(meta);
+        let shown = super::limit_ranger::admission_name(meta);
         stamp_new(meta, self.now());
         obj.normalize();
         obj.prepare_create();
@@ -97,6 +98,11 @@ impl Api {
         let name = obj.metadata().name.clone().unwrap_or_default();
         let key = K::RESOURCE.key(ns, &name);
         let namespaced = K::RESOURCE.namespaced();
+        if namespaced {
+            let subject = crate::quota::Subject::Object(K::RESOURCE);
+            self.admit_quota(ns, K::RESOURCE, &shown, subject, opts.dry_run)
+                .await?;
+        }
         if opts.dry_run {
             if namespaced {
                 self.namespace_guard(K::RESOURCE, ns, &name)?;

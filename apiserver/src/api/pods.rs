@@ -139,6 +139,9 @@ impl Api {
     ) -> Result<Pod, ApiError> {
         bind_namespace(&mut pod.metadata, ns)?;
         let generated = name_is_generated(&pod.metadata);
+        // Admission refusals name a pod by its generateName (kube generates the name
+        // after admission; mesopod before, so retries can pick another).
+        let shown = super::limit_ranger::admission_name(&pod.metadata);
         stamp_new(&mut pod.metadata, self.now());
         default_pod(&mut pod);
         pod.status = Some(PodStatus {
@@ -153,15 +156,31 @@ impl Api {
         causes.into_result("Pod", &name)?;
         // A missing or terminating namespace is the first thing a create is told.
         self.namespace_guard(PODS, ns, &name)?;
-        self.admit_service_account(ns, &name, &mut pod)?;
-        self.admit_priority(&name, &mut pod)?;
+        let forbidden =
+            |why: String| ApiError::Forbidden(format!("pods \"{shown}\" is forbidden: {why}"));
+        let limit_ranges = self.limit_ranges(ns)?;
+        if super::limit_ranger::apply_defaults(&mut pod, &limit_ranges) {
+            // As in kube-apiserver, the defaults are validated with the rest of the pod
+            // (a request above a defaulted limit is a 422), and decide its QoS class.
+            validate_pod(&pod)?;
+            let qos = qos_class(&pod);
+            if let Some(status) = pod.status.as_mut() {
+                status.qos_class = Some(qos);
+            }
+        }
+        self.admit_service_account(ns, &shown, &mut pod)?;
+        self.admit_priority(&shown, &mut pod)?;
         // kube's pod strategy warns once the pod is valid, before validating admission.
         if crate::notes::listening() {
             crate::validation::pod_create_warnings(&pod)
                 .into_iter()
                 .for_each(crate::notes::warn);
         }
+        super::limit_ranger::check(&pod, &limit_ranges).map_err(forbidden)?;
         self.admit_pod_security(ns, &name, &pod, None)?;
+        let subject = crate::quota::Subject::Pod(&pod);
+        self.admit_quota(ns, PODS, &shown, subject, opts.dry_run)
+            .await?;
         if opts.dry_run {
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {

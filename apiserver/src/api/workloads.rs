@@ -331,6 +331,17 @@ typed_workload_api!(
     delete_poddisruptionbudget
 );
 typed_workload_api!(
+    k8s_openapi::api::core::v1::ResourceQuota,
+    "ResourceQuotas",
+    list_resourcequotas,
+    get_resourcequota,
+    watch_resourcequotas,
+    create_resourcequota,
+    replace_resourcequota,
+    replace_resourcequota_status,
+    delete_resourcequota
+);
+typed_workload_api!(
     k8s_openapi::api::batch::v1::CronJob,
     "CronJobs",
     list_cronjobs,

@@ -152,6 +152,9 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<ConfigMap>(router);
     let router = kinds::routes::<Secret>(router);
     let router = kinds::routes::<ServiceAccount>(router);
+    let router = kinds::routes::<k8s_openapi::api::core::v1::LimitRange>(router);
+    let router = kinds::routes::<k8s_openapi::api::core::v1::ResourceQuota>(router);
+    let router = kinds::status_routes::<k8s_openapi::api::core::v1::ResourceQuota>(router);
     let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
     let router = kinds::routes::<k8s_openapi::api::scheduling::v1::PriorityClass>(router);
     let router = kinds::routes::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(router);

@@ -1,5 +1,5 @@
 //! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, PriorityClass,
-//! PodDisruptionBudget, and RBAC's
+//! PodDisruptionBudget, LimitRange, ResourceQuota, and RBAC's
 //! Role, ClusterRole, RoleBinding, ClusterRoleBinding), and the workloads of `apps` and
 //! `batch` built on them: what differs between them —
 //! defaulting, validation, admission of the writer, the Table they print as — behind
@@ -10,10 +10,12 @@ pub(crate) mod apps;
 pub(crate) mod batch;
 mod configmap;
 mod lease;
+pub(crate) mod limitrange;
 pub(crate) mod node;
 pub(crate) mod policy;
 pub(crate) mod priorityclass;
 mod rbac;
+pub(crate) mod resourcequota;
 mod secret;
 mod serviceaccount;
 
@@ -140,6 +142,24 @@ pub(crate) fn validate_with<K: Kind>(
     causes.into_result(&kind, &name)
 }
 
+/// Each quantity of `map` as kube-apiserver stores it (`0.5` → `500m`, `1.5Gi` →
+/// `1536Mi`); one that does not parse stays, for validation to name.
+fn canonicalize_quantities(
+    map: &mut std::collections::BTreeMap<
+        String,
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+    >,
+) {
+    for q in map.values_mut() {
+        if let Some(amount) = quantity::Quantity::parse(&q.0)
+            .ok()
+            .and_then(|p| p.amount())
+        {
+            q.0 = amount.to_string();
+        }
+    }
+}
+
 /// The Table columns of a plain kind (`None` for the others).
 pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
     match resource {
@@ -161,6 +181,8 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::CronJobs => Some(batch::cronjob_columns()),
         Resource::PriorityClasses => Some(priorityclass::columns()),
         Resource::PodDisruptionBudgets => Some(policy::columns()),
+        Resource::LimitRanges => Some(limitrange::columns()),
+        Resource::ResourceQuotas => Some(resourcequota::columns()),
         _ => None,
     }
 }
@@ -199,6 +221,14 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         }
         Resource::PodDisruptionBudgets => {
             row.extend(policy::cells(obj, age));
+            return Some(row);
+        }
+        Resource::LimitRanges => {
+            row.push(limitrange::created_at(obj));
+            return Some(row);
+        }
+        Resource::ResourceQuotas => {
+            row.extend(resourcequota::cells(obj, age));
             return Some(row);
         }
         Resource::RoleBindings | Resource::ClusterRoleBindings => {

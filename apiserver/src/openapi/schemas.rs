@@ -52,6 +52,8 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         served::<ConfigMap>(true, "configmaps", generator),
         served::<Secret>(true, "secrets", generator),
         served::<ServiceAccount>(true, "serviceaccounts", generator),
+        served::<k8s_openapi::api::core::v1::LimitRange>(true, "limitranges", generator),
+        served::<k8s_openapi::api::core::v1::ResourceQuota>(true, "resourcequotas", generator),
         served::<k8s_openapi::api::coordination::v1::Lease>(true, "leases", generator),
         served::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
             true,

@@ -2,8 +2,8 @@
 //! informers and work queues provide it.
 //!
 //! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets,
-//!   Nodes, StatefulSets, ControllerRevisions, Jobs, CronJobs and
-//!   PodDisruptionBudgets, kept by list and watch through the
+//!   Nodes, StatefulSets, ControllerRevisions, Jobs, CronJobs,
+//!   PodDisruptionBudgets and ResourceQuotas, kept by list and watch through the
 //!   in-process [`Api`] ([`cache`]). Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
 //!   queues the keys it concerns (a pod's controller, or the owners that select an
@@ -26,8 +26,9 @@
 //!   only while its replica leads; a new term starts from a fresh list, never from
 //!   memory.
 //! - One writer per status: a controller writes only its own kind's status (a
-//!   disruption budget's is shared with the Eviction subresource, as in Kubernetes,
-//!   each writing under the resourceVersion it read).
+//!   disruption budget's is shared with the Eviction subresource and a quota's with
+//!   the quota admission, as in Kubernetes, each writing under the resourceVersion it
+//!   read).
 
 mod cache;
 mod changes;
@@ -40,6 +41,7 @@ mod events;
 mod gc;
 mod jobs;
 mod queue;
+mod quota;
 mod replicasets;
 mod statefulsets;
 mod written;
@@ -53,7 +55,7 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
+use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController, ResourceQuota};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 
@@ -90,6 +92,7 @@ pub(crate) struct Caches {
     pub(crate) jobs: Arc<Objects<Job>>,
     pub(crate) cronjobs: Arc<Objects<CronJob>>,
     pub(crate) pdbs: Arc<Objects<PodDisruptionBudget>>,
+    pub(crate) quotas: Arc<Objects<ResourceQuota>>,
 }
 
 /// What the controllers share.
@@ -122,6 +125,7 @@ pub(crate) struct Cx {
     jobs_written: written::Written<Job>,
     job_ttl: Queue,
     pdbs: Queue,
+    quotas: Queue,
     /// The run controllers' deadlines, by the API's clock (see [`deadlines`]).
     job_deadlines: deadlines::Deadlines,
     cronjob_deadlines: deadlines::Deadlines,
@@ -168,6 +172,7 @@ pub async fn run(api: Api) {
         jobs_written: written::Written::default(),
         job_ttl: Queue::default(),
         pdbs: Queue::default(),
+        quotas: Queue::default(),
         job_deadlines: deadlines::Deadlines::default(),
         cronjob_deadlines: deadlines::Deadlines::default(),
         ttl_deadlines: deadlines::Deadlines::default(),
@@ -266,6 +271,15 @@ pub async fn run(api: Api) {
             }
         },
     );
+    let quotas = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.quotas),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<ResourceQuota>| quota::quota_changed(&cx, c)
+        },
+    );
     let cronjobs = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.cronjobs), whole, {
         let cx = Arc::clone(&cx);
         move |c: &Change<CronJob>| {
@@ -288,10 +302,19 @@ pub async fn run(api: Api) {
     let gc_graph = futures::future::join_all(Resource::COLLECTED.into_iter().map(|r| {
         let cx = Arc::clone(&cx);
         let graph = Arc::clone(&cx.gc_graph);
-        gc::graph::reflect(cx.api.clone(), graph, r, move |k| cx.gc.add(gc::key(&k)))
+        let seen = Arc::clone(&cx);
+        gc::graph::reflect(
+            cx.api.clone(),
+            graph,
+            r,
+            move |k| cx.gc.add(gc::key(&k)),
+            move |kind, v| quota::object_changed(&seen, r, kind, v),
+        )
     }));
     let pdb_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Disruption)));
+    let quota_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Quota)));
     let sts_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
     let run_workers = futures::future::join_all(
@@ -325,6 +348,7 @@ pub async fn run(api: Api) {
         async { tokio::join!(statefulsets, revisions, sts_workers) },
         async { tokio::join!(jobs, cronjobs, run_workers, sweeps) },
         async { tokio::join!(pdbs, pdb_workers) },
+        async { tokio::join!(quotas, quota_workers) },
         gc_graph
     );
 }
@@ -343,6 +367,7 @@ enum Controller {
     CronJobs,
     JobTtl,
     Disruption,
+    Quota,
 }
 
 /// One worker: takes keys from its controller's queue and syncs them, for ever.
@@ -359,6 +384,7 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::CronJobs => &cx.cronjobs,
         Controller::JobTtl => &cx.job_ttl,
         Controller::Disruption => &cx.pdbs,
+        Controller::Quota => &cx.quotas,
     };
     // Deadlines of the run controllers are also kept by the API's clock, for the sweep.
     let deadlines = match which {
@@ -383,6 +409,7 @@ async fn work(cx: &Cx, which: Controller) {
             Controller::CronJobs => cronjobs::sync(cx, &key).await,
             Controller::JobTtl => cronjobs::sync_ttl(cx, &key).await,
             Controller::Disruption => disruption::sync(cx, &key).await,
+            Controller::Quota => quota::sync(cx, &key).await,
         };
         match synced {
             Ok(after) => {

@@ -298,6 +298,7 @@ pub(crate) async fn reflect(
     graph: Arc<Graph>,
     resource: Resource,
     queue: impl Fn(ObjKey) + Send + Sync,
+    observe: impl Fn(EventKind, &Value) + Send + Sync,
 ) {
     loop {
         let list = api.list_stored(resource);
@@ -313,6 +314,8 @@ pub(crate) async fn reflect(
             }
         };
         while let Some(Ok((kind, v))) = events.next().await {
+            // Every change, also for who else counts objects (the quota controller).
+            observe(kind, &v);
             for k in graph.apply(resource, kind, &v) {
                 queue(k);
             }

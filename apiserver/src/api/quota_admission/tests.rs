@@ -1,0 +1,85 @@
+#![allow(clippy::unwrap_used)]
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ResourceQuotaStatus};
+use serde_json::json;
+
+use super::*;
+
+/// A quota as the controller leaves it once it has counted an empty namespace.
+async fn counted_quota(api: &Api, hard: serde_json::Value) -> ResourceQuota {
+    let q: ResourceQuota =
+        serde_json::from_value(json!({"metadata": {"name": "q"}, "spec": {"hard": hard.clone()}}))
+            .unwrap();
+    let mut q = api.create_resourcequota("default", q).await.unwrap();
+    let zero: std::collections::BTreeMap<String, serde_json::Value> = hard
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| (k.clone(), json!("0")))
+        .collect();
+    q.status = Some(
+        serde_json::from_value::<ResourceQuotaStatus>(json!({"hard": hard, "used": zero})).unwrap(),
+    );
+    api.replace_resourcequota_status("default", "q", q)
+        .await
+        .unwrap()
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"containers": [
+        {"name": "app", "image": "busybox", "resources": {"requests": {"cpu": "300m", "memory": "16Mi"}, "limits": {"cpu": "300m", "memory": "16Mi"}}}]}}))
+    .unwrap()
+}
+
+fn used(api: &Api) -> serde_json::Value {
+    let q = api.get_resourcequota("default", "q").unwrap();
+    serde_json::to_value(q.status.unwrap().used).unwrap()
+}
+
+#[tokio::test]
+async fn creates_are_charged_until_the_quota_is_spent_then_refused() {
+    let api = Api::in_memory().await.unwrap();
+    counted_quota(
+        &api,
+        json!({"pods": "2", "requests.cpu": "500m", "count/configmaps": "1"}),
+    )
+    .await;
+    api.create_pod("default", pod("a")).await.unwrap();
+    assert_eq!(
+        used(&api),
+        json!({"count/configmaps": "0", "pods": "1", "requests.cpu": "300m"})
+    );
+    let err = api.create_pod("default", pod("b")).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "pods \"b\" is forbidden: exceeded quota: q, requested: requests.cpu=300m, used: requests.cpu=300m, limited: requests.cpu=500m"
+    );
+    assert!(api.get_pod("default", "b").is_err(), "nothing stored");
+    assert_eq!(used(&api)["pods"], "1", "a refusal charges nothing");
+    // Any other kind counts under count/<resource>.
+    let cm = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
+    };
+    api.create_object("default", cm("one"), WriteOptions::default(), None)
+        .await
+        .unwrap();
+    let err = api
+        .create_object("default", cm("two"), WriteOptions::default(), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configmaps \"two\" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1"
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_is_checked_and_charges_nothing() {
+    let api = Api::in_memory().await.unwrap();
+    counted_quota(&api, json!({"pods": "1"})).await;
+    let dry = WriteOptions {
+        dry_run: true,
+        ..WriteOptions::default()
+    };
+    api.create_pod_with("default", pod("a"), dry).await.unwrap();
+    assert_eq!(used(&api), json!({"pods": "0"}));
+}

@@ -1,0 +1,170 @@
+//! ResourceQuotas through the real kubectl, on simulated agents: `kubectl create
+//! quota`, the controller's first count, `get quota` and `describe quota` in kube's
+//! columns; a pod that does not say what it needs, refused; a Deployment held at the
+//! quota with FailedCreate on its ReplicaSet in kube-apiserver's words; a scale-down
+//! that gives the quota back; and object counts (`count/configmaps`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::time::Duration;
+
+use apiserver::Api;
+use common::cluster::*;
+use testkit::{Kubectl, ok, stderr, wait_until};
+
+const T: Duration = Duration::from_secs(60);
+
+const WEB: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: main
+        image: busybox:1.36
+        command: [sleep, \"3600\"]
+        resources:
+          requests: {cpu: 400m, memory: 16Mi}
+          limits: {memory: 256Mi}
+";
+
+/// The quota's `status.used` of `name`, as text.
+fn used(api: &Api, name: &str) -> Option<String> {
+    let q = api.get_resourcequota("default", "compute").ok()?;
+    let used = q.status?.used?;
+    used.get(name).map(|q| q.0.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_freed() {
+    let app = two_simulated_agents().await;
+    let api = app.api();
+    let k = Kubectl::new(&app.api_url());
+
+    let out = k
+        .run(&[
+            "create",
+            "quota",
+            "compute",
+            "--hard=pods=2,requests.cpu=1,limits.memory=1Gi,count/configmaps=1",
+        ])
+        .await;
+    assert!(
+        ok(&out).contains("resourcequota/compute created"),
+        "{}",
+        stderr(&out)
+    );
+    // The controller's first count (kube-root-ca.crt is a ConfigMap of every namespace
+    // in Kubernetes; mesopod's namespaces start empty).
+    wait_until(
+        "the first count",
+        T,
+        async || used(api, "pods"),
+        |u| u.as_deref() == Some("0"),
+    )
+    .await;
+    let table = ok(&k.run(&["get", "quota"]).await);
+    let lines: Vec<&str> = table.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["NAME", "AGE", "REQUEST", "LIMIT"], "{table}");
+    assert!(
+        lines[1].contains("count/configmaps: 0/1, pods: 0/2, requests.cpu: 0/1")
+            && lines[1].contains("limits.memory: 0/1Gi"),
+        "{table}"
+    );
+    let described = ok(&k.run(&["describe", "quota", "compute"]).await);
+    let rows: Vec<Vec<&str>> = described
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(
+        rows.contains(&vec!["requests.cpu", "0", "1"]),
+        "{described}"
+    );
+
+    // Quota on cpu and memory: a pod must say what it needs.
+    let out = k
+        .run(&["run", "bare", "--image=busybox:1.36", "--", "sleep", "3600"])
+        .await;
+    assert!(
+        stderr(&out).contains(
+            "pods \"bare\" is forbidden: failed quota: compute: must specify limits.memory for: bare; requests.cpu for: bare"
+        ),
+        "{out:?}"
+    );
+
+    // Three replicas fit twice: the third is refused, and the ReplicaSet says so.
+    let out = k.run_stdin(&["apply", "-f", "-"], Some(WEB)).await;
+    assert!(
+        ok(&out).contains("deployment.apps/web created"),
+        "{}",
+        stderr(&out)
+    );
+    let events = wait_until(
+        "FailedCreate on web's ReplicaSet",
+        T,
+        async || {
+            ok(&k
+                .run(&[
+                    "get",
+                    "events",
+                    "--field-selector",
+                    "reason=FailedCreate",
+                    "-o",
+                    "jsonpath={.items[*].message}",
+                ])
+                .await)
+        },
+        |m| m.contains("exceeded quota"),
+    )
+    .await;
+    assert!(
+        events.contains(
+            "\" is forbidden: exceeded quota: compute, requested: pods=1,requests.cpu=400m, used: pods=2,requests.cpu=800m, limited: pods=2,requests.cpu=1"
+        ),
+        "{events}"
+    );
+    let pods = api.list_pods(Some("default"), "app=web", "").unwrap().items;
+    assert_eq!(pods.len(), 2);
+    assert_eq!(used(api, "requests.cpu").as_deref(), Some("800m"));
+    assert_eq!(used(api, "limits.memory").as_deref(), Some("512Mi"));
+
+    // Scaling down gives the quota back, once the pod is gone.
+    ok(&k.run(&["scale", "deployment", "web", "--replicas=1"]).await);
+    wait_until(
+        "one pod's worth used",
+        T,
+        async || used(api, "pods"),
+        |u| u.as_deref() == Some("1"),
+    )
+    .await;
+    assert_eq!(used(api, "requests.cpu").as_deref(), Some("400m"));
+
+    // Object counts: the second ConfigMap is one too many, until the first goes.
+    ok(&k.run(&["create", "configmap", "one"]).await);
+    let out = k.run(&["create", "configmap", "two"]).await;
+    assert!(
+        stderr(&out).contains(
+            "configmaps \"two\" is forbidden: exceeded quota: compute, requested: count/configmaps=1, used: count/configmaps=1, limited: count/configmaps=1"
+        ),
+        "{out:?}"
+    );
+    ok(&k.run(&["delete", "configmap", "one"]).await);
+    wait_until(
+        "the ConfigMap given back",
+        T,
+        async || used(api, "count/configmaps"),
+        |u| u.as_deref() == Some("0"),
+    )
+    .await;
+    ok(&k.run(&["create", "configmap", "two"]).await);
+}
