@@ -100,7 +100,8 @@ impl Api {
         let namespaced = K::RESOURCE.namespaced();
         if namespaced {
             let subject = crate::quota::Subject::Object(K::RESOURCE);
-            self.admit_quota(ns, K::RESOURCE, &shown, subject, opts.dry_run)
+            let fixed = (!generated).then_some(key.as_str());
+            self.admit_quota(ns, (K::RESOURCE, &shown, fixed), subject, opts.dry_run)
                 .await?;
         }
         if opts.dry_run {

@@ -92,6 +92,8 @@ struct Inner {
     /// Pod Security Admission's configuration, once the embedder set one (else
     /// Kubernetes' default: privileged everywhere, no exemptions).
     pod_security: std::sync::OnceLock<crate::pod_security::PodSecurity>,
+    /// One quota charge at a time per namespace (`quota_admission`).
+    quota_turns: quota_admission::Turns,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -131,6 +133,7 @@ impl Api {
                 event_aggregator: event_aggregate::Aggregator::default(),
                 streams: std::sync::OnceLock::new(),
                 pod_security: std::sync::OnceLock::new(),
+                quota_turns: quota_admission::Turns::default(),
             }),
             fence: None,
         };

@@ -179,7 +179,9 @@ impl Api {
         super::limit_ranger::check(&pod, &limit_ranges).map_err(forbidden)?;
         self.admit_pod_security(ns, &name, &pod, None)?;
         let subject = crate::quota::Subject::Pod(&pod);
-        self.admit_quota(ns, PODS, &shown, subject, opts.dry_run)
+        let key = pod_key(ns, &name);
+        let fixed = (!generated).then_some(key.as_str());
+        self.admit_quota(ns, (PODS, &shown, fixed), subject, opts.dry_run)
             .await?;
         if opts.dry_run {
             if self.get_value(&pod_key(ns, &name)).is_some() {

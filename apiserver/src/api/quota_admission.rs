@@ -2,95 +2,244 @@
 //! namespace: each quota whose `status.hard` tracks what the new object uses, and
 //! whose scopes select it, is charged; one that would pass `hard` refuses the create,
 //! 403, in kube's words (`exceeded quota: q, requested: pods=1, used: pods=2,
-//! limited: pods=2`). The charge is written to the quota's `status.used` under the
-//! resourceVersion read, before the object is stored, so two creates at once never
-//! both take the last unit; a conflict re-reads and charges again what is still to
-//! charge. A dry run is checked and charges nothing. The arithmetic is
-//! [`crate::quota`]'s; the resource quota controller recounts what deletes give back.
+//! limited: pods=2`). The arithmetic is [`crate::quota`]'s; the resource quota
+//! controller recounts what deletes give back.
+//!
+//! # How charges are written
+//! As kube-apiserver's quota evaluator does, a namespace's admissions wait in one
+//! line, and whoever holds the namespace's turn charges every admission waiting, in
+//! order, against the quotas as they stand, then writes each quota it changed once,
+//! under the resourceVersion it read, before any of those objects is stored. So two
+//! creates never both take the last unit, and a burst of creates (a ReplicaSet
+//! scaling up) costs one quota write per batch, not one per pod. A conflict (another
+//! replica's charge, the controller's recount) reads the quotas again and charges
+//! again what is still to charge; a quota already written in the batch keeps its
+//! charge. The batch runs in a task of its own, so a client that goes away mid-batch
+//! leaves the others' charges whole. A dry run is checked and charges nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::ResourceQuota;
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use tokio::sync::oneshot;
 
 use super::{Api, WriteOptions};
 use crate::error::ApiError;
 use crate::quota::{self, Subject};
 use crate::resource::Resource;
 
-/// How often a charge is tried again while other writes change the quotas under it.
+/// How often a batch is charged again while other writes change the quotas under it.
 const RETRIES: usize = 5;
+
+/// The waiting admissions of each namespace with quotas.
+#[derive(Default)]
+pub(super) struct Turns(Mutex<HashMap<String, Arc<Line>>>);
+
+impl Turns {
+    fn of(&self, ns: &str) -> Arc<Line> {
+        let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(lines.entry(ns.to_owned()).or_default())
+    }
+}
+
+/// One namespace's line: its turn, and the admissions waiting for a charge.
+#[derive(Default)]
+struct Line {
+    turn: tokio::sync::Mutex<()>,
+    waiting: Mutex<Vec<Waiting>>,
+}
+
+impl Line {
+    fn take_waiting(&self) -> Vec<Waiting> {
+        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// An admission waiting for its charge.
+struct Waiting {
+    subject: Owned,
+    /// Its store key when its name is its own: taken, it is charged nothing.
+    key: Option<String>,
+    resource: Resource,
+    shown: String,
+    answer: oneshot::Sender<Result<(), ApiError>>,
+}
+
+impl Waiting {
+    fn refused(self, why: &str) {
+        let _ = self
+            .answer
+            .send(Err(forbidden(self.resource, &self.shown, why)));
+    }
+}
+
+/// The 403 of a refused charge, as kube-apiserver's `NewForbidden` words it.
+fn forbidden(resource: Resource, shown: &str, why: &str) -> ApiError {
+    ApiError::Forbidden(format!(
+        "{} \"{shown}\" is forbidden: {why}",
+        resource.qualified()
+    ))
+}
+
+/// What is charged, owned, for the batch that charges it.
+enum Owned {
+    Pod(Box<Pod>),
+    Object(Resource),
+}
+
+impl Owned {
+    fn of(subject: Subject<'_>) -> Self {
+        match subject {
+            Subject::Pod(p) => Self::Pod(Box::new(p.clone())),
+            Subject::Object(r) => Self::Object(r),
+        }
+    }
+
+    fn subject(&self) -> Subject<'_> {
+        match self {
+            Self::Pod(p) => Subject::Pod(p),
+            Self::Object(r) => Subject::Object(*r),
+        }
+    }
+}
 
 impl Api {
     /// Charges `subject`, being created in `ns` as `resource` `shown` (its name, or its
-    /// generateName), to the namespace's quotas; see the module doc.
+    /// generateName), to the namespace's quotas; see the module doc. `key` is its store
+    /// key when its name is its own (not generated): a create under a name that is
+    /// taken charges nothing, for its 409 follows (kube charges it, and gives the
+    /// charge back only at the controller's next full recount).
     pub(super) async fn admit_quota(
         &self,
         ns: &str,
-        resource: Resource,
-        shown: &str,
+        (resource, shown, key): (Resource, &str, Option<&str>),
         subject: Subject<'_>,
         dry_run: bool,
     ) -> Result<(), ApiError> {
-        let mut charged: BTreeSet<String> = BTreeSet::new();
+        let quotas = self.quotas_of(ns)?;
+        if quotas.is_empty() || key.is_some_and(|k| self.get_value(k).is_some()) {
+            return Ok(());
+        }
+        if dry_run {
+            return quota::charge(&quotas, subject, self.now())
+                .map(drop)
+                .map_err(|why| forbidden(resource, shown, &why));
+        }
+        let (answer, mut answered) = oneshot::channel();
+        let waiting = Waiting {
+            subject: Owned::of(subject),
+            key: key.map(str::to_owned),
+            resource,
+            shown: shown.to_owned(),
+            answer,
+        };
+        let line = self.inner.quota_turns.of(ns);
+        line.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(waiting);
+        let _turn = line.turn.lock().await;
+        // A batch before this turn may have charged it already.
+        if let Ok(answer) = answered.try_recv() {
+            return answer;
+        }
+        let batch = line.take_waiting();
+        let (api, namespace) = (self.clone(), ns.to_owned());
+        let charging = tokio::spawn(async move { api.charge_batch(&namespace, batch).await });
+        let _ = charging.await;
+        answered.await.unwrap_or_else(|_| {
+            Err(ApiError::Timeout(
+                "the resource quota charge was interrupted".into(),
+            ))
+        })
+    }
+
+    /// The ResourceQuotas of `ns`.
+    fn quotas_of(&self, ns: &str) -> Result<Vec<ResourceQuota>, ApiError> {
+        let (items, _) = self.list_raw(
+            Resource::ResourceQuotas,
+            Some(ns),
+            &crate::selectors::Selectors::default(),
+        );
+        items
+            .iter()
+            .map(|v| super::typed::<ResourceQuota>(v.as_ref()))
+            .collect()
+    }
+
+    /// Charges `batch`, in order, to the quotas of `ns`, and answers each admission.
+    async fn charge_batch(&self, ns: &str, mut batch: Vec<Waiting>) {
+        // Quotas written by this batch: a retry leaves them as charged.
+        let mut written: BTreeSet<String> = BTreeSet::new();
         for _ in 0..RETRIES {
-            let (items, _) = self.list_raw(
-                Resource::ResourceQuotas,
-                Some(ns),
-                &crate::selectors::Selectors::default(),
-            );
-            if items.is_empty() {
-                return Ok(());
+            let quotas: Vec<ResourceQuota> = match self.quotas_of(ns) {
+                Ok(q) => q,
+                Err(e) => return answer_all(batch, &Err(e)),
             }
-            let quotas: Vec<ResourceQuota> = items
-                .iter()
-                .map(|v| super::typed::<ResourceQuota>(v.as_ref()))
-                .collect::<Result<_, _>>()?;
-            // Those already charged on an earlier try keep their charge.
-            let pending: Vec<ResourceQuota> = quotas
-                .into_iter()
-                .filter(|q| !charged.contains(q.metadata.name.as_deref().unwrap_or_default()))
-                .collect();
-            let charges = quota::charge(&pending, subject, self.now()).map_err(|why| {
-                ApiError::Forbidden(format!(
-                    "{} \"{shown}\" is forbidden: {why}",
-                    resource.qualified()
-                ))
-            })?;
-            if dry_run {
-                return Ok(());
+            .into_iter()
+            .filter(|q| !written.contains(q.metadata.name.as_deref().unwrap_or_default()))
+            .collect();
+            let mut state = quotas.clone();
+            let mut charged = Vec::new();
+            for w in batch.drain(..) {
+                if w.key
+                    .as_deref()
+                    .is_some_and(|k| self.get_value(k).is_some())
+                {
+                    let _ = w.answer.send(Ok(()));
+                    continue;
+                }
+                match quota::charge(&state, w.subject.subject(), self.now()) {
+                    Err(why) => w.refused(&why),
+                    Ok(charges) => {
+                        for (name, used) in charges {
+                            let q = state
+                                .iter_mut()
+                                .find(|q| q.metadata.name.as_deref() == Some(name.as_str()));
+                            if let Some(q) = q {
+                                q.status.get_or_insert_default().used =
+                                    Some(quota::to_quantities(&used));
+                            }
+                        }
+                        charged.push(w);
+                    }
+                }
             }
             let mut conflicted = false;
-            for (name, used) in charges {
-                let Some(mut q) = pending
-                    .iter()
-                    .find(|q| q.metadata.name.as_deref() == Some(name.as_str()))
-                    .cloned()
-                else {
+            for (read, new) in quotas.iter().zip(state) {
+                if read.status == new.status {
                     continue;
-                };
-                let status = q.status.get_or_insert_default();
-                status.used = Some(quota::to_quantities(&used));
+                }
+                let name = new.metadata.name.clone().unwrap_or_default();
                 match self
-                    .replace_status(ns, &name, q, WriteOptions::default(), None)
+                    .replace_status(ns, &name, new, WriteOptions::default(), None)
                     .await
                 {
                     Ok(_) => {
-                        charged.insert(name);
+                        written.insert(name);
                     }
                     Err(ApiError::Conflict { .. }) => {
                         conflicted = true;
                         break;
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => return answer_all(charged, &Err(e)),
                 }
             }
             if !conflicted {
-                return Ok(());
+                return answer_all(charged, &Ok(()));
             }
+            batch = charged;
         }
-        Err(ApiError::Timeout(
+        let e = ApiError::Timeout(
             "couldn't charge the resource quotas of the namespace due to conflicts".into(),
-        ))
+        );
+        answer_all(batch, &Err(e));
+    }
+}
+
+fn answer_all(batch: Vec<Waiting>, answer: &Result<(), ApiError>) {
+    for w in batch {
+        let _ = w.answer.send(answer.clone());
     }
 }
 

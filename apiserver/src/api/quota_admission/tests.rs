@@ -55,6 +55,11 @@ async fn creates_are_charged_until_the_quota_is_spent_then_refused() {
     );
     assert!(api.get_pod("default", "b").is_err(), "nothing stored");
     assert_eq!(used(&api)["pods"], "1", "a refusal charges nothing");
+    // A name that is taken: the 409 (though the quota is spent), and no charge for a
+    // pod that never came.
+    let err = api.create_pod("default", pod("a")).await.unwrap_err();
+    assert!(matches!(err, ApiError::AlreadyExists { .. }), "{err}");
+    assert_eq!(used(&api)["pods"], "1");
     // Any other kind counts under count/<resource>.
     let cm = |name: &str| -> ConfigMap {
         serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
@@ -82,4 +87,29 @@ async fn a_dry_run_is_checked_and_charges_nothing() {
     };
     api.create_pod_with("default", pod("a"), dry).await.unwrap();
     assert_eq!(used(&api), json!({"pods": "0"}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_creates_takes_exactly_what_the_quota_allows() {
+    let api = Api::in_memory().await.unwrap();
+    counted_quota(&api, json!({"pods": "10"})).await;
+    let creates = (0..40).map(|i| {
+        let api = api.clone();
+        tokio::spawn(async move { api.create_pod("default", pod(&format!("p{i}"))).await })
+    });
+    let results = futures::future::join_all(creates).await;
+    let (ok, refused): (Vec<_>, Vec<_>) = results
+        .into_iter()
+        .map(|r| r.unwrap())
+        .partition(Result::is_ok);
+    assert_eq!(ok.len(), 10, "{refused:?}");
+    assert!(
+        refused.iter().all(|r| matches!(r, Err(ApiError::Forbidden(m)) if m.contains("exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10"))),
+        "{refused:?}"
+    );
+    assert_eq!(used(&api), json!({"pods": "10"}));
+    assert_eq!(
+        api.list_pods(Some("default"), "", "").unwrap().items.len(),
+        10
+    );
 }
