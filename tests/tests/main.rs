@@ -80,6 +80,7 @@ mod probes_cni;
 mod probes_kubectl;
 mod pymesos_interop;
 mod quotas_kubectl;
+mod quotas_restart;
 mod rbac_kinds_kubectl;
 mod recovery_embedded;
 mod recovery_localmesos;
