@@ -128,6 +128,39 @@ fn a_run_that_cannot_place_every_pod_fails() {
     assert!(stderr.contains("of 60 pods reached Running"), "{stderr}");
 }
 
+/// `--quota-namespaces`: the pods spread over tenant namespaces under quotas, every
+/// one placed and charged, and the line says how many; the one-workload scenarios
+/// refuse it.
+#[test]
+fn a_run_with_quotas_spreads_its_pods_over_the_tenants() {
+    let out = bench(&[
+        "--agents",
+        "20",
+        "--pods",
+        "60",
+        "--warmup",
+        "10",
+        "--quota-namespaces",
+        "3",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = fields(stdout.lines().next().unwrap());
+    assert_eq!(f["quota_namespaces"], "3");
+    assert_eq!(f["pods"], "60");
+    let out = bench(&["--scenario", "jobs", "--quota-namespaces", "3"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--quota-namespaces applies to basic, large and constrained"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn an_unknown_scenario_is_refused() {
     let out = bench(&["--scenario", "huge"]);

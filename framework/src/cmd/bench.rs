@@ -67,6 +67,10 @@ pub struct Args {
     /// Give up after this long.
     #[arg(long, default_value = "10m", value_parser = mesos::duration::parse_flag)]
     pub timeout: Duration,
+    /// basic, large, constrained: spread the pods over this many namespaces, each
+    /// under a ResourceQuota that charges every create (0: all in `default`, no quota).
+    #[arg(long, default_value_t = 0)]
+    pub quota_namespaces: usize,
 }
 
 /// A scenario's shape.
@@ -179,23 +183,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let etcd = fresh_etcd_prefix(&args);
     let store = if etcd.is_some() { "etcd" } else { "redb" };
+    anyhow::ensure!(
+        args.quota_namespaces == 0 || !matches!(sc.name, "deployment" | "jobs"),
+        "--quota-namespaces applies to basic, large and constrained: the {} scenario runs one workload in one namespace",
+        sc.name
+    );
     if sc.name == "deployment" {
         return runtime.block_on(run_deployment(sc, args, etcd, store));
     }
     if sc.name == "jobs" {
         return runtime.block_on(run_jobs(sc, args, etcd, store));
     }
-    let report = runtime.block_on(run_scenario(
-        sc,
-        args.data_dir.clone(),
-        etcd,
-        args.allocation_interval,
-        args.timeout,
-    ))?;
-    let etcd_cpu = report
+    let report = runtime.block_on(run_scenario(sc, &args, etcd))?;
+    let mut etcd_cpu = report
         .etcd_cpu_s
         .map(|s| format!(" etcd_cpu_s={s:.2}"))
         .unwrap_or_default();
+    if args.quota_namespaces > 0 {
+        etcd_cpu.push_str(&format!(" quota_namespaces={}", args.quota_namespaces));
+    }
     println!(
         "bench scenario={} agents={} pods={} pods_per_s={:.0} bound_p50_ms={:.1} bound_p99_ms={:.1} running_p50_ms={:.1} running_p99_ms={:.1} rss_mib={:.0} cpu_s={:.1} store={}{}",
         sc.name,
@@ -302,10 +308,10 @@ fn app_config(
     })
 }
 
-fn bench_pod(i: usize, constrained: bool) -> Pod {
+fn bench_pod(i: usize, constrained: bool, ns: &str) -> Pod {
     let mut pod = Pod::default();
     pod.metadata.name = Some(format!("bench-{i}"));
-    pod.metadata.namespace = Some("default".into());
+    pod.metadata.namespace = Some(ns.into());
     pod.spec = Some(PodSpec {
         containers: vec![Container {
             ports: constrained.then(|| {
@@ -349,14 +355,19 @@ pub(super) fn bench_container(image: &str) -> Container {
 /// and the last Running.
 async fn wave(
     api: &Api,
-    prefix: usize,
-    pods: usize,
+    (prefix, pods): (usize, usize),
     constrained: bool,
+    namespaces: &[String],
     timeout: Duration,
 ) -> anyhow::Result<(Vec<f64>, Vec<f64>, Instant, Instant)> {
     // The observer reads two fields of each stored object instead of decoding whole
     // pods, so that measuring costs the system under test as little as possible.
-    let mut watch = api.watch_pods_raw(Some("default"), api.resource_version())?;
+    let watched = match namespaces {
+        [one] => Some(one.as_str()),
+        _ => None,
+    };
+    let mut watch = api.watch_pods_raw(watched, api.resource_version())?;
+    let namespaces = namespaces.to_vec();
     let mut created: HashMap<String, Instant> = HashMap::with_capacity(pods);
     let start = Instant::now();
     let creator = {
@@ -365,11 +376,12 @@ async fn wave(
             let mut times = Vec::with_capacity(pods);
             let mut batch = futures::stream::iter((0..pods).map(|i| {
                 let api = api.clone();
+                let ns = namespaces[i % namespaces.len()].clone();
                 async move {
-                    let pod = bench_pod(prefix + i, constrained);
+                    let pod = bench_pod(prefix + i, constrained, &ns);
                     let name = pod.metadata.name.clone().unwrap_or_default();
                     let t = Instant::now();
-                    api.create_pod("default", pod).await.map(|_| (name, t))
+                    api.create_pod(&ns, pod).await.map(|_| (name, t))
                 }
             }))
             .buffer_unordered(256);
@@ -426,20 +438,24 @@ async fn wave(
 
 async fn run_scenario(
     sc: Scenario,
-    data_dir: Option<std::path::PathBuf>,
+    args: &Args,
     etcd: Option<apiserver::store::EtcdConfig>,
-    allocation_interval: Duration,
-    timeout: Duration,
 ) -> anyhow::Result<Report> {
+    let timeout = args.timeout;
     let tmp = tempdir_for_bench()?;
-    let dir = data_dir.unwrap_or_else(|| tmp.clone());
+    let dir = args.data_dir.clone().unwrap_or_else(|| tmp.clone());
     let etcd_servers = etcd.as_ref().map(|c| c.servers.clone());
-    let app = App::start(app_config(sc, dir, etcd, allocation_interval)?)
+    let app = App::start(app_config(sc, dir, etcd, args.allocation_interval)?)
         .await
         .context("mesopod could not start")?;
     let api = app.api().clone();
+    let namespaces = match args.quota_namespaces {
+        0 => vec!["default".to_owned()],
+        n => super::bench_quota::tenants(&api, n, timeout).await?,
+    };
     if sc.warmup > 0 {
-        let (_, running, ..) = wave(&api, 1_000_000, sc.warmup, sc.constrained, timeout).await?;
+        let warmup = (1_000_000, sc.warmup);
+        let (_, running, ..) = wave(&api, warmup, sc.constrained, &namespaces, timeout).await?;
         if running.len() < sc.warmup {
             anyhow::bail!(
                 "warm-up placed only {} of {} pods",
@@ -451,7 +467,7 @@ async fn run_scenario(
     let etcd_meter = crate::cmd::etcd_cpu::Meter::start(etcd_servers).await;
     let cpu_before = cpu_seconds();
     let (mut bound, mut running, start, last) =
-        wave(&api, 0, sc.pods, sc.constrained, timeout).await?;
+        wave(&api, (0, sc.pods), sc.constrained, &namespaces, timeout).await?;
     let cpu = cpu_seconds() - cpu_before;
     let etcd_cpu_s = etcd_meter.elapsed().await;
     bound.sort_by(f64::total_cmp);
@@ -538,7 +554,9 @@ async fn started(
         .await
         .context("mesopod could not start")?;
     if sc.warmup > 0 {
-        let (_, running, ..) = wave(app.api(), 1_000_000, sc.warmup, false, args.timeout).await?;
+        let default = ["default".to_owned()];
+        let warmup = (1_000_000, sc.warmup);
+        let (_, running, ..) = wave(app.api(), warmup, false, &default, args.timeout).await?;
         anyhow::ensure!(
             running.len() == sc.warmup,
             "warm-up placed only {} of {} pods",
@@ -547,32 +565,6 @@ async fn started(
         );
     }
     Ok((app, tmp))
-}
-
-/// When `done` first says so of an object: its `current` state, then each change on
-/// `watch`; `done` may also fail the run. `what` names it in the errors.
-pub(super) async fn first_watched<K>(
-    what: &str,
-    current: &K,
-    mut watch: apiserver::ObjectStream<K>,
-    timeout: Duration,
-    done: impl Fn(&K) -> anyhow::Result<bool>,
-) -> anyhow::Result<Instant> {
-    if done(current)? {
-        return Ok(Instant::now());
-    }
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        match tokio::time::timeout_at(deadline, watch.next()).await {
-            Err(_) => anyhow::bail!("{what}: not done within {timeout:?}"),
-            Ok(None) => anyhow::bail!("{what}: the watch ended"),
-            Ok(Some(ev)) => {
-                if done(&ev?.object)? {
-                    return Ok(Instant::now());
-                }
-            }
-        }
-    }
 }
 
 /// Stops mesopod and removes the directory [`started`] (or a scenario) made.

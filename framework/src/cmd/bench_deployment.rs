@@ -127,7 +127,7 @@ async fn settled(
             && s.available_replicas == Some(replicas)
             && s.replicas == Some(replicas)
     };
-    super::bench::first_watched(
+    super::bench_measure::first_watched(
         "the deployment's rollout",
         &api.get_deployment("default", "bench")?,
         api.watch_deployments(Some("default"), from)?,

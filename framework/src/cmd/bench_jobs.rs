@@ -102,7 +102,7 @@ async fn completed(api: &Api, from: u64, timeout: Duration) -> anyhow::Result<In
                 _ => None,
             })
     };
-    super::bench::first_watched(
+    super::bench_measure::first_watched(
         "the job",
         &api.get_job("default", "bench")?,
         api.watch_jobs(Some("default"), from)?,

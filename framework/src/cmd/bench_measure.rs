@@ -1,5 +1,9 @@
-//! What the benchmark measures of its own process: peak memory, CPU time, and
-//! percentiles of the latencies it recorded.
+//! What the benchmark measures of its own process: peak memory, CPU time,
+//! percentiles of the latencies it recorded, and when a watched object is first done.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
 
 /// The `p` quantile (0 to 1) of `sorted`, the nearest rank; 0 for none.
 pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -36,4 +40,30 @@ pub(super) fn cpu_seconds() -> f64 {
             Some((utime + stime) / 100.0)
         })
         .unwrap_or(0.0)
+}
+
+/// When `done` first says so of an object: its `current` state, then each change on
+/// `watch`; `done` may also fail the run. `what` names it in the errors.
+pub(super) async fn first_watched<K>(
+    what: &str,
+    current: &K,
+    mut watch: apiserver::ObjectStream<K>,
+    timeout: Duration,
+    done: impl Fn(&K) -> anyhow::Result<bool>,
+) -> anyhow::Result<Instant> {
+    if done(current)? {
+        return Ok(Instant::now());
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, watch.next()).await {
+            Err(_) => anyhow::bail!("{what}: not done within {timeout:?}"),
+            Ok(None) => anyhow::bail!("{what}: the watch ended"),
+            Ok(Some(ev)) => {
+                if done(&ev?.object)? {
+                    return Ok(Instant::now());
+                }
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@ pub mod bench;
 mod bench_deployment;
 mod bench_jobs;
 mod bench_measure;
+mod bench_quota;
 mod bench_store;
 pub mod containers;
 pub mod etcd;
