@@ -428,7 +428,8 @@ pub fn to_quantities(u: &Usage) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
-fn amounts(map: Option<&BTreeMap<String, Quantity>>) -> Usage {
+/// The quantities of a map that parse (validation let no other in).
+pub(crate) fn amounts(map: Option<&BTreeMap<String, Quantity>>) -> Usage {
     map.into_iter()
         .flatten()
         .filter_map(|(k, q)| Some((k.clone(), parse(q)?)))
@@ -483,11 +484,6 @@ pub(crate) fn container_amounts(c: &Container) -> (Usage, Usage) {
         amounts(r.and_then(|r| r.requests.as_ref())),
         amounts(r.and_then(|r| r.limits.as_ref())),
     )
-}
-
-/// The quantities of a map that parse (validation let no other in).
-pub(crate) fn parsed(map: Option<&BTreeMap<String, Quantity>>) -> Usage {
-    amounts(map)
 }
 
 fn add(sum: &mut Usage, more: &Usage) {

@@ -16,27 +16,6 @@ use testkit::{Kubectl, ok, stderr, wait_until};
 
 const T: Duration = Duration::from_secs(60);
 
-const WEB: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: main
-        image: busybox:1.36
-        command: [sleep, \"3600\"]
-        resources:
-          requests: {cpu: 500m, memory: 16Mi}
-";
-
 /// The live, Ready web pods, and the nodes they run on.
 fn ready_web(api: &Api) -> Vec<String> {
     api.list_pods(Some("default"), "app=web", "")
@@ -76,7 +55,12 @@ async fn drain_evicts_within_the_budget_and_a_budget_that_allows_nothing_stops_i
     let k = Kubectl::new(&app.api_url());
     // Every web pod on agent-0, which the drain then empties.
     ok(&k.run(&["cordon", "agent-1"]).await);
-    k.apply(WEB).await;
+    let web = deployment_yaml(
+        "web",
+        3,
+        "        resources:\n          requests: {cpu: 500m, memory: 16Mi}\n",
+    );
+    k.apply(&web).await;
     wait_until(
         "three ready web pods",
         T,

@@ -28,29 +28,6 @@ spec:
     max: {memory: 512Mi}
 ";
 
-fn deployment(name: &str, resources: &str) -> String {
-    format!(
-        "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-  namespace: default
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {{app: {name}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-    spec:
-      containers:
-      - name: main
-        image: busybox:1.36
-        command: [sleep, \"3600\"]
-{resources}"
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
     let app = two_simulated_agents().await;
@@ -110,7 +87,7 @@ async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
 
     // A Deployment's pods take the defaults, and say where they came from.
     let out = k
-        .run_stdin(&["apply", "-f", "-"], Some(&deployment("web", "")))
+        .run_stdin(&["apply", "-f", "-"], Some(&deployment_yaml("web", 2, "")))
         .await;
     assert!(
         ok(&out).contains("deployment.apps/web created"),
@@ -143,8 +120,9 @@ async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
     }
 
     // One that asks past `max` is refused pod by pod: FailedCreate on its ReplicaSet.
-    let greedy = deployment(
+    let greedy = deployment_yaml(
         "greedy",
+        2,
         "        resources:\n          limits: {cpu: \"2\"}\n",
     );
     let out = k.run_stdin(&["apply", "-f", "-"], Some(&greedy)).await;
@@ -156,18 +134,7 @@ async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
     let events = wait_until(
         "FailedCreate on greedy's ReplicaSet",
         T,
-        async || {
-            ok(&k
-                .run(&[
-                    "get",
-                    "events",
-                    "--field-selector",
-                    "reason=FailedCreate,involvedObject.kind=ReplicaSet",
-                    "-o",
-                    "jsonpath={.items[*].message}",
-                ])
-                .await)
-        },
+        async || event_messages(&k, "reason=FailedCreate,involvedObject.kind=ReplicaSet").await,
         |m| m.contains("forbidden"),
     )
     .await;

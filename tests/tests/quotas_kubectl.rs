@@ -15,28 +15,6 @@ use testkit::{Kubectl, ok, stderr, wait_until};
 
 const T: Duration = Duration::from_secs(60);
 
-const WEB: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: main
-        image: busybox:1.36
-        command: [sleep, \"3600\"]
-        resources:
-          requests: {cpu: 400m, memory: 16Mi}
-          limits: {memory: 256Mi}
-";
-
 /// The quota's `status.used` of `name`, as text.
 fn used(api: &Api, name: &str) -> Option<String> {
     let q = api.get_resourcequota("default", "compute").ok()?;
@@ -103,7 +81,12 @@ async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_fre
     );
 
     // Three replicas fit twice: the third is refused, and the ReplicaSet says so.
-    let out = k.run_stdin(&["apply", "-f", "-"], Some(WEB)).await;
+    let web = deployment_yaml(
+        "web",
+        3,
+        "        resources:\n          requests: {cpu: 400m, memory: 16Mi}\n          limits: {memory: 256Mi}\n",
+    );
+    let out = k.run_stdin(&["apply", "-f", "-"], Some(&web)).await;
     assert!(
         ok(&out).contains("deployment.apps/web created"),
         "{}",
@@ -112,18 +95,7 @@ async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_fre
     let events = wait_until(
         "FailedCreate on web's ReplicaSet",
         T,
-        async || {
-            ok(&k
-                .run(&[
-                    "get",
-                    "events",
-                    "--field-selector",
-                    "reason=FailedCreate",
-                    "-o",
-                    "jsonpath={.items[*].message}",
-                ])
-                .await)
-        },
+        async || event_messages(&k, "reason=FailedCreate").await,
         |m| m.contains("exceeded quota"),
     )
     .await;

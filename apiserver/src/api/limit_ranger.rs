@@ -24,13 +24,14 @@ use quantity::Amount;
 use super::Api;
 use crate::error::ApiError;
 use crate::kinds::limitrange::{CONTAINER, POD};
+use crate::quota;
 use crate::resource::Resource;
 
 /// The annotation that says what the LimitRanger filled in.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
 /// Parsed resources (name → amount) of a container or a pod.
-type Amounts = crate::quota::Usage;
+type Amounts = quota::Usage;
 
 impl Api {
     /// The LimitRanges of namespace `ns`, in name order.
@@ -164,12 +165,12 @@ fn check_item(pod: &Pod, item: &LimitRangeItem, errors: &mut Vec<String>) {
         CONTAINER => {
             let init = spec.init_containers.iter().flatten();
             for c in spec.containers.iter().chain(init) {
-                let (requests, limits) = crate::quota::container_amounts(c);
+                let (requests, limits) = quota::container_amounts(c);
                 check_bounds(CONTAINER, item, &requests, &limits, errors);
             }
         }
         POD => {
-            let (requests, limits) = pod_amounts(pod);
+            let (requests, limits) = quota::pod_requests_and_limits(pod);
             check_bounds(POD, item, &requests, &limits, errors);
         }
         _ => {}
@@ -183,7 +184,7 @@ fn check_bounds(
     limits: &Amounts,
     errors: &mut Vec<String>,
 ) {
-    for (name, bound) in amounts(item.min.as_ref()) {
+    for (name, bound) in quota::amounts(item.min.as_ref()) {
         let (req, lim) = (requests.get(&name), limits.get(&name));
         let bound_m = bound.millis();
         match (req, lim) {
@@ -199,7 +200,7 @@ fn check_bounds(
             _ => {}
         }
     }
-    for (name, bound) in amounts(item.max.as_ref()) {
+    for (name, bound) in quota::amounts(item.max.as_ref()) {
         let (req, lim) = (requests.get(&name), limits.get(&name));
         let bound_m = bound.millis();
         match (lim, req) {
@@ -215,7 +216,7 @@ fn check_bounds(
             _ => {}
         }
     }
-    for (name, bound) in amounts(item.max_limit_request_ratio.as_ref()) {
+    for (name, bound) in quota::amounts(item.max_limit_request_ratio.as_ref()) {
         let req = requests.get(&name).map_or(0, Amount::millis);
         let lim = limits.get(&name).map_or(0, Amount::millis);
         if req == 0 {
@@ -235,14 +236,6 @@ fn check_bounds(
             }
         }
     }
-}
-
-fn amounts(map: Option<&BTreeMap<String, Quantity>>) -> Amounts {
-    crate::quota::parsed(map)
-}
-
-fn pod_amounts(pod: &Pod) -> (Amounts, Amounts) {
-    crate::quota::pod_requests_and_limits(pod)
 }
 
 /// kube's `utilerrors.NewAggregate(...).Error()`: one message alone, several (repeats

@@ -116,12 +116,18 @@ impl Api {
         subject: Subject<'_>,
         dry_run: bool,
     ) -> Result<(), ApiError> {
-        let quotas = self.quotas_of(ns)?;
-        if quotas.is_empty() || key.is_some_and(|k| self.get_value(k).is_some()) {
+        // Whether the namespace has quotas at all, without decoding them: the batch
+        // that charges this create reads them as they stand then.
+        let (listed, _) = self.list_raw(
+            Resource::ResourceQuotas,
+            Some(ns),
+            &crate::selectors::Selectors::default(),
+        );
+        if listed.is_empty() || key.is_some_and(|k| self.get_value(k).is_some()) {
             return Ok(());
         }
         if dry_run {
-            return quota::charge(&quotas, subject, self.now())
+            return quota::charge(&self.quotas_of(ns)?, subject, self.now())
                 .map(drop)
                 .map_err(|why| forbidden(resource, shown, &why));
         }

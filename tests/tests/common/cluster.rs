@@ -260,6 +260,46 @@ pub fn phase(p: &Pod) -> &str {
         .unwrap_or("")
 }
 
+/// A Deployment `name` in `default` of `replicas` busybox sleepers labelled
+/// `app: name`, its container's `resources:` block given as YAML under it (or `""`).
+pub fn deployment_yaml(name: &str, replicas: u32, resources: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+      - name: main
+        image: busybox:1.36
+        command: [sleep, \"3600\"]
+{resources}"
+    )
+}
+
+/// The messages of the events `field_selector` selects, as kubectl prints them.
+pub async fn event_messages(k: &testkit::Kubectl, field_selector: &str) -> String {
+    testkit::ok(
+        &k.run(&[
+            "get",
+            "events",
+            "--field-selector",
+            field_selector,
+            "-o",
+            "jsonpath={.items[*].message}",
+        ])
+        .await,
+    )
+}
+
 pub fn pod_yaml(name: &str, extra_spec: &str, command: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: Never\n{extra_spec}  containers:\n  - name: main\n    image: busybox\n    command: [\"/bin/sh\", \"-c\", {command:?}]\n    resources:\n      requests:\n        cpu: 100m\n        memory: 32Mi\n"
