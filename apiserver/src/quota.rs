@@ -185,9 +185,49 @@ fn pod_in_scope(pod: &Pod, (scope, operator, values): &(String, String, Vec<Stri
                 _ => false,
             }
         }
-        // mesopod refuses pod affinity, so no pod has a cross-namespace term.
+        "CrossNamespacePodAffinity" => cross_namespace_affinity(pod),
         _ => false,
     }
+}
+
+/// Whether a pod (anti-)affinity term of `pod`, required or preferred, reaches other
+/// namespaces (`namespaces` or `namespaceSelector`; kube's
+/// `usesCrossNamespacePodAffinity`). mesopod refuses required terms and keeps
+/// preferred ones as soft hints, and a quota scoped to them still counts them.
+fn cross_namespace_affinity(pod: &Pod) -> bool {
+    use k8s_openapi::api::core::v1::PodAffinityTerm;
+    let Some(affinity) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
+        return false;
+    };
+    let crosses = |t: &PodAffinityTerm| {
+        t.namespaces.as_ref().is_some_and(|n| !n.is_empty()) || t.namespace_selector.is_some()
+    };
+    let terms =
+        |required: Option<&Vec<PodAffinityTerm>>,
+         preferred: Option<&Vec<k8s_openapi::api::core::v1::WeightedPodAffinityTerm>>| {
+            required.into_iter().flatten().any(crosses)
+                || preferred
+                    .into_iter()
+                    .flatten()
+                    .any(|w| crosses(&w.pod_affinity_term))
+        };
+    let near = affinity.pod_affinity.as_ref().is_some_and(|a| {
+        terms(
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref(),
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+        )
+    });
+    let apart = affinity.pod_anti_affinity.as_ref().is_some_and(|a| {
+        terms(
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref(),
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+        )
+    });
+    near || apart
 }
 
 fn terminating(pod: &Pod) -> bool {
