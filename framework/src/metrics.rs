@@ -110,6 +110,10 @@ pub struct Metrics {
     pub offers_rescinded: Counter,
     /// Offers whose TTL ran out.
     pub offers_expired: Counter,
+    /// Preemption plans made (each stops its victims).
+    pub preemption_attempts: Counter,
+    /// Pods stopped by preemption.
+    pub preemption_victims: Counter,
     /// Pods placed and launched.
     pub pods_scheduled: Counter,
     /// Pods put in the queue.
@@ -168,7 +172,7 @@ impl Metrics {
     /// The text exposition, with the registry's tasks by state appended.
     pub fn render(&self, tasks_by_state: &BTreeMap<String, u64>) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &Counter); 10] = [
+        let counters: [(&str, &str, &Counter); 12] = [
             (
                 "mesopod_offers_received_total",
                 "Offers received from Mesos.",
@@ -188,6 +192,16 @@ impl Metrics {
                 "mesopod_offers_expired_total",
                 "Offers whose time to live ran out.",
                 &self.offers_expired,
+            ),
+            (
+                "mesopod_preemption_attempts_total",
+                "Preemption plans made for pods that fit no agent.",
+                &self.preemption_attempts,
+            ),
+            (
+                "mesopod_preemption_victims_total",
+                "Lower-priority pods stopped by preemption.",
+                &self.preemption_victims,
             ),
             (
                 "mesopod_pods_scheduled_total",

@@ -84,6 +84,6 @@ pub use procure::{
     PortsProcurement, ResourceDefaults, RolesProcurement, executor_id_for,
 };
 pub use quantity::QuantityError;
-pub use round::{Cursor, MAX_CANDIDATES, Placement, Placer};
+pub use round::{Cursor, MAX_CANDIDATES, MayUse, Placement, Placer};
 pub use score::{Scoring, Strategy};
 pub use state::{Checkpoint, ProcureState};

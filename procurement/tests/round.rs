@@ -69,3 +69,41 @@ fn later_pods_of_a_round_see_what_earlier_ones_left() {
     assert_eq!(e.agents, 2);
     assert_eq!(e.to_string(), "0/2 agents available: 2 insufficient cpus.");
 }
+
+#[test]
+fn a_held_offer_goes_only_to_the_pods_allowed_it_and_others_count_only_what_they_may_use() {
+    let views = cluster(2);
+    let nominee = task(
+        json!({"priority": 100, "containers": [container("c", json!({"cpu": "600m", "memory": "100Mi"}), Value::Null, Value::Null)]}),
+        Value::Null,
+    );
+    let (other, third) = (pod("600m"), pod("600m"));
+    // h000 is held for the nominee (the one pod of priority 100 here): the
+    // others may not use it.
+    let may_use =
+        |t: &registry::PodTask, v: &OfferView| v.node().hostname() != "h000" || t.priority() > 0;
+    let round = placer().place_round_where(
+        [&other, &nominee, &third],
+        &views,
+        &mut Cursor::default(),
+        Some(&may_use),
+    );
+    let hosts: Vec<_> = round.iter().map(|r| r.as_ref().map(host)).collect();
+    assert_eq!(
+        hosts[0].as_deref(),
+        Ok("h001"),
+        "the held h000 is not the other pod's"
+    );
+    assert_eq!(
+        hosts[1].as_deref(),
+        Ok("h000"),
+        "the nominee lands on its agent"
+    );
+    let e = round[2].as_ref().unwrap_err();
+    assert_eq!(e.agents, 1, "the held offer is not counted as tried");
+    assert_eq!(e.to_string(), "0/1 agents available: 1 insufficient cpus.");
+    // Nothing allowed at all: a failure that tried nothing, not a panic.
+    let none = |_: &registry::PodTask, _: &OfferView| false;
+    let round = placer().place_round_where([&other], &views, &mut Cursor(3), Some(&none));
+    assert_eq!(round[0].as_ref().unwrap_err().agents, 0);
+}

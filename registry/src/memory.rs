@@ -211,6 +211,8 @@ impl Registry for InMemoryRegistry {
         }
         stored.pod = task.pod;
         stored.grace_period_seconds = task.grace_period_seconds;
+        stored.priority = task.priority;
+        stored.labels = task.labels;
         stored.roles = task.roles;
         stored.spec = task.spec;
         stored.offer_id = task.offer_id;

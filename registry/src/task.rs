@@ -6,6 +6,7 @@
 //! bumps and a few short strings, not a deep copy of a pod. A launched task
 //! lets go of its pod and keeps only the pod's key and grace period.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -42,6 +43,18 @@ fn grace_of(pod: &Pod) -> Option<i64> {
     pod.spec
         .as_ref()
         .and_then(|s| s.termination_grace_period_seconds)
+}
+
+fn priority_of(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+fn labels_of(pod: &Pod) -> Option<Arc<BTreeMap<String, String>>> {
+    pod.metadata
+        .labels
+        .as_ref()
+        .filter(|l| !l.is_empty())
+        .map(|l| Arc::new(l.clone()))
 }
 
 /// Which pod a task belongs to. The uid is part of the key: a pod deleted and
@@ -233,6 +246,13 @@ pub struct PodTask {
     pub(crate) pod: Option<Arc<Pod>>,
     /// The pod's `terminationGracePeriodSeconds`, kept past the release.
     pub(crate) grace_period_seconds: Option<i64>,
+    /// The pod's `spec.priority` (0 when unset), kept past the release:
+    /// preemption weighs running pods by it.
+    pub(crate) priority: i32,
+    /// The pod's labels, kept past the release: preemption matches running
+    /// pods against disruption budgets' selectors. `None` when it has none.
+    #[serde(skip)]
+    pub(crate) labels: Option<Arc<BTreeMap<String, String>>>,
     /// The roles the pod may use, in order of preference.
     pub roles: Arc<[String]>,
     /// The procured placement, once placed.
@@ -286,6 +306,8 @@ impl PodTask {
             id,
             key,
             grace_period_seconds: grace_of(&pod),
+            priority: priority_of(&pod),
+            labels: labels_of(&pod),
             pod: Some(pod),
             roles: roles.into(),
             spec: None,
@@ -320,12 +342,14 @@ impl PodTask {
             return Err(TaskError::OtherPod);
         }
         self.grace_period_seconds = grace_of(&pod);
+        self.priority = priority_of(&pod);
+        self.labels = labels_of(&pod);
         self.pod = Some(pod);
         Ok(())
     }
 
-    /// Lets go of the whole pod, keeping its identity and grace period:
-    /// what a launched task needs.
+    /// Lets go of the whole pod, keeping its identity, grace period,
+    /// priority and labels: what a launched task needs.
     pub fn release_pod(&mut self) {
         self.pod = None;
     }
@@ -333,6 +357,17 @@ impl PodTask {
     /// The pod's `terminationGracePeriodSeconds`, if it sets one.
     pub fn grace_period_seconds(&self) -> Option<i64> {
         self.grace_period_seconds
+    }
+
+    /// The pod's `spec.priority` (0 when unset).
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// The pod's labels; empty when it has none.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.labels.as_deref().unwrap_or(&NONE)
     }
 
     /// Whether flag `f` is set.
@@ -403,13 +438,15 @@ mod tests {
     }
 
     #[test]
-    fn a_released_task_keeps_its_pods_key_and_grace_period() {
+    fn a_released_task_keeps_its_pods_key_grace_period_priority_and_labels() {
         let now = SystemTime::UNIX_EPOCH;
         let mut with_grace = (*pod(Some("web"), Some("nginx"))).clone();
         with_grace.spec = Some(k8s_openapi::api::core::v1::PodSpec {
             termination_grace_period_seconds: Some(7),
+            priority: Some(1000),
             ..Default::default()
         });
+        with_grace.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
         let mut t = PodTask::new(pod(Some("web"), Some("nginx")), vec![], now).unwrap();
         assert_eq!(t.grace_period_seconds(), None);
         t.set_pod(Arc::new(with_grace)).unwrap();
@@ -419,6 +456,9 @@ mod tests {
         assert!(t.pod().is_none());
         assert_eq!(t.pod_key(), key);
         assert_eq!(t.grace_period_seconds(), Some(7));
+        // Preemption weighs a running pod by these, long after the release.
+        assert_eq!(t.priority(), 1000);
+        assert_eq!(t.labels().get("app").map(String::as_str), Some("web"));
         // Another pod (here: another namespace) is refused, and nothing changes.
         assert_eq!(
             t.set_pod(pod(Some("other"), Some("nginx"))),

@@ -195,7 +195,12 @@ impl Api {
                             ),
                         });
                     }
-                    Ok(with_disruption_target(pod, now))
+                    Ok(with_disruption_target(
+                        pod,
+                        now,
+                        "EvictionByEvictionAPI",
+                        "Eviction API: evicting",
+                    ))
                 })
                 .await?;
             // The mark is this eviction's own write: the delete's precondition moves
@@ -320,18 +325,20 @@ fn set_resource_version(opts: &mut DeleteOptions, rv: u64) {
         .resource_version = Some(rv.to_string());
 }
 
-/// `pod`'s status with `DisruptionTarget` True (`EvictionByEvictionAPI`).
-fn with_disruption_target(
+/// `pod`'s status with `DisruptionTarget` True, for `reason`.
+pub(super) fn with_disruption_target(
     pod: &Pod,
     now: std::time::SystemTime,
+    reason: &str,
+    message: &str,
 ) -> k8s_openapi::api::core::v1::PodStatus {
     let mut status = pod.status.clone().unwrap_or_default();
     let conditions = status.conditions.get_or_insert_default();
     let condition = PodCondition {
         type_: "DisruptionTarget".into(),
         status: "True".into(),
-        reason: Some("EvictionByEvictionAPI".into()),
-        message: Some("Eviction API: evicting".into()),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
         last_transition_time: Some(crate::k8s_time(now)),
         ..PodCondition::default()
     };

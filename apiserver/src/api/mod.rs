@@ -21,6 +21,7 @@ mod pod_deletion;
 mod pod_security;
 mod pod_status;
 mod pods;
+mod preemption;
 mod priority;
 mod quota_admission;
 mod revisions;

@@ -25,6 +25,9 @@ struct AgentInfo {
     capacity: BTreeMap<&'static str, f64>,
     /// Its Node as last written (`None`: not yet).
     node: Option<Node>,
+    /// The agent as procurement saw it in its last offer that changed its
+    /// Node: what preemption tries a pod on when the agent offers nothing.
+    view: Option<NodeView>,
     /// Whether its Node is Ready (its executor, if one is needed, reports).
     ready: bool,
 }
@@ -99,6 +102,7 @@ impl Agents {
             hostname: offer.hostname.clone(),
             capacity: BTreeMap::new(),
             node: None,
+            view: None,
             ready: true,
         });
         let mut changed = entry.node.is_none() || entry.hostname != offer.hostname;
@@ -123,7 +127,26 @@ impl Agents {
             set_node_ready(&mut node, false, now);
         }
         entry.node = Some(node.clone());
+        entry.view = Some(view);
         Some(node)
+    }
+
+    /// Every agent seen, in agent id order: its id, how procurement sees it
+    /// and its capacity (cpus, mem, disk, gpus in milli-units).
+    pub(crate) fn nodes(&self) -> Vec<(&str, &NodeView, [i64; 4])> {
+        let mut out: Vec<_> = self
+            .agents
+            .iter()
+            .filter_map(|(id, a)| {
+                let view = a.view.as_ref()?;
+                let capacity = ResourceKind::SCALARS.map(|k| {
+                    super::preempt::to_milli(a.capacity.get(k.name()).copied().unwrap_or(0.0))
+                });
+                Some((id.as_str(), view, capacity))
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        out
     }
 
     /// The agent's Node made Ready or NotReady (see `liveness`); `None`

@@ -87,6 +87,14 @@ pub enum Write {
     /// Sets the pod's `Ready` condition False, keeping the rest of its
     /// status: its node stopped reporting (see `liveness`), at that time.
     PodNotReady(PodKey, SystemTime),
+    /// Marks a preemption victim `DisruptionTarget` and deletes it with its
+    /// own grace period (see `preempt`); its KILL follows from the delete.
+    Preempt {
+        /// The victim (its uid guards against a pod recreated by name).
+        key: PodKey,
+        /// The preemptor's scheduler, for the condition's message.
+        scheduler: String,
+    },
 }
 
 /// The pod status a Mesos update implies, to be written before the ACK.

@@ -67,6 +67,7 @@ mod liveness;
 mod node_images;
 mod pending;
 mod pods;
+mod preempt;
 mod recover;
 mod relaunch;
 mod runner;
@@ -81,6 +82,7 @@ pub use effect::{Accept, Bind, Effect, Placed, Reply, StatusWrite, Step, Write, 
 pub(crate) use images::stale_json;
 pub use launching::{AcceptOutcome, BoundPod, KillReason, Launch, MAX_LAUNCHING};
 pub use liveness::NODE_MONITOR_GRACE_PERIOD;
+pub use preempt::NOMINATION_SLACK;
 pub use runner::{CoreParts, Runner};
 
 use std::sync::Arc;
@@ -151,6 +153,14 @@ pub enum Input {
         node: String,
         /// Whether it is cordoned now.
         cordoned: bool,
+    },
+    /// A PodDisruptionBudget was written, or deleted: preemption spares the
+    /// pods it protects where it can.
+    DisruptionBudget {
+        /// The budget as stored (its status says how many may go).
+        budget: Arc<k8s_openapi::api::policy::v1::PodDisruptionBudget>,
+        /// Whether it was deleted.
+        deleted: bool,
     },
 }
 
@@ -236,6 +246,8 @@ pub struct Core {
     cursor: Cursor,
     /// The round waiting for its admission answers.
     admitting: Option<Vec<Attempt>>,
+    /// Nominations, budgets and the floor of running priorities.
+    preemption: preempt::Preemption,
     /// What this step asks for.
     out: Vec<Effect>,
     /// The leader lease was lost: every step is ignored.
@@ -257,6 +269,7 @@ impl Core {
             subscription: Subscription::new(reconciler),
             cursor: Cursor::default(),
             admitting: None,
+            preemption: preempt::Preemption::default(),
             out: Vec::new(),
             stepped_down: false,
             registry: parts.registry,
@@ -312,6 +325,9 @@ impl Core {
             Input::Launch(Launch::Bound(results)) => self.on_bound(results, now),
             Input::Launch(Launch::Accepted(results)) => self.on_accepted(results, now),
             Input::LeaseLost => self.on_lease_lost(),
+            Input::DisruptionBudget { budget, deleted } => {
+                self.preemption.budget(&budget, deleted);
+            }
             Input::NodeCordoned { node, cordoned } => {
                 if cordoned {
                     self.cordoned.insert(node);

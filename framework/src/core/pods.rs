@@ -75,6 +75,7 @@ impl Core {
     pub(super) fn on_pod_deleted(&mut self, pod: &Pod, now: SystemTime) {
         let Ok(key) = PodKey::of(pod) else { return };
         self.pending.forget(&key);
+        self.preemption.forget(&key);
         self.images_forget(&key);
         if let Some(task) = self.registry.for_pod(&key)
             && !task.has(Flag::Deleted)

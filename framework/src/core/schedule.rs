@@ -15,6 +15,7 @@ use super::admit::Attempt;
 use super::effect::{Effect, Placed, Write};
 use super::launch::Estimate;
 use super::launching::MAX_LAUNCHING;
+use super::preempt::PreemptRound;
 use crate::objects::pod_event;
 use crate::podstatus::timestamp;
 
@@ -39,8 +40,13 @@ impl Core {
         {
             return;
         }
-        let ready = self.pending.round(now, MAX_ROUND);
-        if ready.is_empty() || self.offers.is_empty() {
+        let mut ready = self.pending.round(now, MAX_ROUND);
+        if !ready.is_empty() && self.offers.is_empty() {
+            // A full cluster offers nothing: only a pod that may preempt
+            // has anything to try.
+            ready = self.may_preempt(ready, now);
+        }
+        if ready.is_empty() {
             return;
         }
         let attempts = self.attempts(ready, now);
@@ -73,13 +79,37 @@ impl Core {
     /// placed and starts its launch. The core reads no clock: the runner's
     /// turn trace times the whole step (`sweep_schedule_us`).
     fn place(&mut self, attempts: Vec<Attempt>, now: SystemTime) {
+        self.regroup_nominated_offers();
         let views = self.offer_views();
-        if views.is_empty() {
+        if views.is_empty() && !self.offers.is_empty() {
             return;
         }
-        let round =
+        let round = if self.preemption.holds() {
+            // A nominated agent's room is its nominees' (see `preempt`).
+            let held = self.preemption.held();
+            let may_use = |task: &registry::PodTask, view: &procurement::OfferView| {
+                held.get(view.node().agent_id().value.as_str()).is_none_or(
+                    |(priority, nominees)| {
+                        task.priority() > *priority || nominees.contains(&&task.pod_key())
+                    },
+                )
+            };
+            self.placer.place_round_where(
+                attempts.iter().map(|a| &a.task),
+                &views,
+                &mut self.cursor,
+                Some(&may_use),
+            )
+        } else {
             self.placer
-                .place_round(attempts.iter().map(|a| &a.task), &views, &mut self.cursor);
+                .place_round(attempts.iter().map(|a| &a.task), &views, &mut self.cursor)
+        };
+        let used = round
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|p| p.offer_index)
+            .collect();
+        let mut preempting = PreemptRound::new(views, used);
         let mut placed = Vec::new();
         let mut unschedulable = 0;
         let mut estimate = Estimate::default();
@@ -88,7 +118,8 @@ impl Core {
             let placement = match result {
                 Ok(p) => p,
                 Err(failure) => {
-                    unschedulable += usize::from(self.unschedulable(&attempt, &failure, now));
+                    unschedulable +=
+                        usize::from(self.unschedulable(&attempt, &failure, &mut preempting, now));
                     continue;
                 }
             };
@@ -113,6 +144,8 @@ impl Core {
                 task.set(Flag::Bound);
             }
             self.pending.forget(&attempt.key);
+            self.preemption.forget(&attempt.key);
+            self.preemption.running(task.priority());
             match self.registry.register(task) {
                 Ok(task) => placed.push(Placed {
                     task,
@@ -197,6 +230,7 @@ impl Core {
         &mut self,
         attempt: &Attempt,
         failure: &AggregateFailure,
+        preempting: &mut PreemptRound,
         now: SystemTime,
     ) -> bool {
         let mut failure = Cow::Borrowed(failure);
@@ -214,6 +248,13 @@ impl Core {
                 .ok()
                 .and_then(|needs| self.agents.shortfalls_without_offers(needs, &offered));
             let Some(short) = short else {
+                if let Some(host) = self.preempt(attempt, preempting, true, now) {
+                    let message = format!(
+                        "0/{n} agents available: {n} with every resource the pod needs held by running pods.",
+                        n = self.agents.len()
+                    );
+                    return self.nominate(attempt, &message, &host, now);
+                }
                 self.observed.metrics.attempt("deferred", &[]);
                 self.pending.queue_mut().defer(&attempt.key, now + DEFER);
                 return false;
@@ -233,6 +274,9 @@ impl Core {
             self.pending.queue_mut().backoff(&attempt.key, now, message);
             return false;
         }
+        if let Some(host) = self.preempt(attempt, preempting, false, now) {
+            return self.nominate(attempt, &message, &host, now);
+        }
         let changed = self
             .pending
             .entry(&attempt.key)
@@ -243,17 +287,64 @@ impl Core {
         if !changed {
             return false;
         }
+        self.write_unschedulable(attempt, &message, None, now);
+        true
+    }
+
+    /// The pod waits for the agent it is nominated to, whose lower-priority
+    /// pods are stopping: tried again when an offer comes (or at the
+    /// nomination's end), with its status and event written when new.
+    fn nominate(&mut self, attempt: &Attempt, message: &str, host: &str, now: SystemTime) -> bool {
+        let known = attempt
+            .pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            == Some(host);
+        let changed = !known
+            || self
+                .pending
+                .entry(&attempt.key)
+                .is_none_or(|e| e.last_reason.as_deref() != Some(message));
+        let queue = self.pending.queue_mut();
+        queue.backoff(&attempt.key, now, message.to_owned());
+        queue.defer(&attempt.key, now + super::preempt::NOMINATION_SLACK);
+        if !changed {
+            return false;
+        }
+        self.write_unschedulable(attempt, message, Some(host), now);
+        true
+    }
+
+    /// Writes the pod's `PodScheduled=False` (Unschedulable) condition, its
+    /// nominated node, and the FailedScheduling event.
+    fn write_unschedulable(
+        &mut self,
+        attempt: &Attempt,
+        message: &str,
+        nominated: Option<&str>,
+        now: SystemTime,
+    ) {
         let mut status = attempt.pod.status.clone().unwrap_or_default();
         status.phase.get_or_insert_with(|| "Pending".into());
+        if let Some(host) = nominated {
+            status.nominated_node_name = Some(host.to_owned());
+        }
         set_condition(
             &mut status,
             "PodScheduled",
             "False",
             "Unschedulable",
-            &message,
+            message,
             now,
         );
-        let event = pod_event(&attempt.pod, "Warning", "FailedScheduling", message, now);
+        let event = pod_event(
+            &attempt.pod,
+            "Warning",
+            "FailedScheduling",
+            message.to_owned(),
+            now,
+        );
         self.emit(Effect::Store(vec![
             Write::Event(Box::new(event)),
             Write::PodStatus {
@@ -261,7 +352,6 @@ impl Core {
                 status: Box::new(status),
             },
         ]));
-        true
     }
 }
 

@@ -116,6 +116,7 @@ impl Core {
             return;
         }
         self.decline(expired);
+        self.preemption.expire(now);
         self.start_deadlines(now);
         self.retry_kills(now);
         self.check_liveness(now);

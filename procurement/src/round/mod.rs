@@ -68,6 +68,9 @@ pub struct Placement {
     pub score: f64,
 }
 
+/// Which offers a task may use in a round (see [`Placer::place_round_where`]).
+pub type MayUse<'f> = dyn Fn(&PodTask, &OfferView) -> bool + 'f;
+
 /// A pipeline with its scoring: what the scheduler holds and places with.
 #[derive(Clone)]
 pub struct Placer {
@@ -105,6 +108,21 @@ impl Placer {
         offers: &[OfferView],
         cursor: &mut Cursor,
     ) -> Vec<Result<Placement, AggregateFailure>> {
+        self.place_round_where(tasks, offers, cursor, None)
+    }
+
+    /// [`Placer::place_round`], where a task may use only the offers that
+    /// `may_use` allows it (all, when `None`): the scheduler keeps an agent
+    /// whose pods are being preempted for the pods it was freed for. A
+    /// restricted task's failure counts only the offers it could use, so
+    /// the caller sees the others as not offered.
+    pub fn place_round_where<'t>(
+        &self,
+        tasks: impl IntoIterator<Item = &'t PodTask>,
+        offers: &[OfferView],
+        cursor: &mut Cursor,
+        may_use: Option<&MayUse<'_>>,
+    ) -> Vec<Result<Placement, AggregateFailure>> {
         let mut round = Round {
             placer: self,
             offers,
@@ -118,6 +136,23 @@ impl Placer {
             .into_iter()
             .map(|task| {
                 let demand = Arc::new(PodDemand::for_task(task));
+                if let Some(may_use) = may_use {
+                    let allowed: Vec<usize> = (0..offers.len())
+                        .filter(|&i| may_use(task, &offers[i]))
+                        .collect();
+                    if allowed.is_empty() {
+                        return Err(AggregateFailure {
+                            agents: 0,
+                            failures: Vec::new(),
+                        });
+                    }
+                    if allowed.len() < offers.len() {
+                        return round.scan(task, &demand, Some(&allowed)).map_err(|mut f| {
+                            f.agents = allowed.len();
+                            f
+                        });
+                    }
+                }
                 if narrows && !demand.node_selector().is_empty() {
                     let only = index
                         .get_or_insert_with(|| SelectorIndex::new(offers))

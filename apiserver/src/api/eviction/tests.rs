@@ -244,3 +244,44 @@ async fn two_budgets_a_stale_budget_a_dry_run_and_a_wrong_name_are_kube_apiserve
         "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
     );
 }
+
+#[tokio::test]
+async fn a_preempted_pod_is_marked_by_the_scheduler_and_deleted_gracefully_whatever_its_budget() {
+    let api = Api::in_memory().await.unwrap();
+    running_pod(&api, "a", true).await;
+    // The scheduler weighs budgets itself (best effort); the write spends none.
+    budget(&api, "web", 0).await;
+    let uid = api.get_pod("default", "a").unwrap().metadata.uid.unwrap();
+
+    // Another pod under the name is not the victim: nothing is written.
+    let wrong = api
+        .preempt_pod("default", "a", "not-its-uid", "default-scheduler")
+        .await;
+    assert!(matches!(wrong, Err(ApiError::Conflict { .. })), "{wrong:?}");
+    assert!(untouched(&api, "a"));
+
+    let gone = api
+        .preempt_pod("default", "a", &uid, "default-scheduler")
+        .await
+        .unwrap();
+    assert!(
+        gone.metadata.deletion_timestamp.is_some(),
+        "a graceful delete"
+    );
+    assert_eq!(gone.metadata.deletion_grace_period_seconds, Some(30));
+    let target = gone
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "DisruptionTarget")
+        .unwrap();
+    assert_eq!(target.status, "True");
+    assert_eq!(target.reason.as_deref(), Some("PreemptionByScheduler"));
+    assert_eq!(
+        target.message.as_deref(),
+        Some("default-scheduler: preempting to accommodate a higher priority pod")
+    );
+    let b = api.get_poddisruptionbudget("default", "web").unwrap();
+    assert_eq!(b.status.unwrap().disrupted_pods, None);
+}

@@ -1,6 +1,7 @@
 //! The thin async runner around the [`Core`]: it receives inputs, steps
 //! the core, performs the effects and steps their results.
 
+mod budget_watch;
 mod launch;
 mod node_watch;
 mod perform;
@@ -135,6 +136,7 @@ impl Runner {
         self.perform(effects).await?;
         watch::spawn_pod_watch(self.api.clone(), list.resource_version, self.inputs.clone());
         node_watch::spawn_node_watch(self.api.clone(), self.inputs.clone());
+        budget_watch::spawn_budget_watch(self.api.clone(), self.inputs.clone());
         self.publish();
         // Turn at least as often as the snapshot is due, so the debug
         // pages trail the core by one publish interval at most.

@@ -221,6 +221,19 @@ async fn store(api: &Api, writes: Vec<Write>) {
                     tracing::debug!(pod = %key.name, error = %e, "could not mark the pod not ready");
                 }
             }
+            Write::Preempt { key, scheduler } => {
+                let result = api
+                    .preempt_pod(&key.namespace, &key.name, &key.uid, &scheduler)
+                    .await;
+                match result {
+                    Ok(_) => {}
+                    // Gone already, or another pod now has its name: nothing to stop.
+                    Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+                    Err(e) => {
+                        tracing::warn!(pod = %key.name, error = %e, "could not preempt the pod")
+                    }
+                }
+            }
             Write::Node(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 if let Err(e) = api.upsert_node(*node).await {

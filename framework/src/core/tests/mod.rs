@@ -10,6 +10,7 @@ mod launching;
 mod leadership;
 mod liveness;
 mod node_images;
+mod preemption;
 mod relaunch;
 mod scheduling;
 mod updates;
@@ -217,6 +218,7 @@ fn line(effect: &Effect) -> String {
                     Write::Finalize(key) => format!("finalize {}", key.name),
                     Write::Node(n) => format!("node {}", n.metadata.name.as_deref().unwrap_or("")),
                     Write::PodNotReady(key, _) => format!("not ready {}", key.name),
+                    Write::Preempt { key, .. } => format!("preempt {}", key.name),
                 })
                 .collect();
             parts.join(", then ")

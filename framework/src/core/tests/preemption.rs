@@ -1,0 +1,302 @@
+//! Preemption: victims chosen by kube-scheduler's rules, all or nothing,
+//! and the nominated agent's room kept for its nominee.
+
+use super::*;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
+use registry::Registry;
+
+/// An unbound pod of ours asking for `cpu`, at `priority`.
+fn prioritized(name: &str, cpu: &str, priority: i32) -> Arc<Pod> {
+    let mut p = (*pod(name, cpu)).clone();
+    p.spec.as_mut().unwrap().priority = Some(priority);
+    Arc::new(p)
+}
+
+/// Places `pods` in one round on the offers out, and has their launches
+/// taken by the master: the tasks, by pod name.
+fn run(core: &mut Core, pods: Vec<Arc<Pod>>, now: SystemTime) -> Vec<(String, TaskId)> {
+    for p in pods {
+        let _ = core.step(Step::Input(Input::PodUpsert(p)), now);
+    }
+    let effects = core.step(Step::Schedule, now);
+    let binds: Vec<&Bind> = rounds(&effects).into_iter().flatten().collect();
+    let ids: Vec<TaskId> = binds.iter().map(|b| b.task.clone()).collect();
+    let tasks = binds
+        .iter()
+        .map(|b| (b.key.name.clone(), b.task.clone()))
+        .collect();
+    let effects = core.step(bound(&ids), now);
+    for a in accepts(&effects) {
+        let _ = core.step(
+            answered(&a.offer.value, &a.tasks, AcceptOutcome::Taken),
+            now,
+        );
+    }
+    tasks
+}
+
+/// What the step preempted, by victim name.
+fn preempted(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .flat_map(|e| match e {
+            Effect::Store(writes) => writes.iter().collect(),
+            _ => Vec::new(),
+        })
+        .filter_map(|w| match w {
+            Write::Preempt { key, .. } => Some(key.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The nominated node the step wrote for `name`, if any.
+fn nominated(effects: &[Effect], name: &str) -> Option<String> {
+    effects
+        .iter()
+        .flat_map(|e| match e {
+            Effect::Store(writes) => writes.iter().collect(),
+            _ => Vec::new(),
+        })
+        .find_map(|w| match w {
+            Write::PodStatus { key, status } if key.name == name => {
+                status.nominated_node_name.clone()
+            }
+            _ => None,
+        })
+}
+
+/// The `Preempted` events' messages.
+fn preempted_events(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .flat_map(|e| match e {
+            Effect::Store(writes) => writes.iter().collect(),
+            _ => Vec::new(),
+        })
+        .filter_map(|w| match w {
+            Write::Event(e) if e.reason.as_deref() == Some("Preempted") => e.message.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A core with `hosts` (4 cpus each) full of 1-cpu pods at `priority`,
+/// named `<host>-<n>`.
+fn full(hosts: &[&str], priority: i32) -> (Core, Vec<(String, TaskId)>) {
+    let mut core = cluster(hosts);
+    let pods = hosts
+        .iter()
+        .flat_map(|h| (0..4).map(move |i| prioritized(&format!("{h}-{i}"), "1", priority)))
+        .collect();
+    let tasks = run(&mut core, pods, at(1));
+    assert_eq!(tasks.len(), hosts.len() * 4, "every agent is full");
+    (core, tasks)
+}
+
+#[test]
+fn a_full_agent_gives_up_exactly_the_lowest_pod_the_urgent_one_needs() {
+    let mut core = cluster(&["h1"]);
+    // Three 1-cpu pods at 10, one at 5: the agent is full.
+    let mut pods: Vec<Arc<Pod>> = (0..3)
+        .map(|i| prioritized(&format!("mid-{i}"), "1", 10))
+        .collect();
+    pods.push(prioritized("low", "1", 5));
+    assert_eq!(run(&mut core, pods, at(1)).len(), 4);
+
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("urgent", "1", 1000))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    assert_eq!(preempted(&effects), ["low"], "one victim, the lowest");
+    assert_eq!(
+        preempted_events(&effects),
+        ["Preempted by pod uid-urgent on node h1"]
+    );
+    assert_eq!(nominated(&effects, "urgent").as_deref(), Some("h1"));
+    // Nominated: no second plan while the victim stops.
+    let effects = core.step(Step::Schedule, at(40));
+    assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
+}
+
+#[test]
+fn a_pod_that_may_not_preempt_or_outranks_nobody_stops_nothing() {
+    let (mut core, _) = full(&["h1"], 10);
+    let mut never = (*prioritized("never", "1", 1000)).clone();
+    never.spec.as_mut().unwrap().preemption_policy = Some("Never".into());
+    let _ = core.step(Step::Input(Input::PodUpsert(Arc::new(never))), at(2));
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("peer", "1", 10))),
+        at(2),
+    );
+    assert!(preempted(&core.step(Step::Schedule, at(2))).is_empty());
+    // An offer with nothing in it: both are tried, and still nothing goes.
+    let _ = core.step(offers(vec![offer("h1", 0.0)]), at(3));
+    let effects = core.step(Step::Schedule, at(3));
+    assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
+}
+
+#[test]
+fn a_plan_that_cannot_free_enough_stops_nobody() {
+    let mut core = cluster(&["h1"]);
+    // Two 1-cpu pods at 10 and two at 2000: only 2 cpus are below the
+    // preemptor, which needs 3.
+    let mut pods: Vec<Arc<Pod>> = (0..2)
+        .map(|i| prioritized(&format!("low-{i}"), "1", 10))
+        .collect();
+    pods.extend((0..2).map(|i| prioritized(&format!("top-{i}"), "1", 2000)));
+    assert_eq!(run(&mut core, pods, at(1)).len(), 4);
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("big", "3", 1000))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
+}
+
+#[test]
+fn the_agent_chosen_breaks_fewest_budgets_then_takes_the_lowest_priorities() {
+    // Four pods at 1 and four at 5 fill h1 and h2.
+    let mut core = cluster(&["h1", "h2"]);
+    let mut pods: Vec<Arc<Pod>> = (0..4)
+        .map(|i| prioritized(&format!("one-{i}"), "1", 1))
+        .collect();
+    pods.extend((0..4).map(|i| prioritized(&format!("five-{i}"), "1", 5)));
+    assert_eq!(run(&mut core, pods, at(1)).len(), 8);
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("a", "1", 100))),
+        at(2),
+    );
+    let victims = preempted(&core.step(Step::Schedule, at(2)));
+    assert_eq!(victims.len(), 1);
+    assert!(
+        victims[0].starts_with("one-"),
+        "the lowest priority goes: {victims:?}"
+    );
+
+    // …unless a budget protects them: then the other agent's pods go.
+    let (mut core, tasks) = full(&["h1", "h2"], 1);
+    let on = |core: &Core, host: &str| -> Vec<String> {
+        tasks
+            .iter()
+            .filter(|(_, id)| {
+                core.registry
+                    .get(id)
+                    .unwrap()
+                    .spec
+                    .as_ref()
+                    .unwrap()
+                    .hostname
+                    == host
+            })
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let protected = on(&core, "h1");
+    let mut budget: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "h1-pods", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"team": "h1"}}},
+    }))
+    .unwrap();
+    budget.status = Some(PodDisruptionBudgetStatus {
+        disruptions_allowed: 0,
+        ..Default::default()
+    });
+    let _ = core.step(
+        Step::Input(Input::DisruptionBudget {
+            budget: Arc::new(budget),
+            deleted: false,
+        }),
+        at(2),
+    );
+    // The budget selects h1's pods by label: label the running tasks' pods
+    // as the registry knows them.
+    for (name, id) in &tasks {
+        if protected.contains(name) {
+            let mut t = core.registry.get(id).unwrap();
+            let mut p = (*prioritized(name, "1", 1)).clone();
+            p.metadata.labels = Some([("team".to_owned(), "h1".to_owned())].into());
+            t.set_pod(Arc::new(p)).unwrap();
+            t.release_pod();
+            core.registry.update(t).unwrap();
+        }
+    }
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("b", "1", 100))),
+        at(3),
+    );
+    let effects = core.step(Step::Schedule, at(3));
+    let victims = preempted(&effects);
+    assert_eq!(victims.len(), 1, "{:?}", describe(&effects));
+    assert!(
+        on(&core, "h2").contains(&victims[0]),
+        "h1's pods are protected: {victims:?}"
+    );
+}
+
+#[test]
+fn the_nominated_agent_is_held_for_its_nominee_against_lower_pods() {
+    let (mut core, tasks) = full(&["h1"], 1);
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("urgent", "1", 100))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    let victims = preempted(&effects);
+    assert_eq!(victims.len(), 1);
+    // The victim's delete arrives, its task is killed and ends.
+    let victim = &tasks.iter().find(|(n, _)| *n == victims[0]).unwrap().1;
+    let mut deleting = (*prioritized(&victims[0], "1", 1)).clone();
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(crate::podstatus::timestamp(at(3))),
+    );
+    deleting.metadata.deletion_grace_period_seconds = Some(0);
+    deleting.spec.as_mut().unwrap().node_name = Some("h1".into());
+    let effects = core.step(Step::Input(Input::PodUpsert(Arc::new(deleting))), at(3));
+    assert!(
+        describe(&effects).contains(&format!("KILL {}", victim.value)),
+        "{:?}",
+        describe(&effects)
+    );
+    let effects = core.step(update(status(victim, TaskState::TaskKilled, true)), at(4));
+    for step in written(&effects, true) {
+        let _ = core.step(step, at(4));
+    }
+    // A lower pod arrived meanwhile, ahead in time; the freed cpu comes back.
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("batch", "1", 1))),
+        at(4),
+    );
+    let _ = core.step(
+        offers(vec![Offer {
+            id: Some(OfferId::new("freed-h1")),
+            ..offer("h1", 1.0)
+        }]),
+        at(5),
+    );
+    let effects = core.step(Step::Schedule, at(5));
+    let placed: Vec<String> = rounds(&effects)
+        .into_iter()
+        .flatten()
+        .map(|b| format!("{} on {}", b.key.name, b.offer.value))
+        .collect();
+    assert_eq!(placed, ["urgent on freed-h1"], "{:?}", describe(&effects));
+}
+
+#[test]
+fn no_pod_is_stopped_while_room_is_on_its_way_back() {
+    // h1 runs one 1-cpu pod of 4: the rest is somewhere between an ACCEPT's
+    // leftovers and the next offer, not held by anything of ours.
+    let mut core = cluster(&["h1"]);
+    assert_eq!(
+        run(&mut core, vec![prioritized("low", "1", 1)], at(1)).len(),
+        1
+    );
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("urgent", "2", 100))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
+}
