@@ -76,6 +76,7 @@ mod partition_heal;
 mod pod_security_kubectl;
 mod pods_rootless_kubectl;
 mod portforward_kubectl;
+mod preemption_kubectl;
 mod probes_cni;
 mod probes_kubectl;
 mod pymesos_interop;
