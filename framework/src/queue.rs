@@ -172,6 +172,25 @@ impl<K: Ord + Hash + Clone> PodQueue<K> {
         }
     }
 
+    /// Tries the pod again at `until`, and not sooner for an offer: it waits
+    /// for something of its own (its nominated agent's room), and is woken
+    /// by [`PodQueue::wake`] when that comes. Counts no failure.
+    pub fn wait_until(&mut self, key: &K, until: SystemTime) {
+        self.deferred.remove(key);
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.next_try = until;
+        }
+    }
+
+    /// The pod is due now.
+    pub fn wake(&mut self, key: &K, now: SystemTime) {
+        if let Some(entry) = self.entries.get_mut(key)
+            && entry.next_try > now
+        {
+            entry.next_try = now;
+        }
+    }
+
     /// An offer came: the deferred pods are due now. (A pod backed off after
     /// a failure keeps its backoff, as kube-scheduler's does.)
     pub fn wake_deferred(&mut self, now: SystemTime) {

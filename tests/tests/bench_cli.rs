@@ -161,6 +161,34 @@ fn a_run_with_quotas_spreads_its_pods_over_the_tenants() {
     );
 }
 
+/// `--scenario preemption`: the agents are filled by low-priority pods, and each
+/// high-priority pod takes exactly one of them, as the sizes allow.
+#[test]
+fn the_preemption_scenario_stops_one_low_pod_per_preemptor() {
+    let out = bench(&[
+        "--scenario",
+        "preemption",
+        "--agents",
+        "10",
+        "--warmup",
+        "40",
+        "--pods",
+        "5",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = fields(stdout.trim());
+    assert_eq!(f["scenario"], "preemption");
+    assert_eq!((f["low"].as_str(), f["pods"].as_str()), ("40", "5"));
+    assert_eq!(f["victims"], "5", "{stdout}");
+    assert_eq!(f["victims_per_preemptor"], "1.00", "{stdout}");
+    assert!(f["running_s"].parse::<f64>().unwrap() > 0.0, "{stdout}");
+}
+
 #[test]
 fn an_unknown_scenario_is_refused() {
     let out = bench(&["--scenario", "huge"]);

@@ -15,6 +15,16 @@ use crate::kinds::priorityclass::{DEFAULT_PREEMPTION_POLICY, global_default, sys
 use crate::resource::Resource;
 
 impl Api {
+    /// Creates a PriorityClass, as `POST /apis/scheduling.k8s.io/v1/priorityclasses`
+    /// does: 409 if the name is taken, 422 if invalid.
+    pub async fn create_priorityclass(
+        &self,
+        class: PriorityClass,
+    ) -> Result<PriorityClass, ApiError> {
+        self.create_object("", class, WriteOptions::default(), None)
+            .await
+    }
+
     /// Creates `system-node-critical` and `system-cluster-critical` where missing.
     pub(crate) async fn ensure_system_priority_classes(&self) -> Result<(), ApiError> {
         for class in system_classes() {

@@ -21,20 +21,17 @@
 //! `--scenario store` measures the store alone instead (see `bench_store.rs`):
 //! each pod's three writes, and the CPU per commit on mesopod's side and etcd's.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use apiserver::{Api, EventKind, SystemClock};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use apiserver::SystemClock;
 use localmesos::{AgentConfig, Timing};
 use mesos::codec::Codec;
 use procurement::{PortStrategy, ResourceDefaults, Scoring, Strategy};
 
 use super::bench_measure::{cpu_seconds, peak_rss_mib, percentile};
+use super::bench_wave::wave;
 use crate::admission::Admission;
 use crate::app::{App, AppConfig};
 use crate::config::{FrameworkConfig, SchedulingConfig};
@@ -43,7 +40,8 @@ use crate::launch::ExecutorCommand;
 /// Flags of `mesopod bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// basic, large, constrained, deployment, jobs, or store (the store alone: CPU per commit).
+    /// basic, large, constrained, deployment, jobs, preemption, or store (the store
+    /// alone: CPU per commit).
     #[arg(long, default_value = "basic")]
     pub scenario: String,
     /// Overrides the scenario's agent count.
@@ -131,8 +129,18 @@ fn scenario(name: &str) -> anyhow::Result<Scenario> {
             constrained: false,
             task_duration: Some(super::bench_jobs::TASK_RUN),
         },
+        // basic's agents filled by 20,000 low-priority pods (the warm-up), then
+        // 1,000 high-priority pods that each need one of them gone.
+        "preemption" => Scenario {
+            name: "preemption",
+            agents: 5000,
+            pods: 1000,
+            warmup: 20_000,
+            constrained: false,
+            task_duration: None,
+        },
         other => anyhow::bail!(
-            "unknown scenario {other:?}: basic, large, constrained, deployment, jobs or store"
+            "unknown scenario {other:?}: basic, large, constrained, deployment, jobs, preemption or store"
         ),
     })
 }
@@ -184,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let etcd = fresh_etcd_prefix(&args);
     let store = if etcd.is_some() { "etcd" } else { "redb" };
     anyhow::ensure!(
-        args.quota_namespaces == 0 || !matches!(sc.name, "deployment" | "jobs"),
+        args.quota_namespaces == 0 || !matches!(sc.name, "deployment" | "jobs" | "preemption"),
         "--quota-namespaces applies to basic, large and constrained: the {} scenario runs one workload in one namespace",
         sc.name
     );
@@ -193,6 +201,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if sc.name == "jobs" {
         return runtime.block_on(run_jobs(sc, args, etcd, store));
+    }
+    if sc.name == "preemption" {
+        return runtime.block_on(run_preemption(sc, args, etcd, store));
     }
     let report = runtime.block_on(run_scenario(sc, &args, etcd))?;
     let mut etcd_cpu = report
@@ -308,134 +319,6 @@ fn app_config(
     })
 }
 
-fn bench_pod(i: usize, constrained: bool, ns: &str) -> Pod {
-    let mut pod = Pod::default();
-    pod.metadata.name = Some(format!("bench-{i}"));
-    pod.metadata.namespace = Some(ns.into());
-    pod.spec = Some(PodSpec {
-        containers: vec![Container {
-            ports: constrained.then(|| {
-                vec![ContainerPort {
-                    container_port: 8080,
-                    host_port: Some(31000 + (i % 100) as i32),
-                    ..Default::default()
-                }]
-            }),
-            ..bench_container("registry.k8s.io/pause:3.9")
-        }],
-        node_selector: constrained.then(|| {
-            [("zone".to_owned(), format!("z{}", i % 10))]
-                .into_iter()
-                .collect()
-        }),
-        ..Default::default()
-    });
-    pod
-}
-
-/// Every scenario's container: `main`, running `image`, asking 100m and 128Mi.
-pub(super) fn bench_container(image: &str) -> Container {
-    let requests = [
-        ("cpu".to_owned(), Quantity("100m".into())),
-        ("memory".to_owned(), Quantity("128Mi".into())),
-    ];
-    Container {
-        name: "main".into(),
-        image: Some(image.into()),
-        resources: Some(ResourceRequirements {
-            requests: Some(requests.into_iter().collect()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-/// Creates `pods` pods and waits for all to run; returns create→bound and
-/// create→Running latencies in ms, and the instants of the first create
-/// and the last Running.
-async fn wave(
-    api: &Api,
-    (prefix, pods): (usize, usize),
-    constrained: bool,
-    namespaces: &[String],
-    timeout: Duration,
-) -> anyhow::Result<(Vec<f64>, Vec<f64>, Instant, Instant)> {
-    // The observer reads two fields of each stored object instead of decoding whole
-    // pods, so that measuring costs the system under test as little as possible.
-    let watched = match namespaces {
-        [one] => Some(one.as_str()),
-        _ => None,
-    };
-    let mut watch = api.watch_pods_raw(watched, api.resource_version())?;
-    let namespaces = namespaces.to_vec();
-    let mut created: HashMap<String, Instant> = HashMap::with_capacity(pods);
-    let start = Instant::now();
-    let creator = {
-        let api = api.clone();
-        tokio::spawn(async move {
-            let mut times = Vec::with_capacity(pods);
-            let mut batch = futures::stream::iter((0..pods).map(|i| {
-                let api = api.clone();
-                let ns = namespaces[i % namespaces.len()].clone();
-                async move {
-                    let pod = bench_pod(prefix + i, constrained, &ns);
-                    let name = pod.metadata.name.clone().unwrap_or_default();
-                    let t = Instant::now();
-                    api.create_pod(&ns, pod).await.map(|_| (name, t))
-                }
-            }))
-            .buffer_unordered(256);
-            while let Some(r) = batch.next().await {
-                times.push(r?);
-            }
-            Ok::<_, apiserver::ApiError>(times)
-        })
-    };
-    let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods);
-    let mut running_at: HashMap<String, Instant> = HashMap::with_capacity(pods);
-    let deadline = tokio::time::Instant::now() + timeout;
-    while running_at.len() < pods {
-        let next = tokio::time::timeout_at(deadline, watch.next()).await;
-        let ev = match next {
-            Err(_) => break,
-            Ok(None) => anyhow::bail!("the pod watch ended"),
-            Ok(Some(ev)) => ev?,
-        };
-        let (kind, object) = ev;
-        if kind == EventKind::Deleted {
-            continue;
-        }
-        let now = Instant::now();
-        let Some(name) = object.pointer("/metadata/name").and_then(|v| v.as_str()) else {
-            continue;
-        };
-        if object.pointer("/spec/nodeName").is_some() && !bound_at.contains_key(name) {
-            bound_at.insert(name.to_owned(), now);
-        }
-        if object.pointer("/status/phase").and_then(|v| v.as_str()) == Some("Running")
-            && !running_at.contains_key(name)
-        {
-            running_at.insert(name.to_owned(), now);
-        }
-    }
-    for (name, t) in creator.await.context("pod creator")?? {
-        created.insert(name, t);
-    }
-    let mut bound = Vec::new();
-    let mut running = Vec::new();
-    let mut last = start;
-    for (name, c) in &created {
-        if let Some(b) = bound_at.get(name) {
-            bound.push(b.saturating_duration_since(*c).as_secs_f64() * 1000.0);
-        }
-        if let Some(r) = running_at.get(name) {
-            running.push(r.saturating_duration_since(*c).as_secs_f64() * 1000.0);
-            last = last.max(*r);
-        }
-    }
-    Ok((bound, running, start, last))
-}
-
 async fn run_scenario(
     sc: Scenario,
     args: &Args,
@@ -537,6 +420,41 @@ async fn run_jobs(
         m.created_s,
         peak_rss_mib(),
         m.cpu_s,
+    );
+    Ok(())
+}
+
+/// `--scenario preemption` (see `bench_preemption.rs`): its warm-up is the
+/// low-priority pods that fill the agents.
+async fn run_preemption(
+    sc: Scenario,
+    args: Args,
+    etcd: Option<apiserver::store::EtcdConfig>,
+    store: &str,
+) -> anyhow::Result<()> {
+    let (app, tmp) = started(Scenario { warmup: 0, ..sc }, &args, etcd).await?;
+    let m = super::bench_preemption::run(app.api(), sc.warmup, sc.pods, args.timeout).await;
+    stopped(app, &tmp).await;
+    let m = m?;
+    println!(
+        "bench scenario=preemption agents={} pods={} low={} pods_per_s={:.0} running_s={:.2} running_p50_ms={:.1} running_p99_ms={:.1} victims={} victims_per_preemptor={:.2} rss_mib={:.0} cpu_s={:.1} store={store}",
+        sc.agents,
+        sc.pods,
+        sc.warmup,
+        m.placed as f64 / m.running_s.max(1e-9),
+        m.running_s,
+        m.running_ms.0,
+        m.running_ms.1,
+        m.victims,
+        m.victims as f64 / m.placed.max(1) as f64,
+        peak_rss_mib(),
+        m.cpu_s,
+    );
+    anyhow::ensure!(
+        m.placed == sc.pods,
+        "only {} of {} high-priority pods reached Running",
+        m.placed,
+        sc.pods
     );
     Ok(())
 }

@@ -160,7 +160,7 @@ fn deployment(replicas: i32, image: &str) -> Deployment {
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    containers: vec![super::bench::bench_container(image)],
+                    containers: vec![super::bench_wave::bench_container(image)],
                     ..PodSpec::default()
                 }),
             },

@@ -133,7 +133,9 @@ fn job(completions: i32) -> Job {
                 metadata: None,
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".into()),
-                    containers: vec![super::bench::bench_container("registry.k8s.io/pause:3.9")],
+                    containers: vec![super::bench_wave::bench_container(
+                        "registry.k8s.io/pause:3.9",
+                    )],
                     ..PodSpec::default()
                 }),
             },

@@ -60,14 +60,14 @@ impl Agents {
         needs: [f64; 4],
         offered: &HashSet<&str>,
     ) -> Option<Vec<(String, ProcureError)>> {
+        // Any agent that could hold the pod answers at once; only when none
+        // can are the reasons gathered, in hostname order for the message.
         let mut out = Vec::new();
-        let mut idle: Vec<&AgentInfo> = self
+        for agent in self
             .agents
             .values()
             .filter(|a| !offered.contains(a.hostname.as_str()))
-            .collect();
-        idle.sort_unstable_by(|a, b| a.hostname.cmp(&b.hostname));
-        for agent in idle {
+        {
             // `needs` is in `SCALARS`' order.
             let short = ResourceKind::SCALARS
                 .into_iter()
@@ -83,6 +83,7 @@ impl Agents {
                 });
             out.push((agent.hostname.clone(), short?));
         }
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Some(out)
     }
 

@@ -79,7 +79,6 @@ impl Core {
     /// placed and starts its launch. The core reads no clock: the runner's
     /// turn trace times the whole step (`sweep_schedule_us`).
     fn place(&mut self, attempts: Vec<Attempt>, now: SystemTime) {
-        self.regroup_nominated_offers();
         let views = self.offer_views();
         if views.is_empty() && !self.offers.is_empty() {
             return;
@@ -306,9 +305,13 @@ impl Core {
                 .pending
                 .entry(&attempt.key)
                 .is_none_or(|e| e.last_reason.as_deref() != Some(message));
+        let until = self
+            .preemption
+            .expires(&attempt.key)
+            .unwrap_or(now + super::preempt::NOMINATION_SLACK);
         let queue = self.pending.queue_mut();
         queue.backoff(&attempt.key, now, message.to_owned());
-        queue.defer(&attempt.key, now + super::preempt::NOMINATION_SLACK);
+        queue.wait_until(&attempt.key, until);
         if !changed {
             return false;
         }

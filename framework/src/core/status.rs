@@ -86,9 +86,15 @@ impl Core {
             self.emit(Effect::Store(vec![Write::Node(Box::new(node))]));
         }
         let id = offer.id.clone();
+        let agent = offer.agent_id.as_ref().map(|a| a.value.clone());
         match self.offers.add(offer, now) {
             // What deferred pods waited for; the clock need not move for them.
-            Ok(()) => self.pending.queue_mut().wake_deferred(now),
+            Ok(()) => {
+                self.pending.queue_mut().wake_deferred(now);
+                if let Some(agent) = agent {
+                    self.wake_nominees(&agent, now);
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "declining an offer mesopod cannot use");
                 if let Some(id) = id {
@@ -132,6 +138,9 @@ impl Core {
         self.record(&status, &outcome, now);
         match outcome {
             StatusOutcome::Applied(t) => {
+                if t.task.state.is_terminal() {
+                    self.on_task_ended(&t.task.id);
+                }
                 let from_executor = status.source == Some(Source::SourceExecutor as i32);
                 if (from_executor || t.task.state.is_terminal())
                     && let Some(held) = self.launching.unheard.remove(&t.task.id)

@@ -45,13 +45,13 @@ use super::admit::Attempt;
 use super::effect::{Effect, Write};
 use crate::objects::pod_event;
 pub(crate) use plan::to_milli;
-use plan::{Budget, Candidate, Preemptor, Victims, add, covers, pick, sub, task_scalars};
+use plan::{Budget, Candidate, Preemptor, Rank, Victims, add, covers, scalars, sub, task_scalars};
 
-/// Agents whose plans are compared per preemptor, once that many are
-/// found: kube-scheduler's `minCandidateNodesAbsolute`. (Its other bound, a
-/// tenth of the nodes, would mean 500 trial placements per preemptor on
-/// 5,000 agents, to choose among agents that are mostly alike.)
-const CANDIDATES: usize = 100;
+/// Agents whose plans are compared per preemptor, once that many are found:
+/// kube-scheduler's `minCandidateNodesAbsolute`, or its
+/// `minCandidateNodesPercentage` of the agents when that is more.
+const MIN_CANDIDATES: usize = 100;
+const CANDIDATES_PERCENT: usize = 10;
 
 /// How long past the victims' longest grace period a nomination holds its
 /// agent: time for the KILLs, the status updates and the master's offer.
@@ -68,13 +68,23 @@ pub(super) struct Nomination {
     hostname: String,
     priority: i32,
     victims: Vec<TaskId>,
+    /// The victims not yet ended.
+    remaining: usize,
     expires: SystemTime,
+    /// Its victims have all ended and the offers the agent had out then
+    /// were declined: an offer from the agent now carries what they freed.
+    regrouped: bool,
 }
 
 /// The nominations, and what the core knows to weigh victims by.
 #[derive(Debug, Default)]
 pub(super) struct Preemption {
     nominations: HashMap<PodKey, Nomination>,
+    /// Each victim's preemptor.
+    victim_of: HashMap<TaskId, PodKey>,
+    /// The nominees whose victims have all ended, by agent: an offer from
+    /// the agent is what they wait for.
+    freed: HashMap<String, Vec<PodKey>>,
     /// Disruption budgets, by namespace and name.
     budgets: HashMap<(String, String), Budget>,
     /// Where the next scan of the agents starts, so that plans spread.
@@ -89,14 +99,51 @@ impl Preemption {
         self.nominations.get(key).map(|n| n.hostname.as_str())
     }
 
+    /// When the pod's nomination ends, if it has one.
+    pub(super) fn expires(&self, key: &PodKey) -> Option<SystemTime> {
+        self.nominations.get(key).map(|n| n.expires)
+    }
+
     /// The pod was placed or is gone: its claim ends.
     pub(super) fn forget(&mut self, key: &PodKey) {
-        self.nominations.remove(key);
+        if let Some(n) = self.nominations.remove(key) {
+            for id in &n.victims {
+                self.victim_of.remove(id);
+            }
+            if let Some(waiting) = self.freed.get_mut(&n.agent) {
+                waiting.retain(|k| k != key);
+                if waiting.is_empty() {
+                    self.freed.remove(&n.agent);
+                }
+            }
+        }
     }
 
     /// Drops the nominations whose time is up.
     pub(super) fn expire(&mut self, now: SystemTime) {
-        self.nominations.retain(|_, n| n.expires > now);
+        let expired: Vec<PodKey> = self
+            .nominations
+            .iter()
+            .filter(|(_, n)| n.expires <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            self.forget(&key);
+        }
+    }
+
+    /// A task ended: when it was a nomination's last victim, the agent it
+    /// freed, whose offers out now predate the freed room.
+    fn victim_ended(&mut self, task: &TaskId) -> Option<String> {
+        let key = self.victim_of.remove(task)?;
+        let n = self.nominations.get_mut(&key)?;
+        n.remaining = n.remaining.saturating_sub(1);
+        if n.remaining > 0 || n.regrouped {
+            return None;
+        }
+        n.regrouped = true;
+        self.freed.entry(n.agent.clone()).or_default().push(key);
+        Some(n.agent.clone())
     }
 
     /// A task of this priority now runs.
@@ -168,12 +215,11 @@ pub(super) struct Census {
     /// Live, placed tasks not being deleted and not already victims, by
     /// agent id.
     tasks: HashMap<String, Vec<PodTask>>,
-    /// What every live task holds, by agent id.
-    used: HashMap<String, [i64; 4]>,
     /// The resources of the live offers this round did not use, by agent id.
     free: HashMap<String, Vec<Resource>>,
-    /// Agents with an offer out to us.
-    offered: HashSet<String>,
+    /// For each agent with no offer out to us: its capacity less what our
+    /// live tasks hold there.
+    rooms: Vec<[i64; 4]>,
     /// Every agent: id, view, capacity.
     agents: Vec<(String, NodeView, [i64; 4])>,
 }
@@ -215,16 +261,12 @@ impl Core {
             return None;
         }
         if let Some(n) = self.preemption.nominations.get(&attempt.key) {
-            let waiting = n
-                .victims
-                .iter()
-                .any(|id| self.registry.get(id).is_some_and(|t| t.is_live()));
-            if n.expires > now && (waiting || !self.offers.iter().any(|o| o.agent_id() == n.agent))
-            {
+            let fresh_offer = n.regrouped && self.offers.iter().any(|o| o.agent_id() == n.agent);
+            if n.expires > now && !fresh_offer {
                 return Some(n.hostname.clone());
             }
-            // Its victims are gone and the agent's offer still does not
-            // hold it (another pod or framework took the room): plan again.
+            // Its victims are gone and an offer the agent made since does
+            // not hold it (another framework took the room): plan again.
             self.preemption.forget(&attempt.key);
         }
         let needs = self.needs.pod_needs(&attempt.task).ok()?.map(to_milli);
@@ -264,10 +306,12 @@ impl Core {
         }
         let start = self.preemption.cursor % n;
         self.preemption.cursor = self.preemption.cursor.wrapping_add(1);
-        let mut plans: Vec<(usize, Victims<'_>)> = Vec::new();
+        let wanted = (n * CANDIDATES_PERCENT / 100).max(MIN_CANDIDATES);
+        // Every candidate's plan on the scalars first (cheap), in scan order.
+        let mut scans: Vec<(usize, Vec<&PodTask>, Victims<'_>)> = Vec::new();
         for j in 0..n {
             let i = (start + j) % n;
-            let (agent, view, _) = &census.agents[i];
+            let agent = &census.agents[i].0;
             if held.contains(agent)
                 || nominated.contains(agent.as_str())
                 || self.liveness.is_not_ready(agent)
@@ -284,6 +328,28 @@ impl Core {
             if lower.is_empty() {
                 continue;
             }
+            let free = scalars(census.free.get(agent).into_iter().flatten());
+            if let Some(plan) = preemptor.scalar_victims(free, &lower, &budgets) {
+                scans.push((i, lower, plan));
+                if scans.len() >= wanted {
+                    break;
+                }
+            }
+        }
+        // Then the best by kube's order, checked by the pipeline, best first
+        // until no scalar plan left could beat the best checked one.
+        let mut ranked: Vec<(Rank, usize, usize)> = scans
+            .iter()
+            .enumerate()
+            .map(|(k, (_, _, plan))| (plan.rank(), k, scans[k].0))
+            .collect();
+        ranked.sort_unstable();
+        let mut best: Option<((Rank, usize), usize, Victims<'_>)> = None;
+        for (rank, k, i) in ranked {
+            if best.as_ref().is_some_and(|(b, ..)| (rank, k) >= *b) {
+                break;
+            }
+            let (agent, view, _) = &census.agents[i];
             let mut node = view.clone();
             if let Some(info) = self.agents.executor_on(agent, self.lookup.as_ref()) {
                 node = node.with_running_executor(info);
@@ -294,20 +360,20 @@ impl Core {
             let candidate = Candidate {
                 node,
                 free: census.free.get(agent).into_iter().flatten().collect(),
-                lower,
+                lower: scans[k].1.clone(),
             };
             if let Some(victims) = preemptor.victims_on(&candidate, &budgets) {
-                plans.push((i, victims));
-                if plans.len() >= CANDIDATES {
-                    break;
+                let checked = (victims.rank(), k);
+                if best.as_ref().is_none_or(|(b, ..)| checked < *b) {
+                    best = Some((checked, i, victims));
                 }
             }
         }
-        let (i, victims) = pick(&plans)?;
+        let (_, i, victims) = best?;
         let victims: Vec<PodTask> = victims.tasks.iter().map(|t| (*t).clone()).collect();
-        let (agent, view, _) = &census.agents[*i];
+        let (agent, view, _) = &census.agents[i];
         let (agent, hostname) = (agent.clone(), view.hostname().to_owned());
-        drop(plans);
+        drop(scans);
         if let Some(tasks) = census.tasks.get_mut(&agent) {
             tasks.retain(|t| !victims.iter().any(|v| v.id == t.id));
         }
@@ -317,14 +383,21 @@ impl Core {
             .map(crate::launch::grace_period)
             .max()
             .unwrap_or_default();
+        for v in &victims {
+            self.preemption
+                .victim_of
+                .insert(v.id.clone(), attempt.key.clone());
+        }
         self.preemption.nominations.insert(
             attempt.key.clone(),
             Nomination {
                 agent,
                 hostname: hostname.clone(),
                 priority,
+                remaining: victims.len(),
                 victims: victims.iter().map(|v| v.id.clone()).collect(),
                 expires: now + longest + NOMINATION_SLACK,
+                regrouped: false,
             },
         );
         self.observed.metrics.preemption_attempts.inc();
@@ -412,17 +485,23 @@ impl Core {
                     .extend(o.offer.resources.iter().cloned());
             }
         }
-        let agents = self
+        let agents: Vec<(String, NodeView, [i64; 4])> = self
             .agents
             .nodes()
             .into_iter()
             .map(|(id, view, capacity)| (id.to_owned(), view.clone(), capacity))
             .collect();
+        let rooms = agents
+            .iter()
+            .filter(|(agent, ..)| !offered.contains(agent))
+            .map(|(agent, _, capacity)| {
+                sub(*capacity, used.get(agent).copied().unwrap_or_default())
+            })
+            .collect();
         Census {
             tasks,
-            used,
             free,
-            offered,
+            rooms,
             agents,
         }
     }
@@ -456,34 +535,36 @@ impl Core {
             .collect()
     }
 
-    /// Declines the offers of a nominated agent that offers its room in
-    /// pieces once its victims have all ended: the master then offers it
-    /// whole, and the nominee can fit.
-    pub(super) fn regroup_nominated_offers(&mut self) {
-        let mut pieces: HashMap<&str, Vec<OfferId>> = HashMap::new();
-        for o in self.offers.iter() {
-            if let Some(id) = &o.offer.id {
-                pieces.entry(o.agent_id()).or_default().push(id.clone());
-            }
+    /// An offer came from `agent`: the pods nominated to it whose victims
+    /// have all ended are due now (the offer carries their room). Others
+    /// that wait for a nomination are not woken by every offer, as deferred
+    /// pods are: a cluster of thousands of agents offers all the time.
+    pub(super) fn wake_nominees(&mut self, agent: &str, now: SystemTime) {
+        let Some(due) = self.preemption.freed.get(agent) else {
+            return;
+        };
+        for key in due {
+            self.pending.queue_mut().wake(key, now);
         }
-        let mut decline = Vec::new();
-        for n in self.preemption.nominations.values() {
-            let ended = !n
-                .victims
-                .iter()
-                .any(|id| self.registry.get(id).is_some_and(|t| t.is_live()));
-            if let Some(ids) = pieces.get(n.agent.as_str())
-                && ended
-                && ids.len() > 1
-            {
-                decline.extend(ids.iter().cloned());
-            }
-        }
-        if decline.is_empty() {
+    }
+
+    /// A task ended. When it was a nomination's last victim, the offers its
+    /// agent has out are declined (refusing nothing): they were made before
+    /// the victims' room came back, and would split the agent's room in
+    /// pieces the nominee may not fit. The master then offers it whole.
+    pub(super) fn on_task_ended(&mut self, task: &TaskId) {
+        if self.preemption.victim_of.is_empty() {
             return;
         }
-        decline.sort_by(|a, b| a.value.cmp(&b.value));
-        decline.dedup();
+        let Some(agent) = self.preemption.victim_ended(task) else {
+            return;
+        };
+        let decline: Vec<OfferId> = self
+            .offers
+            .iter()
+            .filter(|o| o.agent_id() == agent)
+            .filter_map(|o| o.offer.id.clone())
+            .collect();
         for id in &decline {
             let _ = self.offers.take(&id.value);
         }
@@ -503,10 +584,5 @@ fn may_preempt_others(pod: &Arc<Pod>) -> bool {
 /// hold: resources on their way back (an ACCEPT's leftovers, a task that
 /// just ended), worth waiting for rather than stopping pods.
 fn room_coming_back(census: &Census, needs: [i64; 4]) -> bool {
-    census.agents.iter().any(|(agent, _, capacity)| {
-        !census.offered.contains(agent) && {
-            let ours = census.used.get(agent).copied().unwrap_or_default();
-            covers(sub(*capacity, ours), needs)
-        }
-    })
+    census.rooms.iter().any(|room| covers(*room, needs))
 }

@@ -63,6 +63,48 @@ pub(crate) struct Victims<'a> {
     pub(crate) violations: usize,
 }
 
+impl<'a> Victims<'a> {
+    /// Victims with whether each violates a budget, put most important first.
+    fn of(chosen: Vec<(&'a PodTask, bool)>) -> Self {
+        let violations = chosen.iter().filter(|(_, v)| *v).count();
+        let mut tasks: Vec<&PodTask> = chosen.into_iter().map(|(t, _)| t).collect();
+        tasks.sort_by(|a, b| more_important(a, b));
+        Victims { tasks, violations }
+    }
+
+    /// kube's `pickOneNodeForPreemption` order, lowest best: the fewest
+    /// budget violations, then the lowest highest-victim priority, the
+    /// smallest sum of priorities, the fewest victims, and the latest start
+    /// among the most important victims.
+    pub(crate) fn rank(&self) -> Rank {
+        let highest = self.tasks.first().map_or(i32::MIN, |t| t.priority());
+        // Shifted as kube shifts them, so that negative priorities add up to
+        // more, not less, than no victim at all.
+        let sum: i64 = self
+            .tasks
+            .iter()
+            .map(|t| i64::from(t.priority()) + i64::from(i32::MAX) + 1)
+            .sum();
+        let earliest = self
+            .tasks
+            .iter()
+            .filter(|t| t.priority() == highest)
+            .map(|t| t.created)
+            .min()
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        (
+            self.violations,
+            highest,
+            sum,
+            self.tasks.len(),
+            Reverse(earliest),
+        )
+    }
+}
+
+/// See [`Victims::rank`].
+pub(crate) type Rank = (usize, i32, i64, usize, Reverse<SystemTime>);
+
 /// The preemptor and what it needs.
 pub(crate) struct Preemptor<'a> {
     pub(crate) placer: &'a Placer,
@@ -72,29 +114,29 @@ pub(crate) struct Preemptor<'a> {
 }
 
 impl Preemptor<'_> {
-    /// kube's `selectVictimsOnNode`: with every lower-priority pod gone, the
-    /// pod must fit; then as many as possible are reprieved, highest
-    /// priority first, those a budget protects before the rest. `None` when
-    /// even removing them all leaves no room.
-    pub(crate) fn victims_on<'a>(
+    /// kube's `selectVictimsOnNode` on the four scalars alone: with every
+    /// lower-priority pod gone the pod must have room; then as many as
+    /// possible are reprieved, highest priority first, those a budget
+    /// protects before the rest. `None` when even removing them all leaves
+    /// no room. Cheap: what [`Preemptor::victims_on`] then checks.
+    pub(crate) fn scalar_victims<'a>(
         &self,
-        candidate: &Candidate<'a>,
+        free: [i64; 4],
+        lower: &[&'a PodTask],
         budgets: &[Budget],
     ) -> Option<Victims<'a>> {
-        let mut potential = candidate.lower.clone();
+        let mut potential = lower.to_vec();
         potential.sort_by(|a, b| more_important(a, b));
-        let free = scalars(candidate.free.iter().copied());
         let all = potential
             .iter()
             .fold(free, |sum, t| add(sum, task_scalars(t)));
         if !covers(all, self.needs) {
             return None;
         }
-        let order = reprieve_order(&potential, budgets);
-        // On the scalars: what is free with the pods still removed.
+        // What is free with the pods still removed.
         let mut room = all;
         let mut victims = Vec::new();
-        for &(task, violates) in &order {
+        for (task, violates) in reprieve_order(&potential, budgets) {
             let without = sub(room, task_scalars(task));
             if covers(without, self.needs) {
                 room = without;
@@ -102,28 +144,40 @@ impl Preemptor<'_> {
                 victims.push((task, violates));
             }
         }
+        Some(Victims::of(victims))
+    }
+
+    /// The victims on `candidate`, decided by the pipeline: the scalar plan
+    /// when the pod fits with it, else kube's reprieve with the pipeline
+    /// judging every step (ports, roles and the rest then decide). `None`
+    /// when the pod does not fit even with every lower-priority pod gone.
+    pub(crate) fn victims_on<'a>(
+        &self,
+        candidate: &Candidate<'a>,
+        budgets: &[Budget],
+    ) -> Option<Victims<'a>> {
+        let free = scalars(candidate.free.iter().copied());
         let fits = |gone: &[&PodTask]| self.fits(candidate, gone);
-        let chosen: Vec<&PodTask> = victims.iter().map(|(t, _)| *t).collect();
-        if !fits(&chosen) {
-            // Something beyond the scalars (ports, roles) decides: the
-            // pipeline judges every step.
-            if !fits(&potential) {
-                return None;
-            }
-            victims.clear();
-            let mut gone = potential.clone();
-            for &(task, violates) in &order {
-                gone.retain(|t| !std::ptr::eq(*t, task));
-                if !fits(&gone) {
-                    gone.push(task);
-                    victims.push((task, violates));
-                }
+        if let Some(plan) = self.scalar_victims(free, &candidate.lower, budgets)
+            && fits(&plan.tasks)
+        {
+            return Some(plan);
+        }
+        let mut potential = candidate.lower.clone();
+        potential.sort_by(|a, b| more_important(a, b));
+        if !fits(&potential) {
+            return None;
+        }
+        let mut victims = Vec::new();
+        let mut gone = potential.clone();
+        for (task, violates) in reprieve_order(&potential, budgets) {
+            gone.retain(|t| !std::ptr::eq(*t, task));
+            if !fits(&gone) {
+                gone.push(task);
+                victims.push((task, violates));
             }
         }
-        let violations = victims.iter().filter(|(_, v)| *v).count();
-        let mut tasks: Vec<&PodTask> = victims.into_iter().map(|(t, _)| t).collect();
-        tasks.sort_by(|a, b| more_important(a, b));
-        Some(Victims { tasks, violations })
+        Some(Victims::of(victims))
     }
 
     /// Whether the pod fits the agent with `gone` stopped: the pipeline on a
@@ -154,42 +208,6 @@ impl Preemptor<'_> {
             .first()
             .is_some_and(Result::is_ok)
     }
-}
-
-/// kube's `pickOneNodeForPreemption`: the fewest budget violations, then the
-/// lowest highest-victim priority, the smallest sum of priorities, the
-/// fewest victims, the latest start among the most important victims, and
-/// then the first.
-pub(crate) fn pick<'p, 'a, T>(plans: &'p [(T, Victims<'a>)]) -> Option<&'p (T, Victims<'a>)> {
-    plans
-        .iter()
-        .enumerate()
-        .min_by_key(|(i, (_, v))| {
-            let highest = v.tasks.first().map_or(i32::MIN, |t| t.priority());
-            // Shifted as kube shifts them, so that negative priorities add up
-            // to more, not less, than no victim at all.
-            let sum: i64 = v
-                .tasks
-                .iter()
-                .map(|t| i64::from(t.priority()) + i64::from(i32::MAX) + 1)
-                .sum();
-            let earliest = v
-                .tasks
-                .iter()
-                .filter(|t| t.priority() == highest)
-                .map(|t| t.created)
-                .min()
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            (
-                v.violations,
-                highest,
-                sum,
-                v.tasks.len(),
-                Reverse(earliest),
-                *i,
-            )
-        })
-        .map(|(_, plan)| plan)
 }
 
 /// kube's `MoreImportantPod`: higher priority, then the earlier start.

@@ -300,3 +300,53 @@ fn no_pod_is_stopped_while_room_is_on_its_way_back() {
     let effects = core.step(Step::Schedule, at(2));
     assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
 }
+
+#[test]
+fn an_offer_made_before_the_victims_ended_goes_back_so_the_room_comes_whole() {
+    let mut core = cluster(&["h1"]);
+    let tasks = run(
+        &mut core,
+        (0..3)
+            .map(|i| prioritized(&format!("low-{i}"), "1", 1))
+            .collect(),
+        at(1),
+    );
+    // What the round left: 1 cpu, offered again.
+    let left = Offer {
+        id: Some(OfferId::new("left-h1")),
+        ..offer("h1", 1.0)
+    };
+    let _ = core.step(offers(vec![left]), at(2));
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("urgent", "2", 100))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    let victims = preempted(&effects);
+    assert_eq!(
+        victims.len(),
+        1,
+        "1 cpu free and 1 freed: {:?}",
+        describe(&effects)
+    );
+    let victim = &tasks.iter().find(|(n, _)| *n == victims[0]).unwrap().1;
+    // Its task ends: the 1-cpu offer, made before, goes back at once.
+    let effects = core.step(update(status(victim, TaskState::TaskKilled, true)), at(3));
+    assert!(
+        describe(&effects).contains(&"DECLINE left-h1".to_owned()),
+        "{:?}",
+        describe(&effects)
+    );
+    // The master offers the agent's room whole: the nominee fits it.
+    let whole = Offer {
+        id: Some(OfferId::new("whole-h1")),
+        ..offer("h1", 2.0)
+    };
+    let _ = core.step(offers(vec![whole]), at(4));
+    let effects = core.step(Step::Schedule, at(4));
+    assert!(
+        describe(&effects).contains(&"launch urgent on whole-h1".to_owned()),
+        "{:?}",
+        describe(&effects)
+    );
+}
