@@ -237,6 +237,20 @@ impl NodeView {
         self
     }
 
+    /// The view of this agent while `info`, our executor, runs there, as an
+    /// offer from it would list it: for a trial placement made with no
+    /// offer in hand (preemption, on an agent where our pods run).
+    #[must_use]
+    pub fn with_executor_running(mut self, info: Arc<ExecutorInfo>) -> Self {
+        if let Some(id) = &info.executor_id
+            && !self.executor_ids.contains(id)
+        {
+            self.executor_ids.push(id.clone());
+        }
+        self.running_executor = Some(info);
+        self
+    }
+
     /// The view of a cordoned agent: with the `node.kubernetes.io/unschedulable`
     /// NoSchedule taint its Node carries, which only pods that tolerate it (a
     /// DaemonSet's) pass.

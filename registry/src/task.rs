@@ -249,8 +249,9 @@ pub struct PodTask {
     /// The pod's `spec.priority` (0 when unset), kept past the release:
     /// preemption weighs running pods by it.
     pub(crate) priority: i32,
-    /// The pod's labels, kept past the release: preemption matches running
-    /// pods against disruption budgets' selectors. `None` when it has none.
+    /// The pod's labels, copied at the release (until then the pod has
+    /// them): preemption matches running pods against disruption budgets'
+    /// selectors. `None` when it has none, or is not released.
     #[serde(skip)]
     pub(crate) labels: Option<Arc<BTreeMap<String, String>>>,
     /// The roles the pod may use, in order of preference.
@@ -307,7 +308,7 @@ impl PodTask {
             key,
             grace_period_seconds: grace_of(&pod),
             priority: priority_of(&pod),
-            labels: labels_of(&pod),
+            labels: None,
             pod: Some(pod),
             roles: roles.into(),
             spec: None,
@@ -343,7 +344,7 @@ impl PodTask {
         }
         self.grace_period_seconds = grace_of(&pod);
         self.priority = priority_of(&pod);
-        self.labels = labels_of(&pod);
+        self.labels = None;
         self.pod = Some(pod);
         Ok(())
     }
@@ -351,7 +352,9 @@ impl PodTask {
     /// Lets go of the whole pod, keeping its identity, grace period,
     /// priority and labels: what a launched task needs.
     pub fn release_pod(&mut self) {
-        self.pod = None;
+        if let Some(pod) = self.pod.take() {
+            self.labels = labels_of(&pod);
+        }
     }
 
     /// The pod's `terminationGracePeriodSeconds`, if it sets one.
@@ -367,7 +370,11 @@ impl PodTask {
     /// The pod's labels; empty when it has none.
     pub fn labels(&self) -> &BTreeMap<String, String> {
         static NONE: BTreeMap<String, String> = BTreeMap::new();
-        self.labels.as_deref().unwrap_or(&NONE)
+        self.pod
+            .as_ref()
+            .and_then(|p| p.metadata.labels.as_ref())
+            .or(self.labels.as_deref())
+            .unwrap_or(&NONE)
     }
 
     /// Whether flag `f` is set.

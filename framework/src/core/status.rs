@@ -86,7 +86,12 @@ impl Core {
             self.emit(Effect::Store(vec![Write::Node(Box::new(node))]));
         }
         let id = offer.id.clone();
-        let agent = offer.agent_id.as_ref().map(|a| a.value.clone());
+        // Copied only while a nominee waits for its agent's offer.
+        let agent = offer
+            .agent_id
+            .as_ref()
+            .filter(|_| self.preemption.awaits_offers())
+            .map(|a| a.value.clone());
         match self.offers.add(offer, now) {
             // What deferred pods waited for; the clock need not move for them.
             Ok(()) => {

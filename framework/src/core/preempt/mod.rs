@@ -106,6 +106,10 @@ impl Preemption {
 
     /// The pod was placed or is gone: its claim ends.
     pub(super) fn forget(&mut self, key: &PodKey) {
+        // Every placed pod comes here: with no nomination, no key is hashed.
+        if self.nominations.is_empty() {
+            return;
+        }
         if let Some(n) = self.nominations.remove(key) {
             for id in &n.victims {
                 self.victim_of.remove(id);
@@ -151,6 +155,11 @@ impl Preemption {
         if let Some((floor, _)) = &mut self.floor {
             *floor = (*floor).min(priority);
         }
+    }
+
+    /// Whether some nominee waits for its agent's next offer.
+    pub(super) fn awaits_offers(&self) -> bool {
+        !self.freed.is_empty()
     }
 
     /// Whether some agent is held for its nominees.
@@ -351,8 +360,9 @@ impl Core {
             }
             let (agent, view, _) = &census.agents[i];
             let mut node = view.clone();
+            // Its lower-priority pods run there, so our executor does.
             if let Some(info) = self.agents.executor_on(agent, self.lookup.as_ref()) {
-                node = node.with_running_executor(info);
+                node = node.with_executor_running(info);
             }
             if self.cordoned.contains(node.hostname()) {
                 node = node.cordoned();

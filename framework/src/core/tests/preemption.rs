@@ -350,3 +350,44 @@ fn an_offer_made_before_the_victims_ended_goes_back_so_the_room_comes_whole() {
         describe(&effects)
     );
 }
+
+#[test]
+fn where_our_executor_runs_its_resources_are_not_asked_again() {
+    // An executor of 500m: on an agent of 4 cpus, three pods of 1100m leave
+    // 200m, and no offer is out.
+    let executor = mesos::proto::ExecutorInfo {
+        resources: vec![
+            mesos::resources::scalar("cpus", 0.5, None),
+            mesos::resources::scalar("mem", 32.0, None),
+        ],
+        ..Default::default()
+    };
+    let pipeline = PipelineConfig {
+        executor,
+        ..PipelineConfig::default()
+    };
+    let mut core = Core::new(CoreConfig {
+        registry: InMemoryRegistry::new(),
+        placer: Placer::new(default_pipeline(&pipeline).unwrap(), Scoring::default()),
+        admission: Admission::none(),
+        needs: procurement::PodResourcesProcurement::new(ResourceDefaults::default()).unwrap(),
+        config: SchedulingConfig::default(),
+        lookup: Box::new(Empty),
+        directory: Arc::default(),
+        observed: Arc::default(),
+    });
+    let _ = core.step(subscribed(), at(0));
+    let _ = core.step(offers(vec![offer("h1", 4.0)]), at(0));
+    let low = (0..3)
+        .map(|i| prioritized(&format!("low-{i}"), "1100m", 1))
+        .collect();
+    assert_eq!(run(&mut core, low, at(1)).len(), 3);
+    // One victim frees 1100m, all the urgent pod asks: the executor is
+    // there already and needs nothing more.
+    let _ = core.step(
+        Step::Input(Input::PodUpsert(prioritized("urgent", "1100m", 100))),
+        at(2),
+    );
+    let effects = core.step(Step::Schedule, at(2));
+    assert_eq!(preempted(&effects).len(), 1, "{:?}", describe(&effects));
+}
