@@ -278,6 +278,10 @@ impl Core {
             // not hold it (another framework took the room): plan again.
             self.preemption.forget(&attempt.key);
         }
+        if attempt.task.priority() <= self.priority_floor(now) {
+            // Nothing runs below it: the common case costs nothing more.
+            return None;
+        }
         let needs = self.needs.pod_needs(&attempt.task).ok()?.map(to_milli);
         let census = match &mut round.census {
             Some(census) => census,
@@ -516,11 +520,11 @@ impl Core {
         }
     }
 
-    /// Of the due pods, when no offer is out: those that might preempt
-    /// (above the lowest priority running, and allowed to). The rest wait
-    /// for offers, as they always did.
-    pub(super) fn may_preempt(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<PodKey> {
-        let floor = match self.preemption.floor {
+    /// The lowest priority of a live task (`i32::MAX` with none): worked out
+    /// at most once a second, and lowered at once when a lower one is
+    /// placed, so it is never above the truth for long.
+    fn priority_floor(&mut self, now: SystemTime) -> i32 {
+        match self.preemption.floor {
             Some((floor, at)) if now < at + FLOOR_TTL => floor,
             _ => {
                 // Read in place: the filter copies no task.
@@ -534,7 +538,14 @@ impl Core {
                 self.preemption.floor = Some((floor.get(), now));
                 floor.get()
             }
-        };
+        }
+    }
+
+    /// Of the due pods, when no offer is out: those that might preempt
+    /// (above the lowest priority running, and allowed to). The rest wait
+    /// for offers, as they always did.
+    pub(super) fn may_preempt(&mut self, ready: Vec<PodKey>, now: SystemTime) -> Vec<PodKey> {
+        let floor = self.priority_floor(now);
         ready
             .into_iter()
             .filter(|k| {
