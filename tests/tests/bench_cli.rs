@@ -29,6 +29,18 @@ fn fields(line: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Runs a bench that must succeed; its summary line's fields.
+fn bench_fields(args: &[&str]) -> BTreeMap<String, String> {
+    let out = bench(args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fields(stdout.lines().next().expect("a summary line"))
+}
+
 #[test]
 fn a_small_run_prints_one_summary_line_with_every_figure() {
     let out = bench(&["--agents", "20", "--pods", "60", "--warmup", "10"]);
@@ -133,7 +145,7 @@ fn a_run_that_cannot_place_every_pod_fails() {
 /// refuse it.
 #[test]
 fn a_run_with_quotas_spreads_its_pods_over_the_tenants() {
-    let out = bench(&[
+    let f = bench_fields(&[
         "--agents",
         "20",
         "--pods",
@@ -143,13 +155,6 @@ fn a_run_with_quotas_spreads_its_pods_over_the_tenants() {
         "--quota-namespaces",
         "3",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let f = fields(stdout.lines().next().unwrap());
     assert_eq!(f["quota_namespaces"], "3");
     assert_eq!(f["pods"], "60");
     let out = bench(&["--scenario", "jobs", "--quota-namespaces", "3"]);
@@ -165,7 +170,7 @@ fn a_run_with_quotas_spreads_its_pods_over_the_tenants() {
 /// high-priority pod takes exactly one of them, as the sizes allow.
 #[test]
 fn the_preemption_scenario_stops_one_low_pod_per_preemptor() {
-    let out = bench(&[
+    let f = bench_fields(&[
         "--scenario",
         "preemption",
         "--agents",
@@ -175,18 +180,11 @@ fn the_preemption_scenario_stops_one_low_pod_per_preemptor() {
         "--pods",
         "5",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let f = fields(stdout.trim());
     assert_eq!(f["scenario"], "preemption");
     assert_eq!((f["low"].as_str(), f["pods"].as_str()), ("40", "5"));
-    assert_eq!(f["victims"], "5", "{stdout}");
-    assert_eq!(f["victims_per_preemptor"], "1.00", "{stdout}");
-    assert!(f["running_s"].parse::<f64>().unwrap() > 0.0, "{stdout}");
+    assert_eq!(f["victims"], "5", "{f:?}");
+    assert_eq!(f["victims_per_preemptor"], "1.00", "{f:?}");
+    assert!(f["running_s"].parse::<f64>().unwrap() > 0.0, "{f:?}");
 }
 
 #[test]

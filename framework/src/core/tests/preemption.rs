@@ -35,14 +35,23 @@ fn run(core: &mut Core, pods: Vec<Arc<Pod>>, now: SystemTime) -> Vec<(String, Ta
     tasks
 }
 
+/// Queues `pod` and runs a round: what the round did.
+fn attempt(core: &mut Core, pod: Arc<Pod>, now: SystemTime) -> Vec<Effect> {
+    let _ = core.step(Step::Input(Input::PodUpsert(pod)), now);
+    core.step(Step::Schedule, now)
+}
+
+/// Every store write the step asked for.
+fn writes(effects: &[Effect]) -> impl Iterator<Item = &Write> {
+    effects.iter().flat_map(|e| match e {
+        Effect::Store(writes) => writes.as_slice(),
+        _ => &[],
+    })
+}
+
 /// What the step preempted, by victim name.
 fn preempted(effects: &[Effect]) -> Vec<String> {
-    effects
-        .iter()
-        .flat_map(|e| match e {
-            Effect::Store(writes) => writes.iter().collect(),
-            _ => Vec::new(),
-        })
+    writes(effects)
         .filter_map(|w| match w {
             Write::Preempt { key, .. } => Some(key.name.clone()),
             _ => None,
@@ -52,28 +61,15 @@ fn preempted(effects: &[Effect]) -> Vec<String> {
 
 /// The nominated node the step wrote for `name`, if any.
 fn nominated(effects: &[Effect], name: &str) -> Option<String> {
-    effects
-        .iter()
-        .flat_map(|e| match e {
-            Effect::Store(writes) => writes.iter().collect(),
-            _ => Vec::new(),
-        })
-        .find_map(|w| match w {
-            Write::PodStatus { key, status } if key.name == name => {
-                status.nominated_node_name.clone()
-            }
-            _ => None,
-        })
+    writes(effects).find_map(|w| match w {
+        Write::PodStatus { key, status } if key.name == name => status.nominated_node_name.clone(),
+        _ => None,
+    })
 }
 
 /// The `Preempted` events' messages.
 fn preempted_events(effects: &[Effect]) -> Vec<String> {
-    effects
-        .iter()
-        .flat_map(|e| match e {
-            Effect::Store(writes) => writes.iter().collect(),
-            _ => Vec::new(),
-        })
+    writes(effects)
         .filter_map(|w| match w {
             Write::Event(e) if e.reason.as_deref() == Some("Preempted") => e.message.clone(),
             _ => None,
@@ -104,11 +100,7 @@ fn a_full_agent_gives_up_exactly_the_lowest_pod_the_urgent_one_needs() {
     pods.push(prioritized("low", "1", 5));
     assert_eq!(run(&mut core, pods, at(1)).len(), 4);
 
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("urgent", "1", 1000))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("urgent", "1", 1000), at(2));
     assert_eq!(preempted(&effects), ["low"], "one victim, the lowest");
     assert_eq!(
         preempted_events(&effects),
@@ -147,11 +139,7 @@ fn a_plan_that_cannot_free_enough_stops_nobody() {
         .collect();
     pods.extend((0..2).map(|i| prioritized(&format!("top-{i}"), "1", 2000)));
     assert_eq!(run(&mut core, pods, at(1)).len(), 4);
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("big", "3", 1000))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("big", "3", 1000), at(2));
     assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
 }
 
@@ -164,11 +152,7 @@ fn the_agent_chosen_breaks_fewest_budgets_then_takes_the_lowest_priorities() {
         .collect();
     pods.extend((0..4).map(|i| prioritized(&format!("five-{i}"), "1", 5)));
     assert_eq!(run(&mut core, pods, at(1)).len(), 8);
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("a", "1", 100))),
-        at(2),
-    );
-    let victims = preempted(&core.step(Step::Schedule, at(2)));
+    let victims = preempted(&attempt(&mut core, prioritized("a", "1", 100), at(2)));
     assert_eq!(victims.len(), 1);
     assert!(
         victims[0].starts_with("one-"),
@@ -222,11 +206,7 @@ fn the_agent_chosen_breaks_fewest_budgets_then_takes_the_lowest_priorities() {
             core.registry.update(t).unwrap();
         }
     }
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("b", "1", 100))),
-        at(3),
-    );
-    let effects = core.step(Step::Schedule, at(3));
+    let effects = attempt(&mut core, prioritized("b", "1", 100), at(3));
     let victims = preempted(&effects);
     assert_eq!(victims.len(), 1, "{:?}", describe(&effects));
     assert!(
@@ -238,11 +218,7 @@ fn the_agent_chosen_breaks_fewest_budgets_then_takes_the_lowest_priorities() {
 #[test]
 fn the_nominated_agent_is_held_for_its_nominee_against_lower_pods() {
     let (mut core, tasks) = full(&["h1"], 1);
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("urgent", "1", 100))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("urgent", "1", 100), at(2));
     let victims = preempted(&effects);
     assert_eq!(victims.len(), 1);
     // The victim's delete arrives, its task is killed and ends.
@@ -293,11 +269,7 @@ fn no_pod_is_stopped_while_room_is_on_its_way_back() {
         run(&mut core, vec![prioritized("low", "1", 1)], at(1)).len(),
         1
     );
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("urgent", "2", 100))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("urgent", "2", 100), at(2));
     assert!(preempted(&effects).is_empty(), "{:?}", describe(&effects));
 }
 
@@ -317,11 +289,7 @@ fn an_offer_made_before_the_victims_ended_goes_back_so_the_room_comes_whole() {
         ..offer("h1", 1.0)
     };
     let _ = core.step(offers(vec![left]), at(2));
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("urgent", "2", 100))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("urgent", "2", 100), at(2));
     let victims = preempted(&effects);
     assert_eq!(
         victims.len(),
@@ -384,10 +352,6 @@ fn where_our_executor_runs_its_resources_are_not_asked_again() {
     assert_eq!(run(&mut core, low, at(1)).len(), 3);
     // One victim frees 1100m, all the urgent pod asks: the executor is
     // there already and needs nothing more.
-    let _ = core.step(
-        Step::Input(Input::PodUpsert(prioritized("urgent", "1100m", 100))),
-        at(2),
-    );
-    let effects = core.step(Step::Schedule, at(2));
+    let effects = attempt(&mut core, prioritized("urgent", "1100m", 100), at(2));
     assert_eq!(preempted(&effects).len(), 1, "{:?}", describe(&effects));
 }
