@@ -1,9 +1,11 @@
-//! Priority and preemption through kubectl, on two simulated agents that a
-//! low-priority Deployment fills: a pod of `preemptionPolicy: Never` waits
-//! and stops nobody; an urgent pod stops exactly one low pod, which is
-//! marked `DisruptionTarget` (`PreemptionByScheduler`) with kube-scheduler's
-//! `Preempted` event, and lands on the agent it was nominated to, though the
-//! ReplicaSet's replacement of its victim waited there first.
+//! Priority and preemption through kubectl, on two simulated agents that two
+//! Deployments of priority-0 pods fill, one of them under a
+//! PodDisruptionBudget that allows no disruption: a pod of
+//! `preemptionPolicy: Never` waits and stops nobody; an urgent pod stops
+//! exactly one pod, never the protected ones while another will do, which
+//! is marked `DisruptionTarget` (`PreemptionByScheduler`) with
+//! kube-scheduler's `Preempted` event; the urgent pod lands on the agent it
+//! was nominated to, though lower pods waited for room there first.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -22,7 +24,12 @@ const T: Duration = Duration::from_secs(60);
 
 /// The live pods of the `batch` Deployment that run on an agent.
 fn running_batch(api: &Api) -> Vec<Pod> {
-    api.list_pods(Some("default"), "app=batch", "")
+    running(api, "app=batch")
+}
+
+/// The live pods `selector` selects that run on an agent.
+fn running(api: &Api, selector: &str) -> Vec<Pod> {
+    api.list_pods(Some("default"), selector, "")
         .unwrap()
         .items
         .into_iter()
@@ -77,7 +84,6 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
     for args in [
-        &["create", "priorityclass", "low", "--value=10"][..],
         &["create", "priorityclass", "high", "--value=1000"][..],
         &[
             "create",
@@ -90,22 +96,43 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
         ok(&k.run(args).await);
     }
     // Three 900m pods fill an agent of 3 cpus (its executor takes 100m):
-    // six run, two wait.
-    let batch = deployment_yaml(
-        "batch",
-        8,
-        "        resources:\n          requests: {cpu: 900m, memory: 16Mi}\n",
-    )
-    .replace(
-        "    spec:\n      containers:",
-        "    spec:\n      priorityClassName: low\n      containers:",
-    );
-    k.apply(&batch).await;
+    // the three guarded pods and three batch pods run, two batch pods wait.
+    let resources = "        resources:\n          requests: {cpu: 900m, memory: 16Mi}\n";
+    k.apply(&deployment_yaml("guarded", 3, resources)).await;
     wait_until(
-        "six running batch pods",
+        "three running guarded pods",
+        T,
+        async || running(api, "app=guarded").len(),
+        |n| *n == 3,
+    )
+    .await;
+    ok(&k
+        .run(&[
+            "create",
+            "pdb",
+            "guarded",
+            "--selector=app=guarded",
+            "--min-available=3",
+        ])
+        .await);
+    wait_until(
+        "the budget counted: three healthy, no disruption allowed",
+        T,
+        async || {
+            api.get_poddisruptionbudget("default", "guarded")
+                .unwrap()
+                .status
+                .map(|s| (s.current_healthy, s.disruptions_allowed))
+        },
+        |s| *s == Some((3, 0)),
+    )
+    .await;
+    k.apply(&deployment_yaml("batch", 5, resources)).await;
+    wait_until(
+        "three running batch pods",
         T,
         async || running_batch(api).len(),
-        |n| *n == 6,
+        |n| *n == 3,
     )
     .await;
 
@@ -164,6 +191,11 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
         "exactly one victim, the sizes match: {victims:?}"
     );
     let (victim, victim_node) = victims.into_iter().next().unwrap();
+    assert!(
+        victim.starts_with("batch-"),
+        "the budget's pods are chosen last: {victim}"
+    );
+    assert_eq!(running(api, "app=guarded").len(), 3);
     assert_eq!(
         victim_node, node,
         "the victim ran where the urgent pod runs"
@@ -176,8 +208,8 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
     let uid = urgent.metadata.uid.unwrap();
     assert_eq!(message, format!("Preempted by pod {uid} on node {node}"));
     // The victim's replacement waits: the freed room was the urgent pod's.
-    let running = running_batch(api);
-    assert_eq!(running.len(), 5, "{:?}", names(&running));
+    let batch = running_batch(api);
+    assert_eq!(batch.len(), 2, "{:?}", names(&batch));
 }
 
 fn names(pods: &[Pod]) -> Vec<String> {
