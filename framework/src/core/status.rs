@@ -90,7 +90,7 @@ impl Core {
         let agent = offer
             .agent_id
             .as_ref()
-            .filter(|_| self.preemption.awaits_offers())
+            .filter(|_| self.preemption.nominee_waits_for_offers())
             .map(|a| a.value.clone());
         match self.offers.add(offer, now) {
             // What deferred pods waited for; the clock need not move for them.
