@@ -83,7 +83,7 @@ pub use procure::{
     EXECUTOR_ID_PREFIX, ExecutorProcurement, NodeProcurement, PodResourcesProcurement,
     PortsProcurement, ResourceDefaults, RolesProcurement, executor_id_for,
 };
-pub use quantity::QuantityError;
+pub use quantity::{QuantityError, f64_to_millis};
 pub use round::{Cursor, MAX_CANDIDATES, MayUse, Placement, Placer};
 pub use score::{Scoring, Strategy};
 pub use state::{Checkpoint, ProcureState};

@@ -113,7 +113,7 @@ pub(crate) fn millis_to_f64(m: i64) -> f64 {
 }
 
 /// A Mesos scalar to millis, as Mesos itself rounds it (to the nearest thousandth).
-pub(crate) fn f64_to_millis(v: f64) -> i64 {
+pub fn f64_to_millis(v: f64) -> i64 {
     if !v.is_finite() || v <= 0.0 {
         return 0;
     }

@@ -141,7 +141,7 @@ impl Agents {
             .filter_map(|(id, a)| {
                 let view = a.view.as_ref()?;
                 let capacity = ResourceKind::SCALARS.map(|k| {
-                    super::preempt::to_milli(a.capacity.get(k.name()).copied().unwrap_or(0.0))
+                    procurement::f64_to_millis(a.capacity.get(k.name()).copied().unwrap_or(0.0))
                 });
                 Some((id.as_str(), view, capacity))
             })

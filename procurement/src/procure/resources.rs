@@ -117,9 +117,20 @@ impl PodResourcesProcurement {
     /// # Errors
     /// [`ProcureError::InvalidPod`] for malformed quantities.
     pub fn pod_needs(&self, task: &PodTask) -> Result<[f64; 4], ProcureError> {
+        Ok(self
+            .pod_needs_millis(task)?
+            .map(crate::quantity::millis_to_f64))
+    }
+
+    /// [`PodResourcesProcurement::pod_needs`] in milli-units, as the pipeline
+    /// counts them.
+    ///
+    /// # Errors
+    /// As [`PodResourcesProcurement::pod_needs`].
+    pub fn pod_needs_millis(&self, task: &PodTask) -> Result<[i64; 4], ProcureError> {
         let demand = crate::demand::PodDemand::for_task(task);
         let d = demand.resources.as_ref().map_err(Clone::clone)?;
-        Ok(self.totals(d).map(crate::quantity::millis_to_f64))
+        Ok(self.totals(d))
     }
 }
 

@@ -46,7 +46,6 @@ use super::effect::{Effect, Write};
 use crate::objects::pod_event;
 use nominations::Nomination;
 pub(crate) use nominations::Preemption;
-pub(crate) use plan::to_milli;
 use plan::{Budget, Candidate, Preemptor, Rank, Victims, add, covers, scalars, sub, task_scalars};
 
 /// Agents whose plans are compared per preemptor, once that many are found:
@@ -127,7 +126,7 @@ impl Core {
             // Nothing runs below it: the common case costs nothing more.
             return None;
         }
-        let needs = self.needs.pod_needs(&attempt.task).ok()?.map(to_milli);
+        let needs = self.needs.pod_needs_millis(&attempt.task).ok()?;
         let census = match &mut round.census {
             Some(census) => census,
             None => {

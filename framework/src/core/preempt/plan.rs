@@ -251,7 +251,7 @@ pub(crate) fn scalars<'r>(resources: impl IntoIterator<Item = &'r Resource>) -> 
             .iter()
             .position(|k| k.name() == r.name)
         {
-            out[i] += to_milli(s.value);
+            out[i] += procurement::f64_to_millis(s.value);
         }
     }
     out
@@ -262,15 +262,6 @@ pub(crate) fn task_scalars(task: &PodTask) -> [i64; 4] {
     task.spec
         .as_ref()
         .map_or([0; 4], |s| scalars(s.resources.iter()))
-}
-
-/// Milli-units of a scalar, as Mesos keeps them (three decimals).
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "Mesos scalars have three decimals"
-)]
-pub(crate) fn to_milli(value: f64) -> i64 {
-    (value * 1000.0).round() as i64
 }
 
 pub(crate) fn add(a: [i64; 4], b: [i64; 4]) -> [i64; 4] {
