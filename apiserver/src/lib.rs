@@ -167,6 +167,11 @@ pub use api::{
     PodHead, RawStream, Renewal, StatusWrite, WriteOptions, k8s_time, system_time,
 };
 pub use api::{EVENT_TTL, MetadataEdit, SYSTEM_NAMESPACES};
+/// A Node under Mesos maintenance: its taint, annotations and window.
+pub use api::{
+    MAINTENANCE_CORDON_ANNOTATION, MAINTENANCE_END_ANNOTATION, MAINTENANCE_START_ANNOTATION,
+    MAINTENANCE_TAINT, MaintenanceWindow, under_maintenance,
+};
 pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
 pub use error::{ApiError, Cause, CauseKind};
 pub use http::{

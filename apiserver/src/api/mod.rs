@@ -12,6 +12,7 @@ mod kinds;
 mod leases;
 mod limit_ranger;
 mod logs;
+mod maintenance;
 mod namespaces;
 pub(crate) mod node_scope;
 mod nodes;
@@ -46,6 +47,10 @@ pub use events::EVENT_TTL;
 pub use fence::{Fence, Renewal};
 pub(crate) use kinds::{Deleted, decode_kind_body};
 pub use logs::LogOptions;
+pub use maintenance::{
+    MAINTENANCE_CORDON_ANNOTATION, MAINTENANCE_END_ANNOTATION, MAINTENANCE_START_ANNOTATION,
+    MAINTENANCE_TAINT, MaintenanceWindow, under_maintenance,
+};
 pub use namespaces::SYSTEM_NAMESPACES;
 pub(crate) use objects::typed;
 pub use objects::{k8s_time, system_time};

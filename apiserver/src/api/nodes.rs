@@ -56,6 +56,13 @@ impl Api {
                             .annotations
                             .clone_from(&old.metadata.annotations);
                     }
+                    // So is a Mesos maintenance's taint (`maintenance.rs`).
+                    if let Some(taint) = super::maintenance::maintenance_taint(old) {
+                        let taints = spec.taints.get_or_insert_default();
+                        if !taints.iter().any(|t| t.key == taint.key) {
+                            taints.push(taint);
+                        }
+                    }
                     crate::kinds::node::sync_unschedulable_taint(&mut new);
                     if new == *old {
                         return Ok(new);
