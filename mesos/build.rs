@@ -26,6 +26,9 @@ const FILES: &[&str] = &[
     "mesos/v1/cluster.proto",
     "mesos/v1/scheduler/scheduler.proto",
     "mesos/v1/executor/executor.proto",
+    "mesos/v1/allocator/allocator.proto",
+    "mesos/v1/maintenance/maintenance.proto",
+    "mesos/v1/master/master.proto",
 ];
 
 /// Derives the crate has always offered that prost-build does not add by

@@ -3,7 +3,8 @@
 //! # Contract
 //!
 //! - [`proto`]: every message of the v1 scheduler and executor APIs that
-//!   mesopod and localmesos use, with Apache Mesos' names and field numbers,
+//!   mesopod and localmesos use, and the operator API's maintenance calls
+//!   (`proto::master`, `proto::maintenance`, `proto::allocator`), with Apache Mesos' names and field numbers,
 //!   proto2 `required`/`optional` respected, unknown fields skipped. The
 //!   messages are written once, in the `.proto` files under `mesos/proto/`
 //!   (trimmed copies of Apache Mesos' `include/mesos/v1` protos); `build.rs`

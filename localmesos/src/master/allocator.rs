@@ -155,6 +155,7 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
                     .collect(),
                 executor_ids,
                 attributes: agent.attributes.clone(),
+                unavailability: None,
                 url: agent.endpoint.map(|e| mesos::proto::Url {
                     scheme: "http".into(),
                     address: Some(mesos::proto::Address {

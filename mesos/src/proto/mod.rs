@@ -1,7 +1,8 @@
 //! Mesos v1 messages, generated from the `.proto` files in `mesos/proto/`.
 //!
 //! The files are trimmed copies of Apache Mesos' v1 protos: the messages and
-//! fields mesopod uses, with Mesos' names and field numbers. `build.rs`
+//! fields mesopod and localmesos use (scheduler, executor, and the operator
+//! API's maintenance calls), with Mesos' names and field numbers. `build.rs`
 //! compiles them with `protox` and `prost-build` into `OUT_DIR`; this module
 //! includes the result, and the small files beside it add the hand-written
 //! helpers (constructors, `TaskState::is_terminal`, …).
@@ -29,5 +30,8 @@ mod cluster;
 mod ids;
 mod tasks;
 
+pub mod allocator;
 pub mod executor;
+pub mod maintenance;
+pub mod master;
 pub mod scheduler;
