@@ -203,6 +203,27 @@ pub fn pod_event(pod: &Pod, type_: &str, reason: &str, message: String, now: Sys
     event_about(&about, type_, reason, message, now)
 }
 
+/// An Event about a Node, as kubelet writes its own: in `default`, with the
+/// Node's name as its uid.
+pub fn node_event(
+    node: &str,
+    type_: &str,
+    reason: &str,
+    message: String,
+    now: SystemTime,
+) -> Event {
+    let about = PodRef {
+        namespace: "default",
+        name: node,
+        uid: Some(node),
+        resource_version: None,
+    };
+    let mut event = event_about(&about, type_, reason, message, now);
+    event.involved_object.kind = Some("Node".into());
+    event.involved_object.namespace = None;
+    event
+}
+
 /// The pod an event is about: what its `involvedObject` names.
 pub struct PodRef<'a> {
     /// The pod's namespace.

@@ -70,8 +70,8 @@ pub use demand::{
 };
 pub use failure::{AggregateFailure, Owner, ProcureError, Stage};
 pub use node::{
-    AGENT_ID_LABEL, HOSTNAME_LABEL, NodeView, OfferError, TAINT_ATTRIBUTE_PREFIX, Taint,
-    TaintEffect, UNSCHEDULABLE,
+    AGENT_ID_LABEL, HOSTNAME_LABEL, MAINTENANCE, NodeView, OfferError, TAINT_ATTRIBUTE_PREFIX,
+    Taint, TaintEffect, UNSCHEDULABLE,
 };
 pub use offer::OfferView;
 pub use pipeline::{

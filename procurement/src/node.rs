@@ -106,6 +106,11 @@ impl TaintEffect {
 /// The taint of a cordoned Node (`kubectl cordon`).
 pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 
+/// The NoSchedule taint of a Node whose machine Mesos has scheduled for
+/// maintenance. Unlike the cordon's, no pod tolerates it unless it names it
+/// (or tolerates everything), so a DaemonSet's pod does not land there either.
+pub const MAINTENANCE: &str = "mesopod.io/maintenance";
+
 /// A taint carried by an agent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Taint {
@@ -264,6 +269,21 @@ impl NodeView {
             });
         }
         self
+    }
+
+    /// The agent with its machine under Mesos maintenance: cordoned, and
+    /// with the [`MAINTENANCE`] taint as well.
+    #[must_use]
+    pub fn under_maintenance(self) -> Self {
+        let mut node = self.cordoned();
+        if !node.taints.iter().any(|t| t.key == MAINTENANCE) {
+            node.taints.push(Taint {
+                key: MAINTENANCE.into(),
+                value: String::new(),
+                effect: TaintEffect::NoSchedule,
+            });
+        }
+        node
     }
 
     /// The info recorded with [`NodeView::with_running_executor`].

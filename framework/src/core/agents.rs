@@ -87,6 +87,11 @@ impl Agents {
         Some(out)
     }
 
+    /// The hostname `agent` offered with, if it has offered.
+    pub(crate) fn hostname(&self, agent: &str) -> Option<&str> {
+        self.agents.get(agent).map(|a| a.hostname.as_str())
+    }
+
     /// The agent's Node when it is first seen or offers more than ever
     /// before (its capacity as far as offers tell); `None` otherwise.
     pub(crate) fn note(&mut self, offer: &Offer, now: SystemTime) -> Option<Node> {

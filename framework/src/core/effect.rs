@@ -95,6 +95,22 @@ pub enum Write {
         /// The preemptor's scheduler, for the condition's message.
         scheduler: String,
     },
+    /// Evicts a pod through the Eviction API, so its PodDisruptionBudget may
+    /// refuse (see `maintenance`); a refusal is recorded on the Node.
+    Evict {
+        /// The pod (its uid guards against a pod recreated by name).
+        key: PodKey,
+        /// The Node being drained.
+        node: String,
+    },
+    /// Marks a Node as under Mesos maintenance in the window, or clears the
+    /// mark (`None`).
+    NodeMaintenance {
+        /// The Node.
+        node: String,
+        /// The window.
+        window: Option<apiserver::MaintenanceWindow>,
+    },
 }
 
 /// The pod status a Mesos update implies, to be written before the ACK.

@@ -64,6 +64,7 @@ mod launch;
 mod launching;
 mod leadership;
 mod liveness;
+mod maintenance;
 mod node_images;
 mod pending;
 mod pods;
@@ -82,6 +83,7 @@ pub use effect::{Accept, Bind, Effect, Placed, Reply, StatusWrite, Step, Write, 
 pub(crate) use images::stale_json;
 pub use launching::{AcceptOutcome, BoundPod, KillReason, Launch, MAX_LAUNCHING};
 pub use liveness::NODE_MONITOR_GRACE_PERIOD;
+pub use maintenance::EVICTION_RETRY;
 pub use preempt::NOMINATION_SLACK;
 pub use runner::{CoreParts, Runner};
 
@@ -146,13 +148,16 @@ pub enum Input {
     /// This replica lost the leader lease (see `leadership`): the core
     /// answers [`Effect::StepDown`] and nothing, ever again.
     LeaseLost,
-    /// A Node was cordoned (`spec.unschedulable`) or uncordoned: by name,
-    /// which is its agent's hostname.
+    /// A Node was cordoned (`spec.unschedulable`) or uncordoned, or its
+    /// Mesos maintenance mark came or went: by name, which is its agent's
+    /// hostname.
     NodeCordoned {
         /// The Node's name.
         node: String,
         /// Whether it is cordoned now.
         cordoned: bool,
+        /// Whether it carries the maintenance taint (see `maintenance`).
+        maintenance: bool,
     },
     /// A PodDisruptionBudget was written, or deleted: preemption spares the
     /// pods it protects where it can.
@@ -248,6 +253,8 @@ pub struct Core {
     admitting: Option<Vec<Attempt>>,
     /// Nominations, budgets and the floor of running priorities.
     preemption: preempt::Preemption,
+    /// Machines Mesos has scheduled for maintenance, being drained.
+    maintenance: maintenance::Maintenance,
     /// What this step asks for.
     out: Vec<Effect>,
     /// The leader lease was lost: every step is ignored.
@@ -270,6 +277,7 @@ impl Core {
             cursor: Cursor::default(),
             admitting: None,
             preemption: preempt::Preemption::default(),
+            maintenance: maintenance::Maintenance::default(),
             out: Vec::new(),
             stepped_down: false,
             registry: parts.registry,
@@ -328,12 +336,17 @@ impl Core {
             Input::DisruptionBudget { budget, deleted } => {
                 self.preemption.budget(&budget, deleted);
             }
-            Input::NodeCordoned { node, cordoned } => {
+            Input::NodeCordoned {
+                node,
+                cordoned,
+                maintenance,
+            } => {
                 if cordoned {
-                    self.cordoned.insert(node);
+                    self.cordoned.insert(node.clone());
                 } else {
                     self.cordoned.remove(&node);
                 }
+                self.node_marked(node, maintenance);
             }
             Input::Reconcile { explicit } => {
                 if explicit {

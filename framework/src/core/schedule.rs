@@ -187,12 +187,18 @@ impl Core {
         }
         let (agents, lookup) = (&mut self.agents, self.lookup.as_ref());
         let (liveness, cordoned) = (&self.liveness, &self.cordoned);
+        let maintenance = &self.maintenance;
         // A NotReady agent (its executor quiet) takes no pod, as
-        // kube-scheduler keeps off a node with the unreachable taint.
+        // kube-scheduler keeps off a node with the unreachable taint; nor does
+        // one being given back for Mesos maintenance.
         let mut live: Vec<_> = self
             .offers
             .iter_mut()
-            .filter(|o| !held.contains(o.agent_id()) && !liveness.is_not_ready(o.agent_id()))
+            .filter(|o| {
+                !held.contains(o.agent_id())
+                    && !liveness.is_not_ready(o.agent_id())
+                    && !maintenance.fences(o.agent_id(), &o.offer.hostname)
+            })
             .collect();
         live.sort_unstable_by(|a, b| a.id().cmp(b.id()));
         live.into_iter()

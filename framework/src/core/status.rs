@@ -25,6 +25,15 @@ impl Core {
                     self.add_offer(offer, now);
                 }
             }
+            Some(event::Type::InverseOffers) => {
+                let offers = event.inverse_offers.map(|o| o.inverse_offers);
+                self.on_inverse_offers(offers.unwrap_or_default(), now);
+            }
+            Some(event::Type::RescindInverseOffer) => {
+                if let Some(id) = event.rescind_inverse_offer.and_then(|r| r.inverse_offer_id) {
+                    self.on_rescind_inverse_offer(&id);
+                }
+            }
             Some(event::Type::Rescind) => {
                 if let Some(id) = event.rescind.and_then(|r| r.offer_id) {
                     self.offers.rescind(&id);
@@ -84,6 +93,10 @@ impl Core {
         }
         if let Some(node) = self.agents.note(&offer, now) {
             self.emit(Effect::Store(vec![Write::Node(Box::new(node))]));
+        }
+        if let Some(agent) = &offer.agent_id {
+            let unavailability = offer.unavailability.as_ref();
+            self.offer_unavailability(&agent.value, &offer.hostname, unavailability, now);
         }
         let id = offer.id.clone();
         // Copied only while a nominee waits for its agent's offer.

@@ -49,6 +49,9 @@ impl Core {
         self.resend_kills(now, Duration::ZERO);
         // So do new images for running pods (a recovered pod's, say).
         self.resend_images(now);
+        // Its inverse offers went with the old subscription; the allocator
+        // sends new ones.
+        self.maintenance.forget_inverse_offers();
     }
 
     pub(super) fn on_disconnected(&mut self, reason: &str) {
@@ -121,6 +124,7 @@ impl Core {
         self.retry_kills(now);
         self.check_liveness(now);
         self.resend_images(now);
+        self.drain_sweep(now);
         for request in self.subscription.reconciler.poll(now) {
             self.observed.metrics.reconciliations.inc();
             let tasks = match request {

@@ -347,6 +347,7 @@ impl Core {
             .agents
             .nodes()
             .into_iter()
+            .filter(|(id, view, _)| !self.maintenance.fences(id, view.hostname()))
             .map(|(id, view, capacity)| (id.to_owned(), view.clone(), capacity))
             .collect();
         let rooms = agents

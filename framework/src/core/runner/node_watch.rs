@@ -1,6 +1,8 @@
 //! The cordon watch: tells the core which Nodes are cordoned
-//! (`spec.unschedulable`, set by `kubectl cordon` and `drain`). The Nodes'
-//! other fields are the core's own writes, so nothing else is read back.
+//! (`spec.unschedulable`, set by `kubectl cordon` and `drain`) and which carry
+//! a Mesos maintenance mark (an earlier leader's, after a failover). The
+//! Nodes' other fields are the core's own writes, so nothing else is read
+//! back.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,8 +15,8 @@ use tokio::sync::mpsc;
 use crate::core::Input;
 
 /// Follows the Nodes from a fresh list until the core goes, sending a
-/// [`Input::NodeCordoned`] for each Node whose cordon differs from what the
-/// core was last told (every cordoned Node at first).
+/// [`Input::NodeCordoned`] for each Node whose cordon or maintenance mark
+/// differs from what the core was last told (every fenced Node at first).
 pub(crate) fn spawn_node_watch(
     api: Api,
     inputs: mpsc::UnboundedSender<Input>,
@@ -23,30 +25,35 @@ pub(crate) fn spawn_node_watch(
     super::watch::while_core_lives(core, follow(api, inputs))
 }
 
-fn cordoned(node: &Node) -> bool {
-    node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+/// What the core is told of a Node: its cordon and its maintenance mark.
+type Fence = (bool, bool);
+
+fn fence(node: &Node) -> Fence {
+    let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
+    (cordoned, apiserver::under_maintenance(node))
 }
 
 /// Tells the core of `name`'s cordon if it changed; false once the core is gone.
 fn tell(
-    told: &mut HashMap<String, bool>,
+    told: &mut HashMap<String, Fence>,
     inputs: &mpsc::UnboundedSender<Input>,
     name: String,
-    now: bool,
+    now: Fence,
 ) -> bool {
-    let before = told.insert(name.clone(), now).unwrap_or(false);
+    let before = told.insert(name.clone(), now).unwrap_or_default();
     before == now
         || inputs
             .send(Input::NodeCordoned {
                 node: name,
-                cordoned: now,
+                cordoned: now.0,
+                maintenance: now.1,
             })
             .is_ok()
 }
 
 async fn follow(api: Api, inputs: mpsc::UnboundedSender<Input>) {
     // What the core was told, by Node name.
-    let mut told: HashMap<String, bool> = HashMap::new();
+    let mut told: HashMap<String, Fence> = HashMap::new();
     loop {
         let list = match api.list_nodes("", "") {
             Ok(list) => list,
@@ -68,13 +75,13 @@ async fn follow(api: Api, inputs: mpsc::UnboundedSender<Input>) {
             .cloned()
             .collect();
         for name in gone {
-            if !tell(&mut told, &inputs, name, false) {
+            if !tell(&mut told, &inputs, name, Fence::default()) {
                 return;
             }
         }
         for node in &list.items {
             if let Some(name) = node.metadata.name.clone()
-                && !tell(&mut told, &inputs, name, cordoned(node))
+                && !tell(&mut told, &inputs, name, fence(node))
             {
                 return;
             }
@@ -98,7 +105,11 @@ async fn follow(api: Api, inputs: mpsc::UnboundedSender<Input>) {
             let Some(name) = node.metadata.name.clone() else {
                 continue;
             };
-            let now = kind != EventKind::Deleted && cordoned(&node);
+            let now = if kind == EventKind::Deleted {
+                Fence::default()
+            } else {
+                fence(&node)
+            };
             if !tell(&mut told, &inputs, name, now) {
                 return;
             }

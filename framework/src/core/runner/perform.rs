@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use apiserver::{Api, ApiError, PodHead};
 use futures::future::join_all;
+use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
 use mesos::proto::scheduler::{Call, call};
 use mesos::proto::{TaskState, TaskStatus};
 use registry::{Flag, PodKey, PodTask};
@@ -234,11 +236,60 @@ async fn store(api: &Api, writes: Vec<Write>) {
                     }
                 }
             }
+            Write::Evict { key, node } => evict(api, &key, &node).await,
+            Write::NodeMaintenance { node, window } => {
+                if let Err(e) = api.mark_node_maintenance(&node, window).await {
+                    tracing::warn!(%node, error = %e, "could not mark the Node's maintenance");
+                }
+            }
             Write::Node(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 if let Err(e) = api.upsert_node(*node).await {
                     tracing::warn!(host = %name, error = %e, "could not write the agent's Node");
                 }
+            }
+        }
+    }
+}
+
+/// Evicts a pod of a Node under maintenance. A refusal (its budget allows no
+/// disruption now) is a Warning on the Node, in kubectl drain's words; the
+/// core evicts it again later.
+async fn evict(api: &Api, key: &PodKey, node: &str) {
+    let eviction = Eviction {
+        metadata: ObjectMeta {
+            name: Some(key.name.clone()),
+            namespace: Some(key.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        delete_options: Some(DeleteOptions {
+            preconditions: Some(Preconditions {
+                uid: Some(key.uid.clone()).filter(|u| !u.is_empty()),
+                ..Preconditions::default()
+            }),
+            ..DeleteOptions::default()
+        }),
+    };
+    match api
+        .evict_pod(&key.namespace, &key.name, eviction, false)
+        .await
+    {
+        Ok(()) => tracing::info!(pod = %key.name, %node, "evicted for Mesos maintenance"),
+        Err(ApiError::NotFound { .. } | ApiError::Conflict { .. }) => {}
+        Err(e) => {
+            let message = format!(
+                "error when evicting pods/{} -n {} (will retry after {}s): {e}",
+                key.name,
+                key.namespace,
+                crate::core::EVICTION_RETRY.as_secs()
+            );
+            tracing::info!(%node, %message, "maintenance drain held back");
+            let now = api.now();
+            let event =
+                crate::objects::node_event(node, "Warning", "EvictionBlocked", message, now);
+            let ns = event.metadata.namespace.clone().unwrap_or_default();
+            if let Err(e) = api.record_event(&ns, event).await {
+                tracing::debug!(error = %e, "could not record an event");
             }
         }
     }

@@ -9,6 +9,7 @@ mod images;
 mod launching;
 mod leadership;
 mod liveness;
+mod maintenance;
 mod node_images;
 mod preemption;
 mod relaunch;
@@ -219,6 +220,11 @@ fn line(effect: &Effect) -> String {
                     Write::Node(n) => format!("node {}", n.metadata.name.as_deref().unwrap_or("")),
                     Write::PodNotReady(key, _) => format!("not ready {}", key.name),
                     Write::Preempt { key, .. } => format!("preempt {}", key.name),
+                    Write::Evict { key, .. } => format!("evict {}", key.name),
+                    Write::NodeMaintenance { node, window } => format!(
+                        "{} {node}",
+                        if window.is_some() { "mark" } else { "unmark" }
+                    ),
                 })
                 .collect();
             parts.join(", then ")
@@ -360,4 +366,35 @@ fn accepts(effects: &[Effect]) -> Vec<&crate::core::Accept> {
             _ => Vec::new(),
         })
         .collect()
+}
+
+/// Places `pods` in one round on the offers out, and has their launches
+/// taken by the master: the tasks, by pod name.
+fn run(core: &mut Core, pods: Vec<Arc<Pod>>, now: SystemTime) -> Vec<(String, TaskId)> {
+    for p in pods {
+        let _ = core.step(Step::Input(Input::PodUpsert(p)), now);
+    }
+    let effects = core.step(Step::Schedule, now);
+    let binds: Vec<&Bind> = rounds(&effects).into_iter().flatten().collect();
+    let ids: Vec<TaskId> = binds.iter().map(|b| b.task.clone()).collect();
+    let tasks = binds
+        .iter()
+        .map(|b| (b.key.name.clone(), b.task.clone()))
+        .collect();
+    let effects = core.step(bound(&ids), now);
+    for a in accepts(&effects) {
+        let _ = core.step(
+            answered(&a.offer.value, &a.tasks, AcceptOutcome::Taken),
+            now,
+        );
+    }
+    tasks
+}
+
+/// Every store write the step asked for.
+fn writes(effects: &[Effect]) -> impl Iterator<Item = &Write> {
+    effects.iter().flat_map(|e| match e {
+        Effect::Store(writes) => writes.as_slice(),
+        _ => &[],
+    })
 }

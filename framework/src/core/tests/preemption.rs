@@ -12,41 +12,10 @@ fn prioritized(name: &str, cpu: &str, priority: i32) -> Arc<Pod> {
     Arc::new(p)
 }
 
-/// Places `pods` in one round on the offers out, and has their launches
-/// taken by the master: the tasks, by pod name.
-fn run(core: &mut Core, pods: Vec<Arc<Pod>>, now: SystemTime) -> Vec<(String, TaskId)> {
-    for p in pods {
-        let _ = core.step(Step::Input(Input::PodUpsert(p)), now);
-    }
-    let effects = core.step(Step::Schedule, now);
-    let binds: Vec<&Bind> = rounds(&effects).into_iter().flatten().collect();
-    let ids: Vec<TaskId> = binds.iter().map(|b| b.task.clone()).collect();
-    let tasks = binds
-        .iter()
-        .map(|b| (b.key.name.clone(), b.task.clone()))
-        .collect();
-    let effects = core.step(bound(&ids), now);
-    for a in accepts(&effects) {
-        let _ = core.step(
-            answered(&a.offer.value, &a.tasks, AcceptOutcome::Taken),
-            now,
-        );
-    }
-    tasks
-}
-
 /// Queues `pod` and runs a round: what the round did.
 fn attempt(core: &mut Core, pod: Arc<Pod>, now: SystemTime) -> Vec<Effect> {
     let _ = core.step(Step::Input(Input::PodUpsert(pod)), now);
     core.step(Step::Schedule, now)
-}
-
-/// Every store write the step asked for.
-fn writes(effects: &[Effect]) -> impl Iterator<Item = &Write> {
-    effects.iter().flat_map(|e| match e {
-        Effect::Store(writes) => writes.as_slice(),
-        _ => &[],
-    })
 }
 
 /// What the step preempted, by victim name.

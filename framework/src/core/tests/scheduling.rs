@@ -61,6 +61,7 @@ fn a_cordoned_agent_takes_only_pods_that_tolerate_the_cordon() {
         Step::Input(Input::NodeCordoned {
             node: "h1".into(),
             cordoned,
+            maintenance: false,
         })
     };
     let _ = core.step(cordon(true), at(1));
