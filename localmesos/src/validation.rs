@@ -4,9 +4,11 @@
 
 use mesos::proto::executor as exec;
 use mesos::proto::framework_info::capability::Type as Cap;
+use mesos::proto::maintenance::Schedule;
 use mesos::proto::scheduler::{Call, call::Type};
 use mesos::proto::task_status::Source;
 use mesos::proto::{FrameworkInfo, TaskState, TaskStatus};
+use mesos::proto::{MachineId, OfferId, master};
 
 /// Validates a scheduler call before any framework is looked up.
 ///
@@ -92,13 +94,13 @@ pub(crate) fn scheduler_call(call: &Call) -> Result<Type, String> {
             }
             None => false,
         },
+        Type::AcceptInverseOffers => call.accept_inverse_offers.is_some(),
+        Type::DeclineInverseOffers => call.decline_inverse_offers.is_some(),
         // Mesos accepts these without a body (they are optional messages).
         Type::Teardown
         | Type::Revive
         | Type::Suppress
         | Type::Request
-        | Type::AcceptInverseOffers
-        | Type::DeclineInverseOffers
         | Type::AcknowledgeOperationStatus
         | Type::ReconcileOperations
         | Type::Unknown
@@ -112,6 +114,180 @@ pub(crate) fn scheduler_call(call: &Call) -> Result<Type, String> {
             mesos::proto::json::WireEnum::wire_name(kind).to_ascii_lowercase()
         ))
     }
+}
+
+/// Mesos' `validateInverseOffers` for ACCEPT_/DECLINE_INVERSE_OFFERS of
+/// framework `fw_id`: ids unique, each outstanding (`lookup` gives its
+/// framework and agent), each the caller's, all on one agent. Mesos logs a
+/// failure and ignores the whole call (it is still answered 202).
+///
+/// # Errors
+/// Mesos' message for the first rule broken.
+pub(crate) fn inverse_offer_ids<'a>(
+    ids: &[OfferId],
+    fw_id: &str,
+    lookup: impl Fn(&str) -> Option<(&'a str, &'a str)>,
+) -> Result<(), String> {
+    if ids.is_empty() {
+        return Err("No inverse offers specified".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for id in ids {
+        if !seen.insert(id.value.as_str()) {
+            return Err(format!("Duplicate offer {} in offer list", id.value));
+        }
+    }
+    let mut agent: Option<&str> = None;
+    for id in ids {
+        let Some((owner, on)) = lookup(&id.value) else {
+            return Err(format!("Inverse offer {} is no longer valid", id.value));
+        };
+        if owner != fw_id {
+            return Err(format!(
+                "Offer {} has invalid framework {owner} while framework {fw_id} is expected",
+                id.value
+            ));
+        }
+        match agent {
+            Some(first) if first != on => {
+                return Err(format!(
+                    "Aggregated offers must belong to one single agent. Offer {} uses agent {on} and agent {first}",
+                    id.value
+                ));
+            }
+            _ => agent = Some(on),
+        }
+    }
+    Ok(())
+}
+
+/// Validates an operator call (`POST /api/v1`), as Mesos'
+/// `validation::master::call::validate` does for the maintenance calls. A
+/// type number this build does not know is treated as absent, as a proto2
+/// parser drops an unknown enum value.
+///
+/// # Errors
+/// Mesos' message.
+pub(crate) fn operator_call(call: &master::Call) -> Result<master::call::Type, String> {
+    use master::call::Type as Op;
+    let kind = call
+        .r#type
+        .and_then(|t| Op::try_from(t).ok())
+        .ok_or_else(|| "Expecting 'type' to be present".to_owned())?;
+    let missing = match kind {
+        Op::UpdateMaintenanceSchedule => call.update_maintenance_schedule.is_none(),
+        Op::StartMaintenance => call.start_maintenance.is_none(),
+        Op::StopMaintenance => call.stop_maintenance.is_none(),
+        _ => false,
+    };
+    if missing {
+        return Err(format!(
+            "Expecting '{}' to be present",
+            mesos::proto::json::WireEnum::wire_name(kind).to_ascii_lowercase()
+        ));
+    }
+    Ok(kind)
+}
+
+/// A machine as Mesos' messages show it: its JSON (`{"hostname":…,"ip":…}`).
+pub(crate) fn machine_text(id: &MachineId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// Mesos' `maintenance::validation::machine`: a hostname or an IP, and an
+/// IP that parses as IPv4.
+///
+/// # Errors
+/// Mesos' message.
+pub(crate) fn machine(id: &MachineId) -> Result<(), String> {
+    let hostname = id.hostname.as_deref().unwrap_or_default();
+    let ip = id.ip.as_deref().unwrap_or_default();
+    if hostname.is_empty() && ip.is_empty() {
+        return Err("Both 'hostname' and 'ip' for a machine are empty".into());
+    }
+    if !ip.is_empty() && ip.parse::<std::net::Ipv4Addr>().is_err() {
+        return Err(format!("Failed to parse IPv4: {ip}"));
+    }
+    Ok(())
+}
+
+/// Mesos' `maintenance::validation::machines` (START/STOP_MAINTENANCE,
+/// `/machine/down`, `/machine/up`): a non-empty list of valid machines,
+/// none twice. `key` is how machines compare (hostname case-insensitive).
+///
+/// # Errors
+/// Mesos' message.
+pub(crate) fn machines<K: Eq + std::hash::Hash>(
+    ids: &[MachineId],
+    key: impl Fn(&MachineId) -> K,
+) -> Result<(), String> {
+    if ids.is_empty() {
+        return Err("List of machines is empty".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for id in ids {
+        machine(id)?;
+        if !seen.insert(key(id)) {
+            return Err(format!(
+                "Machine '{}' appears more than once in the schedule",
+                machine_text(id)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Mesos' `maintenance::validation::schedule`: every window names machines
+/// and has a non-negative duration, every machine is valid and in one
+/// window only, and no DOWN machine (`is_down`) is left out.
+///
+/// # Errors
+/// Mesos' message.
+pub(crate) fn schedule<K: Eq + std::hash::Hash>(
+    schedule: &Schedule,
+    key: impl Fn(&MachineId) -> K,
+    down: &[MachineId],
+) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, window) in schedule.windows.iter().enumerate() {
+        // proto2 `required` in Mesos: its parser refuses the message.
+        if window
+            .unavailability
+            .as_ref()
+            .is_none_or(|u| u.start.is_none())
+        {
+            return Err(format!(
+                "Missing required fields: windows[{i}].unavailability.start"
+            ));
+        }
+        if window.machine_ids.is_empty() {
+            return Err("List of machines in the maintenance window is empty".into());
+        }
+        let negative = window
+            .unavailability
+            .as_ref()
+            .and_then(|u| u.duration.as_ref())
+            .is_some_and(|d| d.nanoseconds < 0);
+        if negative {
+            return Err("Unavailability 'duration' is negative".into());
+        }
+        for id in &window.machine_ids {
+            machine(id)?;
+            if !seen.insert(key(id)) {
+                return Err(format!(
+                    "Machine '{}' appears more than once in the schedule",
+                    machine_text(id)
+                ));
+            }
+        }
+    }
+    if let Some(id) = down.iter().find(|id| !seen.contains(&key(id))) {
+        return Err(format!(
+            "Machine '{}' is deactivated and cannot be removed from the schedule",
+            machine_text(id)
+        ));
+    }
+    Ok(())
 }
 
 /// Mesos' FrameworkInfo rules that a subscription must pass.
@@ -290,5 +466,61 @@ mod tests {
         assert!(id("task", "..").is_err());
         assert!(id("task", "").is_err());
         assert!(id("task", "web-1.abc").is_ok());
+    }
+
+    #[test]
+    fn inverse_offer_answers_follow_mesos_order_of_checks() {
+        let ids = |v: &[&str]| v.iter().map(|i| OfferId::new(*i)).collect::<Vec<_>>();
+        let lookup = |id: &str| match id {
+            "i1" => Some(("fw", "a1")),
+            "i2" => Some(("fw", "a2")),
+            "other" => Some(("fw2", "a1")),
+            _ => None,
+        };
+        assert_eq!(
+            inverse_offer_ids(&[], "fw", lookup),
+            Err("No inverse offers specified".into())
+        );
+        assert_eq!(
+            inverse_offer_ids(&ids(&["x", "i1", "i1"]), "fw", lookup),
+            Err("Duplicate offer i1 in offer list".into())
+        );
+        assert_eq!(
+            inverse_offer_ids(&ids(&["i1", "x"]), "fw", lookup),
+            Err("Inverse offer x is no longer valid".into())
+        );
+        assert!(
+            inverse_offer_ids(&ids(&["other"]), "fw", lookup)
+                .unwrap_err()
+                .contains("has invalid framework fw2")
+        );
+        assert!(
+            inverse_offer_ids(&ids(&["i1", "i2"]), "fw", lookup)
+                .unwrap_err()
+                .starts_with("Aggregated offers must belong to one single agent")
+        );
+        assert_eq!(inverse_offer_ids(&ids(&["i1"]), "fw", lookup), Ok(()));
+    }
+
+    #[test]
+    fn operator_calls_need_their_maintenance_body() {
+        use master::call::Type as Op;
+        let call = |t: Op| master::Call {
+            r#type: Some(t as i32),
+            ..Default::default()
+        };
+        assert_eq!(
+            operator_call(&call(Op::StopMaintenance)),
+            Err("Expecting 'stop_maintenance' to be present".into())
+        );
+        assert_eq!(operator_call(&call(Op::GetState)), Ok(Op::GetState));
+        let unknown = master::Call {
+            r#type: Some(999),
+            ..Default::default()
+        };
+        assert_eq!(
+            operator_call(&unknown),
+            Err("Expecting 'type' to be present".into())
+        );
     }
 }
