@@ -35,6 +35,10 @@ pub enum Error {
         /// The executor.
         executor: String,
     },
+    /// The agent's machine is DOWN for maintenance: Mesos refuses its
+    /// registration until STOP_MAINTENANCE brings the machine up.
+    #[error("agent '{0}' cannot register: its machine is DOWN for maintenance")]
+    MachineDown(String),
     /// The agent is not in a state that allows this (e.g. healing an agent
     /// that is not partitioned, or touching a removed one).
     #[error("agent '{agent}' is {state}: {what} is not possible")]

@@ -49,7 +49,7 @@ pub(crate) fn enabled(cx: &Shared) -> bool {
 fn err(e: Error) -> Response {
     let code = match e {
         Error::UnknownAgent(_) | Error::UnknownExecutor { .. } => StatusCode::NOT_FOUND,
-        Error::AgentState { .. } => StatusCode::CONFLICT,
+        Error::AgentState { .. } | Error::MachineDown(_) => StatusCode::CONFLICT,
         Error::Resources(_) => StatusCode::BAD_REQUEST,
         Error::Io(_) | Error::AgentBind { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };

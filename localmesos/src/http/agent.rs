@@ -21,6 +21,7 @@ use super::stream::{OnDrop, event_body};
 use crate::agent::{Agent, ExecutorRef, Report, files};
 use crate::config::AgentConfig;
 use crate::error::Error;
+use crate::master::maintenance::{self, MachineKey};
 use crate::master::{Shared, State, agents, executors, recover, reports};
 use crate::validation;
 
@@ -54,6 +55,12 @@ pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId
         .and_then(|r| r.info.port)
         .and_then(|p| u16::try_from(p).ok())
         .unwrap_or(0);
+    // Checked again when it registers; here so a refused agent binds nothing.
+    agents::refuse_if_down(
+        &cx.lock(),
+        &hostname,
+        &MachineKey::new(&hostname, maintenance::AGENT_IP),
+    )?;
     let (endpoint, server) = if config.simulated {
         (None, None)
     } else {
@@ -74,7 +81,7 @@ pub(crate) async fn add(cx: &Arc<Shared>, config: AgentConfig) -> Result<AgentId
             tracing::warn!(error = %e, "cannot checkpoint the agent; it will not be recovered");
         }
     }
-    agents::register(cx, agent);
+    agents::register(cx, agent)?;
     if let Some(r) = recovered {
         recover::apply(cx, &id.value, r);
     }

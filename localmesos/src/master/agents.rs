@@ -8,8 +8,9 @@ use mesos::proto::task_status::Reason;
 use mesos::proto::{AgentId, TaskState, TimeInfo};
 use mesos::resources::Resources;
 
+use super::maintenance::MachineKey;
 use super::task::master_status;
-use super::{Shared, State, allocator, reports, tasks};
+use super::{Shared, State, allocator, inverse_offers, reports, tasks};
 use crate::agent::executors::Executor;
 use crate::agent::{Agent, AgentStatus, ExecutorRef, Report};
 use crate::error::Error;
@@ -22,10 +23,37 @@ pub(crate) fn next_id(cx: &Shared) -> (u64, AgentId) {
     (i, AgentId::new(format!("{}-S{i}", st.master_id)))
 }
 
-/// Registers an agent; it is offered at the next allocation.
-pub(crate) fn register(cx: &Shared, agent: Agent) {
-    cx.lock().agents.insert(agent.id.value.clone(), agent);
+/// Registers an agent; it is offered at the next allocation (with the
+/// unavailability of its machine, if that is DRAINING).
+///
+/// # Errors
+/// [`Error::MachineDown`]: its machine is in maintenance, and Mesos refuses
+/// (re)registration from a DOWN machine.
+pub(crate) fn register(cx: &Shared, mut agent: Agent) -> Result<(), Error> {
+    let mut st = cx.lock();
+    if let Err(e) = refuse_if_down(&st, &agent.hostname, &MachineKey::of_agent(&agent)) {
+        if let Some(server) = agent.server.take() {
+            server.abort();
+        }
+        return Err(e);
+    }
+    let id = agent.id.value.clone();
+    st.agents.insert(id.clone(), agent);
+    super::maintenance::agent_registered(&mut st, &id);
     cx.allocate_now.notify_one();
+    Ok(())
+}
+
+/// [`Error::MachineDown`] when the machine `key` of agent `hostname` is DOWN.
+pub(crate) fn refuse_if_down(st: &State, hostname: &str, key: &MachineKey) -> Result<(), Error> {
+    if st.maintenance.is_down(key) {
+        tracing::warn!(
+            hostname,
+            "refusing registration of an agent: its machine is DOWN"
+        );
+        return Err(Error::MachineDown(hostname.to_owned()));
+    }
+    Ok(())
 }
 
 fn agent_mut<'a>(st: &'a mut State, id: &str) -> Result<&'a mut Agent, Error> {
@@ -79,6 +107,7 @@ pub(crate) fn mark_unreachable(cx: &Shared, st: &mut State, id: &str) {
     };
     agent.status = AgentStatus::Unreachable(since);
     allocator::rescind_agent_offers(st, id);
+    inverse_offers::remove_agent(st, id);
     let agent_id = AgentId::new(id);
     for fw in st.frameworks.values_mut() {
         let aware = fw.partition_aware();
@@ -189,6 +218,18 @@ fn resend_held(st: &State, id: &str) {
     }
 }
 
+/// Why an agent is removed for good: what its tasks are told.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Removal {
+    /// Operator removal (`LocalMesos::remove_agent`).
+    Operator,
+    /// Its machine went DOWN (START_MAINTENANCE). Mesos' `removeSlave`:
+    /// TASK_GONE_BY_OPERATOR with REASON_AGENT_REMOVED_BY_OPERATOR for
+    /// PARTITION_AWARE frameworks, TASK_LOST with REASON_AGENT_REMOVED for
+    /// the others.
+    MachineDown,
+}
+
 /// Removes an agent for good (operator removal): its tasks become
 /// TASK_GONE_BY_OPERATOR (TASK_LOST without PARTITION_AWARE), its processes
 /// are killed and its resources leave the cluster.
@@ -202,11 +243,21 @@ pub(crate) fn remove(cx: &Shared, id: &str) -> Result<(), Error> {
             what: "remove",
         });
     }
+    remove_locked(st, id, Removal::Operator);
+    Ok(())
+}
+
+/// [`remove`] under the lock, of an agent known not to be gone.
+pub(crate) fn remove_locked(st: &mut State, id: &str, why: Removal) {
+    let Some(agent) = st.agents.get_mut(id) else {
+        return;
+    };
     agent.status = AgentStatus::Gone;
     if let Some(server) = agent.server.take() {
         server.abort();
     }
     allocator::rescind_agent_offers(st, id);
+    inverse_offers::remove_agent(st, id);
     let agent_id = AgentId::new(id);
     if let Some(agent) = st.agents.get_mut(id) {
         // The exits find no record, so they report nothing: the tasks are
@@ -239,17 +290,28 @@ pub(crate) fn remove(cx: &Shared, id: &str) -> Result<(), Error> {
             task.state = TaskState::TaskGoneByOperator;
             task.pending.clear();
             if !was_terminal {
-                let state = if aware {
-                    TaskState::TaskGoneByOperator
-                } else {
-                    TaskState::TaskLost
+                let (state, reason) = match (aware, why) {
+                    (true, _) => (
+                        TaskState::TaskGoneByOperator,
+                        Reason::ReasonAgentRemovedByOperator,
+                    ),
+                    (false, Removal::Operator) => {
+                        (TaskState::TaskLost, Reason::ReasonAgentRemovedByOperator)
+                    }
+                    (false, Removal::MachineDown) => {
+                        (TaskState::TaskLost, Reason::ReasonAgentRemoved)
+                    }
+                };
+                let message = match why {
+                    Removal::Operator => format!("Agent {id} was removed by the operator"),
+                    Removal::MachineDown => "Operator initiated 'Machine DOWN'".to_owned(),
                 };
                 let status = master_status(
                     task.info.task_id.as_ref().unwrap_or(&Default::default()),
                     Some(&agent_id),
                     state,
-                    Reason::ReasonAgentRemovedByOperator,
-                    format!("Agent {id} was removed by the operator"),
+                    reason,
+                    message,
                 );
                 fw.send_update(status);
             }
@@ -259,7 +321,6 @@ pub(crate) fn remove(cx: &Shared, id: &str) -> Result<(), Error> {
             tasks::complete_if_done(st, &fw_id, &t);
         }
     }
-    Ok(())
 }
 
 /// Executor `exec` of framework `fw` on the agent, or which of them is unknown.

@@ -139,6 +139,9 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
                 break;
             };
             agent.offered += &candidate;
+            let Some(agent) = st.agents.get(&agent_id) else {
+                break;
+            };
             let offer = Offer {
                 id: Some(OfferId::new(offer_id.clone())),
                 framework_id: Some(FrameworkId::new(fw_id.clone())),
@@ -155,17 +158,8 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
                     .collect(),
                 executor_ids,
                 attributes: agent.attributes.clone(),
-                unavailability: None,
-                url: agent.endpoint.map(|e| mesos::proto::Url {
-                    scheme: "http".into(),
-                    address: Some(mesos::proto::Address {
-                        hostname: Some(agent.hostname.clone()),
-                        ip: Some(e.ip().to_string()),
-                        port: i32::from(e.port()),
-                    }),
-                    path: Some("/slave(1)".into()),
-                    ..Default::default()
-                }),
+                unavailability: st.maintenance.unavailability_of(agent),
+                url: agent_url(agent),
                 allocation_info: Some(resource::AllocationInfo {
                     role: Some(role.clone()),
                 }),
@@ -202,6 +196,23 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
             });
         }
     }
+    // As Mesos' allocator, after the offers of the round.
+    super::inverse_offers::generate(cx, st);
+}
+
+/// How to reach an agent's own endpoints (`None` for simulated agents), as
+/// offers and inverse offers carry it.
+pub(crate) fn agent_url(agent: &crate::agent::Agent) -> Option<mesos::proto::Url> {
+    agent.endpoint.map(|e| mesos::proto::Url {
+        scheme: "http".into(),
+        address: Some(mesos::proto::Address {
+            hostname: Some(agent.hostname.clone()),
+            ip: Some(e.ip().to_string()),
+            port: i32::from(e.port()),
+        }),
+        path: Some("/slave(1)".into()),
+        ..Default::default()
+    })
 }
 
 /// Removes an offer and gives its resources back to its agent.

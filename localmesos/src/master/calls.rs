@@ -4,7 +4,9 @@
 use mesos::proto::executor::{Event as ExecEvent, event as exev};
 use mesos::proto::scheduler::{Call, call::Type};
 
-use super::{Shared, State, accept, allocator, executors, reconcile, subscribe, tasks};
+use super::{
+    Shared, State, accept, allocator, executors, inverse_offers, reconcile, subscribe, tasks,
+};
 use crate::agent::ExecutorRef;
 
 /// What the HTTP layer answers.
@@ -122,9 +124,20 @@ pub(crate) fn dispatch(
             }
             return Outcome::Ok;
         }
-        // Mesos accepts and ignores these for frameworks without inverse
-        // offers or operation feedback.
-        Type::Request | Type::AcceptInverseOffers | Type::DeclineInverseOffers => {}
+        Type::AcceptInverseOffers => {
+            if let Some(acc) = call.accept_inverse_offers {
+                let ids = &acc.inverse_offer_ids;
+                inverse_offers::answer(cx, st, fw_id, ids, acc.filters.as_ref(), true);
+            }
+        }
+        Type::DeclineInverseOffers => {
+            if let Some(dec) = call.decline_inverse_offers {
+                let ids = &dec.inverse_offer_ids;
+                inverse_offers::answer(cx, st, fw_id, ids, dec.filters.as_ref(), false);
+            }
+        }
+        // Mesos accepts and ignores REQUEST (its allocator does nothing with it).
+        Type::Request => {}
         Type::AcknowledgeOperationStatus
         | Type::ReconcileOperations
         | Type::Unknown

@@ -26,7 +26,9 @@ pub(crate) mod allocator;
 pub(crate) mod calls;
 pub(crate) mod checkpoints;
 pub(crate) mod executors;
+pub(crate) mod inverse_offers;
 pub(crate) mod launch;
+pub(crate) mod maintenance;
 pub(crate) mod pings;
 pub(crate) mod reconcile;
 pub(crate) mod recover;
@@ -245,6 +247,8 @@ pub(crate) struct State {
     pub(crate) next_agent: u64,
     /// Where the allocator starts among frameworks, so none is always first.
     pub(crate) alloc_rotation: usize,
+    /// The maintenance schedule, machine modes and inverse offers.
+    pub(crate) maintenance: maintenance::Maintenance,
 }
 
 impl State {
@@ -262,6 +266,7 @@ impl State {
             next_offer: 0,
             next_agent: 0,
             alloc_rotation: 0,
+            maintenance: maintenance::Maintenance::default(),
         }
     }
 

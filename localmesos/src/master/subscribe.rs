@@ -82,6 +82,7 @@ pub(crate) fn subscribe(cx: &Shared, st: &mut State, sub: call::Subscribe) -> Su
     }
     // Offers made on the old stream are void.
     let rescinded = allocator::remove_framework_offers(st, &key);
+    super::inverse_offers::remove_framework(st, &key);
     let master_info = st.master_info(cx.master_addr);
     let Some(fw) = st.frameworks.get_mut(&key) else {
         return Subscribed::Refused(rx);
@@ -140,6 +141,7 @@ pub(crate) fn stream_closed(cx: &Shared, st: &mut State, framework_id: &str, gen
 /// Starts the failover timeout of a disconnected framework.
 fn disconnected(cx: &Shared, st: &mut State, framework_id: &str) {
     allocator::remove_framework_offers(st, framework_id);
+    super::inverse_offers::remove_framework(st, framework_id);
     let Some(fw) = st.frameworks.get(framework_id) else {
         return;
     };
@@ -180,6 +182,7 @@ fn disconnected(cx: &Shared, st: &mut State, framework_id: &str) {
 /// closes its stream, and remembers it so it cannot subscribe again.
 pub(crate) fn remove_framework(cx: &Shared, st: &mut State, framework_id: &str) {
     allocator::remove_framework_offers(st, framework_id);
+    super::inverse_offers::remove_framework(st, framework_id);
     let Some(fw) = st.frameworks.remove(framework_id) else {
         return;
     };
@@ -229,6 +232,7 @@ pub(crate) fn restart(cx: &Arc<Shared>, opts: RestartOptions) {
     for agent in st.agents.values_mut() {
         agent.offered = mesos::resources::Resources::new();
     }
+    super::inverse_offers::reset(&mut st);
     if opts.keep_state {
         for fw in st.frameworks.values_mut() {
             fw.conn = None;
