@@ -5,9 +5,11 @@
 //! could kill any tenant's pod. So the embedded cluster authenticates by
 //! default, as a production Mesos cluster does:
 //!
-//! - frameworks (`--authenticate_http_frameworks`) and the read-only
+//! - frameworks (`--authenticate_http_frameworks`), the read-only
 //!   operator endpoints, `/state` and the sandbox files
-//!   (`--authenticate_http_readonly`), with one principal whose secret
+//!   (`--authenticate_http_readonly`), and the read-write ones, the
+//!   operator API and maintenance (`--authenticate_http_readwrite`), with
+//!   one principal whose secret
 //!   mesopod makes at first start in `DATA_DIR/mesos-auth/secret` (as k3s
 //!   makes its token) and then uses itself;
 //! - executors (`--authenticate_http_executors`), with an HMAC key in
@@ -110,6 +112,7 @@ pub fn ensure(data_dir: &Path, principal: &str) -> Result<EmbeddedAuth, Embedded
     let security = localmesos::Security {
         framework_credentials: Some(localmesos::Credentials::single(principal, &secret)),
         authenticate_http_readonly: true,
+        authenticate_http_readwrite: true,
         jwt_secret_key: Some(key.into()),
         authenticate_http_executors: true,
         ..localmesos::Security::default()

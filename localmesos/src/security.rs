@@ -1,7 +1,10 @@
 //! What localmesos enforces, with Mesos' flags: framework authentication
 //! (`--authenticate_http_frameworks` with `--credentials`), authentication of
 //! the read-only operator endpoints (`--authenticate_http_readonly`: the
-//! master's and agents' `/state`, the sandbox files), executor
+//! master's and agents' `/state`, the sandbox files, the maintenance
+//! status), of the read-write ones (`--authenticate_http_readwrite`: the
+//! operator API `POST /api/v1`, the maintenance schedule, machine
+//! down/up), executor
 //! authentication (`--authenticate_http_executors` with `--jwt_secret_key`),
 //! and whether the `/admin/` fault routes are served (`--enable-faults`,
 //! loopback only). Everything is off by default except what keeps the
@@ -153,6 +156,11 @@ pub struct Security {
     /// `framework_credentials` too (`--authenticate_http_readonly`): they
     /// name every framework, task and sandbox path.
     pub authenticate_http_readonly: bool,
+    /// The read-write operator endpoints (`POST /api/v1`, the maintenance
+    /// schedule, `/machine/down` and `/machine/up`) need HTTP basic
+    /// credentials from `framework_credentials` too
+    /// (`--authenticate_http_readwrite`): they change the cluster.
+    pub authenticate_http_readwrite: bool,
     /// Agents mint `MESOS_EXECUTOR_AUTHENTICATION_TOKEN` with this key
     /// (`--jwt_secret_key`).
     pub jwt_secret_key: Option<Arc<[u8]>>,
@@ -173,6 +181,7 @@ impl Default for Security {
         Self {
             framework_credentials: None,
             authenticate_http_readonly: false,
+            authenticate_http_readwrite: false,
             jwt_secret_key: None,
             authenticate_http_executors: false,
             enable_faults: false,
@@ -201,6 +210,9 @@ impl Security {
         }
         if self.authenticate_http_readonly && self.framework_credentials.is_none() {
             return Err("--authenticate_http_readonly needs --credentials".into());
+        }
+        if self.authenticate_http_readwrite && self.framework_credentials.is_none() {
+            return Err("--authenticate_http_readwrite needs --credentials".into());
         }
         Ok(())
     }

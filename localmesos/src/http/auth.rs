@@ -13,6 +13,8 @@
 //!   with a listed principal too, else `401 Unauthorized.` with the realm
 //!   `mesos-master-readonly` or `mesos-agent-readonly`, as Mesos'
 //!   `--authenticate_http_readonly` does.
+//! - [`readwrite`]: with `authenticate_http_readwrite`, the same for the
+//!   read-write operator endpoints, realm `mesos-master-readwrite`.
 //! - [`executors`]: with `authenticate_http_executors`, every
 //!   `/api/v1/executor` call needs `Authorization: Bearer <token>` with a token
 //!   the agent minted (`agent::token`), whose `fid`/`eid`/`cid` claims are the
@@ -158,11 +160,23 @@ pub(crate) async fn readonly(
     req: Request,
     next: Next,
 ) -> Response {
-    let security = cx.security();
-    let (true, Some(credentials)) = (
-        security.authenticate_http_readonly,
-        security.framework_credentials.as_ref(),
-    ) else {
+    let on = cx.security().authenticate_http_readonly;
+    operator(&cx, on, realm, req, next).await
+}
+
+/// The realm of the master's read-write endpoints.
+pub(crate) const MASTER_READWRITE_REALM: &str = "mesos-master-readwrite";
+
+/// The read-write operator endpoints' authentication (see the module docs):
+/// Mesos' `--authenticate_http_readwrite`, realm `mesos-master-readwrite`.
+pub(crate) async fn readwrite(State(cx): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let on = cx.security().authenticate_http_readwrite;
+    operator(&cx, on, MASTER_READWRITE_REALM, req, next).await
+}
+
+/// Basic authentication against the credentials when `on`.
+async fn operator(cx: &Shared, on: bool, realm: &str, req: Request, next: Next) -> Response {
+    let (true, Some(credentials)) = (on, cx.security().framework_credentials.as_ref()) else {
         return next.run(req).await;
     };
     match basic(req.headers()) {

@@ -7,7 +7,9 @@
 pub(crate) mod admin;
 pub(crate) mod agent;
 pub(crate) mod auth;
+pub(crate) mod maintenance;
 pub(crate) mod operator;
+pub(crate) mod operator_api;
 pub(crate) mod request;
 pub(crate) mod scheduler;
 pub(crate) mod stream;
@@ -27,16 +29,32 @@ pub(crate) fn router(cx: Arc<Shared>) -> Router {
         auth::readonly,
     );
     // `/version` names no framework or task, and Mesos serves it to anyone.
-    let operator = Router::new()
+    let readwrite = axum::middleware::from_fn_with_state(cx.clone(), auth::readwrite);
+    let mut operator = Router::new()
         .route("/state", get(operator::state))
         .route("/state.json", get(operator::state))
         .route("/master/state", get(operator::state))
-        .route("/master/state.json", get(operator::state))
-        .route_layer(readonly);
+        .route("/master/state.json", get(operator::state));
+    // Mesos serves its endpoints both bare and under the master's process id.
+    let mut writes = Router::new().route("/api/v1", any(operator_api::api));
+    for prefix in ["", "/master"] {
+        operator = operator.route(
+            &format!("{prefix}/maintenance/status"),
+            any(maintenance::status),
+        );
+        writes = writes
+            .route(
+                &format!("{prefix}/maintenance/schedule"),
+                any(maintenance::schedule),
+            )
+            .route(&format!("{prefix}/machine/down"), any(maintenance::down))
+            .route(&format!("{prefix}/machine/up"), any(maintenance::up));
+    }
     let router = Router::new()
         .route("/api/v1/scheduler", any(scheduler::scheduler).layer(auth))
         .route("/version", get(operator::version))
-        .merge(operator);
+        .merge(operator.route_layer(readonly))
+        .merge(writes.route_layer(readwrite));
     // Fault routes can partition agents: only when asked, and only on loopback.
     let router = if admin::enabled(&cx) {
         router.merge(admin::router())
