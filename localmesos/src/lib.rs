@@ -67,7 +67,19 @@
 //!
 //! Master (on [`Config::listen`]): `POST /api/v1/scheduler`, `GET /version`,
 //! `GET /state` (also `/master/state`: agents with total/used/offered
-//! resources, frameworks, tasks, offers). Each real agent, on its own
+//! resources, frameworks, tasks, offers). Maintenance, as Mesos serves it
+//! (each also under `/master/`): `POST /api/v1` (the v1 operator API:
+//! GET_MAINTENANCE_SCHEDULE, GET_MAINTENANCE_STATUS,
+//! UPDATE_MAINTENANCE_SCHEDULE, START_MAINTENANCE, STOP_MAINTENANCE in
+//! JSON or protobuf; any other call type 501), `GET|POST
+//! /maintenance/schedule`, `GET /maintenance/status`, `POST /machine/down`
+//! and `/machine/up` (a JSON array of `MachineID`s). Machines in a schedule
+//! are DRAINING: their agents' offers carry `unavailability`, and
+//! frameworks holding anything there get INVERSE_OFFERS (answered with
+//! ACCEPT_/DECLINE_INVERSE_OFFERS); DOWN machines' agents are removed and
+//! refused ([`Error::MachineDown`]) until brought up. Every agent
+//! advertises the IP `127.0.0.1`, so a machine is `{"hostname":
+//! "<agent hostname>", "ip": "127.0.0.1"}`. Each real agent, on its own
 //! `127.0.0.1:0` (`AgentSnapshot::endpoint`, `Offer.url`): `POST
 //! /api/v1/executor`, `GET /state` (executors with their sandbox
 //! `directory`), `GET /files/read?path=&offset=&length=`,
@@ -109,7 +121,9 @@
 //! - [`Security`] says what is enforced, as Mesos' flags do: framework HTTP
 //!   basic authentication against [`Credentials`] (401 with
 //!   `WWW-Authenticate` before any other check; a FrameworkInfo.principal
-//!   other than the authenticated one refused), executor JWTs
+//!   other than the authenticated one refused), the read-only and the
+//!   read-write operator endpoints against the same credentials
+//!   (`authenticate_http_readonly`, `authenticate_http_readwrite`), executor JWTs
 //!   (`MESOS_EXECUTOR_AUTHENTICATION_TOKEN`, required with
 //!   `authenticate_http_executors`), the `/admin/` fault routes only with
 //!   `enable_faults` on a loopback address, and a connection cap with a
@@ -128,9 +142,16 @@
 //!   task's command directly (no nested containers, no group kill).
 //! - An executor that exits fails its live tasks (TASK_FAILED,
 //!   REASON_EXECUTOR_TERMINATED); TASK_LOST is never chosen there.
-//! - Only the master's ping timeouts read the injectable clock
-//!   ([`LocalMesos::advance_clock`]); every other interval and timeout is a
-//!   [`Timing`] field on real time, and tests shorten them.
+//! - Only the master's ping timeouts and inverse-offer filters read the
+//!   injectable clock ([`LocalMesos::advance_clock`]); every other interval
+//!   and timeout is a [`Timing`] field on real time, and tests shorten them.
+//! - The maintenance schedule and modes survive [`LocalMesos::restart_master`]
+//!   with or without `keep_state`, as Mesos keeps them in its registry;
+//!   outstanding inverse offers, answers and filters do not (the allocator
+//!   starts afresh). Re-registration after a master restart is not checked
+//!   against DOWN machines (their agents were removed when the machine
+//!   went down). The operator API serves only the maintenance
+//!   calls; there are no per-machine authorization ACLs.
 //! - A partitioned agent is offered nothing from the moment it is cut off
 //!   (Mesos would keep offering it until its pings time out, and lose what
 //!   it launched there), and a KILL for a task on it before it is marked
