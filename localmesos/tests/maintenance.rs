@@ -476,6 +476,8 @@ async fn machine_down_removes_agents_with_mesos_task_states_and_up_lets_them_bac
     assert_eq!(status_json(&cluster).await, json!({}));
     let got = get_json(&format!("{}/maintenance/schedule", cluster.master_url())).await;
     assert_eq!(got, json!({}));
+    // A steps aside so the new agent's offer goes to B.
+    assert_eq!(a.simple(call::Type::Suppress).await, 202);
     let back = cluster.add_agent(again).await.unwrap();
     assert_eq!(b.simple(call::Type::Revive).await, 202);
     loop {
@@ -711,5 +713,31 @@ async fn readwrite_authentication_guards_the_writes() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn unanswered_inverse_offers_are_rescinded_after_the_offer_timeout() {
+    let timing = localmesos::Timing {
+        offer_timeout: Some(Duration::from_secs(1)),
+        ..fast_timing()
+    };
+    let cluster = cluster(vec![agent("cpus:2;mem:2048", true)], timing).await;
+    let mut a = subscribe(cluster.master_url(), Codec::Protobuf, framework("a", &[])).await;
+    run_task(&mut a, "ta", "cpus:1;mem:1024").await;
+    assert_eq!(
+        update_schedule(&cluster, Codec::Json, schedule(&["agent-0"]))
+            .await
+            .0,
+        200
+    );
+    let first = inverse_offers(&mut a).await.remove(0);
+    let ev = a.expect(event::Type::RescindInverseOffer).await;
+    assert_eq!(ev.rescind_inverse_offer.unwrap().inverse_offer_id, first.id);
+    let again = inverse_offers(&mut a).await.remove(0);
+    assert_ne!(again.id, first.id);
+    // No answer was recorded for the expired one.
+    let s = status_json(&cluster).await;
+    assert_eq!(s["draining_machines"][0].get("statuses"), None);
     cluster.shutdown().await;
 }

@@ -13,6 +13,8 @@
 //!   `filters`, no new inverse offer for that agent goes to the framework
 //!   for `refuse_seconds` (5 s if unset, 365 days at most, on the master's
 //!   clock); without, the next round asks again.
+//! - An inverse offer unanswered after [`crate::Timing::offer_timeout`] is
+//!   rescinded, as Mesos' `--offer_timeout` does, and asked again later.
 //! - A new unavailability for the agent (schedule update or the machine
 //!   leaving it), the agent's removal, or the machine going DOWN rescinds
 //!   what is outstanding (RESCIND_INVERSE_OFFER) and forgets answers and
@@ -230,6 +232,14 @@ pub(crate) fn generate(cx: &Shared, st: &mut State) {
             inverse_offer = id,
             "sending an inverse offer"
         );
+        if let Some(timeout) = cx.timing.offer_timeout {
+            let (epoch, id) = (st.epoch, id.clone());
+            cx.after(timeout, move |_, st| {
+                if st.epoch == epoch {
+                    expire(st, &id);
+                }
+            });
+        }
         made.entry(fw_id.clone()).or_default().push(InverseOffer {
             id: Some(OfferId::new(id)),
             url: st.agents.get(&agent_id).and_then(allocator::agent_url),
@@ -247,6 +257,21 @@ pub(crate) fn generate(cx: &Shared, st: &mut State) {
                 ..Default::default()
             });
         }
+    }
+}
+
+/// `--offer_timeout` for an inverse offer still unanswered: it is rescinded
+/// without an answer recorded, and the next round may ask again.
+fn expire(st: &mut State, id: &str) {
+    let inv = &mut st.maintenance.inverse;
+    let Some(o) = inv.outstanding.remove(id) else {
+        return;
+    };
+    if let Some(d) = inv.draining.get_mut(&o.agent_id) {
+        d.asked.remove(&o.framework_id);
+    }
+    if let Some(fw) = st.frameworks.get(&o.framework_id) {
+        fw.send(rescind_event(id));
     }
 }
 
