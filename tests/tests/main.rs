@@ -64,6 +64,7 @@ mod kubectl_objects_python;
 mod limitranges_kubectl;
 mod limits_kubectl;
 mod logs_kubectl;
+mod maintenance_kubectl;
 mod mesos_auth_localmesos;
 mod mesos_auth_mesopod;
 mod mesos_auth_tls;

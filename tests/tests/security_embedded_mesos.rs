@@ -2,7 +2,8 @@
 //! cluster. Pods share the host's network, so this test stands where a pod
 //! stands (the host's loopback) and tries what the security review did
 //! from inside alice's pod: read the master's `/state`, SUBSCRIBE with
-//! mesopod's framework id, KILL bob's task in another namespace, call an
+//! mesopod's framework id, KILL bob's task in another namespace, schedule a
+//! machine's maintenance, call an
 //! agent's executor API, and the `/admin` fault routes. Each is refused
 //! (401, or 404 for the fault routes), and mesopod is unharmed: the same
 //! process, the same subscription, bob's pod still running once, new pods
@@ -166,6 +167,16 @@ fn a_pod_on_the_host_network_cannot_take_over_the_embedded_cluster() {
         answer.contains(r#"Basic realm="mesos-master-readonly""#),
         "{answer}"
     );
+    // Nor may it schedule a machine's maintenance, which would drain it.
+    let schedule = r#"{"windows":[{"machine_ids":[{"hostname":"agent-0","ip":"127.0.0.1"}],"unavailability":{"start":{"nanoseconds":0}}}]}"#;
+    for path in ["/master/maintenance/schedule", "/maintenance/schedule"] {
+        let (code, answer) = raw("POST", &format!("{master}{path}"), &[], schedule);
+        assert_eq!(code, 401, "{path}: {answer}");
+        assert!(
+            answer.contains(r#"Basic realm="mesos-master-readwrite""#),
+            "{answer}"
+        );
+    }
     for agent in &agents {
         let (code, answer) = raw("GET", &format!("{agent}/state"), &[], "");
         assert_eq!(code, 401, "{agent}/state: {answer}");

@@ -86,6 +86,11 @@ pub struct SecurityArgs {
     /// (needs `--authenticate-frameworks`).
     #[arg(long, alias = "authenticate_http_readonly")]
     pub authenticate_http_readonly: bool,
+    /// The write operator endpoints (`/api/v1`, the maintenance schedule,
+    /// `machine/down` and `up`) need the same HTTP basic credentials (needs
+    /// `--authenticate-frameworks`).
+    #[arg(long, alias = "authenticate_http_readwrite")]
+    pub authenticate_http_readwrite: bool,
     /// Mesos' JSON credentials: `{"credentials":[{"principal":"…","secret":"…"}]}`.
     #[arg(long)]
     pub credentials: Option<PathBuf>,
@@ -107,12 +112,23 @@ impl SecurityArgs {
     /// A flag without the file it needs, or a file that cannot be used.
     pub fn security(&self, listen: SocketAddr) -> anyhow::Result<localmesos::Security> {
         let mut s = localmesos::Security::default();
-        if self.authenticate_http_readonly && !self.authenticate_frameworks {
-            // One credentials list serves both, so it turns framework
-            // authentication on as well; say so rather than do it silently.
-            anyhow::bail!(
-                "--authenticate-http-readonly needs --authenticate-frameworks (localmesos checks both against one --credentials)"
-            );
+        for (asked, flag) in [
+            (
+                self.authenticate_http_readonly,
+                "--authenticate-http-readonly",
+            ),
+            (
+                self.authenticate_http_readwrite,
+                "--authenticate-http-readwrite",
+            ),
+        ] {
+            if asked && !self.authenticate_frameworks {
+                // One credentials list serves both, so it turns framework
+                // authentication on as well; say so rather than do it silently.
+                anyhow::bail!(
+                    "{flag} needs --authenticate-frameworks (localmesos checks both against one --credentials)"
+                );
+            }
         }
         if self.authenticate_frameworks {
             let path = self
@@ -122,6 +138,7 @@ impl SecurityArgs {
             s.framework_credentials = Some(localmesos::Credentials::load(path)?);
         }
         s.authenticate_http_readonly = self.authenticate_http_readonly;
+        s.authenticate_http_readwrite = self.authenticate_http_readwrite;
         if let Some(path) = &self.jwt_secret_key {
             s.jwt_secret_key = Some(localmesos::security::load_jwt_secret_key(path)?);
         }
