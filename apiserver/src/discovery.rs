@@ -152,6 +152,7 @@ pub(crate) async fn api_groups() -> Response {
         .map(group_v1)
         .collect();
     groups.extend(crate::auth::api_groups());
+    groups.push(crate::metrics::http::api_group());
     json(
         StatusCode::OK,
         &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),

@@ -145,6 +145,7 @@ mod http;
 mod kinds;
 pub mod limits;
 pub mod logs;
+pub mod metrics;
 pub mod notes;
 mod openapi;
 pub mod patch;

@@ -100,6 +100,8 @@ struct Inner {
     pod_security: std::sync::OnceLock<crate::pod_security::PodSecurity>,
     /// One quota charge at a time per namespace (`quota_admission`).
     quota_turns: quota_admission::Turns,
+    /// The executors' latest resource samples (`crate::metrics`), in memory only.
+    metrics: crate::metrics::MetricsStore,
 }
 
 /// The handle to the API: cheap to clone, `Send + Sync`.
@@ -140,6 +142,7 @@ impl Api {
                 streams: std::sync::OnceLock::new(),
                 pod_security: std::sync::OnceLock::new(),
                 quota_turns: quota_admission::Turns::default(),
+                metrics: crate::metrics::MetricsStore::default(),
             }),
             fence: None,
         };
@@ -166,6 +169,11 @@ impl Api {
     /// Now, by the injected clock.
     pub fn now(&self) -> SystemTime {
         self.inner.clock.now()
+    }
+
+    /// The executors' resource samples behind `metrics.k8s.io`.
+    pub fn metrics(&self) -> &crate::metrics::MetricsStore {
+        &self.inner.metrics
     }
 
     /// The store's current resourceVersion.

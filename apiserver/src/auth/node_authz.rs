@@ -1,7 +1,8 @@
 //! The Node authorizer (`--authorization-mode=Node,RBAC`), as kube-apiserver's: a node
 //! (`system:node:<name>` in `system:nodes`) may get a ConfigMap, Secret or ServiceAccount,
 //! and create a `serviceaccounts/token`, only where a pod bound to it references the
-//! object. Everything else gets no opinion, and RBAC decides; a node holds no RBAC
+//! object; and, mesopod's own, push its own resource metrics (`create` on
+//! `nodes/<its name>/metrics`, [`crate::metrics`]). Everything else gets no opinion, and RBAC decides; a node holds no RBAC
 //! grants by default, so that is a 403 whose message carries this authorizer's reason,
 //! as kube-apiserver's union authorizer joins them.
 //!
@@ -43,6 +44,12 @@ pub fn authorize(api: &Api, user: &UserInfo, a: &Attributes) -> NodeDecision {
     };
     if !a.resource_request || !a.api_group.is_empty() {
         return NodeDecision::NoOpinion(String::new());
+    }
+    if a.resource == "nodes" && a.subresource == "metrics" {
+        return match (a.verb.as_str(), a.name == node) {
+            ("create", true) => NodeDecision::Allow,
+            _ => NodeDecision::NoOpinion(format!("node '{node}' can only report its own metrics")),
+        };
     }
     let Some(resource) = read_scoped(&a.resource) else {
         return NodeDecision::NoOpinion(String::new());
@@ -123,6 +130,15 @@ mod tests {
         assert_eq!(
             authorize(&api, &node("n1"), &pods),
             NodeDecision::NoOpinion(String::new())
+        );
+        let push = |n: &str| Attributes::resource("create", "", "nodes/metrics", "", n);
+        assert_eq!(
+            authorize(&api, &node("n1"), &push("n1")),
+            NodeDecision::Allow
+        );
+        assert_eq!(
+            authorize(&api, &node("n2"), &push("n1")),
+            NodeDecision::NoOpinion("node 'n2' can only report its own metrics".into())
         );
         let impostor = UserInfo::authenticated("system:node:n1", "", vec![]);
         assert_eq!(

@@ -179,6 +179,7 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<CronJob>(router);
     kinds::status_routes::<CronJob>(router)
         .merge(crate::auth::routes())
+        .merge(crate::metrics::http::routes())
         .fallback(respond::no_route)
         .method_not_allowed_fallback(respond::method_not_allowed)
         .layer(axum::middleware::from_fn(crate::notes::layer))

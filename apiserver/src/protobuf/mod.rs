@@ -37,6 +37,7 @@
 mod envelope;
 mod schema;
 mod special;
+pub(crate) use special::go_duration;
 mod walker;
 
 #[cfg(test)]

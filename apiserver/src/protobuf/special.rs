@@ -87,7 +87,7 @@ fn time(msg: &DynamicMessage, micro: bool) -> Result<Value, Problem> {
 
 /// Go's `time.Duration.String()` of `ns` nanoseconds (`1h2m3.5s`, `1.5ms`, `0s`), which
 /// is `metav1.Duration`'s JSON.
-pub(super) fn go_duration(ns: i64) -> String {
+pub(crate) fn go_duration(ns: i64) -> String {
     let u = ns.unsigned_abs();
     let sign = if ns < 0 { "-" } else { "" };
     if u == 0 {

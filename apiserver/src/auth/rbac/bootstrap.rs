@@ -100,7 +100,14 @@ fn view_rules() -> Vec<PolicyRule> {
             &["poddisruptionbudgets", "poddisruptionbudgets/status"],
             READ,
         ),
+        // metrics-server's `system:aggregated-metrics-reader`, aggregated to view.
+        metrics_reader_rule(),
     ]
+}
+
+/// `kubectl top`'s reads, as metrics-server's `system:aggregated-metrics-reader` grants them.
+fn metrics_reader_rule() -> PolicyRule {
+    rule(&["metrics.k8s.io"], &["pods", "nodes"], READ)
 }
 
 fn edit_rules() -> Vec<PolicyRule> {
@@ -213,6 +220,10 @@ pub fn cluster_roles() -> Vec<ClusterRole> {
         role("admin", admin_rules()),
         role("edit", edit_rules()),
         role("view", view_rules()),
+        role(
+            "system:aggregated-metrics-reader",
+            vec![metrics_reader_rule()],
+        ),
         role(
             "system:basic-user",
             vec![
