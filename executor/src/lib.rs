@@ -79,6 +79,7 @@ pub mod executor;
 pub mod images_message;
 pub mod layout;
 pub mod logs;
+pub mod metrics;
 pub mod network;
 pub mod node_images;
 pub mod objects;

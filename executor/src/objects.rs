@@ -86,6 +86,13 @@ pub trait PodObjects: Send + Sync + std::fmt::Debug {
     fn api_server(&self) -> Option<String> {
         None
     }
+
+    /// Pushes this node's resource samples (`summary`, see [`crate::metrics`])
+    /// to the API server, as the node.
+    fn report_metrics(&self, summary: serde_json::Value) -> ObjectsFuture<'_, ()> {
+        drop(summary);
+        Box::pin(async { Err(ObjectsError::NotConfigured("resource metrics".into())) })
+    }
 }
 
 /// A shared handle to the objects source.

@@ -222,6 +222,30 @@ impl PodObjects for ApiClient {
         }
     }
 
+    fn report_metrics(&self, summary: Value) -> ObjectsFuture<'_, ()> {
+        Box::pin(async move {
+            let what = "this node's resource metrics".to_owned();
+            let reg = self
+                .credential
+                .registration(self.wait)
+                .await
+                .ok_or_else(|| ObjectsError::Unavailable {
+                    what: what.clone(),
+                    message: "the scheduler has not registered this executor's node key".into(),
+                })?;
+            if !segment_ok(&reg.node) {
+                return Err(ObjectsError::Unavailable {
+                    what,
+                    message: "the node name is no path segment".into(),
+                });
+            }
+            let path = format!("/api/v1/nodes/{}/metrics", reg.node);
+            self.call(Method::POST, &path, Some(summary), &what)
+                .await
+                .map(drop)
+        })
+    }
+
     fn config_map<'a>(
         &'a self,
         namespace: &'a str,

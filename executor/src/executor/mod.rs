@@ -119,6 +119,10 @@ pub struct Options {
     /// How often the executor tells the scheduler it is alive
     /// ([`NODE_STATUS_MESSAGE`]), as kubelet posts its node status.
     pub node_status_update_frequency: Duration,
+    /// How often running containers' cgroups are sampled and pushed to the
+    /// API for `kubectl top` ([`crate::metrics`]), metrics-server's
+    /// `--metric-resolution`.
+    pub metric_resolution: Duration,
 }
 
 /// kubelet's `--node-status-update-frequency` default.
@@ -139,6 +143,7 @@ impl Default for Options {
             objects: std::sync::Arc::new(crate::objects::NoObjects),
             credential: None,
             node_status_update_frequency: NODE_STATUS_UPDATE_FREQUENCY,
+            metric_resolution: crate::metrics::METRIC_RESOLUTION,
         }
     }
 }
@@ -243,7 +248,17 @@ impl<A: Agent> Executor<A> {
 
     /// Runs until SHUTDOWN (`Ok`) or until the agent is gone for good.
     pub async fn run(mut self) -> Result<Exit, ExecutorError> {
+        let metrics = self.options.credential.is_some().then(|| {
+            tokio::spawn(crate::metrics::run(
+                self.options.objects.clone(),
+                self.env.executor_id.value.clone(),
+                self.options.metric_resolution,
+            ))
+        });
         let result = self.run_inner().await;
+        if let Some(task) = metrics {
+            task.abort();
+        }
         // Whatever happened, no container outlives the executor.
         self.runtime.kill_all(Duration::ZERO);
         self.runtime.wait_all().await;

@@ -103,6 +103,7 @@ impl Supervisor {
                     match exit {
                         None => {
                             tracing::info!(task = %self.task_id, container = %name, pid, "adopted a running container");
+                            self.track_metrics(which, &running);
                             let exec = self.oci_probe_exec(which);
                             self.start_probes(which, exec);
                             let r = self.record(which);

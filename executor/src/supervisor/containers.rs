@@ -135,6 +135,7 @@ impl Supervisor {
                     self.started_once[j] = true;
                 }
                 self.handles.insert(which, Arc::clone(&running));
+                self.track_metrics(which, &running);
                 let exec = self.oci_probe_exec(which);
                 self.start_probes(which, exec);
                 if let Some(oci) = self.oci.clone() {
@@ -275,8 +276,26 @@ impl Supervisor {
         self.report_progress();
     }
 
+    /// Makes a running container's cgroup one [`crate::metrics`] samples.
+    pub(super) fn track_metrics(&self, which: Which, running: &Running) {
+        let meta = &self.plan.pod.metadata;
+        crate::metrics::Containers::global().insert(
+            &running.id,
+            crate::metrics::Container {
+                namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
+                pod: meta.name.clone().unwrap_or_default(),
+                uid: meta.uid.clone().unwrap_or_default(),
+                name: self.plan_of(which).name.clone(),
+                pid: running.pid,
+                cgroups_path: running.cgroups_path.clone(),
+            },
+        );
+    }
+
     pub(super) fn oci_exited(&mut self, which: Which, pid: u32, code: i32, oom: bool) {
-        self.handles.remove(&which);
+        if let Some(running) = self.handles.remove(&which) {
+            crate::metrics::Containers::global().remove(&running.id);
+        }
         self.stop_probes(which);
         let started_at = match self.record(which).life {
             Life::Running { started_at, .. } => Some(started_at),

@@ -41,6 +41,11 @@ pub struct Args {
     /// `--node-monitor-grace-period`.
     #[arg(long, env = "MESOPOD_NODE_STATUS_UPDATE_FREQUENCY")]
     pub node_status_update_frequency: Option<String>,
+    /// How often running containers' cgroups are sampled and pushed to the API
+    /// for `kubectl top`, in Mesos duration syntax (metrics-server's flag;
+    /// default `15secs`).
+    #[arg(long, env = "MESOPOD_METRIC_RESOLUTION")]
+    pub metric_resolution: Option<String>,
     /// How containers run.
     #[command(flatten)]
     pub containers: crate::cmd::containers::ContainerFlags,
@@ -99,7 +104,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         !node_status_update_frequency.is_zero(),
         "--node-status-update-frequency must be more than 0"
     );
+    let metric_resolution = duration(
+        "metric-resolution",
+        &args.metric_resolution,
+        executor::metrics::METRIC_RESOLUTION,
+    )?;
+    anyhow::ensure!(
+        metric_resolution >= Duration::from_secs(1),
+        "--metric-resolution must be at least 1s"
+    );
     let options = Options {
+        metric_resolution,
         restart_backoff,
         node_status_update_frequency,
         containers: args.containers.settings().map_err(anyhow::Error::msg)?,
