@@ -45,7 +45,8 @@ pub fn dirs(proc_cgroup: &str, own: &str) -> Option<Dirs> {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let path = path.trim_start_matches('/');
-        if own.is_empty() || !path.ends_with(own) {
+        let whole_segments = path == own || path.ends_with(&format!("/{own}"));
+        if own.is_empty() || !whole_segments {
             continue;
         }
         if controllers.is_empty() {

@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 /// The cgroup filesystem's mount point.
 const ROOT: &str = "/sys/fs/cgroup";
 
-/// The v1 hierarchies containers get a cgroup in.
-const V1_SUBSYSTEMS: &[&str] = &["memory", "cpu", "pids"];
+/// The v1 hierarchies containers get a cgroup in. `cpuacct` sets no limit:
+/// it counts the container's CPU time for `kubectl top`
+/// ([`crate::metrics`]), which `cpu` alone does not where the two are
+/// mounted apart.
+const V1_SUBSYSTEMS: &[&str] = &["memory", "cpu", "cpuacct", "pids"];
 
 /// Which cgroup version the host runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,16 +78,24 @@ pub fn dirs(relative: &str) -> Vec<(&'static str, PathBuf)> {
                 )]
             })
             .unwrap_or_default(),
-        Some(Version::V1) => V1_SUBSYSTEMS
-            .iter()
-            .filter_map(|s| {
-                let mount = Path::new(ROOT).join(s);
-                let own = own_path(s)?;
-                mount
-                    .exists()
-                    .then(|| (*s, mount.join(own.trim_start_matches('/')).join(relative)))
-            })
-            .collect(),
+        Some(Version::V1) => {
+            // `cpu` and `cpuacct` are often one hierarchy (`cpu,cpuacct`,
+            // with a link for each name): one cgroup there, not two.
+            let mut mounts = Vec::new();
+            V1_SUBSYSTEMS
+                .iter()
+                .filter_map(|s| {
+                    let mount = Path::new(ROOT).join(s);
+                    let own = own_path(s)?;
+                    let real = mount.canonicalize().ok()?;
+                    if mounts.contains(&real) {
+                        return None;
+                    }
+                    mounts.push(real);
+                    Some((*s, mount.join(own.trim_start_matches('/')).join(relative)))
+                })
+                .collect()
+        }
         None => Vec::new(),
     }
 }
