@@ -68,6 +68,7 @@ mod maintenance_kubectl;
 mod mesos_auth_localmesos;
 mod mesos_auth_mesopod;
 mod mesos_auth_tls;
+mod metrics_kubectl;
 mod network_cni;
 mod network_kubectl;
 mod node_credential;

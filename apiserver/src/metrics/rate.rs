@@ -78,6 +78,7 @@ pub fn memory_quantity(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn sample(secs: i128, cpu: u64, mem: u64) -> Sample {
