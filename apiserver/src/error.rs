@@ -220,7 +220,14 @@ impl ApiError {
         let details = match self {
             Self::NotFound { resource, name }
             | Self::AlreadyExists { resource, name }
-            | Self::Conflict { resource, name, .. } => json!({"name": name, "kind": resource}),
+            | Self::Conflict { resource, name, .. } => {
+                // A resource of a named group (`podmetrics.metrics.k8s.io`) is
+                // split as kube's GroupResource is: kind `podmetrics`, its group.
+                match resource.split_once('.') {
+                    Some((kind, group)) => json!({"name": name, "group": group, "kind": kind}),
+                    None => json!({"name": name, "kind": resource}),
+                }
+            }
             Self::Invalid { kind, name, causes } => {
                 // A kind of a named group is qualified in the message
                 // (`Deployment.apps "x" is invalid`) and split in the details.

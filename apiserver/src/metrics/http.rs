@@ -423,6 +423,10 @@ mod tests {
             s["message"],
             "podmetrics.metrics.k8s.io \"default/web\" not found"
         );
+        assert_eq!(
+            s["details"],
+            json!({"name": "default/web", "group": "metrics.k8s.io", "kind": "podmetrics"})
+        );
         let (code, _) = call(
             &router,
             Method::POST,

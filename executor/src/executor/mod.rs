@@ -248,7 +248,13 @@ impl<A: Agent> Executor<A> {
 
     /// Runs until SHUTDOWN (`Ok`) or until the agent is gone for good.
     pub async fn run(mut self) -> Result<Exit, ExecutorError> {
-        let metrics = self.options.credential.is_some().then(|| {
+        // Process mode's pods have no cgroups of their own: no metrics at all,
+        // rather than a node whose usage would read 0.
+        let sampled = !matches!(
+            self.options.containers.runtime,
+            crate::oci::RuntimeKind::Process
+        );
+        let metrics = (sampled && self.options.credential.is_some()).then(|| {
             tokio::spawn(crate::metrics::run(
                 self.options.objects.clone(),
                 self.env.executor_id.value.clone(),
