@@ -29,6 +29,8 @@
 //!   cap, and, through `connlimits`, a connection cap and header-read timeout.
 //!   [`serve`] applies the defaults.
 //! - **Audit** ([`audit`]): audit.k8s.io/v1 events at level Metadata, as a layer.
+//! - **Resource metrics** ([`metrics`]): `metrics.k8s.io/v1beta1` for `kubectl top`,
+//!   read only, from samples the executors push as their nodes, kept in memory only.
 //! - **Encryption at rest** ([`store::encryption`]): an EncryptionConfiguration
 //!   applied to the redb values of the resources it names (Secrets).
 //! - **Pod status is the scheduler's.** The `status` subresource refuses every client

@@ -21,6 +21,8 @@
 //!   [`POD_DIR_LABEL`]; with [`layout`] that names the log files the agent's
 //!   `/files/read` serves (`kubectl logs`, follow included: files are only
 //!   appended to).
+//! - [`metrics`]: every `--metric-resolution`, running containers' cgroup
+//!   samples go to the API shim as the node, for `kubectl top`.
 //!
 //! # Status mapping
 //!
