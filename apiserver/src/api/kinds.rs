@@ -101,8 +101,14 @@ impl Api {
         if namespaced {
             let subject = crate::quota::Subject::Object(K::RESOURCE);
             let fixed = (!generated).then_some(key.as_str());
-            self.admit_quota(ns, (K::RESOURCE, &shown, fixed), subject, opts.dry_run)
-                .await?;
+            self.admit_quota(
+                ns,
+                (K::RESOURCE, &shown, fixed),
+                subject,
+                opts.dry_run,
+                None,
+            )
+            .await?;
         }
         if opts.dry_run {
             if namespaced {

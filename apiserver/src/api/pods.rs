@@ -181,8 +181,29 @@ impl Api {
         let subject = crate::quota::Subject::Pod(&pod);
         let key = pod_key(ns, &name);
         let fixed = (!generated).then_some(key.as_str());
-        self.admit_quota(ns, (PODS, &shown, fixed), subject, opts.dry_run)
+        // Under a quota, the pod is written with its charge, in one commit.
+        let mut ride = || -> Result<Vec<WriteOp>, ApiError> {
+            Ok(vec![
+                self.namespace_guard(PODS, ns, &name)?,
+                WriteOp::Put {
+                    key: key.clone(),
+                    object: to_value(&pod)?,
+                    precondition: Precondition::Absent,
+                },
+            ])
+        };
+        let charge = self
+            .admit_quota(
+                ns,
+                (PODS, &shown, fixed),
+                subject,
+                opts.dry_run,
+                Some(&mut ride),
+            )
             .await?;
+        if let super::quota_admission::Charge::Committed(changes) = charge {
+            return as_stored(pod, &changes);
+        }
         if opts.dry_run {
             if self.get_value(&pod_key(ns, &name)).is_some() {
                 return Err(ApiError::AlreadyExists {

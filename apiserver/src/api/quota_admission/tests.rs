@@ -113,3 +113,55 @@ async fn a_burst_of_creates_takes_exactly_what_the_quota_allows() {
         10
     );
 }
+
+#[tokio::test]
+async fn a_pod_is_stored_with_its_charge_and_a_batch_that_cannot_be_falls_back_to_two_steps() {
+    let api = Api::in_memory().await.unwrap();
+    counted_quota(&api, json!({"pods": "5"})).await;
+    // The ordinary create: the pod and its charge, one commit.
+    let stored = api.create_pod("default", pod("a")).await.unwrap();
+    assert_eq!(used(&api)["pods"], "1");
+    let quota_rv: u64 = api
+        .get_resourcequota("default", "q")
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+        .parse()
+        .unwrap();
+    let pod_rv: u64 = stored.metadata.resource_version.unwrap().parse().unwrap();
+    assert_eq!(
+        pod_rv,
+        quota_rv + 1,
+        "written in the same commit, one after the other"
+    );
+
+    // Writes that cannot be committed (the key is taken) make the one commit fail:
+    // the quota is charged alone, and the create is told to write its own.
+    let taken = crate::resource::Resource::Pods.key("default", "a");
+    let mut ride = || -> Result<Vec<WriteOp>, ApiError> {
+        Ok(vec![WriteOp::Put {
+            key: taken.clone(),
+            object: json!({"metadata": {"name": "a", "namespace": "default"}}),
+            precondition: Precondition::Absent,
+        }])
+    };
+    let other = pod("b");
+    let charge = api
+        .admit_quota(
+            "default",
+            (Resource::Pods, "b", None),
+            Subject::Pod(&other),
+            false,
+            Some(&mut ride),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(charge, Charge::Admitted), "{charge:?}");
+    assert_eq!(used(&api)["pods"], "2");
+    let a = api.get_pod("default", "a").unwrap();
+    assert_eq!(
+        a.metadata.uid, stored.metadata.uid,
+        "the stored pod is untouched"
+    );
+}
