@@ -220,7 +220,7 @@ impl Api {
             .into_iter()
             .filter(|q| !written.contains(q.metadata.name.as_deref().unwrap_or_default()))
             .collect();
-            let mut state = quotas.clone();
+            let mut ledger = quota::Ledger::new(&quotas);
             let mut charged = Vec::new();
             for w in batch.drain(..) {
                 if w.key
@@ -230,20 +230,16 @@ impl Api {
                     let _ = w.answer.send(Ok(Charge::Admitted));
                     continue;
                 }
-                match quota::charge(&state, w.subject.subject(), self.now()) {
+                match ledger.charge(w.subject.subject(), self.now()) {
                     Err(why) => w.refused(&why),
-                    Ok(charges) => {
-                        for (name, used) in charges {
-                            let q = state
-                                .iter_mut()
-                                .find(|q| q.metadata.name.as_deref() == Some(name.as_str()));
-                            if let Some(q) = q {
-                                q.status.get_or_insert_default().used =
-                                    Some(quota::to_quantities(&used));
-                            }
-                        }
-                        charged.push(w);
-                    }
+                    Ok(_) => charged.push(w),
+                }
+            }
+            // The charged amounts become quantities once per batch, not once per create.
+            let mut state = quotas.clone();
+            for (i, q) in state.iter_mut().enumerate() {
+                if let Some(used) = ledger.used_of(i) {
+                    q.status.get_or_insert_default().used = Some(used);
                 }
             }
             if written.is_empty() && charged.iter().any(|w| w.ride.is_some()) {
@@ -292,7 +288,8 @@ impl Api {
 impl Api {
     /// Commits the charged quotas (`state`, read as `quotas`) with the writes of every
     /// create in `charged` that brought its own, in one atomic commit, and answers
-    /// them all. On an error nothing is written and nobody is answered.
+    /// them all. On an error nothing is written and nobody is answered; the creates'
+    /// writes are gone then, and each builds its own again.
     async fn commit_with_charges(
         &self,
         ns: &str,
@@ -320,18 +317,20 @@ impl Api {
                 precondition: Precondition::ResourceVersion(rv),
             });
         }
-        let riding: Vec<Vec<String>> = charged
-            .iter()
-            .map(|w| w.ride.iter().flatten().filter_map(put_key).collect())
+        // Taken, not copied (a pod's JSON is the bulk of the commit): after a failed
+        // commit each create builds its writes again.
+        let riding: Vec<Option<Vec<String>>> = charged
+            .iter_mut()
+            .map(|w| {
+                let ride = w.ride.take()?;
+                let keys = ride.iter().filter_map(put_key).collect();
+                ops.extend(ride);
+                Some(keys)
+            })
             .collect();
-        ops.extend(
-            charged
-                .iter()
-                .flat_map(|w| w.ride.iter().flatten().cloned()),
-        );
         let changes = self.commit(ops).await?;
         for (w, keys) in charged.drain(..).zip(riding) {
-            let answer = if w.ride.is_some() {
+            let answer = if let Some(keys) = keys {
                 let mine = changes
                     .iter()
                     .filter(|c| keys.contains(&c.key))
