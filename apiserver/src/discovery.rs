@@ -151,6 +151,7 @@ pub(crate) async fn api_groups() -> Response {
         .into_iter()
         .map(group_v1)
         .collect();
+    groups.push(autoscaling_group());
     groups.extend(crate::auth::api_groups());
     groups.push(crate::metrics::http::api_group());
     json(
@@ -197,6 +198,40 @@ pub(crate) async fn policy_v1() -> Response {
             "resources": [
                 {"name": "poddisruptionbudgets", "singularName": "poddisruptionbudget", "namespaced": true, "kind": "PodDisruptionBudget", "verbs": ALL_VERBS, "shortNames": ["pdb"]},
                 {"name": "poddisruptionbudgets/status", "singularName": "", "namespaced": true, "kind": "PodDisruptionBudget", "verbs": ["get", "patch", "update"]},
+            ],
+        }),
+    )
+}
+
+/// The group of HorizontalPodAutoscaler, served in `v2` alone (see
+/// `kinds::autoscaling` for why not `v1`).
+const AUTOSCALING: &str = "autoscaling";
+
+/// The autoscaling group as `/apis` lists it.
+fn autoscaling_group() -> serde_json::Value {
+    let v = json!({"groupVersion": format!("{AUTOSCALING}/v2"), "version": "v2"});
+    json!({"name": AUTOSCALING, "versions": [v], "preferredVersion": v})
+}
+
+/// `GET /apis/autoscaling`.
+pub(crate) async fn autoscaling() -> Response {
+    let mut g = autoscaling_group();
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    json(StatusCode::OK, &g)
+}
+
+/// `GET /apis/autoscaling/v2`.
+pub(crate) async fn autoscaling_v2() -> Response {
+    json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{AUTOSCALING}/v2"),
+            "resources": [
+                {"name": "horizontalpodautoscalers", "singularName": "horizontalpodautoscaler", "namespaced": true, "kind": "HorizontalPodAutoscaler", "verbs": ALL_VERBS, "shortNames": ["hpa"], "categories": ["all"]},
+                {"name": "horizontalpodautoscalers/status", "singularName": "", "namespaced": true, "kind": "HorizontalPodAutoscaler", "verbs": ["get", "patch", "update"]},
             ],
         }),
     )

@@ -181,6 +181,7 @@ pub use http::{
     Deletions, SWEEP_EVERY, router, serve, serve_with_limits, serve_with_shutdown, sweep,
     sweep_with,
 };
+pub use kinds::autoscaling::{DEFAULT_CPU_UTILIZATION, scale_down_defaults, scale_up_defaults};
 pub use kinds::batch::check_job_status_update;
 pub use kinds::policy::set_disruption_allowed;
 pub use logs::{LogError, LogRequest, LogSource, LogStream, NoLogs};

@@ -2,7 +2,8 @@
 //! the fields a field selector may name.
 
 /// A served resource of the core `v1` group, or of a named group's `v1` (Lease, the
-/// RBAC kinds, the workloads of `apps` and `batch`).
+/// RBAC kinds, the workloads of `apps` and `batch`), or `autoscaling/v2`'s
+/// HorizontalPodAutoscaler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resource {
     /// `pods`, namespaced.
@@ -53,12 +54,15 @@ pub enum Resource {
     LimitRanges,
     /// `resourcequotas`, namespaced, with `status`.
     ResourceQuotas,
+    /// `horizontalpodautoscalers` of `autoscaling/v2` (the one kind served in a `v2`),
+    /// namespaced, with `status`.
+    HorizontalPodAutoscalers,
 }
 
 impl Resource {
     /// The namespaced resources whose objects a namespace's deletion removes, besides pods
     /// (which are deleted with their grace periods first).
-    pub const NAMESPACE_CONTENTS: [Resource; 18] = [
+    pub const NAMESPACE_CONTENTS: [Resource; 19] = [
         Self::Events,
         Self::ConfigMaps,
         Self::Secrets,
@@ -77,13 +81,14 @@ impl Resource {
         Self::PodDisruptionBudgets,
         Self::LimitRanges,
         Self::ResourceQuotas,
+        Self::HorizontalPodAutoscalers,
     ];
 
     /// The kinds the garbage collector follows: every served kind whose objects may own
     /// others or be owned (kube-controller-manager's collector follows every deletable
     /// resource but events; nodes and namespaces have deletions of their own). A kind
     /// the shim starts serving is one more entry here.
-    pub const COLLECTED: [Resource; 21] = [
+    pub const COLLECTED: [Resource; 22] = [
         Self::Pods,
         Self::ConfigMaps,
         Self::Secrets,
@@ -105,6 +110,7 @@ impl Resource {
         Self::PodDisruptionBudgets,
         Self::LimitRanges,
         Self::ResourceQuotas,
+        Self::HorizontalPodAutoscalers,
     ];
 
     /// The collected resource ([`Resource::COLLECTED`]) of objects of `kind` in
@@ -147,6 +153,7 @@ impl Resource {
             Self::PodDisruptionBudgets => "poddisruptionbudgets",
             Self::LimitRanges => "limitranges",
             Self::ResourceQuotas => "resourcequotas",
+            Self::HorizontalPodAutoscalers => "horizontalpodautoscalers",
         }
     }
 
@@ -177,6 +184,7 @@ impl Resource {
             Self::PodDisruptionBudgets => "PodDisruptionBudget",
             Self::LimitRanges => "LimitRange",
             Self::ResourceQuotas => "ResourceQuota",
+            Self::HorizontalPodAutoscalers => "HorizontalPodAutoscaler",
         }
     }
 
@@ -207,6 +215,7 @@ impl Resource {
             Self::PodDisruptionBudgets => "PodDisruptionBudgetList",
             Self::LimitRanges => "LimitRangeList",
             Self::ResourceQuotas => "ResourceQuotaList",
+            Self::HorizontalPodAutoscalers => "HorizontalPodAutoscalerList",
         }
     }
 
@@ -225,6 +234,7 @@ impl Resource {
             Self::Jobs | Self::CronJobs => "batch",
             Self::PriorityClasses => "scheduling.k8s.io",
             Self::PodDisruptionBudgets => "policy",
+            Self::HorizontalPodAutoscalers => "autoscaling",
             _ => "",
         }
     }
@@ -244,6 +254,7 @@ impl Resource {
             Self::Jobs | Self::CronJobs => "batch/v1",
             Self::PriorityClasses => "scheduling.k8s.io/v1",
             Self::PodDisruptionBudgets => "policy/v1",
+            Self::HorizontalPodAutoscalers => "autoscaling/v2",
             _ => "v1",
         }
     }
@@ -274,11 +285,11 @@ impl Resource {
         }
     }
 
-    /// The URL path its group and version are served under (`/api/v1`, `/apis/G/v1`).
+    /// The URL path its group and version are served under (`/api/v1`, `/apis/G/V`).
     pub(crate) fn base_path(self) -> String {
         match self.group() {
             "" => "/api/v1".to_owned(),
-            g => format!("/apis/{g}/v1"),
+            _ => format!("/apis/{}", self.api_version()),
         }
     }
 
@@ -392,7 +403,8 @@ impl Resource {
             | Self::PriorityClasses
             | Self::PodDisruptionBudgets
             | Self::LimitRanges
-            | Self::ResourceQuotas => match label {
+            | Self::ResourceQuotas
+            | Self::HorizontalPodAutoscalers => match label {
                 "metadata.name" | "metadata.namespace" => ok(),
                 _ => Err(format!(
                     "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

@@ -27,6 +27,7 @@ mod priority;
 mod quota_admission;
 mod revisions;
 pub mod sa_token;
+mod scale_targets;
 mod watch;
 mod workloads;
 

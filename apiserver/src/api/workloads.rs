@@ -103,7 +103,7 @@ impl Api {
         Err(stale::<K>(name))
     }
 
-    async fn write_scale<K: Workload>(
+    pub(super) async fn write_scale<K: Workload>(
         &self,
         ns: &str,
         name: &str,
@@ -329,6 +329,17 @@ typed_workload_api!(
     replace_poddisruptionbudget,
     replace_poddisruptionbudget_status,
     delete_poddisruptionbudget
+);
+typed_workload_api!(
+    k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
+    "HorizontalPodAutoscalers",
+    list_horizontalpodautoscalers,
+    get_horizontalpodautoscaler,
+    watch_horizontalpodautoscalers,
+    create_horizontalpodautoscaler,
+    replace_horizontalpodautoscaler,
+    replace_horizontalpodautoscaler_status,
+    delete_horizontalpodautoscaler
 );
 typed_workload_api!(
     k8s_openapi::api::core::v1::ResourceQuota,

@@ -93,6 +93,8 @@ pub fn router(api: Api) -> Router {
         )
         .route("/apis/policy", get(discovery::policy))
         .route("/apis/policy/v1", get(discovery::policy_v1))
+        .route("/apis/autoscaling", get(discovery::autoscaling))
+        .route("/apis/autoscaling/v2", get(discovery::autoscaling_v2))
         .route("/apis/scheduling.k8s.io", get(discovery::scheduling))
         .route("/apis/scheduling.k8s.io/v1", get(discovery::scheduling_v1))
         .route("/openapi/v2", get(openapi::v2))
@@ -155,6 +157,10 @@ pub fn router(api: Api) -> Router {
     let router = kinds::routes::<k8s_openapi::api::core::v1::LimitRange>(router);
     let router = kinds::routes::<k8s_openapi::api::core::v1::ResourceQuota>(router);
     let router = kinds::status_routes::<k8s_openapi::api::core::v1::ResourceQuota>(router);
+    let router =
+        kinds::routes::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(router);
+    let router =
+        kinds::status_routes::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(router);
     let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
     let router = kinds::routes::<k8s_openapi::api::scheduling::v1::PriorityClass>(router);
     let router = kinds::routes::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(router);

@@ -1,5 +1,5 @@
 //! The plain kinds (ConfigMap, Secret, ServiceAccount, Lease, PriorityClass,
-//! PodDisruptionBudget, LimitRange, ResourceQuota, and RBAC's
+//! PodDisruptionBudget, LimitRange, ResourceQuota, HorizontalPodAutoscaler, and RBAC's
 //! Role, ClusterRole, RoleBinding, ClusterRoleBinding), and the workloads of `apps` and
 //! `batch` built on them: what differs between them —
 //! defaulting, validation, admission of the writer, the Table they print as — behind
@@ -7,6 +7,7 @@
 //! once (`api/kinds.rs`, `http/kinds.rs`) for all of them, namespaced or cluster-scoped.
 
 pub(crate) mod apps;
+pub(crate) mod autoscaling;
 pub(crate) mod batch;
 mod configmap;
 mod lease;
@@ -183,6 +184,7 @@ pub(crate) fn columns(resource: Resource) -> Option<Vec<Value>> {
         Resource::PodDisruptionBudgets => Some(policy::columns()),
         Resource::LimitRanges => Some(limitrange::columns()),
         Resource::ResourceQuotas => Some(resourcequota::columns()),
+        Resource::HorizontalPodAutoscalers => Some(autoscaling::table::columns()),
         _ => None,
     }
 }
@@ -229,6 +231,10 @@ pub(crate) fn cells(resource: Resource, obj: &Value, now: SystemTime) -> Option<
         }
         Resource::ResourceQuotas => {
             row.extend(resourcequota::cells(obj, age));
+            return Some(row);
+        }
+        Resource::HorizontalPodAutoscalers => {
+            row.extend(autoscaling::table::cells(obj, age));
             return Some(row);
         }
         Resource::RoleBindings | Resource::ClusterRoleBindings => {

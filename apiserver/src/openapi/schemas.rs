@@ -85,6 +85,11 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
         ),
         served::<k8s_openapi::api::batch::v1::Job>(true, "jobs", generator),
         served::<k8s_openapi::api::batch::v1::CronJob>(true, "cronjobs", generator),
+        served::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(
+            true,
+            "horizontalpodautoscalers",
+            generator,
+        ),
     ]
 }
 

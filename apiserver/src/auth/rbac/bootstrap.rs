@@ -96,6 +96,14 @@ fn view_rules() -> Vec<PolicyRule> {
         ),
         rule(&["coordination.k8s.io"], &["leases"], READ),
         rule(
+            &["autoscaling"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
+            READ,
+        ),
+        rule(
             &["policy"],
             &["poddisruptionbudgets", "poddisruptionbudgets/status"],
             READ,
@@ -162,6 +170,7 @@ fn edit_rules() -> Vec<PolicyRule> {
             ],
             WRITE,
         ),
+        rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
         rule(&["batch"], &["cronjobs", "jobs"], WRITE),
         rule(&["policy"], &["poddisruptionbudgets"], WRITE),
     ]);
