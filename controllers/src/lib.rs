@@ -67,6 +67,7 @@ pub mod disruption;
 mod error;
 mod expectations;
 pub mod history;
+pub mod hpa;
 mod intstr;
 pub mod job;
 mod owner;
