@@ -44,6 +44,7 @@ ROOTS = [
     "api/coordination/v1",
     "api/rbac/v1",
     "api/autoscaling/v1",
+    "api/autoscaling/v2",
     "api/policy/v1",
     "api/networking/v1",
     "api/discovery/v1",

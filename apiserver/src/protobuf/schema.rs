@@ -98,6 +98,11 @@ mod tests {
             ("apps/v1", "Deployment", "k8s.io.api.apps.v1.Deployment"),
             ("batch/v1", "Job", "k8s.io.api.batch.v1.Job"),
             (
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "k8s.io.api.autoscaling.v2.HorizontalPodAutoscaler",
+            ),
+            (
                 "rbac.authorization.k8s.io/v1",
                 "ClusterRole",
                 "k8s.io.api.rbac.v1.ClusterRole",
