@@ -69,6 +69,8 @@ pub struct AppConfig {
     pub hardening: crate::hardening::Hardening,
     /// Replicas: a shared store and leader election (default: one replica, its own store).
     pub ha: HaConfig,
+    /// The workload controllers' settings (the HPA's sync period).
+    pub controllers: controllers::runner::Options,
 }
 
 /// How this replica shares the cluster with others.
@@ -287,6 +289,7 @@ impl App {
             admission: cfg.admission,
             resource_defaults: cfg.resource_defaults,
             scheduling: cfg.scheduling.clone(),
+            controllers: cfg.controllers,
             directory,
             observed: observed.clone(),
             clock: cfg.clock.clone(),

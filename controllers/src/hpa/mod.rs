@@ -474,7 +474,7 @@ pub fn reconcile(
     }
     status.desired_replicas = desired;
     Plan {
-        rescale: rescale.then(|| Rescale {
+        rescale: rescale.then_some(Rescale {
             from: current,
             to: desired,
             reason,

@@ -3,7 +3,7 @@
 //!
 //! - **Caches** of Pods, ReplicaSets, Deployments, ReplicationControllers, DaemonSets,
 //!   Nodes, StatefulSets, ControllerRevisions, Jobs, CronJobs,
-//!   PodDisruptionBudgets and ResourceQuotas, kept by list and watch through the
+//!   PodDisruptionBudgets, ResourceQuotas and HorizontalPodAutoscalers, kept by list and watch through the
 //!   in-process [`Api`] ([`cache`]). Reconciles read only these.
 //! - **A work queue per controller**, keyed by object and level-triggered: each change
 //!   queues the keys it concerns (a pod's controller, or the owners that select an
@@ -16,6 +16,9 @@
 //! - **Expectations** ([`crate::Expectations`]): set before a ReplicaSet's creates and
 //!   deletes and lowered by the watch, so a cache that lags never makes the controller
 //!   create a pod twice.
+//! - **The HPA controller** ([`hpa`]): every autoscaler on a timer of its own
+//!   (`--horizontal-pod-autoscaler-sync-period`) besides its spec changes, reading the
+//!   target's scale, the pods and the API's metrics store live.
 //! - **The garbage collector** ([`gc`]): Background, Orphan and Foreground
 //!   propagation for every collected kind, from its own graph of owners and
 //!   dependents, confirmed by live reads.
@@ -39,6 +42,7 @@ mod deployments;
 mod disruption;
 mod events;
 mod gc;
+mod hpa;
 mod jobs;
 mod queue;
 mod quota;
@@ -54,6 +58,7 @@ use apiserver::{Api, ApiError};
 use k8s_openapi::api::apps::v1::{
     ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
 };
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController, ResourceQuota};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -93,6 +98,23 @@ pub(crate) struct Caches {
     pub(crate) cronjobs: Arc<Objects<CronJob>>,
     pub(crate) pdbs: Arc<Objects<PodDisruptionBudget>>,
     pub(crate) quotas: Arc<Objects<ResourceQuota>>,
+    pub(crate) hpas: Arc<Objects<HorizontalPodAutoscaler>>,
+}
+
+/// The controllers' settings (kube-controller-manager's flags of the same names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// How often every HorizontalPodAutoscaler syncs
+    /// (`--horizontal-pod-autoscaler-sync-period`, 15 s).
+    pub hpa_sync_period: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            hpa_sync_period: hpa::DEFAULT_SYNC_PERIOD,
+        }
+    }
 }
 
 /// What the controllers share.
@@ -126,6 +148,9 @@ pub(crate) struct Cx {
     job_ttl: Queue,
     pdbs: Queue,
     quotas: Queue,
+    hpas: Queue,
+    hpa_memories: hpa::Memories,
+    options: Options,
     /// The run controllers' deadlines, by the API's clock (see [`deadlines`]).
     job_deadlines: deadlines::Deadlines,
     cronjob_deadlines: deadlines::Deadlines,
@@ -148,8 +173,13 @@ impl Cx {
     }
 }
 
-/// Runs the controllers until the future is dropped (the term ends).
+/// Runs the controllers with the default [`Options`] until the future is dropped.
 pub async fn run(api: Api) {
+    run_with(api, Options::default()).await;
+}
+
+/// Runs the controllers until the future is dropped (the term ends).
+pub async fn run_with(api: Api, options: Options) {
     let cx = Arc::new(Cx {
         api,
         caches: Caches::default(),
@@ -173,6 +203,9 @@ pub async fn run(api: Api) {
         job_ttl: Queue::default(),
         pdbs: Queue::default(),
         quotas: Queue::default(),
+        hpas: Queue::default(),
+        hpa_memories: hpa::Memories::default(),
+        options,
         job_deadlines: deadlines::Deadlines::default(),
         cronjob_deadlines: deadlines::Deadlines::default(),
         ttl_deadlines: deadlines::Deadlines::default(),
@@ -280,6 +313,15 @@ pub async fn run(api: Api) {
             move |c: &Change<ResourceQuota>| quota::quota_changed(&cx, c)
         },
     );
+    let hpas = cache::reflect(
+        cx.api.clone(),
+        Arc::clone(&cx.caches.hpas),
+        whole.clone(),
+        {
+            let cx = Arc::clone(&cx);
+            move |c: &Change<HorizontalPodAutoscaler>| hpa::hpa_changed(&cx, c)
+        },
+    );
     let cronjobs = cache::reflect(cx.api.clone(), Arc::clone(&cx.caches.cronjobs), whole, {
         let cx = Arc::clone(&cx);
         move |c: &Change<CronJob>| {
@@ -317,6 +359,8 @@ pub async fn run(api: Api) {
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Quota)));
     let sts_workers =
         futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::StatefulSets)));
+    let hpa_workers =
+        futures::future::join_all((0..WORKERS).map(|_| work(&cx, Controller::Autoscalers)));
     let run_workers = futures::future::join_all(
         [
             Controller::Jobs,
@@ -349,6 +393,7 @@ pub async fn run(api: Api) {
         async { tokio::join!(jobs, cronjobs, run_workers, sweeps) },
         async { tokio::join!(pdbs, pdb_workers) },
         async { tokio::join!(quotas, quota_workers) },
+        async { tokio::join!(hpas, hpa_workers, hpa::resync(&cx)) },
         gc_graph
     );
 }
@@ -368,6 +413,7 @@ enum Controller {
     JobTtl,
     Disruption,
     Quota,
+    Autoscalers,
 }
 
 /// One worker: takes keys from its controller's queue and syncs them, for ever.
@@ -385,6 +431,7 @@ async fn work(cx: &Cx, which: Controller) {
         Controller::JobTtl => &cx.job_ttl,
         Controller::Disruption => &cx.pdbs,
         Controller::Quota => &cx.quotas,
+        Controller::Autoscalers => &cx.hpas,
     };
     // Deadlines of the run controllers are also kept by the API's clock, for the sweep.
     let deadlines = match which {
@@ -410,6 +457,7 @@ async fn work(cx: &Cx, which: Controller) {
             Controller::JobTtl => cronjobs::sync_ttl(cx, &key).await,
             Controller::Disruption => disruption::sync(cx, &key).await,
             Controller::Quota => quota::sync(cx, &key).await,
+            Controller::Autoscalers => hpa::sync(cx, &key).await,
         };
         match synced {
             Ok(after) => {

@@ -39,6 +39,7 @@ pub(super) struct Kit {
     pub(super) admission: Admission,
     pub(super) resource_defaults: ResourceDefaults,
     pub(super) scheduling: SchedulingConfig,
+    pub(super) controllers: controllers::runner::Options,
     pub(super) directory: Arc<AgentDirectory>,
     pub(super) observed: Arc<Observed>,
     pub(super) clock: Arc<dyn Clock>,
@@ -152,7 +153,10 @@ impl Kit {
         let deletions = apiserver::Deletions::FinalizedByNodes;
         let sweeper = tokio::spawn(term.gate(apiserver::sweep_with(self.api.clone(), deletions)));
         // The workload controllers, on the leader only and through its fenced handle.
-        let controllers = tokio::spawn(term.gate(controllers::runner::run(self.api.clone())));
+        let controllers = tokio::spawn(term.gate(controllers::runner::run_with(
+            self.api.clone(),
+            self.controllers,
+        )));
         Ok(Running {
             handles: Handles {
                 registry: reader,

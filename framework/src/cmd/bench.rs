@@ -316,6 +316,7 @@ fn app_config(
         security: Default::default(),
         hardening: crate::hardening::Hardening::default(),
         ha: Default::default(),
+        controllers: Default::default(),
     })
 }
 

@@ -78,6 +78,10 @@ pub struct Args {
     /// its pods not ready (kube-controller-manager's flag).
     #[arg(long, default_value = "40s", value_parser = mesos::duration::parse_flag)]
     pub node_monitor_grace_period: Duration,
+    /// How often the HorizontalPodAutoscaler controller syncs every
+    /// autoscaler (kube-controller-manager's flag).
+    #[arg(long, default_value = "15s", value_parser = mesos::duration::parse_flag)]
+    pub horizontal_pod_autoscaler_sync_period: Duration,
     /// How often an idle mesopod (no pod pending, offers suppressed) revives
     /// offers for a moment so that agents that joined meanwhile become Nodes;
     /// 0 never does.
@@ -304,6 +308,16 @@ impl Args {
                 // On by default where replicas can share the store (etcd), as
                 // kube-scheduler's --leader-elect; redb is one process's file.
                 election: self.leader.election_for(self.etcd.config().is_some())?,
+            },
+            controllers: controllers::runner::Options {
+                hpa_sync_period: {
+                    let p = self.horizontal_pod_autoscaler_sync_period;
+                    anyhow::ensure!(
+                        !p.is_zero(),
+                        "--horizontal-pod-autoscaler-sync-period must be more than 0"
+                    );
+                    p
+                },
             },
         })
     }
