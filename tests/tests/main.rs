@@ -53,6 +53,7 @@ mod ha_etcd_outage;
 mod ha_replicas;
 mod ha_statefulsets;
 mod ha_workloads;
+mod hpa_kubectl;
 mod jobs_api_kubectl;
 mod jobs_kubectl;
 mod jobs_unplaceable_kubectl;

@@ -105,6 +105,7 @@ pub fn app_config(setup: Setup) -> AppConfig {
         security: Default::default(),
         hardening: framework::hardening::Hardening::default(),
         ha: Default::default(),
+        controllers: Default::default(),
     }
 }
 

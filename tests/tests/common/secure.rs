@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use framework::app::App;
+use framework::app::{App, AppConfig};
 use framework::security::SecurityArgs;
 
 use super::cluster::{self, Setup};
@@ -138,8 +138,17 @@ impl Secure {
     /// A secure mesopod with one agent on the embedded runtime
     /// ([`with_embedded_agent`]), in a temporary directory of its own.
     pub async fn embedded(store: &Path, executor_args: &[&str]) -> Self {
+        Self::embedded_tuned(store, executor_args, |_| {}).await
+    }
+
+    /// [`Secure::embedded`] with `tune` applied to the configuration first.
+    pub async fn embedded_tuned(
+        store: &Path,
+        executor_args: &[&str],
+        tune: impl FnOnce(&mut AppConfig),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let app = with_embedded_agent(dir.path(), store, executor_args).await;
+        let app = with_embedded_agent_tuned(dir.path(), store, executor_args, tune).await;
         Self { app, dir }
     }
 
@@ -184,6 +193,16 @@ impl Secure {
 /// runtime from the image store `store`, plus `executor_args`. Its data dir
 /// is `dir/data`, with the admin kubeconfig at `dir/data/kubeconfig`.
 pub async fn with_embedded_agent(dir: &Path, store: &Path, executor_args: &[&str]) -> App {
+    with_embedded_agent_tuned(dir, store, executor_args, |_| {}).await
+}
+
+/// [`with_embedded_agent`] with `tune` applied to the configuration before the start.
+pub async fn with_embedded_agent_tuned(
+    dir: &Path,
+    store: &Path,
+    executor_args: &[&str],
+    tune: impl FnOnce(&mut AppConfig),
+) -> App {
     let tokens = dir.join("tokens.csv");
     std::fs::write(&tokens, "nobody-token,nobody,1000\n").unwrap();
     let data = dir.join("data");
@@ -204,5 +223,6 @@ pub async fn with_embedded_agent(dir: &Path, store: &Path, executor_args: &[&str
     let (listen, security) = args.resolve(&data, cfg.listen).unwrap();
     cfg.listen = listen;
     cfg.security = security;
+    tune(&mut cfg);
     App::start(cfg).await.expect("secure mesopod starts")
 }
