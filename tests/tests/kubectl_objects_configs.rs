@@ -358,9 +358,13 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
                 "selfsubjectreviews",
                 "selfsubjectaccessreviews",
                 "selfsubjectrulesreviews",
+                "horizontalpodautoscalers",
                 "cronjobs",
                 "jobs",
                 "leases",
+                // metrics.k8s.io's PodMetrics and NodeMetrics.
+                "nodes",
+                "pods",
                 "poddisruptionbudgets",
                 "clusterrolebindings",
                 "clusterroles",
@@ -386,6 +390,11 @@ async fn api_resources_lists_exactly_what_is_served_with_short_names_and_verbs()
         assert_eq!(row(&out, "cronjobs").1[1], "cj", "{v}: {out}");
         assert_eq!(row(&out, "priorityclasses").1[1], "pc", "{v}: {out}");
         assert_eq!(row(&out, "poddisruptionbudgets").1[1], "pdb", "{v}: {out}");
+        assert_eq!(
+            row(&out, "horizontalpodautoscalers").1[1],
+            "hpa",
+            "{v}: {out}"
+        );
         assert_eq!(row(&out, "limitranges").1[1], "limits", "{v}: {out}");
         assert_eq!(row(&out, "resourcequotas").1[1], "quota", "{v}: {out}");
         let out = kubectl(k, &server.url).run(&["get", "widgets"]).await;

@@ -323,7 +323,6 @@ pub fn reconcile(
     let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
     memory.start(current, now);
     status.observed_generation = hpa.metadata.generation;
-    status.current_replicas = Some(scale.status.as_ref().map_or(0, |s| s.replicas));
     let mut desired = 0;
     let mut reason = String::new();
     let rescale;
@@ -467,8 +466,8 @@ pub fn reconcile(
         desired = l.replicas;
         rescale = desired != current;
     }
+    // KCM's currentReplicas is the target's spec.replicas.
     status.current_replicas = Some(current);
-    status.desired_replicas = current;
     if !rescale {
         desired = current;
     }
