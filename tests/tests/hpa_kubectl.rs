@@ -148,6 +148,32 @@ async fn an_hpa_scales_1_to_3_under_load_and_back() {
         stderr(&bad)
     );
 
+    // Dry run stores nothing; strict field validation names an unknown field.
+    let dry = ok(&cluster
+        .admin_stdin(
+            K,
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&HPA.replace("name: web\nspec", "name: dry\nspec")),
+        )
+        .await);
+    assert!(
+        dry.contains("horizontalpodautoscaler.autoscaling/dry created (server dry run)"),
+        "{dry}"
+    );
+    assert!(!k.run(&["get", "hpa", "dry"]).await.status.success());
+    let strict = cluster
+        .admin_stdin(
+            K,
+            &["apply", "--validate=strict", "-f", "-"],
+            Some(&format!("{HPA}  bogus: 1\n")),
+        )
+        .await;
+    assert!(
+        stderr(&strict).contains("unknown field \"spec.bogus\""),
+        "{}",
+        stderr(&strict)
+    );
+
     ok(&k.apply(&deployment(IMAGE)).await);
     ok(&k.apply(HPA).await);
     let table = ok(&k.run(&["get", "hpa", "web"]).await);
