@@ -23,7 +23,11 @@
 //!   Kubernetes, each writing by compare-and-set: a PodDisruptionBudget's
 //!   (the Eviction subresource takes one disruption from it, [`disruption`]
 //!   recomputes it from the pods) and a ResourceQuota's (the quota admission
-//!   charges each create, [`quota`] recounts the namespace).
+//!   charges each create, [`quota`] recounts the namespace). The
+//!   HorizontalPodAutoscaler controller ([`hpa`]) also sets its targets'
+//!   `spec.replicas`, through their `scale`, as KCM's does; its decisions
+//!   are a [`hpa::Plan`], not [`Action`]s, since its status depends on
+//!   whether that write succeeded.
 //! - **No panics on any input.** A stored object validation never saw (a
 //!   percentage `"abc%"`, an unknown selector operator) gives a
 //!   [`ReconcileError`] or, where KCM reports it on the object, a
@@ -58,6 +62,10 @@
 //!   expected pods, the disruptions allowed now), which evictions spend.
 //! - [`quota`]: ResourceQuotas' status (what the namespace's pods and
 //!   objects use), which the quota admission charges as it admits.
+//! - [`hpa`]: HorizontalPodAutoscalers (CPU and memory of the pods against
+//!   their requests or an average, kube's tolerance, missing and unready
+//!   pods, stabilization windows and scaling policies, with a
+//!   recommendation history the runner keeps per autoscaler).
 
 mod action;
 pub mod cronjob;
