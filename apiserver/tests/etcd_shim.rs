@@ -203,3 +203,46 @@ async fn replication_controllers_and_daemonsets_live_where_kube_apiserver_keeps_
         "{raw}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn horizontal_pod_autoscalers_live_under_kube_apiservers_key_and_replicas_share_them() {
+    let Some(etcd) = Etcd::start(
+        "horizontal_pod_autoscalers_live_under_kube_apiservers_key_and_replicas_share_them",
+    )
+    .await
+    else {
+        return;
+    };
+    let a = shim_on(&etcd, None).await;
+    let b = shim_on(&etcd, None).await;
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 3\n";
+    ok(&Kubectl::new(&a.url)
+        .run_stdin(&["create", "-f", "-"], Some(hpa))
+        .await);
+    let shown = wait_until(
+        "b serves a's autoscaler",
+        Duration::from_secs(10),
+        async || {
+            let out = Kubectl::new(&b.url)
+                .run(&["get", "hpa", "web", "--no-headers"])
+                .await;
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        },
+        |s| s.starts_with("web "),
+    )
+    .await;
+    // kube's defaults were stored: minReplicas 1 and CPU at 80%.
+    assert!(
+        shown.contains("Deployment/web") && shown.contains("cpu: <unknown>/80%"),
+        "{shown}"
+    );
+    let raw = etcdctl(
+        &etcd,
+        &[
+            "get",
+            "/registry/horizontalpodautoscalers/default/web",
+            "--print-value-only",
+        ],
+    );
+    assert!(raw.contains("\"apiVersion\":\"autoscaling/v2\""), "{raw}");
+}

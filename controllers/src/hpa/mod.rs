@@ -326,6 +326,8 @@ pub fn reconcile(
     let mut desired = 0;
     let mut reason = String::new();
     let rescale;
+    // Only the metrics branch reads metrics; the others write none (KCM's nil).
+    status.current_metrics = None;
     if current == 0 && min != 0 {
         set(
             &mut status,

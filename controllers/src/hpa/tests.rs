@@ -288,6 +288,7 @@ fn replicas_outside_min_and_max_are_brought_back_whatever_the_metrics() {
         &mut memory,
         t(0),
     );
+    assert_eq!(plan.status.current_metrics, None);
     let r = plan.rescale.unwrap();
     assert_eq!(
         (r.to, r.reason.as_str()),
