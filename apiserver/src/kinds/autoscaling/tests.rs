@@ -199,3 +199,20 @@ fn targets_column_shows_current_over_target_as_kubectl_does() {
     assert_eq!(table::targets(&mem), "memory: <unknown>/100Mi");
     assert_eq!(table::targets(&json!({})), "<none>");
 }
+
+#[test]
+fn a_per_hpa_tolerance_is_refused_not_ignored() {
+    let h = hpa(
+        json!({"metadata": {"name": "web"}, "spec": {"scaleTargetRef": target(), "maxReplicas": 3,
+            "behavior": {"scaleDown": {"tolerance": "0.05", "policies": [{"type": "Pods", "value": 1, "periodSeconds": 15}]}}}}),
+    );
+    let causes = refused(&h);
+    assert_eq!(
+        causes[0].0, "spec.behavior.scaleDown.tolerance",
+        "{causes:?}"
+    );
+    assert!(
+        causes[0].1.contains("not supported by mesopod"),
+        "{causes:?}"
+    );
+}

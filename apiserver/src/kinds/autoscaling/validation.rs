@@ -280,6 +280,14 @@ fn scaling_rules(rules: Option<&HPAScalingRules>, at: &str, causes: &mut Causes)
             );
         }
     }
+    if rules.tolerance.is_some() {
+        // kube-apiserver drops this alpha field unless HPAConfigurableTolerance is
+        // on; refused here rather than dropped, so nobody counts on it.
+        causes.forbidden(
+            format!("{at}.tolerance"),
+            "not supported by mesopod: every HPA has kube-controller-manager's 10% tolerance (--horizontal-pod-autoscaler-tolerance); the per-HPA tolerance is the alpha HPAConfigurableTolerance feature",
+        );
+    }
     if let Some(p) = rules.select_policy.as_deref()
         && !matches!(p, "Disabled" | "Max" | "Min")
     {
