@@ -7,6 +7,8 @@ use axum::response::{IntoResponse, Response};
 use mesos::codec::{Codec, MediaTypeError};
 use serde::de::DeserializeOwned;
 
+use crate::master::Shared;
+
 /// A plain-text answer, as Mesos gives its errors.
 pub(crate) fn text(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, msg.into()).into_response()
@@ -35,6 +37,32 @@ pub(crate) fn post_only(method: &Method) -> Result<(), Refused> {
         StatusCode::METHOD_NOT_ALLOWED,
         format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
     ))
+}
+
+/// What Mesos' master checks before it reads a call to one of its APIs, in
+/// its order: POST only (405), the leader's address for a follower (307 to
+/// `path` there), and 503 while it recovers. `Some` is the refusal.
+pub(crate) fn master_refusal(cx: &Shared, method: &Method, path: &str) -> Option<Response> {
+    if let Err(r) = post_only(method) {
+        return Some(r.into_response());
+    }
+    if let Some(leader) = &cx.redirect_to {
+        let location = format!("//{leader}{path}");
+        return Some(
+            (
+                StatusCode::TEMPORARY_REDIRECT,
+                [(header::LOCATION, location)],
+            )
+                .into_response(),
+        );
+    }
+    if cx.lock().recovering {
+        return Some(text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Master has not finished recovery",
+        ));
+    }
+    None
 }
 
 /// How a call is named in Mesos' messages: what its body parses into

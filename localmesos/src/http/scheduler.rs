@@ -36,22 +36,8 @@ pub(crate) async fn scheduler(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(r) = request::post_only(&method) {
-        return r.into_response();
-    }
-    if let Some(leader) = &cx.redirect_to {
-        let location = format!("//{leader}/api/v1/scheduler");
-        return (
-            StatusCode::TEMPORARY_REDIRECT,
-            [(header::LOCATION, location)],
-        )
-            .into_response();
-    }
-    if cx.lock().recovering {
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Master has not finished recovery",
-        );
+    if let Some(refused) = request::master_refusal(&cx, &method, "/api/v1/scheduler") {
+        return refused;
     }
     let names = CallNames {
         parsed: "Call protobuf",
