@@ -1,4 +1,5 @@
-//! `kubectl cordon`, `drain` and `uncordon` on simulated agents: a cordoned Node
+//! `kubectl cordon`, `drain` and `uncordon` on two agents whose pods run in real
+//! containers from a registry image: a cordoned Node
 //! shows SchedulingDisabled and carries the cordon's taint, and its agent takes no
 //! new pod but a DaemonSet's; drain moves a Deployment's pods to the other agent
 //! (through the Eviction API; no budget holds them here, `disruption_kubectl` has
@@ -6,18 +7,17 @@
 //! after an uncordon the agent takes pods again. A Node's labels stay its agent's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use apiserver::Api;
-use common::cluster::*;
 use testkit::{Kubectl, ok, stderr, wait_until};
 
-const T: Duration = Duration::from_secs(60);
+const T: Duration = Duration::from_secs(90);
 
-fn workloads(replicas: u32) -> String {
+fn workloads(replicas: u32, image: &str) -> String {
     format!(
         "apiVersion: apps/v1
 kind: Deployment
@@ -32,9 +32,10 @@ spec:
     metadata:
       labels: {{app: web}}
     spec:
+      terminationGracePeriodSeconds: 1
       containers:
       - name: main
-        image: busybox:1.36
+        image: {image}
         command: [sleep, \"3600\"]
         resources:
           requests: {{cpu: 500m, memory: 16Mi}}
@@ -51,9 +52,10 @@ spec:
     metadata:
       labels: {{app: agentd}}
     spec:
+      terminationGracePeriodSeconds: 1
       containers:
       - name: main
-        image: busybox:1.36
+        image: {image}
         command: [sleep, \"3600\"]
         resources:
           requests: {{cpu: 10m, memory: 16Mi}}
@@ -84,7 +86,10 @@ fn total(per: &BTreeMap<String, usize>) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cordoned_agent_takes_no_pod_drain_moves_them_and_uncordon_restores_it() {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("cordon kubectl").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
     // agent-1 cordoned first: every web pod goes to agent-0, the daemons to both.
@@ -104,7 +109,7 @@ async fn a_cordoned_agent_takes_no_pod_drain_moves_them_and_uncordon_restores_it
             .any(|t| t.key == "node.kubernetes.io/unschedulable" && t.effect == "NoSchedule"),
         "{taints:?}"
     );
-    k.apply(&workloads(3)).await;
+    k.apply(&workloads(3, image)).await;
     let (web, _) = wait_until(
         "three web pods and a daemon on each agent",
         T,
@@ -166,6 +171,7 @@ async fn a_cordoned_agent_takes_no_pod_drain_moves_them_and_uncordon_restores_it
     .await;
     assert_eq!(web.get("agent-0"), None);
     assert_eq!(daemon.get("agent-0"), Some(&1));
+    assert_eq!(cluster.assert_all_pulled("app=web"), 3);
 
     // Uncordoned, agent-0 takes what agent-1 cannot hold (3 cpus, half a cpu each).
     ok(&k.run(&["uncordon", "agent-0"]).await);
@@ -185,5 +191,5 @@ async fn a_cordoned_agent_takes_no_pod_drain_moves_them_and_uncordon_restores_it
         |web| total(web) == 8 && web.get("agent-0").is_some_and(|n| *n > 0),
     )
     .await;
-    app.shutdown().await;
+    cluster.shutdown().await;
 }

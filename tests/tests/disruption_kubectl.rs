@@ -1,4 +1,5 @@
-//! PodDisruptionBudgets through kubectl, on simulated agents: `kubectl create pdb`
+//! PodDisruptionBudgets through kubectl, on two agents whose pods run in real
+//! containers from a registry image: `kubectl create pdb`
 //! and `get pdb` show kube's columns once the disruption controller has counted the
 //! pods; `kubectl drain` evicts through the Eviction API and, refused with 429 while
 //! the budget allows nothing, retries until the ReplicaSet's replacements are Ready
@@ -7,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use apiserver::Api;
 use common::cluster::*;
 use testkit::{Kubectl, ok, stderr, wait_until};
 
-const T: Duration = Duration::from_secs(60);
+const T: Duration = Duration::from_secs(90);
 
 /// The live, Ready web pods, and the nodes they run on.
 fn ready_web(api: &Api) -> Vec<String> {
@@ -50,7 +52,10 @@ fn counts(api: &Api) -> (i32, i32, i32, i32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_evicts_within_the_budget_and_a_budget_that_allows_nothing_stops_it() {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("disruption kubectl").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
     // Every web pod on agent-0, which the drain then empties.
@@ -59,6 +64,7 @@ async fn drain_evicts_within_the_budget_and_a_budget_that_allows_nothing_stops_i
         "web",
         3,
         "        resources:\n          requests: {cpu: 500m, memory: 16Mi}\n",
+        image,
     );
     k.apply(&web).await;
     wait_until(
@@ -155,6 +161,7 @@ spec: {minAvailable: 1, maxUnavailable: 1, selector: {matchLabels: {app: web}}}
     )
     .await;
     assert!(after.iter().all(|n| n == "agent-1"), "{after:?}");
+    assert_eq!(cluster.assert_all_pulled("app=web"), 3);
     let condition = ok(&k
         .run(&[
             "get",
@@ -210,5 +217,5 @@ spec: {minAvailable: 1, maxUnavailable: 1, selector: {matchLabels: {app: web}}}
         (condition.status.as_str(), condition.reason.as_str()),
         ("False", "InsufficientPods")
     );
-    app.shutdown().await;
+    cluster.shutdown().await;
 }

@@ -1,5 +1,5 @@
 //! The HorizontalPodAutoscaler end to end on a secure cluster (`Node,RBAC`), as
-//! `kubectl top`'s test runs it: pods in real containers on the embedded runtime,
+//! `kubectl top`'s test runs it: pods in real containers of a registry image,
 //! sampled every second. A Deployment whose pods burn CPU for a while and then idle
 //! is scaled 1→3 by an `autoscaling/v2` HPA applied with kubectl (its scale-down
 //! window set to 0, so the test does not wait kube's 5 minutes), and back to 1 once
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use common::KUBECTL_133 as K;
 use containers_support::*;
+use images::testing::Registry;
 use testkit::{ok, stderr, stdout, wait_until};
 
 /// Long enough for two samples, a sync, the Deployment's new pods and theirs.
@@ -105,8 +106,12 @@ async fn an_hpa_scales_1_to_3_under_load_and_back() {
     if !prerequisites(false) {
         return;
     }
+    let Some(registry) = Registry::start_or_skip("an HPA on real containers").await else {
+        return;
+    };
     let (_keep, store) = store();
-    load_image(&store, IMAGE).await;
+    let image = registry.push("test/busybox", "1", &test_image()).await;
+    let image = image.as_str();
     let cluster =
         common::secure::Secure::embedded_tuned(&store, &["--metric-resolution=1secs"], |cfg| {
             cfg.controllers.hpa_sync_period = Duration::from_secs(2)
@@ -174,7 +179,7 @@ async fn an_hpa_scales_1_to_3_under_load_and_back() {
         stderr(&strict)
     );
 
-    ok(&k.apply(&deployment(IMAGE)).await);
+    ok(&k.apply(&deployment(image)).await);
     ok(&k.apply(HPA).await);
     let table = ok(&k.run(&["get", "hpa", "web"]).await);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();

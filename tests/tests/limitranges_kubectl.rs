@@ -1,4 +1,5 @@
-//! LimitRanges through the real kubectl, on simulated agents: `kubectl create` stores
+//! LimitRanges through the real kubectl, on two agents whose pods run in real
+//! containers from a registry image: `kubectl create` stores
 //! the range with kube's defaults in canonical form, `get limits` and `describe limits`
 //! show kube's columns, a Deployment's pods get the defaults and the LimitRanger
 //! annotation, and a Deployment whose pods break a bound gets FailedCreate with
@@ -6,13 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::time::Duration;
 
 use common::cluster::*;
 use testkit::{Kubectl, ok, stderr, wait_until};
 
-const T: Duration = Duration::from_secs(60);
+const T: Duration = Duration::from_secs(90);
 
 const LIMITS: &str = "apiVersion: v1
 kind: LimitRange
@@ -30,7 +32,10 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("limitranges kubectl").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
 
@@ -87,21 +92,26 @@ async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
 
     // A Deployment's pods take the defaults, and say where they came from.
     let out = k
-        .run_stdin(&["apply", "-f", "-"], Some(&deployment_yaml("web", 2, "")))
+        .run_stdin(
+            &["apply", "-f", "-"],
+            Some(&deployment_yaml("web", 2, "", image)),
+        )
         .await;
     assert!(
         ok(&out).contains("deployment.apps/web created"),
         "{}",
         stderr(&out)
     );
+    // They run, in containers under the defaulted limits.
     let pods = wait_until(
-        "web's 2 pods",
+        "web's 2 pods running",
         T,
         async || api.list_pods(Some("default"), "app=web", "").unwrap().items,
-        |pods| pods.len() == 2,
+        |pods| pods.len() == 2 && pods.iter().all(|p| phase(p) == "Running"),
     )
     .await;
     for pod in &pods {
+        cluster.assert_pulled(pod);
         let resources =
             serde_json::to_value(&pod.spec.as_ref().unwrap().containers[0].resources).unwrap();
         assert_eq!(
@@ -124,6 +134,7 @@ async fn limit_ranges_default_and_bound_the_pods_of_a_namespace() {
         "greedy",
         2,
         "        resources:\n          limits: {cpu: \"2\"}\n",
+        image,
     );
     let out = k.run_stdin(&["apply", "-f", "-"], Some(&greedy)).await;
     assert!(

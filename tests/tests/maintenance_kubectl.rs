@@ -1,6 +1,6 @@
 //! A Mesos maintenance window, scheduled as a platform team schedules it (a
-//! POST to the master's `/master/maintenance/schedule`), on two simulated
-//! agents: before the window starts, the machine's Node is cordoned and
+//! POST to the master's `/master/maintenance/schedule`), on two agents whose
+//! pods run in real containers from a registry image: before the window starts, the machine's Node is cordoned and
 //! tainted `mesopod.io/maintenance`, its pods move to the other agent through
 //! the Eviction API with their PodDisruptionBudget held (never fewer Running
 //! than it asks), a DaemonSet's pod leaves too and does not come back, and
@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,9 @@ use testkit::{Kubectl, ok, wait_until};
 
 const T: Duration = Duration::from_secs(90);
 
-const WORKLOADS: &str = "apiVersion: apps/v1
+fn workloads(image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -32,18 +35,18 @@ metadata:
 spec:
   replicas: 2
   selector:
-    matchLabels: {app: web}
+    matchLabels: {{app: web}}
   template:
     metadata:
-      labels: {app: web}
+      labels: {{app: web}}
     spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: main
-        image: busybox:1.36
+        image: {image}
         command: [sleep, \"3600\"]
         resources:
-          requests: {cpu: 500m, memory: 16Mi}
+          requests: {{cpu: 500m, memory: 16Mi}}
 ---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -53,7 +56,7 @@ metadata:
 spec:
   minAvailable: 1
   selector:
-    matchLabels: {app: web}
+    matchLabels: {{app: web}}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -62,19 +65,21 @@ metadata:
   namespace: default
 spec:
   selector:
-    matchLabels: {app: agentd}
+    matchLabels: {{app: agentd}}
   template:
     metadata:
-      labels: {app: agentd}
+      labels: {{app: agentd}}
     spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: main
-        image: busybox:1.36
+        image: {image}
         command: [sleep, \"3600\"]
         resources:
-          requests: {cpu: 10m, memory: 16Mi}
-";
+          requests: {{cpu: 10m, memory: 16Mi}}
+"
+    )
+}
 
 fn live_running(p: &Pod) -> bool {
     p.metadata.deletion_timestamp.is_none()
@@ -168,13 +173,16 @@ fn taint_keys(api: &Api, node: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_maintenance_window_moves_the_pods_out_under_their_budget_and_the_inverse_offer_is_accepted()
  {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("maintenance kubectl").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let master = app.master_url().trim_end_matches('/').to_owned();
     let k = Kubectl::new(&app.api_url());
     // Everything on agent-0 first: agent-1 cordoned while it is placed.
     ok(&k.run(&["cordon", "agent-1"]).await);
-    k.apply(WORKLOADS).await;
+    k.apply(&workloads(image)).await;
     wait_until(
         "both web pods on agent-0, a daemon on each agent",
         T,
@@ -255,6 +263,7 @@ async fn a_maintenance_window_moves_the_pods_out_under_their_budget_and_the_inve
     .await;
     assert_eq!(web.get("agent-0"), None);
     assert_eq!(daemon.get("agent-1"), Some(&1));
+    assert_eq!(cluster.assert_all_pulled("app=web"), 2);
     assert!(
         *fewest.lock().unwrap() >= 1,
         "the budget asks for one Running web pod at every moment"
@@ -316,5 +325,5 @@ async fn a_maintenance_window_moves_the_pods_out_under_their_budget_and_the_inve
         },
     )
     .await;
-    app.shutdown().await;
+    cluster.shutdown().await;
 }

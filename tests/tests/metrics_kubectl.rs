@@ -1,5 +1,5 @@
 //! `kubectl top` end to end on a secure cluster (`Node,RBAC`): pods in real
-//! containers on the embedded runtime, their executor sampling their
+//! containers of an image pulled from a registry, their executor sampling their
 //! cgroups every second and pushing to the API shim with its node
 //! credential; the real kubectl reads `metrics.k8s.io`. A busy pod shows
 //! CPU, an idle one less, label selectors and namespaces narrow the list,
@@ -16,6 +16,7 @@ use std::time::Duration;
 use common::KUBECTL_133 as K;
 use common::cluster::*;
 use containers_support::*;
+use images::testing::Registry;
 use testkit::{ok, stderr, stdout, wait_until};
 
 const T: Duration = Duration::from_secs(90);
@@ -60,9 +61,12 @@ async fn kubectl_top_shows_a_busy_pods_cpu_and_lists_the_node() {
     if !prerequisites(false) {
         return;
     }
+    let Some(registry) = Registry::start_or_skip("kubectl top").await else {
+        return;
+    };
     let (_keep, store) = store();
-    load_image(&store, IMAGE).await;
-    let image = IMAGE;
+    let image = registry.push("test/busybox", "1", &test_image()).await;
+    let image = image.as_str();
     let cluster = common::secure::Secure::embedded(&store, &["--metric-resolution=1secs"]).await;
     let app = &cluster.app;
     let k = Admin(&cluster);

@@ -1,6 +1,7 @@
-//! Priority and preemption through kubectl, on two simulated agents that two
-//! Deployments of priority-0 pods fill, one of them under a
-//! PodDisruptionBudget that allows no disruption: a pod of
+//! Priority and preemption through kubectl, on two agents whose pods run in
+//! real containers from a registry image, which two Deployments of
+//! priority-0 pods fill, one of them under a PodDisruptionBudget that allows
+//! no disruption: a pod of
 //! `preemptionPolicy: Never` waits and stops nobody; an urgent pod stops
 //! exactly one pod, never the protected ones while another will do, which
 //! is marked `DisruptionTarget` (`PreemptionByScheduler`) with
@@ -9,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +22,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use testkit::{Kubectl, ok, wait_until};
 
-const T: Duration = Duration::from_secs(60);
+const T: Duration = Duration::from_secs(90);
 
 /// The live pods of the `batch` Deployment that run on an agent.
 fn running_batch(api: &Api) -> Vec<Pod> {
@@ -72,15 +74,18 @@ fn collect_preempted(api: &Api, from: u64) -> Arc<Mutex<BTreeMap<String, String>
     seen
 }
 
-fn urgent_pod(name: &str, class: &str) -> String {
+fn urgent_pod(name: &str, class: &str, image: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  priorityClassName: {class}\n  containers:\n  - name: main\n    image: busybox:1.36\n    command: [sleep, \"3600\"]\n    resources:\n      requests: {{cpu: 900m, memory: 16Mi}}\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  priorityClassName: {class}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: {image}\n    command: [sleep, \"3600\"]\n    resources:\n      requests: {{cpu: 900m, memory: 16Mi}}\n"
     )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("preemption kubectl").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
     for args in [
@@ -98,7 +103,8 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
     // Three 900m pods fill an agent of 3 cpus (its executor takes 100m):
     // the three guarded pods and three batch pods run, two batch pods wait.
     let resources = "        resources:\n          requests: {cpu: 900m, memory: 16Mi}\n";
-    k.apply(&deployment_yaml("guarded", 3, resources)).await;
+    k.apply(&deployment_yaml("guarded", 3, resources, image))
+        .await;
     wait_until(
         "three running guarded pods",
         T,
@@ -127,7 +133,8 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
         |s| *s == Some((3, 0)),
     )
     .await;
-    k.apply(&deployment_yaml("batch", 5, resources)).await;
+    k.apply(&deployment_yaml("batch", 5, resources, image))
+        .await;
     wait_until(
         "three running batch pods",
         T,
@@ -137,7 +144,7 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
     .await;
 
     // Never preempts: it waits, told why, and nothing is stopped for it.
-    k.apply(&urgent_pod("polite", "polite")).await;
+    k.apply(&urgent_pod("polite", "polite", image)).await;
     wait_until(
         "the polite pod's FailedScheduling",
         T,
@@ -159,7 +166,7 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
     ok(&k.run(&["delete", "pod", "polite", "--wait=false"]).await);
 
     // The urgent pod stops exactly one batch pod, and runs where it said.
-    k.apply(&urgent_pod("urgent", "high")).await;
+    k.apply(&urgent_pod("urgent", "high", image)).await;
     let urgent = wait_until(
         "the urgent pod running",
         T,
@@ -167,6 +174,7 @@ async fn an_urgent_pod_preempts_one_low_pod_and_lands_where_it_was_nominated() {
         |p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"),
     )
     .await;
+    cluster.assert_pulled(&urgent);
     let node = urgent.spec.as_ref().unwrap().node_name.clone().unwrap();
     assert_eq!(
         urgent

@@ -1,4 +1,5 @@
-//! ResourceQuotas through the real kubectl, on simulated agents: `kubectl create
+//! ResourceQuotas through the real kubectl, on two agents whose pods run in real
+//! containers from a registry image: `kubectl create
 //! quota`, the controller's first count, `get quota` and `describe quota` in kube's
 //! columns; a pod that does not say what it needs, refused; a Deployment held at the
 //! quota with FailedCreate on its ReplicaSet in kube-apiserver's words; a scale-down
@@ -6,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use crate::containers_support::two_registry_agents;
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use apiserver::Api;
 use common::cluster::*;
 use testkit::{Kubectl, ok, stderr, wait_until};
 
-const T: Duration = Duration::from_secs(60);
+const T: Duration = Duration::from_secs(90);
 
 /// The quota's `status.used` of `name`, as text.
 fn used(api: &Api, name: &str) -> Option<String> {
@@ -24,7 +26,10 @@ fn used(api: &Api, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_freed() {
-    let app = two_simulated_agents().await;
+    let Some(cluster) = two_registry_agents("a quota on real containers").await else {
+        return;
+    };
+    let (app, image) = (&cluster.app, cluster.image.as_str());
     let api = app.api();
     let k = Kubectl::new(&app.api_url());
 
@@ -71,7 +76,14 @@ async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_fre
 
     // Quota on cpu and memory: a pod must say what it needs.
     let out = k
-        .run(&["run", "bare", "--image=busybox:1.36", "--", "sleep", "3600"])
+        .run(&[
+            "run",
+            "bare",
+            &format!("--image={image}"),
+            "--",
+            "sleep",
+            "3600",
+        ])
         .await;
     assert!(
         stderr(&out).contains(
@@ -85,6 +97,7 @@ async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_fre
         "web",
         3,
         "        resources:\n          requests: {cpu: 400m, memory: 16Mi}\n          limits: {memory: 256Mi}\n",
+        image,
     );
     let out = k.run_stdin(&["apply", "-f", "-"], Some(&web)).await;
     assert!(
@@ -107,6 +120,15 @@ async fn a_quota_holds_a_namespace_to_its_hard_limits_and_gives_back_what_is_fre
     );
     let pods = api.list_pods(Some("default"), "app=web", "").unwrap().items;
     assert_eq!(pods.len(), 2);
+    // The two the quota admits run, in their containers.
+    let running = wait_until(
+        "web's two admitted pods running",
+        T,
+        async || api.list_pods(Some("default"), "app=web", "").unwrap().items,
+        |pods| pods.iter().filter(|p| phase(p) == "Running").count() == 2,
+    )
+    .await;
+    running.iter().for_each(|p| cluster.assert_pulled(p));
     assert_eq!(used(api, "requests.cpu").as_deref(), Some("800m"));
     assert_eq!(used(api, "limits.memory").as_deref(), Some("512Mi"));
 

@@ -113,27 +113,6 @@ pub async fn start(setup: Setup) -> App {
     App::start(app_config(setup)).await.expect("mesopod starts")
 }
 
-/// A cluster of two simulated agents (`agent-0` and `agent-1`, 3 cpus each), once
-/// both their Nodes exist: the cordon and drain tests move pods between them.
-pub async fn two_simulated_agents() -> App {
-    let app = start(Setup {
-        agents: (0..2)
-            .map(|i| agent("cpus:3;mem:16384;ports:[31000-31100]", "", i).simulated(None))
-            .collect(),
-        ..Setup::default()
-    })
-    .await;
-    let api = app.api();
-    testkit::wait_until(
-        "both agents' Nodes",
-        Duration::from_secs(60),
-        async || api.list_nodes("", "").unwrap().items.len(),
-        |n| *n == 2,
-    )
-    .await;
-    app
-}
-
 /// Awaits the object named `name` for which `pred` holds: read once, then
 /// watched (no sleeping). The version is taken before the read, so a change
 /// between the two is either seen by the read or replayed by the watch.
@@ -261,9 +240,11 @@ pub fn phase(p: &Pod) -> &str {
         .unwrap_or("")
 }
 
-/// A Deployment `name` in `default` of `replicas` busybox sleepers labelled
+/// A Deployment `name` in `default` of `replicas` sleepers of `image` labelled
 /// `app: name`, its container's `resources:` block given as YAML under it (or `""`).
-pub fn deployment_yaml(name: &str, replicas: u32, resources: &str) -> String {
+/// Their grace period is a second: `sleep` as a container's init ignores SIGTERM,
+/// and every stop would otherwise wait out kube's default 30 s.
+pub fn deployment_yaml(name: &str, replicas: u32, resources: &str, image: &str) -> String {
     format!(
         "apiVersion: apps/v1
 kind: Deployment
@@ -278,9 +259,10 @@ spec:
     metadata:
       labels: {{app: {name}}}
     spec:
+      terminationGracePeriodSeconds: 1
       containers:
       - name: main
-        image: busybox:1.36
+        image: {image}
         command: [sleep, \"3600\"]
 {resources}"
     )
