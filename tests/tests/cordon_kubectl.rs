@@ -7,7 +7,7 @@
 //! after an uncordon the agent takes pods again. A Node's labels stay its agent's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::containers_support::two_registry_agents;
+use crate::containers_support::registry_agents::two_registry_agents;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

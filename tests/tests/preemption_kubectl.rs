@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
-use crate::containers_support::two_registry_agents;
+use crate::containers_support::registry_agents::two_registry_agents;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
-use crate::containers_support::two_registry_agents;
+use crate::containers_support::registry_agents::two_registry_agents;
 
 use std::time::Duration;
 

@@ -12,9 +12,7 @@ use images::{ImageStore, StoreConfig};
 use crate::common::cluster::{Setup, agent, app_config};
 
 pub mod in_process;
-mod registry_agents;
-
-pub use registry_agents::two_registry_agents;
+pub mod registry_agents;
 
 /// The file only the test image has.
 pub const IMAGE_FILE: &str = "/etc/only-in-image";
