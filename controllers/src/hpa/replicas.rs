@@ -131,7 +131,9 @@ fn after(t: Timestamp, d: SignedDuration) -> Timestamp {
 }
 
 /// Each pod's request of the resource (`calculatePodRequests`): the sum over its
-/// containers, or the one `container`'s; a container without one is an error.
+/// containers and sidecars (init containers of `restartPolicy: Always`, which run
+/// beside them and whose use the pod's metrics count), or the one `container`'s; a
+/// container without one is an error.
 fn requests(
     pods: &[&Pod],
     resource: &str,
@@ -141,13 +143,19 @@ fn requests(
     for pod in pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let mut sum = 0i64;
-        let containers = pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or_default();
-        for c in containers
+        let Some(spec) = pod.spec.as_ref() else {
+            out.insert(name, sum);
+            continue;
+        };
+        let sidecars = spec
+            .init_containers
             .iter()
+            .flatten()
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        for c in spec
+            .containers
+            .iter()
+            .chain(sidecars)
             .filter(|c| container.is_none_or(|n| n == c.name))
         {
             let request = c

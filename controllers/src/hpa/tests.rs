@@ -427,3 +427,61 @@ fn memory_and_average_value_targets_compare_the_average_usage() {
         .unwrap();
     assert_eq!(m.current.average_value.unwrap().0, "52428800");
 }
+
+#[test]
+fn a_sidecars_request_counts_toward_utilization_and_a_plain_init_containers_does_not() {
+    let mut with_sidecar = pod("a");
+    let spec = with_sidecar.spec.as_mut().unwrap();
+    spec.init_containers = Some(
+        serde_json::from_value(json!([
+            {"name": "proxy", "image": "busybox", "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "100m"}}},
+            {"name": "setup", "image": "busybox",
+             "resources": {"requests": {"cpu": "500m"}}},
+        ]))
+        .unwrap(),
+    );
+    let pods = [with_sidecar];
+    let mut memory = Memory::default();
+    // The pod's 200m is its two running containers' use against their 200m of
+    // requests: 100% against 50% asks for 2 (the web container's 100m alone would
+    // make it 200%, and 4).
+    let plan = reconcile(
+        &hpa(json!({})),
+        &observe(1, &pods, &[("a", 200)], t(0)),
+        &mut memory,
+        t(0),
+    );
+    assert_eq!(plan.rescale.as_ref().map(|r| r.to), Some(2));
+    let m = plan.status.current_metrics.as_ref().unwrap()[0]
+        .resource
+        .as_ref()
+        .unwrap();
+    assert_eq!(m.current.average_utilization, Some(100));
+
+    // A sidecar without a request makes the pod's utilization unknowable, as kube says.
+    let mut bare = pods[0].clone();
+    let init = bare
+        .spec
+        .as_mut()
+        .unwrap()
+        .init_containers
+        .as_mut()
+        .unwrap();
+    init[0].resources = None;
+    let pods = [bare];
+    let plan = reconcile(
+        &hpa(json!({})),
+        &observe(1, &pods, &[("a", 200)], t(0)),
+        &mut Memory::default(),
+        t(0),
+    );
+    assert_eq!(plan.rescale, None);
+    assert!(
+        plan.events.iter().any(|e| e
+            .message
+            .contains("missing request for cpu in container proxy of Pod a")),
+        "{:?}",
+        plan.events
+    );
+}
