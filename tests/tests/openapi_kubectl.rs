@@ -1,5 +1,5 @@
 //! OpenAPI with the real kubectl 1.27, 1.28, 1.30 and 1.33: `explain` from the v3 schemas
-//! (and from v2 protobuf), strict validation of unknown fields and duplicate keys, and a
+//! (and from v2 protobuf), the read-only metrics kinds' included, strict validation of unknown fields and duplicate keys, and a
 //! multi-document file with a ConfigMap and a Pod.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -32,6 +32,20 @@ async fn explain_walks_the_served_schemas_from_v3_and_from_v2_protobuf() {
                 stderr(&out)
             );
         }
+        // The metrics kinds, read-only, are described as metrics-server describes them.
+        let out = ok(&kc.run(&["explain", "podmetrics.containers"]).await);
+        assert!(
+            out.contains("PodMetrics")
+                && out.contains("metrics.k8s.io")
+                && out.contains("Metrics for all containers are collected within the same time")
+                && out.contains("usage"),
+            "{v}: {out}"
+        );
+        let out = ok(&kc.run(&["explain", "nodemetrics.usage"]).await);
+        assert!(
+            out.contains("The memory usage is the memory working set."),
+            "{v}: {out}"
+        );
         // The v2 document, which kubectl fetches as gnostic protobuf.
         let out = kc
             .run(&[

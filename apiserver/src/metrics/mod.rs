@@ -30,6 +30,7 @@
 pub(crate) mod http;
 pub mod push;
 pub mod rate;
+pub mod schema;
 pub mod store;
 
 pub use store::MetricsStore;

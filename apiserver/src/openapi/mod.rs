@@ -90,8 +90,9 @@ fn gvk(s: &Served) -> Value {
     json!({"group": s.group, "version": s.version, "kind": s.kind})
 }
 
-/// Kubernetes' operation ids: `patchCoreV1Pod`, `patchRbacAuthorizationV1Role`.
-fn operation_id(s: &Served) -> String {
+/// Kubernetes' operation ids: `patchCoreV1Pod`, `patchRbacAuthorizationV1Role`,
+/// `readMetricsV1beta1PodMetrics`.
+fn operation_id(verb: &str, s: &Served) -> String {
     let group: String = if s.group.is_empty() {
         "Core".into()
     } else {
@@ -101,7 +102,7 @@ fn operation_id(s: &Served) -> String {
             .map(capitalised)
             .collect()
     };
-    format!("patch{group}{}{}", capitalised(s.version), s.kind)
+    format!("{verb}{group}{}{}", capitalised(s.version), s.kind)
 }
 
 /// Where a group-version's v3 document is, relative to `/openapi/v3/`.
@@ -124,6 +125,17 @@ fn v2_document() -> Value {
     let (served, definitions) = schemas::definitions(Flavour::V2);
     let mut paths = serde_json::Map::new();
     for s in &served {
+        if s.read_only {
+            let op = json!({
+                "operationId": operation_id("read", s),
+                "produces": ["application/json", "application/yaml"],
+                "responses": {"200": {"description": "OK", "schema": {"$ref": format!("#/definitions/{}", s.schema)}}},
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": gvk(s),
+            });
+            paths.insert(s.path.clone(), json!({"get": op}));
+            continue;
+        }
         let mut params: Vec<Value> = WRITE_PARAMS
             .iter()
             .map(|(name, ty)| json!({"name": name, "in": "query", "type": ty, "uniqueItems": true}))
@@ -132,7 +144,7 @@ fn v2_document() -> Value {
             json!({"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}),
         );
         let op = json!({
-            "operationId": operation_id(s),
+            "operationId": operation_id("patch", s),
             "consumes": ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"],
             "produces": ["application/json", "application/yaml"],
             "parameters": params,
@@ -160,12 +172,25 @@ fn v3_documents() -> Vec<(String, Value)> {
             }
         };
         let paths = &mut docs[at].1;
+        let response = json!({"200": {"description": "OK", "content": {"application/json": {"schema": {
+            "$ref": format!("#/components/schemas/{}", s.schema)
+        }}}}});
+        if s.read_only {
+            let op = json!({
+                "operationId": operation_id("read", s),
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": gvk(s),
+                "responses": response,
+            });
+            paths.insert(s.path.clone(), json!({"get": op}));
+            continue;
+        }
         let params: Vec<Value> = WRITE_PARAMS
             .iter()
             .map(|(name, ty)| json!({"name": name, "in": "query", "schema": {"type": ty, "uniqueItems": true}}))
             .collect();
         let op = json!({
-            "operationId": operation_id(s),
+            "operationId": operation_id("patch", s),
             "x-kubernetes-action": "patch",
             "x-kubernetes-group-version-kind": gvk(s),
             "parameters": params,
@@ -174,9 +199,7 @@ fn v3_documents() -> Vec<(String, Value)> {
                 "application/json-patch+json": {"schema": {"type": "object"}},
                 "application/merge-patch+json": {"schema": {"type": "object"}},
             }, "required": true},
-            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {
-                "$ref": format!("#/components/schemas/{}", s.schema)
-            }}}}},
+            "responses": response,
         });
         paths.insert(s.path.clone(), json!({"patch": op}));
     }

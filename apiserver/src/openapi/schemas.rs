@@ -15,6 +15,8 @@ pub(super) struct Served {
     pub(super) path: String,
     /// The schema's name, e.g. `io.k8s.api.core.v1.Pod`.
     pub(super) schema: String,
+    /// Whether it is only read (`metrics.k8s.io`): its path has a `get`, not a `patch`.
+    pub(super) read_only: bool,
 }
 
 fn served<T>(namespaced: bool, plural: &str, generator: &mut SchemaGenerator) -> Served
@@ -38,6 +40,18 @@ where
         kind: T::KIND,
         path,
         schema: T::schema_name().into_owned(),
+        read_only: false,
+    }
+}
+
+/// [`served`], for a kind that takes no write.
+fn read_only<T>(namespaced: bool, plural: &str, generator: &mut SchemaGenerator) -> Served
+where
+    T: k8s_openapi::Resource + k8s_openapi::schemars::JsonSchema,
+{
+    Served {
+        read_only: true,
+        ..served::<T>(namespaced, plural, generator)
     }
 }
 
@@ -90,6 +104,8 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
             "horizontalpodautoscalers",
             generator,
         ),
+        read_only::<crate::metrics::schema::NodeMetrics>(false, "nodes", generator),
+        read_only::<crate::metrics::schema::PodMetrics>(true, "pods", generator),
     ]
 }
 
