@@ -203,14 +203,14 @@ pub(crate) async fn policy_v1() -> Response {
     )
 }
 
-/// The group of HorizontalPodAutoscaler, served in `v2` alone (see
-/// `kinds::autoscaling` for why not `v1`).
+/// The group of HorizontalPodAutoscaler: `v2`, the stored and preferred version (as
+/// kube-apiserver 1.26+ prefers it), and `v1`, converted from it (`kinds::autoscaling::v1`).
 const AUTOSCALING: &str = "autoscaling";
 
 /// The autoscaling group as `/apis` lists it.
 fn autoscaling_group() -> serde_json::Value {
-    let v = json!({"groupVersion": format!("{AUTOSCALING}/v2"), "version": "v2"});
-    json!({"name": AUTOSCALING, "versions": [v], "preferredVersion": v})
+    let v = |version: &str| json!({"groupVersion": format!("{AUTOSCALING}/{version}"), "version": version});
+    json!({"name": AUTOSCALING, "versions": [v("v2"), v("v1")], "preferredVersion": v("v2")})
 }
 
 /// `GET /apis/autoscaling`.
@@ -221,20 +221,30 @@ pub(crate) async fn autoscaling() -> Response {
     json(StatusCode::OK, &g)
 }
 
-/// `GET /apis/autoscaling/v2`.
-pub(crate) async fn autoscaling_v2() -> Response {
+/// The HorizontalPodAutoscaler resources of `version`: the same in both.
+fn autoscaling_resources(version: &str) -> Response {
     json(
         StatusCode::OK,
         &json!({
             "kind": "APIResourceList",
             "apiVersion": "v1",
-            "groupVersion": format!("{AUTOSCALING}/v2"),
+            "groupVersion": format!("{AUTOSCALING}/{version}"),
             "resources": [
                 {"name": "horizontalpodautoscalers", "singularName": "horizontalpodautoscaler", "namespaced": true, "kind": "HorizontalPodAutoscaler", "verbs": ALL_VERBS, "shortNames": ["hpa"], "categories": ["all"]},
                 {"name": "horizontalpodautoscalers/status", "singularName": "", "namespaced": true, "kind": "HorizontalPodAutoscaler", "verbs": ["get", "patch", "update"]},
             ],
         }),
     )
+}
+
+/// `GET /apis/autoscaling/v2`.
+pub(crate) async fn autoscaling_v2() -> Response {
+    autoscaling_resources("v2")
+}
+
+/// `GET /apis/autoscaling/v1`.
+pub(crate) async fn autoscaling_v1() -> Response {
+    autoscaling_resources("v1")
 }
 
 /// The group of PriorityClass.

@@ -212,13 +212,33 @@ impl Api {
         writer: Option<&Writer>,
         endpoint: Endpoint<K>,
     ) -> Result<(K, Vec<String>), ApiError> {
+        let version = Version::stored();
+        self.patch_object_as(ns, name, ty, patch, opts, writer, endpoint, version)
+            .await
+    }
+
+    /// [`Api::patch_object_via`] with the patch applied to `version`'s view of the
+    /// stored object, so a client patches what it reads; the result goes back to the
+    /// stored kind and is written under the resourceVersion it was read at.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn patch_object_as<K: Kind>(
+        &self,
+        ns: &str,
+        name: &str,
+        ty: PatchType,
+        patch: &Value,
+        opts: WriteOptions,
+        writer: Option<&Writer>,
+        endpoint: Endpoint<K>,
+        version: Version<K>,
+    ) -> Result<(K, Vec<String>), ApiError> {
         let main = matches!(endpoint, Endpoint::Main);
         let explicit = patch_precondition(patch)?;
         for _ in 0..RETRIES {
             let live = match self.get_raw(K::RESOURCE, ns, name) {
                 Ok(v) => v,
                 Err(ApiError::NotFound { .. }) if ty == PatchType::Apply && main => {
-                    let (mut obj, warnings) = decode_kind::<K>(patch, opts)?;
+                    let (mut obj, warnings) = (version.decode)(patch, opts)?;
                     check_name(obj.metadata_mut(), name)?;
                     let created = self.create_object(ns, obj, opts, writer).await?;
                     return Ok((created, warnings));
@@ -229,8 +249,8 @@ impl Api {
             if explicit.is_some_and(|rv| rv != live_rv) {
                 return Err(stale::<K>(name));
             }
-            let patched = patch::apply(ty, &live, patch, K::KIND, name)?;
-            let (mut new, warnings) = decode_kind::<K>(&patched, opts)?;
+            let patched = patch::apply(ty, &(version.show)(&live), patch, K::KIND, name)?;
+            let (mut new, warnings) = (version.decode)(&patched, opts)?;
             check_name(new.metadata_mut(), name)?;
             bind_scope::<K>(new.metadata_mut(), ns)?;
             let old: K = typed(&live)?;
@@ -464,6 +484,34 @@ impl<K> Clone for Endpoint<K> {
 }
 
 impl<K> Copy for Endpoint<K> {}
+
+/// The version a patch is applied in: the stored kind's own, or another served version
+/// converted at the edge (`autoscaling/v1` HorizontalPodAutoscaler over the stored v2).
+pub(crate) struct Version<K> {
+    /// The stored object as the version's JSON.
+    pub(crate) show: fn(&Value) -> Value,
+    /// The version's JSON, decoded under the write's field validation, as the stored
+    /// kind (with the unknown-field warnings).
+    pub(crate) decode: fn(&Value, WriteOptions) -> Result<(K, Vec<String>), ApiError>,
+}
+
+impl<K: Kind> Version<K> {
+    /// The stored kind itself.
+    fn stored() -> Self {
+        Self {
+            show: Value::clone,
+            decode: decode_kind::<K>,
+        }
+    }
+}
+
+impl<K> Clone for Version<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Version<K> {}
 
 /// The 409 of a write over a changed object, naming the resource as Kubernetes does.
 pub(super) fn stale<K: Kind>(name: &str) -> ApiError {

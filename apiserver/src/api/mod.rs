@@ -46,7 +46,7 @@ use crate::store::{Change, MemoryStore, RedbStore, Store, WriteOp};
 pub use collection::MetadataEdit;
 pub use events::EVENT_TTL;
 pub use fence::{Fence, Renewal};
-pub(crate) use kinds::{Deleted, decode_kind_body};
+pub(crate) use kinds::{Deleted, Endpoint, Version, decode_kind_body};
 pub use logs::LogOptions;
 pub use maintenance::{
     MAINTENANCE_CORDON_ANNOTATION, MAINTENANCE_END_ANNOTATION, MAINTENANCE_START_ANNOTATION,

@@ -12,6 +12,7 @@ use axum::routing::{MethodRouter, delete};
 use super::extract::{ApiPath, Params, negotiate};
 use super::pods::delete_options;
 use super::respond;
+use super::served::Served;
 use crate::api::Api;
 use crate::error::ApiError;
 use crate::resource::Resource;
@@ -19,14 +20,15 @@ use crate::selectors::Selectors;
 use crate::table::Include;
 
 /// `DELETE` of a namespace's collection (`/namespaces/{ns}/<resource>`).
-pub(crate) fn in_namespace(resource: Resource) -> MethodRouter<Api> {
+pub(crate) fn in_namespace(served: impl Into<Served>) -> MethodRouter<Api> {
+    let served = served.into();
     delete(
         move |State(api): State<Api>,
               ApiPath(ns): ApiPath<String>,
               p: Params,
               h: HeaderMap,
               body: Body| async move {
-            delete_collection(api, resource, Some(ns), p, h, body).await
+            delete_collection(api, served, Some(ns), p, h, body).await
         },
     )
 }
@@ -35,19 +37,20 @@ pub(crate) fn in_namespace(resource: Resource) -> MethodRouter<Api> {
 pub(crate) fn cluster_scoped(resource: Resource) -> MethodRouter<Api> {
     delete(
         move |State(api): State<Api>, p: Params, h: HeaderMap, body: Body| async move {
-            delete_collection(api, resource, None, p, h, body).await
+            delete_collection(api, resource.into(), None, p, h, body).await
         },
     )
 }
 
 async fn delete_collection(
     api: Api,
-    resource: Resource,
+    served: Served,
     ns: Option<String>,
     params: Params,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let resource = served.resource;
     let opts = delete_options(&params, &headers, body).await?;
     if let Some(warning) = crate::api::finalizers::default_policy_warning(resource, &opts) {
         crate::notes::warn(warning.to_owned());
@@ -62,7 +65,7 @@ async fn delete_collection(
         .await?;
     Ok(respond::list(
         &api,
-        resource,
+        served,
         &items,
         rv,
         None,

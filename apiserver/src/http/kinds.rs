@@ -74,13 +74,13 @@ pub(crate) fn update_routes<K: Kind>(router: Router<Api>) -> Router<Api> {
 /// extensions by the authorization layer when authentication and RBAC are on), the
 /// namespace (`""` for a cluster-scoped kind) and name in the path, the query and the
 /// headers.
-struct Write {
-    api: Api,
-    writer: Option<Writer>,
-    ns: String,
-    name: String,
-    params: Params,
-    headers: HeaderMap,
+pub(super) struct Write {
+    pub(super) api: Api,
+    pub(super) writer: Option<Writer>,
+    pub(super) ns: String,
+    pub(super) name: String,
+    pub(super) params: Params,
+    pub(super) headers: HeaderMap,
 }
 
 impl FromRequestParts<Api> for Write {

@@ -2,6 +2,7 @@
 
 mod collection;
 pub(crate) mod extract;
+mod hpa_v1;
 mod kinds;
 mod list_options;
 mod logs;
@@ -10,6 +11,7 @@ mod others;
 mod paging;
 mod pods;
 pub(crate) mod respond;
+mod served;
 mod watch;
 
 use std::future::Future;
@@ -25,6 +27,7 @@ use crate::api::Api;
 use crate::resource::Resource;
 use crate::{discovery, openapi};
 use extract::{ApiPath, Params};
+use served::Served;
 
 /// How often [`serve`] removes pods whose deletion grace period ran out. Grace periods are
 /// whole seconds, so checking every second keeps `kubectl delete` waits close to them.
@@ -35,28 +38,31 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 const EVENT_SWEEP_RATIO: u32 = 60;
 
 /// `GET` of a list: cluster-wide for a namespaced resource, or a cluster-scoped one.
-fn list_all(resource: Resource) -> MethodRouter<Api> {
+fn list_all(served: impl Into<Served>) -> MethodRouter<Api> {
+    let served = served.into();
     get(move |State(api): State<Api>, p: Params, h: HeaderMap| {
-        objects::list(api, resource, None, p, h)
+        objects::list(api, served, None, p, h)
     })
 }
 
 /// `GET` of a namespace's list (`/namespaces/{ns}/<resource>`).
-fn list_in_namespace(resource: Resource) -> MethodRouter<Api> {
+fn list_in_namespace(served: impl Into<Served>) -> MethodRouter<Api> {
+    let served = served.into();
     get(
         move |State(api): State<Api>, ApiPath(ns): ApiPath<String>, p: Params, h: HeaderMap| {
-            objects::list(api, resource, Some(ns), p, h)
+            objects::list(api, served, Some(ns), p, h)
         },
     )
 }
 
 /// `GET` of one object in a namespace (`/namespaces/{ns}/<resource>/{name}`).
-fn get_in_namespace(resource: Resource) -> MethodRouter<Api> {
+fn get_in_namespace(served: impl Into<Served>) -> MethodRouter<Api> {
+    let served = served.into();
     get(
         move |State(api): State<Api>,
               ApiPath((ns, name)): ApiPath<(String, String)>,
               p: Params,
-              h: HeaderMap| async move { objects::get(&api, resource, &ns, &name, &p, &h) },
+              h: HeaderMap| async move { objects::get(&api, served, &ns, &name, &p, &h) },
     )
 }
 
@@ -64,7 +70,7 @@ fn get_in_namespace(resource: Resource) -> MethodRouter<Api> {
 fn get_cluster_scoped(resource: Resource) -> MethodRouter<Api> {
     get(
         move |State(api): State<Api>, ApiPath(name): ApiPath<String>, p: Params, h: HeaderMap| async move {
-            objects::get(&api, resource, "", &name, &p, &h)
+            objects::get(&api, resource.into(), "", &name, &p, &h)
         },
     )
 }
@@ -95,6 +101,7 @@ pub fn router(api: Api) -> Router {
         .route("/apis/policy/v1", get(discovery::policy_v1))
         .route("/apis/autoscaling", get(discovery::autoscaling))
         .route("/apis/autoscaling/v2", get(discovery::autoscaling_v2))
+        .route("/apis/autoscaling/v1", get(discovery::autoscaling_v1))
         .route("/apis/scheduling.k8s.io", get(discovery::scheduling))
         .route("/apis/scheduling.k8s.io/v1", get(discovery::scheduling_v1))
         .route("/openapi/v2", get(openapi::v2))
@@ -161,6 +168,7 @@ pub fn router(api: Api) -> Router {
         kinds::routes::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(router);
     let router =
         kinds::status_routes::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(router);
+    let router = hpa_v1::routes(router);
     let router = kinds::routes::<k8s_openapi::api::coordination::v1::Lease>(router);
     let router = kinds::routes::<k8s_openapi::api::scheduling::v1::PriorityClass>(router);
     let router = kinds::routes::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(router);

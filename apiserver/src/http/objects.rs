@@ -5,21 +5,22 @@ use axum::response::Response;
 
 use super::extract::{Params, negotiate};
 use super::list_options::{self, ListAt};
+use super::served::Served;
 use super::{paging, respond, watch};
 use crate::api::Api;
 use crate::error::ApiError;
-use crate::resource::Resource;
 use crate::selectors::Selectors;
 use crate::table::Include;
 
 /// `GET` on a collection: a list, or a watch with `watch=true`.
 pub(crate) async fn list(
     api: Api,
-    resource: Resource,
+    served: Served,
     ns: Option<String>,
     params: Params,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let resource = served.resource;
     let sel = Selectors::parse(
         params.get("labelSelector").unwrap_or(""),
         params.get("fieldSelector").unwrap_or(""),
@@ -28,7 +29,7 @@ pub(crate) async fn list(
     let at = list_options::check(&params)?;
     check_not_ahead(&api, &params)?;
     if params.flag("watch") {
-        return watch::respond(api, resource, ns, &params, &headers, sel);
+        return watch::respond(api, served, ns, &params, &headers, sel);
     }
     let limit = params.int("limit")?.filter(|l| *l > 0);
     let cont = params.get("continue");
@@ -53,7 +54,7 @@ pub(crate) async fn list(
         let more = page.next.as_deref().map(|t| (t, page.remaining));
         return Ok(respond::list(
             &api,
-            resource,
+            served,
             &page.items,
             page.rv,
             more,
@@ -64,7 +65,7 @@ pub(crate) async fn list(
     let (items, rv) = api.list_raw(resource, ns.as_deref(), &sel);
     Ok(respond::list(
         &api,
-        resource,
+        served,
         &items,
         rv,
         None,
@@ -93,16 +94,16 @@ fn check_not_ahead(api: &Api, params: &Params) -> Result<(), ApiError> {
 /// `GET` on one object.
 pub(crate) fn get(
     api: &Api,
-    resource: Resource,
+    served: Served,
     ns: &str,
     name: &str,
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let obj = api.get_raw(resource, ns, name)?;
+    let obj = api.get_raw(served.resource, ns, name)?;
     Ok(respond::object(
         api,
-        resource,
+        served,
         &obj,
         negotiate(headers),
         Include::parse(params.get("includeObject")),

@@ -8,9 +8,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::extract::Format;
+use super::served::Served;
 use crate::api::Api;
 use crate::error::ApiError;
-use crate::resource::Resource;
 use crate::table::{self, Include};
 
 /// A JSON response with `Warning` headers (kubectl prints them), e.g. one per unknown
@@ -37,18 +37,19 @@ pub(crate) fn json(code: StatusCode, body: &impl Serialize) -> Response {
 /// One object in the negotiated format.
 pub(crate) fn object(
     api: &Api,
-    resource: Resource,
+    served: Served,
     obj: &Value,
     format: Format,
     include: Include,
 ) -> Response {
+    let obj = served.object(obj);
     match format {
-        Format::Object => json(StatusCode::OK, obj),
-        Format::Metadata => json(StatusCode::OK, &table::partial_metadata(obj)),
+        Format::Object => json(StatusCode::OK, &obj),
+        Format::Metadata => json(StatusCode::OK, &table::partial_metadata(&obj)),
         Format::Table => {
             let t = table::table(
-                resource,
-                &[Arc::new(obj.clone())],
+                served.resource,
+                &[Arc::new(obj)],
                 None,
                 api.now(),
                 include,
@@ -62,15 +63,17 @@ pub(crate) fn object(
 /// A list in the negotiated format.
 pub(crate) fn list(
     api: &Api,
-    resource: Resource,
+    served: Served,
     items: &[Arc<Value>],
     rv: u64,
     more: Option<(&str, Option<usize>)>,
     format: Format,
     include: Include,
 ) -> Response {
+    let resource = served.resource;
+    let items = served.items(items);
     let mut list = match format {
-        Format::Table => table::table(resource, items, Some(rv), api.now(), include, true),
+        Format::Table => table::table(resource, &items, Some(rv), api.now(), include, true),
         Format::Metadata => json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
@@ -79,7 +82,7 @@ pub(crate) fn list(
         }),
         Format::Object => json!({
             "kind": resource.list_kind(),
-            "apiVersion": resource.api_version(),
+            "apiVersion": served.api_version(),
             "metadata": {"resourceVersion": rv.to_string()},
             "items": items.iter().map(|o| o.as_ref()).collect::<Vec<_>>(),
         }),

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::extract::{Format, Params, negotiate};
+use super::served::Served;
 use crate::api::{Api, EventKind};
 use crate::error::ApiError;
-use crate::resource::Resource;
 use crate::selectors::Selectors;
 use crate::store::object_rv;
 use crate::table::{self, Include};
@@ -38,7 +38,7 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 const QUEUE: usize = 64;
 
 struct Encoder {
-    resource: Resource,
+    served: Served,
     format: Format,
     include: Include,
     first: bool,
@@ -46,12 +46,13 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn event(&mut self, kind: &str, obj: &Arc<Value>) -> Bytes {
+    fn event(&mut self, kind: &str, stored: &Arc<Value>) -> Bytes {
+        let obj = &self.served.shared(stored);
         let object = match self.format {
             Format::Table => {
                 let rv = object_rv(obj);
                 let t = table::table(
-                    self.resource,
+                    self.served.resource,
                     std::slice::from_ref(obj),
                     rv,
                     self.api.now(),
@@ -73,7 +74,7 @@ impl Encoder {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         line(
-            &json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": self.resource.api_version(), "metadata": meta}}),
+            &json!({"type": "BOOKMARK", "object": {"kind": self.served.resource.kind(), "apiVersion": self.served.api_version(), "metadata": meta}}),
         )
     }
 }
@@ -91,7 +92,7 @@ fn error_event(e: &ApiError) -> Bytes {
 /// Starts a watch response.
 pub(crate) fn respond(
     api: Api,
-    resource: Resource,
+    served: Served,
     ns: Option<String>,
     params: &Params,
     headers: &HeaderMap,
@@ -115,8 +116,9 @@ pub(crate) fn respond(
         .filter(|s| *s > 0)
         .map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.unsigned_abs()))
         .min(MAX_TIMEOUT);
+    let resource = served.resource;
     let mut enc = Encoder {
-        resource,
+        served,
         format: negotiate(headers),
         include: Include::parse(params.get("includeObject")),
         first: true,

@@ -104,6 +104,11 @@ fn all_served(generator: &mut SchemaGenerator) -> Vec<Served> {
             "horizontalpodautoscalers",
             generator,
         ),
+        served::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>(
+            true,
+            "horizontalpodautoscalers",
+            generator,
+        ),
         read_only::<crate::metrics::schema::NodeMetrics>(false, "nodes", generator),
         read_only::<crate::metrics::schema::PodMetrics>(true, "pods", generator),
     ]

@@ -11,12 +11,13 @@
 //! `memory` (the executors sample nothing else), so an autoscaler is never accepted
 //! and then ignored.
 //!
-//! Only `autoscaling/v2` is served: `autoscaling/v1` would need the conversion of its
-//! `targetCPUUtilizationPercentage` and annotations both ways on every read, write and
-//! watch.
+//! `autoscaling/v2` is the stored version; `autoscaling/v1` is served too, converted
+//! to and from v2 at the edge of every read, write and watch (`v1`), with the same
+//! store key, resourceVersion and watch stream.
 
 mod defaults;
 pub(crate) mod table;
+pub(crate) mod v1;
 mod validation;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -32,6 +33,8 @@ impl Kind for HorizontalPodAutoscaler {
     const RESOURCE: Resource = Resource::HorizontalPodAutoscalers;
 
     fn normalize(&mut self) {
+        // kube's v2 conversion drops them both ways: they belong to v1's view alone.
+        v1::drop_round_trip(&mut self.metadata);
         defaults::apply(self);
     }
 

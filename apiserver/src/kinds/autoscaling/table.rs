@@ -45,6 +45,12 @@ pub(crate) fn columns() -> Vec<Value> {
 
 /// The cells after the name.
 pub(crate) fn cells(obj: &Value, age: String) -> Vec<Value> {
+    // kube prints its internal object, so an `autoscaling/v1` row shows what the v2 one
+    // does.
+    let converted = (obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1"))
+        .then(|| super::v1::value_to_v2(obj))
+        .flatten();
+    let obj = converted.as_ref().unwrap_or(obj);
     let text = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
     let reference = format!(
         "{}/{}",
