@@ -54,8 +54,9 @@ pub enum Resource {
     LimitRanges,
     /// `resourcequotas`, namespaced, with `status`.
     ResourceQuotas,
-    /// `horizontalpodautoscalers` of `autoscaling/v2` (the one kind served in a `v2`),
-    /// namespaced, with `status`.
+    /// `horizontalpodautoscalers` of `autoscaling/v2` (the one kind stored in a `v2`;
+    /// also served as `autoscaling/v1`, converted at the edge), namespaced, with
+    /// `status`.
     HorizontalPodAutoscalers,
 }
 

@@ -17,6 +17,7 @@ mod fuzz_objects;
 mod http_api;
 mod http_cronjobs;
 mod http_deletion;
+mod http_hpa_v1;
 mod http_job_status;
 mod http_jobs;
 mod http_jobs_validation;

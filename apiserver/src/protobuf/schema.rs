@@ -103,6 +103,11 @@ mod tests {
                 "k8s.io.api.autoscaling.v2.HorizontalPodAutoscaler",
             ),
             (
+                "autoscaling/v1",
+                "HorizontalPodAutoscaler",
+                "k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler",
+            ),
+            (
                 "rbac.authorization.k8s.io/v1",
                 "ClusterRole",
                 "k8s.io.api.rbac.v1.ClusterRole",
