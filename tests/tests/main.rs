@@ -54,6 +54,7 @@ mod ha_replicas;
 mod ha_statefulsets;
 mod ha_workloads;
 mod hpa_kubectl;
+mod hpa_v1_kubectl;
 mod jobs_api_kubectl;
 mod jobs_kubectl;
 mod jobs_unplaceable_kubectl;
