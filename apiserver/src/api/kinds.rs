@@ -492,8 +492,11 @@ pub(crate) struct Version<K> {
     pub(crate) show: fn(&Value) -> Value,
     /// The version's JSON, decoded under the write's field validation, as the stored
     /// kind (with the unknown-field warnings).
-    pub(crate) decode: fn(&Value, WriteOptions) -> Result<(K, Vec<String>), ApiError>,
+    pub(crate) decode: fn(&Value, WriteOptions) -> Decoded<K>,
 }
+
+/// An object decoded as the stored kind, with its unknown-field warnings.
+pub(crate) type Decoded<K> = Result<(K, Vec<String>), ApiError>;
 
 impl<K: Kind> Version<K> {
     /// The stored kind itself.

@@ -81,3 +81,29 @@ async fn bad_protobuf_is_400_and_a_secret_never_quotes_its_values() {
     assert_eq!(code, 400, "{status}");
     assert!(!status.to_string().contains("hunter2"), "{status}");
 }
+
+#[tokio::test]
+async fn kubectl_autoscale_of_kubectl_1_27_creates_an_autoscaling_v1_autoscaler_from_protobuf() {
+    // As the typed client writes it: every non-pointer field, the zero status too.
+    let hpa = build(
+        "k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler",
+        &json!({
+            "metadata": {"name": "web", "namespace": "", "generateName": "", "uid": "", "resourceVersion": "", "generation": 0, "creationTimestamp": {}},
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                "minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50,
+            },
+            "status": {"currentReplicas": 0, "desiredReplicas": 0},
+        }),
+    );
+    let (code, created) = post(
+        "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",
+        super::body("autoscaling/v1", "HorizontalPodAutoscaler", &hpa),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["apiVersion"], "autoscaling/v1");
+    assert_eq!(created["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert_eq!(created["spec"]["minReplicas"], 1);
+    assert_eq!(created.get("status"), None);
+}
