@@ -49,7 +49,7 @@ pub(crate) fn object(
         Format::Table => {
             let t = table::table(
                 served.resource,
-                &[Arc::new(obj)],
+                &[Arc::new(obj.into_owned())],
                 None,
                 api.now(),
                 include,

@@ -51,11 +51,12 @@ impl Served {
         }
     }
 
-    /// A stored object as served.
-    pub(crate) fn object(self, stored: &Value) -> Value {
+    /// A stored object as served (borrowed when nothing converts: a GET of any other
+    /// kind copies nothing).
+    pub(crate) fn object(self, stored: &Value) -> Cow<'_, Value> {
         match self.version {
-            Version::Stored => stored.clone(),
-            Version::AutoscalingV1 => v1::value_to_v1(stored),
+            Version::Stored => Cow::Borrowed(stored),
+            Version::AutoscalingV1 => Cow::Owned(v1::value_to_v1(stored)),
         }
     }
 
@@ -63,9 +64,12 @@ impl Served {
     pub(crate) fn items(self, stored: &[Arc<Value>]) -> Cow<'_, [Arc<Value>]> {
         match self.version {
             Version::Stored => Cow::Borrowed(stored),
-            Version::AutoscalingV1 => {
-                Cow::Owned(stored.iter().map(|o| Arc::new(self.object(o))).collect())
-            }
+            Version::AutoscalingV1 => Cow::Owned(
+                stored
+                    .iter()
+                    .map(|o| Arc::new(v1::value_to_v1(o)))
+                    .collect(),
+            ),
         }
     }
 
@@ -73,7 +77,7 @@ impl Served {
     pub(crate) fn shared(self, stored: &Arc<Value>) -> Arc<Value> {
         match self.version {
             Version::Stored => Arc::clone(stored),
-            Version::AutoscalingV1 => Arc::new(self.object(stored)),
+            Version::AutoscalingV1 => Arc::new(v1::value_to_v1(stored)),
         }
     }
 }
