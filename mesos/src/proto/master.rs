@@ -1,4 +1,5 @@
-//! The master's v1 operator API (`POST /api/v1`), trimmed to maintenance:
+//! The master's v1 operator API (`POST /api/v1`), trimmed to maintenance,
+//! agent draining and GET_AGENTS:
 //! every call type decodes, so the others can be refused by name.
 
 include!(concat!(env!("OUT_DIR"), "/mesos.v1.master.rs"));
