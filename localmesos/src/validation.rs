@@ -178,6 +178,9 @@ pub(crate) fn operator_call(call: &master::Call) -> Result<master::call::Type, S
         Op::UpdateMaintenanceSchedule => call.update_maintenance_schedule.is_none(),
         Op::StartMaintenance => call.start_maintenance.is_none(),
         Op::StopMaintenance => call.stop_maintenance.is_none(),
+        Op::DrainAgent => call.drain_agent.is_none(),
+        Op::DeactivateAgent => call.deactivate_agent.is_none(),
+        Op::ReactivateAgent => call.reactivate_agent.is_none(),
         _ => false,
     };
     if missing {
@@ -185,6 +188,26 @@ pub(crate) fn operator_call(call: &master::Call) -> Result<master::call::Type, S
             "Expecting '{}' to be present",
             mesos::proto::json::WireEnum::wire_name(kind).to_ascii_lowercase()
         ));
+    }
+    // Mesos declares these `agent_id`s required: its parser refuses a call
+    // without one (400 too).
+    let no_agent = match kind {
+        Op::DrainAgent => call
+            .drain_agent
+            .as_ref()
+            .is_some_and(|c| c.agent_id.is_none()),
+        Op::DeactivateAgent => call
+            .deactivate_agent
+            .as_ref()
+            .is_some_and(|c| c.agent_id.is_none()),
+        Op::ReactivateAgent => call
+            .reactivate_agent
+            .as_ref()
+            .is_some_and(|c| c.agent_id.is_none()),
+        _ => false,
+    };
+    if no_agent {
+        return Err("Expecting 'agent_id' to be present".into());
     }
     Ok(kind)
 }

@@ -7,6 +7,7 @@
 pub(crate) mod admin;
 pub(crate) mod agent;
 pub(crate) mod auth;
+pub(crate) mod get_agents;
 pub(crate) mod maintenance;
 pub(crate) mod operator;
 pub(crate) mod operator_api;
@@ -34,7 +35,9 @@ pub(crate) fn router(cx: Arc<Shared>) -> Router {
         .route("/state", get(operator::state))
         .route("/state.json", get(operator::state))
         .route("/master/state", get(operator::state))
-        .route("/master/state.json", get(operator::state));
+        .route("/master/state.json", get(operator::state))
+        .route("/slaves", get(operator::slaves))
+        .route("/master/slaves", get(operator::slaves));
     // Mesos serves its endpoints both bare and under the master's process id.
     let mut writes = Router::new().route("/api/v1", any(operator_api::api));
     for prefix in ["", "/master"] {

@@ -1,5 +1,6 @@
-//! Operator endpoints: `GET /version` and `GET /state` (also
-//! `/master/state`, `/state.json`), in the JSON shape of a Mesos master.
+//! Operator endpoints: `GET /version`, `GET /state` (also
+//! `/master/state`, `/state.json`) and `GET /slaves` (also
+//! `/master/slaves`), in the JSON shape of a Mesos master.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use mesos::proto::json::WireEnum as _;
 use mesos::resources::{Resources, attribute_text};
 use serde_json::{Map, Value, json};
 
-use crate::agent::AgentStatus;
+use crate::agent::{Agent, AgentStatus};
 use crate::master::task::Task;
 use crate::master::{MESOS_VERSION, Shared, State};
 
@@ -28,6 +29,65 @@ pub(crate) async fn version() -> Json<Value> {
 pub(crate) async fn state(AxState(cx): AxState<Arc<Shared>>) -> Json<Value> {
     let st = cx.lock();
     Json(state_json(&cx, &st))
+}
+
+/// `GET /slaves`: the agents as `/state` shows them, and (as Mesos) the
+/// ones a restarted master has not heard from again.
+pub(crate) async fn slaves(AxState(cx): AxState<Arc<Shared>>) -> Json<Value> {
+    let st = cx.lock();
+    let recovered: Vec<Value> = st
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Reregistering)
+        .map(|a| json!({"id": a.id.value, "hostname": a.hostname, "port": a.endpoint.map(|e| e.port())}))
+        .collect();
+    Json(json!({"slaves": agents_json(&st), "recovered_slaves": recovered}))
+}
+
+/// One agent of `/state` and `/slaves` (Mesos' `SlaveWriter`).
+fn agent_json(st: &State, a: &Agent) -> Value {
+    let attributes: BTreeMap<String, String> = a
+        .attributes
+        .iter()
+        .map(|at| (at.name.clone(), attribute_text(at)))
+        .collect();
+    let mut v = json!({
+        "id": a.id.value,
+        "pid": a.pid(),
+        "hostname": a.hostname,
+        "port": a.endpoint.map(|e| e.port()),
+        "registered_time": a.registered_time,
+        "active": super::get_agents::active(st, a),
+        "deactivated": st.drain.is_deactivated(&a.id.value),
+        "version": MESOS_VERSION,
+        "status": a.status.name(),
+        "simulated": a.simulated,
+        "resources": resources_json(&a.total),
+        "used_resources": resources_json(&a.used),
+        "offered_resources": resources_json(&a.offered),
+        "unreserved_resources": resources_json(&a.total.unreserved()),
+        "reserved_resources": reserved_json(&a.total),
+        "attributes": attributes,
+    });
+    // Mesos writes the drain (and its start) only for a drained agent.
+    if let (Some(info), Some(obj)) = (st.drain.info(&a.id.value), v.as_object_mut()) {
+        obj.insert("drain_info".into(), json!(info));
+        if let Some(t) = st.drain.start_time(&a.id.value) {
+            obj.insert(
+                "estimated_drain_start_time_seconds".into(),
+                json!(t.nanoseconds as f64 / 1e9),
+            );
+        }
+    }
+    v
+}
+
+fn agents_json(st: &State) -> Vec<Value> {
+    st.agents
+        .values()
+        .filter(|a| a.status != AgentStatus::Gone)
+        .map(|a| agent_json(st, a))
+        .collect()
 }
 
 /// Mesos' resource map: scalars as numbers, ranges as `"[a-b, c-d]"`, sets
@@ -92,34 +152,7 @@ fn task_json(t: &Task, fw_id: &str) -> Value {
 
 pub(crate) fn state_json(cx: &Shared, st: &State) -> Value {
     let pid = format!("master@{}", cx.master_addr);
-    let agents: Vec<Value> = st
-        .agents
-        .values()
-        .filter(|a| a.status != AgentStatus::Gone)
-        .map(|a| {
-            let attributes: BTreeMap<String, String> = a
-                .attributes
-                .iter()
-                .map(|at| (at.name.clone(), attribute_text(at)))
-                .collect();
-            json!({
-                "id": a.id.value,
-                "pid": a.pid(),
-                "hostname": a.hostname,
-                "port": a.endpoint.map(|e| e.port()),
-                "registered_time": a.registered_time,
-                "active": a.status == AgentStatus::Active,
-                "status": a.status.name(),
-                "simulated": a.simulated,
-                "resources": resources_json(&a.total),
-                "used_resources": resources_json(&a.used),
-                "offered_resources": resources_json(&a.offered),
-                "unreserved_resources": resources_json(&a.total.unreserved()),
-                "reserved_resources": reserved_json(&a.total),
-                "attributes": attributes,
-            })
-        })
-        .collect();
+    let agents = agents_json(st);
     let mut fw_ids: Vec<&String> = st.frameworks.keys().collect();
     fw_ids.sort();
     let frameworks: Vec<Value> = fw_ids
@@ -201,8 +234,9 @@ pub(crate) fn state_json(cx: &Shared, st: &State) -> Value {
         "pid": pid,
         "leader": pid,
         "hostname": cx.master_addr.ip().to_string(),
-        "activated_slaves": st.agents.values().filter(|a| a.status == AgentStatus::Active).count(),
-        "deactivated_slaves": 0,
+        "activated_slaves": st.agents.values().filter(|a| super::get_agents::active(st, a)).count(),
+        // Mesos counts registered agents that are not active.
+        "deactivated_slaves": st.agents.values().filter(|a| a.status == AgentStatus::Active && st.drain.is_deactivated(&a.id.value)).count(),
         "unreachable_slaves": st.agents.values().filter(|a| matches!(a.status, AgentStatus::Unreachable(_))).count(),
         "slaves": agents,
         "frameworks": frameworks,

@@ -151,6 +151,7 @@ pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
     let was_silent = agent.silent_since.take().is_some();
     if was_silent && !matches!(agent.status, AgentStatus::Unreachable(_)) {
         resend_held(st, id);
+        super::drain::reregistered(cx, st, id);
         cx.allocate_now.notify_one();
         return Ok(());
     }
@@ -200,6 +201,7 @@ pub(crate) fn heal(cx: &Shared, id: &str) -> Result<(), Error> {
         }
     }
     resend_held(st, id);
+    super::drain::reregistered(cx, st, id);
     cx.allocate_now.notify_one();
     Ok(())
 }
@@ -253,6 +255,10 @@ pub(crate) fn remove_locked(st: &mut State, id: &str, why: Removal) {
         return;
     };
     agent.status = AgentStatus::Gone;
+    st.drain.forget(id);
+    let Some(agent) = st.agents.get_mut(id) else {
+        return;
+    };
     if let Some(server) = agent.server.take() {
         server.abort();
     }

@@ -71,7 +71,11 @@ pub(crate) fn allocate(cx: &Shared, st: &mut State) {
     let agent_ids: Vec<String> = st
         .agents
         .iter()
-        .filter(|(_, a)| a.status == AgentStatus::Active && a.silent_since.is_none())
+        .filter(|(id, a)| {
+            a.status == AgentStatus::Active
+                && a.silent_since.is_none()
+                && !st.drain.is_deactivated(id)
+        })
         .map(|(id, _)| id.clone())
         .collect();
     for agent_id in agent_ids {

@@ -87,7 +87,7 @@ fn rescind_event(id: &str) -> Event {
 }
 
 /// Rescinds every outstanding inverse offer on the agent.
-fn rescind_agent(st: &mut State, agent_id: &str) {
+pub(crate) fn rescind_agent(st: &mut State, agent_id: &str) {
     let inv = &mut st.maintenance.inverse;
     let ids: Vec<String> = inv
         .outstanding

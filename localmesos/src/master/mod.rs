@@ -25,6 +25,7 @@ pub(crate) mod agents;
 pub(crate) mod allocator;
 pub(crate) mod calls;
 pub(crate) mod checkpoints;
+pub(crate) mod drain;
 pub(crate) mod executors;
 pub(crate) mod inverse_offers;
 pub(crate) mod launch;
@@ -249,6 +250,8 @@ pub(crate) struct State {
     pub(crate) alloc_rotation: usize,
     /// The maintenance schedule, machine modes and inverse offers.
     pub(crate) maintenance: maintenance::Maintenance,
+    /// Deactivated and draining agents.
+    pub(crate) drain: drain::Drains,
 }
 
 impl State {
@@ -267,6 +270,7 @@ impl State {
             next_agent: 0,
             alloc_rotation: 0,
             maintenance: maintenance::Maintenance::default(),
+            drain: drain::Drains::default(),
         }
     }
 

@@ -287,6 +287,11 @@ pub(crate) fn restart(cx: &Arc<Shared>, opts: RestartOptions) {
                     agent.status = AgentStatus::Active;
                 }
             }
+            // The registry kept each agent's drain: those back drain again.
+            let ids: Vec<String> = st.agents.keys().cloned().collect();
+            for id in ids {
+                super::drain::reregistered(cx, st, &id);
+            }
             cx.allocate_now.notify_one();
         });
     });

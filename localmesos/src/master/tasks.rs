@@ -75,8 +75,9 @@ pub(crate) fn status_update(
     cx: &Shared,
     st: &mut State,
     framework_id: &str,
-    status: TaskStatus,
+    mut status: TaskStatus,
 ) -> bool {
+    super::drain::decorate(st, framework_id, &mut status);
     let Some(task_id) = status.task_id.as_ref().map(|t| t.value.clone()) else {
         return false;
     };
@@ -131,6 +132,7 @@ pub(crate) fn status_update(
     } else if let Some(fw) = st.frameworks.get(framework_id) {
         fw.send_update(status);
         complete_if_done(st, framework_id, &task_id);
+        super::drain::check(cx, st, &agent_id);
     }
     true
 }
@@ -216,6 +218,7 @@ pub(crate) fn acknowledge(
     task_id: &str,
     uuid: &[u8],
 ) {
+    let agent_id = super::drain::agent_of(st, framework_id, task_id);
     let Some(task) = st
         .frameworks
         .get_mut(framework_id)
@@ -246,6 +249,10 @@ pub(crate) fn acknowledge(
         // queue's room for four updates was a kilobyte per task.
         task.pending = VecDeque::new();
         complete_if_done(st, framework_id, task_id);
+        // Mesos checks a draining agent after every acknowledgement.
+        if let Some(agent_id) = agent_id {
+            super::drain::check(cx, st, &agent_id);
+        }
     } else {
         forward_head(cx, st, framework_id, task_id);
     }

@@ -1,11 +1,13 @@
 //! Maintenance: schedules, DRAINING machines' offers and inverse offers,
 //! the frameworks' answers and filters. `operator` covers START/STOP
 //! maintenance, validation, the v1 operator API (`POST /api/v1`, JSON and
-//! protobuf), Mesos' JSON endpoints and read-write authentication.
+//! protobuf), Mesos' JSON endpoints and read-write authentication;
+//! `drain` covers agent deactivation and draining.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../common/mod.rs"]
 mod common;
+mod drain;
 mod operator;
 mod support;
 
