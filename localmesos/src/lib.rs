@@ -70,8 +70,10 @@
 //! resources, frameworks, tasks, offers). Maintenance, as Mesos serves it
 //! (each also under `/master/`): `POST /api/v1` (the v1 operator API:
 //! GET_MAINTENANCE_SCHEDULE, GET_MAINTENANCE_STATUS,
-//! UPDATE_MAINTENANCE_SCHEDULE, START_MAINTENANCE, STOP_MAINTENANCE in
-//! JSON or protobuf; any other call type 501), `GET|POST
+//! UPDATE_MAINTENANCE_SCHEDULE, START_MAINTENANCE, STOP_MAINTENANCE, the
+//! agent draining calls DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT,
+//! and GET_AGENTS, in JSON or protobuf; any other call type 501), `GET
+//! /slaves` (also `/master/slaves`), `GET|POST
 //! /maintenance/schedule`, `GET /maintenance/status`, `POST /machine/down`
 //! and `/machine/up` (a JSON array of `MachineID`s). Machines in a schedule
 //! are DRAINING: their agents' offers carry `unavailability`, and
