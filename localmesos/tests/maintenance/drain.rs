@@ -216,7 +216,9 @@ async fn draining_kills_every_task_and_is_drained_once_the_kills_are_acknowledge
     assert_eq!(slave["drain_info"]["state"], "DRAINED");
     assert_eq!(slave["deactivated"], true);
 
-    // Drained: no offers until it is reactivated, then offers again.
+    // Drained: no offers until it is reactivated, then offers again (to A
+    // alone, so the test knows where to look).
+    assert_eq!(b.simple(call::Type::Suppress).await, 202);
     assert_eq!(a.simple(call::Type::Revive).await, 202);
     a.assert_none(event::Type::Offers, QUIET).await;
     let (status, _) = call_text(
