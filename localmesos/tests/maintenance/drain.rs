@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use crate::support::*;
-use localmesos::{LocalMesos, RestartOptions};
+use localmesos::{Config, Credentials, LocalMesos, RestartOptions, Security};
 use mesos::codec::Codec;
 use mesos::proto::framework_info::capability::Type as Cap;
 use mesos::proto::master::{self, call as op, response};
@@ -452,5 +452,76 @@ async fn drain_and_deactivation_outlive_a_master_restart() {
     };
     assert_eq!(drain_state(&by(&ids[0])), Some(DrainState::Drained));
     assert_eq!(by(&ids[1]).deactivated, Some(true));
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_drain_calls_need_the_readwrite_credentials() {
+    testkit::init_crypto();
+    let cluster = LocalMesos::start(Config {
+        agents: vec![agent("cpus:1;mem:1024", true)],
+        timing: fast_timing(),
+        security: Security {
+            framework_credentials: Some(Credentials::single("ops", "s3cret")),
+            authenticate_http_readwrite: true,
+            ..Security::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let agent = cluster.state().agents[0].id.clone();
+    let url = format!("{}/api/v1", cluster.master_url());
+    let post = |call: master::Call, auth: Option<(&str, &str)>| {
+        let mut req = client()
+            .post(&url)
+            .header("Content-Type", "application/x-protobuf")
+            .body(Codec::Protobuf.encode(&call));
+        if let Some((user, secret)) = auth {
+            req = req.basic_auth(user, Some(secret));
+        }
+        req.send()
+    };
+    for kind in [
+        op::Type::DrainAgent,
+        op::Type::DeactivateAgent,
+        op::Type::ReactivateAgent,
+    ] {
+        let resp = post(agent_call(kind, &agent), None).await.unwrap();
+        assert_eq!(resp.status(), 401, "{kind:?}");
+        assert_eq!(
+            resp.headers()["www-authenticate"],
+            r#"Basic realm="mesos-master-readwrite""#
+        );
+    }
+    let resp = post(drain_call(&agent, None, false), Some(("ops", "s3cret")))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_partitioned_agent_drains_once_it_is_back() {
+    let cluster = simulated_cluster(1).await;
+    let mut a = subscribe(cluster.master_url(), Codec::Protobuf, framework("a", &[])).await;
+    let agent = run_task(&mut a, "ta", "cpus:1;mem:1024").await;
+    cluster.partition_agent(&agent).unwrap();
+
+    // The master takes the drain, but the agent does not hear it.
+    let (status, _) = call_text(&cluster, Codec::Json, &drain_call(&agent, None, false)).await;
+    assert_eq!(status, 200);
+    a.assert_none(event::Type::Update, QUIET).await;
+    let got = get_agent(&cluster, Codec::Json, &agent).await;
+    assert_eq!(drain_state(&got), Some(DrainState::Draining));
+
+    // Back: it is told to drain again, and does.
+    cluster.heal_agent(&agent).unwrap();
+    let killed = a.update().await;
+    assert_eq!(state_of(&killed), TaskState::TaskKilled);
+    assert_eq!(killed.reason, Some(Reason::ReasonAgentDraining as i32));
+    assert_eq!(a.ack(&killed).await, 202);
+    let got = get_agent(&cluster, Codec::Json, &agent).await;
+    assert_eq!(drain_state(&got), Some(DrainState::Drained));
     cluster.shutdown().await;
 }
