@@ -113,6 +113,27 @@ pub async fn start(setup: Setup) -> App {
     App::start(app_config(setup)).await.expect("mesopod starts")
 }
 
+/// A cluster of two simulated agents (`agent-0` and `agent-1`, 3 cpus each), once
+/// both their Nodes exist: for tests of the API's objects, whose pods need not run.
+pub async fn two_simulated_agents() -> App {
+    let app = start(Setup {
+        agents: (0..2)
+            .map(|i| agent("cpus:3;mem:16384;ports:[31000-31100]", "", i).simulated(None))
+            .collect(),
+        ..Setup::default()
+    })
+    .await;
+    let api = app.api();
+    testkit::wait_until(
+        "both agents' Nodes",
+        Duration::from_secs(60),
+        async || api.list_nodes("", "").unwrap().items.len(),
+        |n| *n == 2,
+    )
+    .await;
+    app
+}
+
 /// Awaits the object named `name` for which `pred` holds: read once, then
 /// watched (no sleeping). The version is taken before the read, so a change
 /// between the two is either seen by the read or replayed by the watch.
