@@ -35,6 +35,12 @@ pub const DISRUPTION_BY_POD_GC: &str = "DeletionByPodGC";
 /// Kubernetes' DisruptionTarget reason when the node agent ended the pod; an
 /// executor that died under its pod is mesopod's kubelet doing so.
 pub const DISRUPTION_BY_KUBELET: &str = "TerminationByKubelet";
+/// Kubelet's reason for a pod stopped by a graceful node shutdown (`nodeShutdownReason`),
+/// which a drained agent's pods are given.
+pub const REASON_NODE_SHUTDOWN: &str = "Terminated";
+/// Their message, in the words kubelet's shutdown manager uses for its own.
+const AGENT_DRAINED: &str =
+    "Pod was terminated in response to the drain of its Mesos agent (DRAIN_AGENT).";
 /// Kubelet's reason for a container it cannot locate.
 pub const CONTAINER_STATUS_UNKNOWN: &str = "ContainerStatusUnknown";
 
@@ -110,6 +116,24 @@ pub fn pod_status_for(
         TaskState::TaskKilling => {}
         TaskState::TaskFinished => {
             status.phase = Some("Succeeded".into());
+            finished(&mut status);
+        }
+        TaskState::TaskFailed | TaskState::TaskKilled | TaskState::TaskError
+            if reason == Some(Reason::ReasonAgentDraining) =>
+        {
+            // The operator drained the agent (DRAIN_AGENT), and its agent killed
+            // what ran: kubelet's graceful node shutdown says it this way, so a Job's
+            // podFailurePolicy and a budget's controller see a disruption, not a
+            // failed command.
+            status.phase = Some("Failed".into());
+            status.reason = Some(REASON_NODE_SHUTDOWN.into());
+            status.message = Some(AGENT_DRAINED.into());
+            disrupted(
+                &mut status,
+                DISRUPTION_BY_KUBELET,
+                AGENT_DRAINED.into(),
+                now,
+            );
             finished(&mut status);
         }
         TaskState::TaskFailed | TaskState::TaskKilled | TaskState::TaskError => {

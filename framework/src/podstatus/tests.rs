@@ -279,3 +279,40 @@ fn garbage_in_data_is_ignored_not_fatal() {
     let s = pod_status_for(&u, Some(&scheduled()), SystemTime::UNIX_EPOCH);
     assert_eq!(s.phase.as_deref(), Some("Running"));
 }
+
+#[test]
+fn a_pod_killed_by_an_agent_drain_is_a_disruption_not_a_failure() {
+    let mut reported = running_pod();
+    reported.phase = Some("Failed".into());
+    reported.reason = Some("Error".into());
+    let mut u = update(TaskState::TaskKilled);
+    u.reason = Some(Reason::ReasonAgentDraining as i32);
+    u.data = Some(serde_json::to_vec(&reported).unwrap());
+    let s = pod_status_for(&u, Some(&running_pod()), SystemTime::UNIX_EPOCH);
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    assert_eq!(s.reason.as_deref(), Some(REASON_NODE_SHUTDOWN));
+    assert_eq!(
+        s.message.as_deref(),
+        Some("Pod was terminated in response to the drain of its Mesos agent (DRAIN_AGENT).")
+    );
+    let target = s
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == DISRUPTION_TARGET)
+        .unwrap();
+    assert_eq!(
+        (target.status.as_str(), target.reason.as_deref()),
+        ("True", Some(DISRUPTION_BY_KUBELET))
+    );
+    // Killed for any other reason, it is an ordinary failure.
+    u.reason = None;
+    let s = pod_status_for(&u, Some(&running_pod()), SystemTime::UNIX_EPOCH);
+    assert_eq!(s.reason.as_deref(), Some("Error"));
+    assert!(
+        !s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == DISRUPTION_TARGET)
+    );
+}
