@@ -24,7 +24,10 @@
 //! from the Node watch ([`Core::node_marked`]) and lifts it the same way.
 //!
 //! The operator's own `machine/down` stops whatever still runs (PDBs or not);
-//! mesopod never forces a pod past its budget to meet a window.
+//! mesopod never forces a pod past its budget to meet a window. So does an
+//! agent drain (DRAIN_AGENT), which Mesos carries out itself: the first of our
+//! tasks it kills marks the Node the same way ([`Core::on_agent_draining`]),
+//! and the agent's first offer after its reactivation lifts the mark.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
@@ -154,6 +157,41 @@ impl Core {
         } else {
             self.maintenance.marked.remove(&hostname);
         }
+    }
+
+    /// A task of ours was killed because the operator drains its agent
+    /// (DRAIN_AGENT, Mesos 1.9+). Mesos deactivated the agent first, so it
+    /// offers nothing until REACTIVATE_AGENT, and it kills every task there
+    /// itself: mesopod has nothing to evict, only the Node to mark, so that
+    /// `kubectl get nodes` says what Mesos decided and no DaemonSet waits on
+    /// an agent that will not offer. The first offer after the reactivation
+    /// carries no `unavailability`, and lifts the mark as it ends a
+    /// maintenance. mesopod learns of a drain only through its own tasks.
+    pub(super) fn on_agent_draining(&mut self, agent: &str, now: SystemTime) {
+        let Some(host) = self
+            .agents
+            .hostname(agent)
+            .map(str::to_owned)
+            .or_else(|| self.hostname_of_tasks_on(agent))
+        else {
+            return;
+        };
+        if !self.maintenance.marked.insert(host.clone()) {
+            return;
+        }
+        let message = "The Mesos operator drains this agent (DRAIN_AGENT): its tasks are killed, it offers nothing until it is reactivated, and the node is cordoned".to_owned();
+        tracing::info!(node = %host, %agent, "the operator drains the agent");
+        let event = node_event(&host, "Warning", "AgentDraining", message, now);
+        self.emit(Effect::Store(vec![
+            Write::NodeMaintenance {
+                node: host,
+                window: Some(MaintenanceWindow {
+                    start: now,
+                    end: None,
+                }),
+            },
+            Write::Event(Box::new(event)),
+        ]));
     }
 
     /// Starts draining `agent`, or brings its window up to date.

@@ -145,6 +145,11 @@ impl Core {
         if status.reason == Some(Reason::ReasonAgentReregistered as i32) {
             self.on_agent_reregistered(&status, now);
         }
+        if status.reason == Some(Reason::ReasonAgentDraining as i32)
+            && let Some(agent) = &status.agent_id
+        {
+            self.on_agent_draining(&agent.value, now);
+        }
         let ack = ack_call(&status);
         if from_mesos && self.relaunch(&status, now) {
             if let Some(ack) = ack {

@@ -241,3 +241,26 @@ fn a_moved_window_is_written_again() {
     let effects = core.step(inverse_offer("inv-1", "h1", 20_000), at(2));
     assert_eq!(marks(&effects), [("h1".to_owned(), true)]);
 }
+
+#[test]
+fn an_agent_drained_by_the_operator_marks_its_node_once_and_its_first_offer_after_lifts_it() {
+    let (mut core, tasks) = busy_h1();
+    let killed = |id: &TaskId, state| {
+        let mut s = status(id, state, true);
+        s.reason = Some(mesos::proto::task_status::Reason::ReasonAgentDraining as i32);
+        update(s)
+    };
+    let effects = core.step(killed(&tasks[0].1, TaskState::TaskKilling), at(10));
+    assert_eq!(marks(&effects), [("h1".to_owned(), true)]);
+    assert_eq!(reasons(&effects), ["AgentDraining"]);
+    assert!(evicted(&effects).is_empty(), "Mesos kills them itself");
+    // Every other kill of the drain leaves the mark as it is.
+    for (_, id) in &tasks {
+        let effects = core.step(killed(id, TaskState::TaskKilled), at(11));
+        assert!(marks(&effects).is_empty());
+    }
+    // The agent is fenced while marked; reactivated, its offer lifts the mark.
+    let effects = core.step(offer_from("h1", "o-1", None), at(20));
+    assert_eq!(marks(&effects), [("h1".to_owned(), false)]);
+    assert!(reasons(&effects).contains(&"MaintenanceEnded".to_owned()));
+}
