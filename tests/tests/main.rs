@@ -13,6 +13,7 @@ mod spdy_support;
 
 mod admission;
 mod admission_executor;
+mod agent_drain_kubectl;
 mod apiserver_restart;
 mod architecture_invariants;
 mod attach_executor;

@@ -25,7 +25,7 @@ use testkit::{Kubectl, ok, wait_until};
 
 const T: Duration = Duration::from_secs(90);
 
-fn workloads(image: &str) -> String {
+pub(crate) fn workloads(image: &str) -> String {
     format!(
         "apiVersion: apps/v1
 kind: Deployment
@@ -87,7 +87,7 @@ fn live_running(p: &Pod) -> bool {
 }
 
 /// How many live Running pods of `app` each node has.
-fn running_per_node(api: &Api, app: &str) -> BTreeMap<String, usize> {
+pub(crate) fn running_per_node(api: &Api, app: &str) -> BTreeMap<String, usize> {
     let mut per = BTreeMap::new();
     for p in api
         .list_pods(Some("default"), &format!("app={app}"), "")
@@ -158,7 +158,7 @@ async fn maintenance_status(master: &str) -> Value {
         .unwrap()
 }
 
-fn taint_keys(api: &Api, node: &str) -> Vec<String> {
+pub(crate) fn taint_keys(api: &Api, node: &str) -> Vec<String> {
     api.get_node(node)
         .unwrap()
         .spec
