@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::containers_support::registry_agents::two_registry_agents;
-use crate::maintenance_kubectl::{running_per_node, taint_keys, workloads};
+use crate::maintenance_kubectl::{moved_to_agent_1, running_per_node, taint_keys, web_on_agent_0};
 
 use std::time::Duration;
 
@@ -73,23 +73,7 @@ async fn an_agent_the_operator_drains_is_cordoned_its_pods_move_and_reactivation
     let api = app.api();
     let master = app.master_url().trim_end_matches('/').to_owned();
     let k = Kubectl::new(&app.api_url());
-    // Both web pods on agent-0 (agent-1 cordoned while they are placed), a
-    // daemon on each agent.
-    ok(&k.run(&["cordon", "agent-1"]).await);
-    k.apply(&workloads(image)).await;
-    wait_until(
-        "both web pods on agent-0, a daemon on each agent",
-        T,
-        async || {
-            (
-                running_per_node(api, "web"),
-                running_per_node(api, "agentd"),
-            )
-        },
-        |(web, daemon)| web.get("agent-0") == Some(&2) && daemon.len() == 2,
-    )
-    .await;
-    ok(&k.run(&["uncordon", "agent-1"]).await);
+    web_on_agent_0(&k, api, image).await;
 
     let agent = slave(&master, "agent-0").await["id"]
         .as_str()
@@ -102,20 +86,7 @@ async fn an_agent_the_operator_drains_is_cordoned_its_pods_move_and_reactivation
     .await;
 
     // Mesos kills what ran there; mesopod marks the Node and the pods move.
-    let (web, daemon) = wait_until(
-        "agent-0 empty, both web pods on agent-1",
-        T,
-        async || {
-            (
-                running_per_node(api, "web"),
-                running_per_node(api, "agentd"),
-            )
-        },
-        |(web, daemon)| web.get("agent-1") == Some(&2) && !daemon.contains_key("agent-0"),
-    )
-    .await;
-    assert_eq!(web.get("agent-0"), None);
-    assert_eq!(daemon.get("agent-1"), Some(&1));
+    moved_to_agent_1(api).await;
     assert_eq!(cluster.assert_all_pulled("app=web"), 2);
     assert!(taint_keys(api, "agent-0").contains(&"mesopod.io/maintenance".to_owned()));
     let row = ok(&k.run(&["get", "node", "agent-0", "--no-headers"]).await);

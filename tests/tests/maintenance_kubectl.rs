@@ -25,7 +25,7 @@ use testkit::{Kubectl, ok, wait_until};
 
 const T: Duration = Duration::from_secs(90);
 
-pub(crate) fn workloads(image: &str) -> String {
+fn workloads(image: &str) -> String {
     format!(
         "apiVersion: apps/v1
 kind: Deployment
@@ -100,6 +100,45 @@ pub(crate) fn running_per_node(api: &Api, app: &str) -> BTreeMap<String, usize> 
         }
     }
     per
+}
+
+/// Applies [`workloads`] with both web pods on agent-0 (agent-1 is cordoned
+/// while they are placed) and a daemon on each agent.
+pub(crate) async fn web_on_agent_0(k: &Kubectl, api: &Api, image: &str) {
+    ok(&k.run(&["cordon", "agent-1"]).await);
+    k.apply(&workloads(image)).await;
+    wait_until(
+        "both web pods on agent-0, a daemon on each agent",
+        T,
+        async || {
+            (
+                running_per_node(api, "web"),
+                running_per_node(api, "agentd"),
+            )
+        },
+        |(web, daemon)| web.get("agent-0") == Some(&2) && daemon.len() == 2,
+    )
+    .await;
+    ok(&k.run(&["uncordon", "agent-1"]).await);
+}
+
+/// Awaits agent-0 emptied: both web pods Running on agent-1, and the daemon
+/// there alone (agent-0's is not made again).
+pub(crate) async fn moved_to_agent_1(api: &Api) {
+    let (web, daemon) = wait_until(
+        "agent-0 empty, both web pods on agent-1",
+        T,
+        async || {
+            (
+                running_per_node(api, "web"),
+                running_per_node(api, "agentd"),
+            )
+        },
+        |(web, daemon)| web.get("agent-1") == Some(&2) && !daemon.contains_key("agent-0"),
+    )
+    .await;
+    assert_eq!(web.get("agent-0"), None);
+    assert_eq!(daemon.get("agent-1"), Some(&1));
 }
 
 /// Follows the web pods from a fresh list and keeps the fewest that were
@@ -180,22 +219,7 @@ async fn a_maintenance_window_moves_the_pods_out_under_their_budget_and_the_inve
     let api = app.api();
     let master = app.master_url().trim_end_matches('/').to_owned();
     let k = Kubectl::new(&app.api_url());
-    // Everything on agent-0 first: agent-1 cordoned while it is placed.
-    ok(&k.run(&["cordon", "agent-1"]).await);
-    k.apply(&workloads(image)).await;
-    wait_until(
-        "both web pods on agent-0, a daemon on each agent",
-        T,
-        async || {
-            (
-                running_per_node(api, "web"),
-                running_per_node(api, "agentd"),
-            )
-        },
-        |(web, daemon)| web.get("agent-0") == Some(&2) && daemon.len() == 2,
-    )
-    .await;
-    ok(&k.run(&["uncordon", "agent-1"]).await);
+    web_on_agent_0(&k, api, image).await;
     wait_until(
         "the budget allows one disruption",
         T,
@@ -249,20 +273,7 @@ async fn a_maintenance_window_moves_the_pods_out_under_their_budget_and_the_inve
     );
 
     // The pods move out; the daemon's is not made again there.
-    let (web, daemon) = wait_until(
-        "agent-0 empty, both web pods on agent-1",
-        T,
-        async || {
-            (
-                running_per_node(api, "web"),
-                running_per_node(api, "agentd"),
-            )
-        },
-        |(web, daemon)| web.get("agent-1") == Some(&2) && !daemon.contains_key("agent-0"),
-    )
-    .await;
-    assert_eq!(web.get("agent-0"), None);
-    assert_eq!(daemon.get("agent-1"), Some(&1));
+    moved_to_agent_1(api).await;
     assert_eq!(cluster.assert_all_pulled("app=web"), 2);
     assert!(
         *fewest.lock().unwrap() >= 1,
