@@ -4,28 +4,28 @@
 //! written (info, paths with their operations, definitions), and vendor extensions travel
 //! as YAML in `Any.yaml`, as kube-openapi writes them.
 
+use prost::encoding::{WireType, encode_key, encode_varint};
 use serde_json::{Map, Value};
 
-/// A protobuf message being written.
+/// A protobuf message being written: the document's shape is only known at run time, so
+/// fields are written one by one with prost's encoding primitives.
 #[derive(Default)]
 struct Msg(Vec<u8>);
 
 impl Msg {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+    fn key(&mut self, field: u32, wire: WireType) {
+        encode_key(field, wire, &mut self.0);
     }
 
-    fn key(&mut self, field: u32, wire: u8) {
-        self.varint(u64::from(field) << 3 | u64::from(wire));
+    /// A varint field, written even when zero (a `oneof` member says which it is).
+    fn varint(&mut self, field: u32, v: u64) {
+        self.key(field, WireType::Varint);
+        encode_varint(v, &mut self.0);
     }
 
     fn bytes(&mut self, field: u32, b: &[u8]) {
-        self.key(field, 2);
-        self.varint(b.len() as u64);
+        self.key(field, WireType::LengthDelimited);
+        encode_varint(b.len() as u64, &mut self.0);
         self.0.extend_from_slice(b);
     }
 
@@ -42,19 +42,17 @@ impl Msg {
 
     fn boolean(&mut self, field: u32, b: bool) {
         if b {
-            self.key(field, 0);
-            self.varint(1);
+            self.varint(field, 1);
         }
     }
 
     fn double(&mut self, field: u32, f: f64) {
-        self.key(field, 1);
+        self.key(field, WireType::SixtyFourBit);
         self.0.extend_from_slice(&f.to_le_bytes());
     }
 
     fn int64(&mut self, field: u32, i: i64) {
-        self.key(field, 0);
-        self.varint(i as u64);
+        self.varint(field, i as u64);
     }
 }
 
@@ -133,8 +131,7 @@ fn schema(v: &Value) -> Msg {
     match o.get("additionalProperties") {
         Some(Value::Bool(b)) => {
             let mut item = Msg::default();
-            item.key(2, 0);
-            item.varint(u64::from(*b));
+            item.varint(2, u64::from(*b));
             m.msg(21, item);
         }
         Some(s @ Value::Object(_)) => {

@@ -1,10 +1,12 @@
 //! `grpc`: `grpc.health.v1.Health/Check` over plaintext HTTP/2, as
 //! kubelet's gRPC probe. `SERVING` succeeds; anything else fails with
-//! kubelet's message. The two tiny protobuf messages are coded by hand.
+//! kubelet's message. The two messages are prost's, declared here with
+//! `grpc/health/v1/health.proto`'s names and field numbers.
 
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
+use prost::Message;
 
 use super::Outcome;
 use super::dial::{Conn, dial};
@@ -16,8 +18,23 @@ const CHECK: &str = "/grpc.health.v1.Health/Check";
 /// gRPC's status code for a method the server lacks.
 const UNIMPLEMENTED: &str = "12";
 
+/// `grpc.health.v1.HealthCheckRequest`.
+#[derive(Clone, PartialEq, Message)]
+struct HealthCheckRequest {
+    #[prost(string, tag = "1")]
+    service: String,
+}
+
+/// `grpc.health.v1.HealthCheckResponse` (its `ServingStatus` as a number:
+/// one a newer server adds is still read, and named UNKNOWN).
+#[derive(Clone, PartialEq, Message)]
+struct HealthCheckResponse {
+    #[prost(int32, tag = "1")]
+    status: i32,
+}
+
 /// `HealthCheckResponse.ServingStatus` by number.
-fn serving_status(n: u64) -> &'static str {
+fn serving_status(n: i32) -> &'static str {
     match n {
         1 => "SERVING",
         2 => "NOT_SERVING",
@@ -28,61 +45,21 @@ fn serving_status(n: u64) -> &'static str {
 
 /// The request: one length-prefixed `HealthCheckRequest { service }`.
 pub(crate) fn request_body(service: &str) -> Bytes {
-    let mut msg = Vec::new();
-    if !service.is_empty() {
-        msg.push(0x0a); // field 1, length-delimited
-        put_varint(&mut msg, service.len() as u64);
-        msg.extend_from_slice(service.as_bytes());
+    let msg = HealthCheckRequest {
+        service: service.to_owned(),
     }
+    .encode_to_vec();
     let mut out = vec![0u8];
     out.extend_from_slice(&u32::try_from(msg.len()).unwrap_or(u32::MAX).to_be_bytes());
     out.extend_from_slice(&msg);
     Bytes::from(out)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn varint(buf: &mut &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.first()?;
-        buf.advance(1);
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Some(v);
-        }
-    }
-    None
-}
-
 /// The `status` of a length-prefixed `HealthCheckResponse` (0 when absent).
-pub(crate) fn response_status(body: &[u8]) -> Option<u64> {
+pub(crate) fn response_status(body: &[u8]) -> Option<i32> {
     let len = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
-    let mut msg = body.get(5..5 + len)?;
-    let mut status = 0;
-    while !msg.is_empty() {
-        let tag = varint(&mut msg)?;
-        match tag & 7 {
-            0 => {
-                let v = varint(&mut msg)?;
-                if tag >> 3 == 1 {
-                    status = v;
-                }
-            }
-            2 => {
-                let n = usize::try_from(varint(&mut msg)?).ok()?;
-                msg = msg.get(n..)?;
-            }
-            _ => return None,
-        }
-    }
-    Some(status)
+    let msg = body.get(5..5usize.checked_add(len)?)?;
+    HealthCheckResponse::decode(msg).ok().map(|r| r.status)
 }
 
 /// One gRPC health check of `service` at `host:port`.
