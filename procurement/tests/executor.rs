@@ -57,7 +57,7 @@ fn a_new_agent_gets_the_executor_once_then_pods_share_it() {
     let pl = default_pipeline(&config()).unwrap();
     let mut state = view.state();
     let mut t1 = typical_task();
-    let s1 = state.place(&pl, &mut t1, view.node()).unwrap();
+    let s1 = place(&mut state, &pl, &mut t1, view.node()).unwrap();
     let exec = s1.executor.clone().unwrap();
     assert_eq!(exec.executor_id, Some(executor_id_for(&prototype())));
     assert_eq!(exec.framework_id, Some("fw".into()));
@@ -75,7 +75,7 @@ fn a_new_agent_gets_the_executor_once_then_pods_share_it() {
     let mut p2: k8s_openapi::api::core::v1::Pod = (**t2.pod().unwrap()).clone();
     p2.spec.as_mut().unwrap().containers[0].ports = None;
     t2.set_pod(Arc::new(p2)).unwrap();
-    let s2 = state.place(&pl, &mut t2, view.node()).unwrap();
+    let s2 = place(&mut state, &pl, &mut t2, view.node()).unwrap();
     assert_eq!(
         s2.executor, s1.executor,
         "the second pod runs under the same executor"
@@ -93,7 +93,7 @@ fn an_agent_running_our_executor_reuses_it_at_no_cost() {
     let pl = default_pipeline(&config()).unwrap();
     let (node, mut state) = node_and_state(&o);
     let mut t = typical_task();
-    let spec = state.place(&pl, &mut t, &node).unwrap();
+    let spec = place(&mut state, &pl, &mut t, &node).unwrap();
     assert_eq!(spec.executor_id(), Some(&id));
     assert_eq!(amount(&spec.resources, "cpus"), 0.6);
     assert_eq!(
@@ -113,7 +113,7 @@ fn an_agent_running_our_executor_reuses_it_at_no_cost() {
         .unwrap()
         .with_running_executor(Arc::new(launched.clone()));
     let mut state = ProcureState::new(&o).unwrap();
-    let spec = state.place(&pl, &mut t, &node).unwrap();
+    let spec = place(&mut state, &pl, &mut t, &node).unwrap();
     assert_eq!(spec.executor.as_deref(), Some(&launched));
 }
 
@@ -160,7 +160,7 @@ fn an_executor_that_does_not_fit_fails_with_its_own_reason() {
     let (node, mut state) = node_and_state(&o);
     let before = state.remaining();
     let mut t = typical_task();
-    let e = state.place(&pl, &mut t, &node).unwrap_err();
+    let e = place(&mut state, &pl, &mut t, &node).unwrap_err();
     assert_eq!(e.stage(), procurement::Stage::Executor);
     assert_eq!(
         e.to_string(),

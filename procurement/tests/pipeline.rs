@@ -88,9 +88,9 @@ fn several_pods_share_one_offer_each_taking_from_what_is_left() {
     };
     let mut placed = Vec::new();
     for _ in 0..3 {
-        placed.push(state.place(&pl, &mut pod("600m"), view.node()).unwrap());
+        placed.push(place(&mut state, &pl, &mut pod("600m"), view.node()).unwrap());
     }
-    let e = state.place(&pl, &mut pod("600m"), view.node()).unwrap_err();
+    let e = place(&mut state, &pl, &mut pod("600m"), view.node()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "insufficient cpus for the pod: asked 0.6, available 0.2"
@@ -318,7 +318,7 @@ fn a_pod_object_replaced_in_the_task_is_worked_out_again() {
     let (node, mut state) = node_and_state(&o);
     let pl = default_pipeline(&PipelineConfig::default()).unwrap();
     let mut t = small_pod();
-    state.place(&pl, &mut t, &node).unwrap();
+    place(&mut state, &pl, &mut t, &node).unwrap();
     let mut bigger: k8s_openapi::api::core::v1::Pod = (**t.pod().unwrap()).clone();
     let c = &mut bigger.spec.as_mut().unwrap().containers[0];
     c.resources
@@ -332,7 +332,7 @@ fn a_pod_object_replaced_in_the_task_is_worked_out_again() {
             k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".into()),
         );
     t.set_pod(Arc::new(bigger)).unwrap();
-    let s = state.place(&pl, &mut t, &node).unwrap();
+    let s = place(&mut state, &pl, &mut t, &node).unwrap();
     assert_eq!(amount(&s.resources, "cpus"), 2.0);
 }
 

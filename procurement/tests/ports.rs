@@ -225,13 +225,13 @@ fn a_port_taken_by_one_pod_conflicts_for_the_next_on_the_same_offer() {
     let (node, mut state) = node_and_state(&o);
     let pl = pipeline(PortStrategy::Wildcard);
     let mut a = pod(json!([{"containerPort": 80, "hostPort": 31000}]), None);
-    let spec_a = state.place(&pl, &mut a, &node).unwrap();
+    let spec_a = place(&mut state, &pl, &mut a, &node).unwrap();
     assert_eq!(spec_a.port_mappings[0].host_port, 31000);
 
     let mut b = pod(json!([{"containerPort": 80, "hostPort": 31000}]), None);
     let before = state.remaining();
     assert_eq!(
-        state.place(&pl, &mut b, &node).unwrap_err(),
+        place(&mut state, &pl, &mut b, &node).unwrap_err(),
         ProcureError::PortTaken { port: 31000 }
     );
     assert_eq!(state.remaining(), before);
@@ -240,14 +240,14 @@ fn a_port_taken_by_one_pod_conflicts_for_the_next_on_the_same_offer() {
     let mut seen = vec![31000u16];
     for _ in 0..3 {
         let mut c = pod(json!([{"containerPort": 80}]), None);
-        let s = state.place(&pl, &mut c, &node).unwrap();
+        let s = place(&mut state, &pl, &mut c, &node).unwrap();
         let hp = s.port_mappings[0].host_port;
         assert!(!seen.contains(&hp), "port {hp} given twice");
         seen.push(hp);
     }
     let mut d = pod(json!([{"containerPort": 80}]), None);
     assert_eq!(
-        state.place(&pl, &mut d, &node).unwrap_err(),
+        place(&mut state, &pl, &mut d, &node).unwrap_err(),
         ProcureError::NoFreePorts {
             asked: 1,
             available: 0

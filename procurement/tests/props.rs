@@ -136,7 +136,7 @@ proptest! {
             let task_before = t.clone();
             let result_before = state.result();
             let procured_before = state.procured();
-            match state.place(&pl, &mut t, view.node()) {
+            match place(&mut state, &pl, &mut t, view.node()) {
                 Err(_) => {
                     // On failure, the offer and the task are unchanged.
                     prop_assert_eq!(&t, &task_before);
@@ -235,7 +235,7 @@ proptest! {
             for (i, v) in views.iter().enumerate() {
                 let mut st = left[i].clone();
                 let mut tt = t.clone();
-                if st.place(&pl, &mut tt, v.node()).is_ok() {
+                if place(&mut st, &pl, &mut tt, v.node()).is_ok() {
                     let key = (scoring.score(&st), v.node().hostname().to_owned(), v.id().value.clone());
                     let better = match &expected {
                         None => true,

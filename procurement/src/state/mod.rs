@@ -10,22 +10,23 @@
 //! resources only when asked for.
 //!
 //! # Several pods on one offer
-//! [`ProcureState::place`] starts a new pod, runs a pipeline and returns the
-//! pod's spec; the next call takes from what the earlier pods left. A port
-//! taken by one pod is never given to another, and the executor is procured
-//! by the first pod only.
+//! [`ProcureState::begin_pod`] starts a new pod; a pipeline then takes from
+//! what the earlier pods left, and [`ProcureState::spec`] is the pod's spec
+//! (a round works on a copy per candidate, so a failure needs no rollback;
+//! an all-or-nothing pipeline rolls back to its [`Checkpoint`] itself). A
+//! port taken by one pod is never given to another, and the executor is
+//! procured by the first pod only.
 
 mod results;
 
 use std::sync::Arc;
 
 use mesos::proto::{AgentId, ExecutorInfo, Offer, OfferId};
-use registry::{PodTask, Spec};
+use registry::PodTask;
 
 use crate::demand::PodDemand;
 use crate::failure::{Owner, ProcureError};
-use crate::node::{NodeView, OfferError};
-use crate::pipeline::Procurement;
+use crate::node::OfferError;
 use crate::pool::{OfferPool, ResourceKind};
 use crate::quantity::millis_to_f64;
 
@@ -218,32 +219,6 @@ impl ProcureState {
         self.roles = cp.roles;
         self.pod_executor = cp.pod_executor;
         self.procured_executor = cp.procured_executor;
-    }
-
-    /// Runs `pipeline` for one more pod on what is left and returns its spec.
-    /// On failure the state and the task are as they were before the call.
-    ///
-    /// # Errors
-    /// The pipeline's first failure.
-    pub fn place<P: Procurement + ?Sized>(
-        &mut self,
-        pipeline: &P,
-        task: &mut PodTask,
-        node: &NodeView,
-    ) -> Result<Spec, ProcureError> {
-        let cp = self.checkpoint();
-        let before = pipeline.modifies_task().then(|| task.clone());
-        self.begin_pod();
-        match pipeline.procure(task, node, self) {
-            Ok(()) => Ok(self.spec()),
-            Err(e) => {
-                self.rollback(cp);
-                if let Some(before) = before {
-                    *task = before;
-                }
-                Err(e)
-            }
-        }
     }
 
     /// The demand of `task`'s pod, worked out on first use and then reused

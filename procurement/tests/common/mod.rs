@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Pod;
 use mesos::proto::{Attribute, ExecutorId, Offer, Resource, resource, value};
-use procurement::{NodeView, ProcureState};
+use procurement::{NodeView, ProcureError, ProcureState, Procurement};
 use registry::PodTask;
 use serde_json::{Value, json};
 
@@ -181,4 +181,28 @@ pub fn amount<'a>(rs: impl IntoIterator<Item = &'a Resource>, name: &str) -> f64
         .filter_map(|r| r.scalar)
         .map(|s| s.value)
         .sum()
+}
+
+/// Runs `pipeline` for one more pod on what is left of `state` and returns its
+/// spec, as a round places a pod on an offer it already used; on failure the
+/// state and the task are as they were before the call.
+pub fn place<P: Procurement + ?Sized>(
+    state: &mut ProcureState,
+    pipeline: &P,
+    task: &mut PodTask,
+    node: &NodeView,
+) -> Result<registry::Spec, ProcureError> {
+    let cp = state.checkpoint();
+    let before = pipeline.modifies_task().then(|| task.clone());
+    state.begin_pod();
+    match pipeline.procure(task, node, state) {
+        Ok(()) => Ok(state.spec()),
+        Err(e) => {
+            state.rollback(cp);
+            if let Some(before) = before {
+                *task = before;
+            }
+            Err(e)
+        }
+    }
 }
