@@ -52,6 +52,58 @@ async fn live_pods(api: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The ReplicaSets' counts and every live pod that is not Ready, with its
+/// node, mesopod's annotations and its conditions.
+async fn stall_report(api: &str) -> String {
+    let mut out = String::new();
+    let rses = get_json(&format!(
+        "{api}/apis/apps/v1/namespaces/default/replicasets"
+    ))
+    .await;
+    for r in rses["items"].as_array().into_iter().flatten() {
+        out += &format!(
+            "replicaset {} image {} spec {} status {}\n",
+            r["metadata"]["name"],
+            r["spec"]["template"]["spec"]["containers"][0]["image"],
+            r["spec"]["replicas"],
+            r["status"]
+        );
+    }
+    let list = get_json(&format!(
+        "{api}/api/v1/namespaces/default/pods?labelSelector=app%3Droll"
+    ))
+    .await;
+    let ready = |p: &Value| {
+        p["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    };
+    for p in list["items"].as_array().into_iter().flatten() {
+        if ready(p) {
+            continue;
+        }
+        let ours: Vec<String> = p["metadata"]["annotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with("mesopod.io/"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        out += &format!(
+            "not ready: {} image {} phase {} node {} deleting {} annotations {ours:?} conditions {}\n",
+            p["metadata"]["name"],
+            p["spec"]["containers"][0]["image"],
+            p["status"]["phase"],
+            p["spec"]["nodeName"],
+            p["metadata"]["deletionTimestamp"],
+            p["status"]["conditions"]
+        );
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_of_the_leader_mid_rollout_finishes_it_with_each_pod_launched_once() {
     let Some(mut cluster) = Cluster::with_replicas(
@@ -105,9 +157,20 @@ async fn sigkill_of_the_leader_mid_rollout_finishes_it_with_each_pod_launched_on
     );
     assert_eq!(cluster.settled(&[follower]).await, follower);
 
-    ok(&k
+    let rolled = k
         .run(&["rollout", "status", "deploy/roll", "--timeout=120s"])
-        .await);
+        .await;
+    if !rolled.status.success() {
+        // This stalled twice in CI (at "50 out of 100 new replicas have been
+        // updated") and never locally: what holds the rollout back, for the
+        // next time.
+        panic!(
+            "the rollout stalled after the failover: {}\n{}\n{}",
+            testkit::stderr(&rolled),
+            testkit::stdout(&rolled),
+            stall_report(&via).await
+        );
+    }
     let (pods, _) = wait_until(
         "only new pods left",
         T,
