@@ -10,7 +10,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::containers_support::registry_agents::two_registry_agents;
-use crate::maintenance_kubectl::{moved_to_agent_1, running_per_node, taint_keys, web_on_agent_0};
+use crate::maintenance_kubectl::{
+    moved_to_agent_1, post_ok, running_per_node, taint_keys, web_on_agent_0,
+};
 
 use std::time::Duration;
 
@@ -22,18 +24,7 @@ use testkit::{Kubectl, ok, wait_until};
 const T: Duration = Duration::from_secs(90);
 
 async fn operator(master: &str, call: Value) {
-    let answer = reqwest::Client::new()
-        .post(format!("{master}/api/v1"))
-        .json(&call)
-        .send()
-        .await
-        .unwrap();
-    let code = answer.status();
-    assert!(
-        code.is_success(),
-        "{call}: {code}: {}",
-        answer.text().await.unwrap_or_default()
-    );
+    post_ok(&format!("{master}/api/v1"), &call).await;
 }
 
 /// The master's view of the agent on `hostname` (`/master/slaves`).

@@ -174,16 +174,21 @@ fn fewest_running(api: &Api) -> Arc<Mutex<usize>> {
 }
 
 async fn post_schedule(master: &str, schedule: &Value) {
+    post_ok(&format!("{master}/master/maintenance/schedule"), schedule).await;
+}
+
+/// POSTs `body` as JSON to `url` and fails the test unless the answer is a success.
+pub(crate) async fn post_ok(url: &str, body: &Value) {
     let answer = reqwest::Client::new()
-        .post(format!("{master}/master/maintenance/schedule"))
-        .json(schedule)
+        .post(url)
+        .json(body)
         .send()
         .await
         .unwrap();
     let code = answer.status();
     assert!(
         code.is_success(),
-        "{code}: {}",
+        "{body}: {code}: {}",
         answer.text().await.unwrap_or_default()
     );
 }
